@@ -1,0 +1,57 @@
+# dihera — the two commands a newcomer needs:
+#   make demo   set up the local control plane (or use $KUBECONFIG's cluster) and run a DIJob to Succeeded
+#   make test   install everything and run every check and test (what CI runs)
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+PYTHON_BOOT ?= python3
+VENV ?= .venv
+PYTHON ?= $(VENV)/bin/python
+export DIHERA_CACHE ?= $(HOME)/.cache/dihera
+export PATH := $(DIHERA_CACHE)/bin:$(PATH)
+
+.PHONY: help setup tools generate check-generated lint typecheck unit test bench clean
+
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON_BOOT) -m venv $(VENV)
+	$(PYTHON) -m pip install -q --upgrade pip
+	$(PYTHON) -m pip install -q -e ".[operator,dev]"
+	touch $@
+
+setup: $(VENV)/.installed ## create .venv with dihera and its dev tools
+
+tools: ## build the control-plane programs from the Go module proxy (cached in $DIHERA_CACHE)
+	bash ci/build-tools.sh
+
+generate: setup ## regenerate files derived from schemas/ and examples
+	$(PYTHON) -m dihera.schema.generate
+	$(PYTHON) -m tests.golden --write
+
+check-generated: setup ## fail when a generated file drifted from its source
+	$(PYTHON) -m dihera.schema.generate --check
+
+lint: setup ## ruff, yamllint
+	$(VENV)/bin/ruff check dihera tests bench ci
+	$(VENV)/bin/ruff format --check dihera
+	$(VENV)/bin/yamllint -s workflows
+
+typecheck: setup ## mypy --strict
+	$(VENV)/bin/mypy
+
+unit: setup ## unit tests only (no cluster)
+	$(VENV)/bin/pytest -m "not cluster" tests
+
+test: setup tools check-generated lint typecheck ## everything CI runs: checks, unit, chart and cluster tests
+	$(VENV)/bin/pytest tests
+
+bench: setup ## benchmarks (print figures)
+	$(PYTHON) bench/bench_render.py
+
+clean: ## remove caches in the checkout (not the Go build cache)
+	rm -rf .pytest_cache .mypy_cache .ruff_cache build dist
+
+-include ci/cluster.mk
+-include ci/chart.mk
+-include ci/demo.mk

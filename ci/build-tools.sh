@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Builds the local control plane's programs from the Go module proxy into a cache
+# outside the checkout ($DIHERA_CACHE, default ~/.cache/dihera). A program whose
+# pinned version is already built is skipped, so a second run takes seconds.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=ci/versions.env
+source "$here/versions.env"
+cache=${DIHERA_CACHE:-$HOME/.cache/dihera}
+bin="$cache/bin"
+mkdir -p "$bin"
+export GOFLAGS=-mod=mod
+export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
+
+log() { printf '[build-tools] %s\n' "$*" >&2; }
+
+# built NAME VERSION: true when $bin/NAME was built at VERSION.
+built() { [[ -x "$bin/$1" && "$(cat "$bin/.$1.version" 2>/dev/null)" == "$2" ]]; }
+stamp() { echo "$2" > "$bin/.$1.version"; }
+
+build_in() { # build_in WRAPPER_DIR NAME VERSION PACKAGE [LDFLAGS]
+  local dir=$1 name=$2 version=$3 pkg=$4 ldflags=${5:-}
+  built "$name" "$version" && return 0
+  log "building $name $version"
+  local start=$SECONDS
+  (cd "$here/tools/$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$name.tmp" "$pkg")
+  mv "$bin/$name.tmp" "$bin/$name"
+  stamp "$name" "$version"
+  log "built $name in $((SECONDS - start))s"
+}
+
+install_mod() { # install_mod NAME VERSION MODULE_PATH [LDFLAGS]
+  local name=$1 version=$2 pkg=$3 ldflags=${4:-}
+  built "$name" "$version" && return 0
+  log "building $name $version"
+  local start=$SECONDS tmp
+  tmp=$(mktemp -d)
+  GOBIN="$tmp" go install -trimpath -ldflags "-s -w $ldflags" "$pkg@$version"
+  mv "$tmp/$name" "$bin/$name"
+  rm -rf "$tmp"
+  stamp "$name" "$version"
+  log "built $name in $((SECONDS - start))s"
+}
+
+k8s_ldflags() {
+  local v=$KUBERNETES_VERSION minor
+  minor=$(echo "$v" | cut -d. -f2)
+  echo "-X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+}
+
+want=${*:-etcd kube-apiserver kube-controller-manager kube-scheduler kwok workflow-controller helm ct}
+for tool in $want; do
+  case $tool in
+    etcd) build_in etcd etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 ;;
+    kube-apiserver|kube-controller-manager|kube-scheduler)
+      build_in kubernetes "$tool" "$KUBERNETES_VERSION" "k8s.io/kubernetes/cmd/$tool" "$(k8s_ldflags)" ;;
+    kwok) install_mod kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok \
+            "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" ;;
+    workflow-controller) # Argo's controller package in a loopback-only process shell (see its main.go)
+      build_in argo workflow-controller "$ARGO_VERSION+loopback" ./workflowcontroller \
+        "-X github.com/argoproj/argo-workflows/v3.version=$ARGO_VERSION" ;;
+    helm) install_mod helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
+            "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
+    ct) build_in ct ct "$CT_VERSION" github.com/helm/chart-testing/v3/ct \
+          "-X github.com/helm/chart-testing/v3/ct/cmd.Version=$CT_VERSION" ;;
+    *) log "unknown tool: $tool"; exit 2 ;;
+  esac
+done
+# Argo's CRDs ship in its module; copy them next to the binaries.
+argo_dir=$(cd "$here/tools/argo" && go list -m -f '{{.Dir}}' github.com/argoproj/argo-workflows/v3)
+mkdir -p "$cache/argo-crds"
+cp "$argo_dir"/manifests/base/crds/minimal/argoproj.io_*.yaml "$cache/argo-crds/"
+chmod -R u+w "$cache/argo-crds"
+log "all tools ready in $bin"

@@ -1,0 +1,55 @@
+"""Command line: python -m ci.devcluster up|down|status [--state-dir DIR] [--json]."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+
+from .cluster import Cluster, ClusterError
+from .settings import Settings
+
+
+def _print_status(report: dict[str, object]) -> None:
+    components = report["components"]
+    assert isinstance(components, dict)
+    if not components:
+        print(f"down (no state in {report['state_dir']})")
+        return
+    for name, info in components.items():
+        state = f"running  pid {info['pid']}" if info["running"] else "stopped"
+        port = f"127.0.0.1:{info['port']}" if info["port"] else "-"
+        print(f"{name:<24} {state:<20} {port}")
+    print(f"api ready: {report['api_ready']}  nodes ready: {report.get('nodes_ready', 0)}")
+    if report.get("kubeconfig"):
+        print(f"export KUBECONFIG={report['kubeconfig']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m ci.devcluster", description=__doc__)
+    parser.add_argument("command", choices=("up", "down", "status"))
+    parser.add_argument("--state-dir", type=Path, help="state directory (default: .devcluster/ in the repo)")
+    parser.add_argument("--json", action="store_true", help="status as JSON")
+    args = parser.parse_args(argv)
+    logging.basicConfig(format="[devcluster] %(message)s", level=logging.INFO, stream=sys.stderr)
+
+    cluster = Cluster(Settings.from_environ(state_dir=args.state_dir.resolve() if args.state_dir else None))
+    try:
+        if args.command == "up":
+            cluster.up()
+        elif args.command == "down":
+            cluster.down()
+        else:
+            report = cluster.status()
+            print(json.dumps(report, indent=2)) if args.json else _print_status(report)
+            return 0 if report["up"] else 3
+    except ClusterError as err:
+        logging.getLogger("devcluster").error("%s", err)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

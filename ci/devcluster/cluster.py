@@ -1,0 +1,205 @@
+"""Bring the dev cluster up, report on it, tear it down."""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import certs, kube, manifests, processes
+from .components import Component, components
+from .kubeconfig import render_kubeconfig, write_kubeconfig
+from .settings import TOOLS, Settings
+from .state import StateDir, pick_ports
+
+__all__ = ["Cluster", "ClusterError"]
+
+log = logging.getLogger("devcluster")
+
+
+class ClusterError(RuntimeError):
+    """The dev cluster could not be brought up (the message says which part and shows its log)."""
+
+
+@dataclass(frozen=True)
+class Cluster:
+    settings: Settings
+
+    @property
+    def state(self) -> StateDir:
+        return StateDir(self.settings.state_dir)
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.state.kubeconfig
+
+    # -- queries ---------------------------------------------------------------------------------
+
+    def _components(self) -> list[Component]:
+        ports = self.state.load_ports()
+        return components(self.settings, self.state, ports) if ports else []
+
+    def _pidfile(self, c: Component) -> Path:
+        return self.state.pids / f"{c.name}.pid"
+
+    def _running(self) -> dict[str, bool]:
+        return {c.name: processes.alive(self._pidfile(c), c.binary) for c in self._components()}
+
+    def _api(self) -> kube.Api:
+        ports = self.state.load_ports() or {}
+        return kube.Api(
+            f"https://127.0.0.1:{ports.get('kube-apiserver', 0)}", self.state.pki, self.kubeconfig, self.settings.kubectl
+        )
+
+    def is_up(self) -> bool:
+        running = self._running()
+        return bool(running) and all(running.values()) and self._api().ready()
+
+    # -- up ----------------------------------------------------------------------------------------
+
+    def up(self) -> None:
+        """Start whatever is not running and return once everything is ready (idempotent)."""
+        start = time.monotonic()
+        if self.state.exists() and self.is_up():
+            log.info("already up: KUBECONFIG=%s", self.kubeconfig)
+            return
+        self._build_tools()
+        running = self._running()
+        if not any(running.values()):
+            self.state.remove()  # nothing of ours runs: start afresh on free ports
+        self._prepare()
+        api = self._api()
+        for c in self._components():
+            if processes.alive(self._pidfile(c), c.binary):
+                continue
+            if c.name == "kwok":
+                self._install_objects(api)
+            if c.name == "workflow-controller":
+                api.kubectl_run("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+            self._start(c)
+            self._wait(c, lambda c=c: self._component_ready(c, api))
+        self._wait(None, lambda: self._nodes_ready(api), what=f"{self.settings.nodes} nodes Ready")
+        self._wait(
+            None,
+            lambda: api.get("/api/v1/namespaces/default/serviceaccounts/default") is not None,
+            what="default service account",
+        )
+        log.info("up in %.0fs: export KUBECONFIG=%s", time.monotonic() - start, self.kubeconfig)
+
+    def _build_tools(self) -> None:
+        if all((self.settings.binary(t)).exists() for t in TOOLS) and self.settings.argo_crd_dir.is_dir():
+            log.info("checking tools (ci/build-tools.sh)")
+        else:
+            log.info("building tools with ci/build-tools.sh (cold: ~10 minutes on 2 cores)")
+        env = {"PATH": self.settings.path_env, "HOME": str(Path.home()), "DIHERA_CACHE": str(self.settings.cache_dir)}
+        result = subprocess.run(
+            ["bash", str(self.settings.build_script), *TOOLS], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        if result.returncode != 0:
+            raise ClusterError(f"ci/build-tools.sh failed:\n{result.stdout.decode(errors='replace')[-3000:]}")
+
+    def _prepare(self) -> None:
+        state = self.state
+        state.create()
+        ports = state.load_ports()
+        if ports is None:
+            ports = pick_ports(self.settings.first_port)
+            state.save_ports(ports)
+        log.info("ports: %s", ", ".join(f"{k} {v}" for k, v in ports.items()))
+        certs.ensure_pki(state.pki)
+        server = f"https://127.0.0.1:{ports['kube-apiserver']}"
+        for client in certs.CLIENTS:
+            config = render_kubeconfig(server, state.pki, client.stem, client.user)
+            write_kubeconfig(state.component_kubeconfig(client.stem), config)
+        write_kubeconfig(state.kubeconfig, render_kubeconfig(server, state.pki, "admin", "dihera-admin"))
+
+    def _start(self, c: Component) -> None:
+        log.info("starting %s", c.name)
+        env = {"PATH": self.settings.path_env, "HOME": str(self.state.home), **c.env}
+        processes.start(c.argv, self._pidfile(c), self.state.logs / f"{c.name}.log", env, self.state.root)
+
+    def _component_ready(self, c: Component, api: kube.Api) -> bool:
+        if c.health_url is None:
+            return True
+        if c.name == "kube-apiserver":
+            return api.ready()
+        return kube.http_ok(c.health_url, c.health_ca)
+
+    def _install_objects(self, api: kube.Api) -> None:
+        files = []
+        for name, objects in (("nodes", manifests.nodes(self.settings.nodes)), ("argo", manifests.argo_objects())):
+            path = self.state.manifests / f"{name}.json"
+            path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2))
+            files.append(path)
+        crds = sorted(self.settings.argo_crd_dir.glob("*.yaml"))
+        if not crds:
+            raise ClusterError(f"no Argo CRDs in {self.settings.argo_crd_dir}: run ci/build-tools.sh")
+        log.info("applying Argo CRDs, the argo namespace and ConfigMap, %d nodes", self.settings.nodes)
+        api.apply([*crds, *files])
+
+    def _nodes_ready(self, api: kube.Api) -> bool:
+        listing = api.get("/api/v1/nodes")
+        names = {manifests.node_name(i) for i in range(self.settings.nodes)}
+        ready = {n["metadata"]["name"] for n in (listing or {}).get("items", []) if _node_schedulable(n)}
+        return names <= ready
+
+    def _wait(self, c: Component | None, check: Callable[[], bool], what: str = "", timeout: float = 120.0) -> None:
+        """Poll `check` until true; fail early, with its log, if component `c` exits."""
+        deadline = time.monotonic() + timeout
+        while not check():
+            if c is not None and not processes.alive(self._pidfile(c), c.binary):
+                log_file = self.state.logs / f"{c.name}.log"
+                raise ClusterError(f"{c.name} exited; last lines of {log_file}:\n{processes.log_tail(log_file)}")
+            if time.monotonic() > deadline:
+                name = what or (c.name if c else "?")
+                hint = f"; see {self.state.logs}/{c.name}.log" if c else f"; logs in {self.state.logs}"
+                raise ClusterError(f"timed out after {timeout:.0f}s waiting for {name}{hint}")
+            time.sleep(0.25)
+
+    # -- down / status -------------------------------------------------------------------------
+
+    def down(self) -> None:
+        """Stop every process this tool started for this state dir and delete the state."""
+        if not self.settings.state_dir.exists():
+            log.info("nothing to stop: %s does not exist", self.settings.state_dir)
+            return
+        for c in reversed(self._components()):
+            pid = processes.pid_of(self._pidfile(c), c.binary)
+            if pid is not None:
+                log.info("stopping %s (pid %d)", c.name, pid)
+                processes.stop(pid)
+        binaries = [self.settings.binary(t) for t in TOOLS]
+        for pid in processes.strays(self.state.root, binaries):
+            log.info("stopping stray process %d", pid)
+            processes.stop(pid, grace=5.0)
+        self.state.remove()
+        log.info("down: removed %s", self.settings.state_dir)
+
+    def status(self) -> dict[str, Any]:
+        """What runs, on which ports, and whether the API server is ready."""
+        ports = self.state.load_ports() or {}
+        report: dict[str, Any] = {"state_dir": str(self.settings.state_dir), "components": {}}
+        for c in self._components():
+            pid = processes.pid_of(self._pidfile(c), c.binary)
+            report["components"][c.name] = {"pid": pid, "running": pid is not None, "port": ports.get(c.name)}
+        running = [v["running"] for v in report["components"].values()]
+        api_ready = bool(running) and any(running) and self._api().ready()
+        report["api_ready"] = api_ready
+        report["up"] = api_ready and all(running)
+        if api_ready:
+            listing = self._api().get("/api/v1/nodes") or {}
+            report["nodes_ready"] = sum(_node_schedulable(n) for n in listing.get("items", []))
+            report["kubeconfig"] = str(self.kubeconfig)
+        return report
+
+
+def _node_schedulable(node: dict[str, Any]) -> bool:
+    conditions = node.get("status", {}).get("conditions", [])
+    ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+    blocked = any(t["key"].startswith("node.kubernetes.io/") for t in node.get("spec", {}).get("taints", []))
+    return ready and not blocked

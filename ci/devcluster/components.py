@@ -1,0 +1,147 @@
+"""Command lines of the control-plane processes, all bound to 127.0.0.1 (pure: no I/O)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .manifests import ARGO_NAMESPACE, KWOK_NODE_ANNOTATION
+from .settings import Settings
+from .state import StateDir
+
+__all__ = ["POD_CIDR", "SERVICE_CIDR", "Component", "components"]
+
+SERVICE_CIDR = "10.96.0.0/16"
+POD_CIDR = "10.244.0.0/16"  # addresses kwok writes into pod status; nothing is reachable there
+SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
+
+
+@dataclass(frozen=True)
+class Component:
+    """One process: its argv, extra environment, and the URL that answers 200 once it is ready."""
+
+    name: str
+    argv: list[str]
+    health_url: str | None = None  # None: readiness is checked through the API (kwok: nodes Ready)
+    health_ca: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def binary(self) -> Path:
+        return Path(self.argv[0])
+
+
+def _serving(state: StateDir, port: int) -> list[str]:
+    pki = state.pki
+    return [
+        "--bind-address=127.0.0.1",
+        f"--secure-port={port}",
+        f"--tls-cert-file={pki / 'serving.crt'}",
+        f"--tls-private-key-file={pki / 'serving.key'}",
+    ]
+
+
+def _delegated(kubeconfig: Path) -> list[str]:
+    return [
+        f"--kubeconfig={kubeconfig}",
+        f"--authentication-kubeconfig={kubeconfig}",
+        f"--authorization-kubeconfig={kubeconfig}",
+        "--leader-elect=false",
+        "--profiling=false",
+    ]
+
+
+def components(settings: Settings, state: StateDir, ports: dict[str, int]) -> list[Component]:
+    """All processes, in start order."""
+    pki, binary = state.pki, settings.binary
+    etcd_url = f"http://127.0.0.1:{ports['etcd']}"
+    peer_url = f"http://127.0.0.1:{ports['etcd-peer']}"
+    ca = pki / "ca.crt"
+    return [
+        Component(
+            "etcd",
+            [
+                str(binary("etcd")),
+                "--name=dev",
+                f"--data-dir={state.etcd_data}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls={peer_url}",
+                f"--initial-advertise-peer-urls={peer_url}",
+                f"--initial-cluster=dev={peer_url}",
+                "--unsafe-no-fsync",
+                "--log-level=warn",
+            ],
+            health_url=f"{etcd_url}/health",
+        ),
+        Component(
+            "kube-apiserver",
+            [
+                str(binary("kube-apiserver")),
+                f"--etcd-servers={etcd_url}",
+                "--advertise-address=127.0.0.1",
+                *_serving(state, ports["kube-apiserver"]),
+                f"--client-ca-file={ca}",
+                "--authorization-mode=RBAC",
+                f"--service-account-issuer={SA_ISSUER}",
+                f"--service-account-key-file={pki / 'sa.pub'}",
+                f"--service-account-signing-key-file={pki / 'sa.key'}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--allow-privileged=true",
+                "--profiling=false",
+            ],
+            health_url=f"https://127.0.0.1:{ports['kube-apiserver']}/livez",
+            health_ca=ca,
+        ),
+        Component(
+            "kube-controller-manager",
+            [
+                str(binary("kube-controller-manager")),
+                *_delegated(state.component_kubeconfig("kube-controller-manager")),
+                *_serving(state, ports["kube-controller-manager"]),
+                "--use-service-account-credentials=true",
+                f"--service-account-private-key-file={pki / 'sa.key'}",
+                f"--root-ca-file={ca}",
+                f"--cluster-signing-cert-file={ca}",
+                f"--cluster-signing-key-file={pki / 'ca.key'}",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+            ],
+            health_url=f"https://127.0.0.1:{ports['kube-controller-manager']}/healthz",
+            health_ca=ca,
+        ),
+        Component(
+            "kube-scheduler",
+            [
+                str(binary("kube-scheduler")),
+                *_delegated(state.component_kubeconfig("kube-scheduler")),
+                *_serving(state, ports["kube-scheduler"]),
+            ],
+            health_url=f"https://127.0.0.1:{ports['kube-scheduler']}/healthz",
+            health_ca=ca,
+        ),
+        Component(
+            "kwok",
+            [
+                str(binary("kwok")),
+                f"--kubeconfig={state.component_kubeconfig('kwok')}",
+                *(f"--config={path}" for path in settings.kwok_configs),
+                "--manage-nodes-with-annotation-selector={}={}".format(*KWOK_NODE_ANNOTATION),
+                "--node-ip=127.0.0.1",  # anything dialling a "kubelet" stays on loopback
+                f"--cidr={POD_CIDR}",
+                "--node-lease-duration-seconds=40",
+            ],
+        ),
+        Component(
+            "workflow-controller",
+            [
+                str(binary("workflow-controller")),
+                f"--kubeconfig={state.component_kubeconfig('workflow-controller')}",
+                f"--namespace={ARGO_NAMESPACE}",
+                f"--health-address=127.0.0.1:{ports['workflow-controller']}",
+                "--loglevel=info",
+            ],
+            health_url=f"http://127.0.0.1:{ports['workflow-controller']}/healthz",
+            # 1s instead of 10s between passes over a Workflow: short simulated pods progress quickly
+            env={"LEADER_ELECTION_DISABLE": "true", "DEFAULT_REQUEUE_TIME": "1s"},
+        ),
+    ]

@@ -1,0 +1,56 @@
+"""Objects the dev cluster creates after the API server is up: simulated nodes and Argo's ConfigMap."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ARGO_NAMESPACE", "KWOK_NODE_ANNOTATION", "argo_objects", "node_name", "nodes"]
+
+ARGO_NAMESPACE = "argo"
+KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")  # kwok manages nodes carrying this annotation
+
+
+def node_name(index: int) -> str:
+    return f"kwok-node-{index}"
+
+
+def nodes(count: int) -> list[dict[str, Any]]:
+    """`count` Node objects for kwok to simulate; ci/kwok/nodes.yaml gives them cpu, memory, pods and GPUs."""
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": node_name(i),
+                "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1], "node.alpha.kubernetes.io/ttl": "0"},
+                "labels": {
+                    "kubernetes.io/arch": "amd64",
+                    "kubernetes.io/hostname": node_name(i),
+                    "kubernetes.io/os": "linux",
+                    "type": "kwok",
+                    "nvidia.com/gpu.present": "true",
+                },
+            },
+        }
+        for i in range(count)
+    ]
+
+
+# The controller refuses to start without its ConfigMap. Metrics stay off: no listener beyond loopback.
+ARGO_CONFIG = {
+    "metricsConfig": "enabled: false\n",
+    "telemetryConfig": "enabled: false\n",
+}
+
+
+def argo_objects() -> list[dict[str, Any]]:
+    """The `argo` namespace and the workflow-controller ConfigMap."""
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ARGO_NAMESPACE}},
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "workflow-controller-configmap", "namespace": ARGO_NAMESPACE},
+            "data": dict(ARGO_CONFIG),
+        },
+    ]

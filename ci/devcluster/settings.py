@@ -1,0 +1,57 @@
+"""Settings of the dev cluster: one object, built at the entry point."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["TOOLS", "Settings"]
+
+REPO = Path(__file__).resolve().parents[2]
+
+# Programs built by ci/build-tools.sh that the dev cluster runs.
+TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "workflow-controller")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where things are and how big the simulated cluster is."""
+
+    repo: Path = REPO
+    state_dir: Path = REPO / ".devcluster"
+    cache_dir: Path = Path.home() / ".cache" / "dihera"
+    kubectl: str = "kubectl"
+    nodes: int = 4
+    first_port: int = 21000  # ports are picked upward from here, below Linux's ephemeral range
+    path_env: str = "/usr/local/bin:/usr/bin:/bin"
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] = os.environ, state_dir: Path | None = None) -> Settings:
+        cache = environ.get("DIHERA_CACHE")
+        return cls(
+            state_dir=state_dir or REPO / ".devcluster",
+            cache_dir=Path(cache) if cache else Path(environ.get("HOME", str(Path.home()))) / ".cache" / "dihera",
+            kubectl=environ.get("KUBECTL", "kubectl"),
+            path_env=environ.get("PATH", cls.path_env),
+        )
+
+    @property
+    def bin_dir(self) -> Path:
+        return self.cache_dir / "bin"
+
+    @property
+    def argo_crd_dir(self) -> Path:
+        return self.cache_dir / "argo-crds"
+
+    @property
+    def build_script(self) -> Path:
+        return self.repo / "ci" / "build-tools.sh"
+
+    @property
+    def kwok_configs(self) -> list[Path]:
+        return sorted((self.repo / "ci" / "kwok").glob("*.yaml"))
+
+    def binary(self, name: str) -> Path:
+        return self.bin_dir / name

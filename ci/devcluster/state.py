@@ -1,0 +1,104 @@
+"""Layout of the state directory (.devcluster/) and the ports kept in it."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["PORT_NAMES", "StateDir", "pick_ports"]
+
+MARKER = ".dihera-devcluster"
+PORT_NAMES = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "workflow-controller")
+
+
+@dataclass(frozen=True)
+class StateDir:
+    """Everything a running dev cluster keeps: certs, etcd data, logs, pids, ports, kubeconfigs."""
+
+    root: Path
+
+    @property
+    def pki(self) -> Path:
+        return self.root / "pki"
+
+    @property
+    def etcd_data(self) -> Path:
+        return self.root / "etcd"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def pids(self) -> Path:
+        return self.root / "pids"
+
+    @property
+    def home(self) -> Path:
+        """HOME of the child processes, so no user config (~/.kube, ~/.kwok) leaks in."""
+        return self.root / "home"
+
+    @property
+    def manifests(self) -> Path:
+        return self.root / "manifests"
+
+    @property
+    def kubeconfig(self) -> Path:
+        """The admin kubeconfig handed to people and tests."""
+        return self.root / "kubeconfig"
+
+    def component_kubeconfig(self, user: str) -> Path:
+        return self.root / "kubeconfigs" / f"{user}.kubeconfig"
+
+    def create(self) -> None:
+        for d in (self.root, self.pki, self.logs, self.pids, self.home, self.manifests, self.root / "kubeconfigs"):
+            d.mkdir(parents=True, exist_ok=True)
+        (self.root / MARKER).touch()
+        self.pki.chmod(0o700)
+
+    def exists(self) -> bool:
+        return (self.root / MARKER).exists()
+
+    def remove(self) -> None:
+        """Delete the state directory; refuses a directory this tool did not create."""
+        if not self.root.exists():
+            return
+        if not self.exists():
+            raise RuntimeError(f"{self.root} has no {MARKER} marker: not deleting a directory this tool did not create")
+        shutil.rmtree(self.root)
+
+    def load_ports(self) -> dict[str, int] | None:
+        path = self.root / "ports.json"
+        if not path.exists():
+            return None
+        ports = json.loads(path.read_text())
+        return ports if set(ports) == set(PORT_NAMES) else None
+
+    def save_ports(self, ports: dict[str, int]) -> None:
+        (self.root / "ports.json").write_text(json.dumps(ports, indent=2) + "\n")
+
+
+def _free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def pick_ports(first: int) -> dict[str, int]:
+    """Free loopback ports for every component, searched upward from `first`."""
+    ports: dict[str, int] = {}
+    candidate = first
+    for name in PORT_NAMES:
+        while not _free(candidate):
+            candidate += 1
+            if candidate > 65535:
+                raise RuntimeError(f"no free port on 127.0.0.1 above {first}")
+        ports[name] = candidate
+        candidate += 1
+    return ports

@@ -1,0 +1,46 @@
+"""Render a DIJob into the objects the cluster needs (pure, deterministic).
+
+Same job, membership and settings: byte-identical output. No clock, environment or I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dihera.membership import Membership, plan_membership
+from dihera.model import DIJob
+from dihera.render.objects import membership_configmap, node_lists, service
+from dihera.render.settings import RenderSettings
+from dihera.render.workflow import build_workflow
+
+__all__ = ["RenderSettings", "RenderedJob", "node_lists", "render"]
+
+
+@dataclass(frozen=True)
+class RenderedJob:
+    """Everything a job needs, in creation order: membership ConfigMap, Service, Workflow."""
+
+    membership: Membership
+    configmap: dict[str, Any]
+    service: dict[str, Any]
+    workflow: dict[str, Any]
+
+    def objects(self) -> list[dict[str, Any]]:
+        return [self.configmap, self.service, self.workflow]
+
+
+def render(
+    job: DIJob,
+    settings: RenderSettings | None = None,
+    membership: Membership | None = None,
+) -> RenderedJob:
+    """Render ``job``; ``membership`` defaults to the job's first membership (spec order ranks)."""
+    settings = settings or RenderSettings()
+    membership = membership or plan_membership(job, None)
+    return RenderedJob(
+        membership=membership,
+        configmap=membership_configmap(job, membership, settings),
+        service=service(job),
+        workflow=build_workflow(job, membership, settings).to_dict(),
+    )

@@ -1,0 +1,100 @@
+"""The plain Kubernetes objects of a job: the headless Service and the membership ConfigMap (pure)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dihera.membership import Membership
+from dihera.model import DIJob, task_env_name
+from dihera.naming import (
+    DI_PORT,
+    DI_PORT_NAME,
+    LABEL_JOB,
+    MANAGED_BY,
+    fqdn,
+    membership_configmap_name,
+    service_name,
+)
+from dihera.render.env import GENERATION_KEY, MEMBERSHIP_FILE, NODES_KEY
+from dihera.render.settings import RenderSettings
+
+__all__ = ["job_labels", "membership_configmap", "node_lists", "owner_references", "service"]
+
+
+def job_labels(job: DIJob) -> dict[str, str]:
+    """Labels on every object of the job."""
+    return {**MANAGED_BY, LABEL_JOB: job.name}
+
+
+def owner_references(job: DIJob) -> list[dict[str, Any]]:
+    """The DIJob owns its objects (garbage-collected with it) once it has a uid."""
+    if not job.uid:
+        return []
+    return [
+        {
+            "apiVersion": "diengine.opendilab.org/v2alpha1",
+            "kind": "DIJob",
+            "name": job.name,
+            "uid": job.uid,
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
+    ]
+
+
+def _metadata(job: DIJob, name: str) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "namespace": job.namespace, "labels": job_labels(job)}
+    if owners := owner_references(job):
+        meta["ownerReferences"] = owners
+    return meta
+
+
+def service(job: DIJob) -> dict[str, Any]:
+    """Headless Service ``di-<job>``: gives each pod the DNS name ``<hostname>.di-<job>``.
+
+    Not-ready addresses are published so replicas can find each other while they start.
+    """
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _metadata(job, service_name(job.name)),
+        "spec": {
+            "clusterIP": "None",
+            "publishNotReadyAddresses": True,
+            "selector": {LABEL_JOB: job.name},
+            "ports": [{"name": DI_PORT_NAME, "port": DI_PORT, "targetPort": DI_PORT, "protocol": "TCP"}],
+        },
+    }
+
+
+def node_lists(job: DIJob, membership: Membership, settings: RenderSettings) -> dict[str, str]:
+    """``DI_NODES`` and every ``DI_<TASK>_NODES``, comma-joined FQDNs in rank order.
+
+    In ``DI_NODES`` the entry at position r is rank r's FQDN, so ``DI_NODES[DI_RANK]`` is the pod's
+    own address; a rank left vacant by a scale-down is an empty entry until a new replica takes it.
+    """
+
+    def address(task: str, index: int) -> str:
+        return fqdn(job.name, job.namespace, task, index, settings.cluster_domain)
+
+    top = max((r.rank for r in membership.replicas), default=-1)
+    by_rank = [""] * (top + 1)
+    for r in membership.replicas:
+        by_rank[r.rank] = address(r.task, r.index)
+    lists = {NODES_KEY: ",".join(by_rank)}
+    for task in job.tasks:
+        lists[task_env_name(task.name)] = ",".join(address(r.task, r.index) for r in membership.of_task(task.name))
+    return lists
+
+
+def membership_configmap(job: DIJob, membership: Membership, settings: RenderSettings) -> dict[str, Any]:
+    """ConfigMap ``di-<job>``: node lists for the env, and ``membership.json`` for pods that watch it."""
+    data = node_lists(job, membership, settings)
+    data[GENERATION_KEY] = str(membership.generation)
+    data[MEMBERSHIP_FILE] = membership.to_json()
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": _metadata(job, membership_configmap_name(job.name)),
+        "data": data,
+    }

@@ -1,0 +1,178 @@
+"""Render a DIJob into an Argo Workflow with Hera (pure, deterministic).
+
+Shape: one DAG node per replica (``<task>-<index>``), all running in parallel, over one template
+per task. The template is parameterised by ``index`` and ``rank``, which Argo substitutes into the
+pod's hostname (via ``podSpecPatch``), labels, annotations and env, so the Workflow's size grows by
+one small DAG entry per replica. The user's pod spec is kept whole: containers become a
+``containerSet`` (names kept, the pod succeeds when all succeed); fields an Argo template carries go
+on the template, every other pod spec field goes into ``podSpecPatch``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from hera.workflows import Workflow
+from hera.workflows import models as m
+from hera.workflows.protocol import Templatable
+
+from dihera.membership import Membership
+from dihera.model import CleanPodPolicy, DIJob, Task
+from dihera.naming import (
+    ANNOTATION_RANK,
+    ANNOTATION_REPLICAS,
+    ANNOTATION_TASK_RANK,
+    LABEL_JOB,
+    LABEL_POD,
+    LABEL_TASK_NAME,
+    LABEL_TASK_TYPE,
+    MANAGED_BY,
+    dag_task_name,
+    hostname,
+    membership_configmap_name,
+    service_name,
+    workflow_name,
+)
+from dihera.podtemplate import normalize_pod_spec
+from dihera.render.env import INDEX, RANK, di_env
+from dihera.render.objects import owner_references
+from dihera.render.settings import RenderSettings
+
+__all__ = ["ENTRYPOINT", "MEMBERSHIP_VOLUME", "build_workflow", "dag_task"]
+
+ENTRYPOINT = "dijob"
+MEMBERSHIP_VOLUME = "dihera-membership"
+
+#: Pod spec fields an Argo template carries itself (camelCase pod spec name -> template field).
+_TEMPLATE_FIELDS: Mapping[str, str] = {
+    "initContainers": "initContainers",
+    "nodeSelector": "nodeSelector",
+    "affinity": "affinity",
+    "tolerations": "tolerations",
+    "serviceAccountName": "serviceAccountName",
+    "securityContext": "securityContext",
+    "automountServiceAccountToken": "automountServiceAccountToken",
+    "hostAliases": "hostAliases",
+    "priorityClassName": "priorityClassName",
+    "schedulerName": "schedulerName",
+}
+#: Handled on their own: containers (containerSet), volumes (merged), restartPolicy (Argo's: Never).
+_OWN_FIELDS = frozenset({"containers", "volumes", "restartPolicy"})
+
+_POD_GC: Mapping[CleanPodPolicy, str | None] = {
+    CleanPodPolicy.ALL: "OnWorkflowCompletion",
+    CleanPodPolicy.RUNNING: None,  # the controller deletes pods still running when the job ends
+    CleanPodPolicy.NONE: None,
+}
+
+
+def _container(container: Mapping[str, Any], env: list[dict[str, Any]], mount_dir: str) -> dict[str, Any]:
+    """The user's container with the DI_* env first (so user values may refer to them) and the membership mounted."""
+    ours = {e["name"] for e in env}
+    user_env = [e for e in container.get("env", []) if e.get("name") not in ours]
+    mounts = [*container.get("volumeMounts", []), {"name": MEMBERSHIP_VOLUME, "mountPath": mount_dir, "readOnly": True}]
+    return {**container, "env": env + user_env, "volumeMounts": mounts}
+
+
+def _pod_metadata(job: DIJob, task: Task, replicas: int) -> dict[str, Any]:
+    meta = task.template.get("metadata") or {}
+    labels = {
+        **dict(meta.get("labels") or {}),
+        **job_pod_labels(job, task),
+        LABEL_POD: hostname(job.name, task.name, INDEX),
+    }
+    annotations = {
+        **dict(meta.get("annotations") or {}),
+        ANNOTATION_RANK: RANK,
+        ANNOTATION_TASK_RANK: INDEX,
+        ANNOTATION_REPLICAS: str(replicas),
+    }
+    return {"labels": labels, "annotations": annotations}
+
+
+def job_pod_labels(job: DIJob, task: Task) -> dict[str, str]:
+    return {**MANAGED_BY, LABEL_JOB: job.name, LABEL_TASK_NAME: task.name, LABEL_TASK_TYPE: task.type.value}
+
+
+def _task_template(job: DIJob, task: Task, replicas: int, settings: RenderSettings) -> m.Template:
+    spec = normalize_pod_spec(task.template.get("spec") or {})
+    env = di_env(job, task, settings)
+    patch = {k: v for k, v in spec.items() if k not in _TEMPLATE_FIELDS and k not in _OWN_FIELDS}
+    patch["hostname"] = hostname(job.name, task.name, INDEX)
+    patch["subdomain"] = service_name(job.name)
+    volumes = [
+        *spec.get("volumes", []),
+        *(dict(v) for v in job.volumes),
+        {"name": MEMBERSHIP_VOLUME, "configMap": {"name": membership_configmap_name(job.name)}},
+    ]
+    template: dict[str, Any] = {
+        "name": task.name,
+        "inputs": {"parameters": [{"name": "index"}, {"name": "rank"}]},
+        "metadata": _pod_metadata(job, task, replicas),
+        "containerSet": {
+            "containers": [_container(c, env, settings.membership_dir) for c in spec["containers"]],
+        },
+        "volumes": volumes,
+        "podSpecPatch": json.dumps(patch, sort_keys=True, separators=(",", ":")),
+        **{target: spec[source] for source, target in _TEMPLATE_FIELDS.items() if source in spec},
+    }
+    if job.backoff_limit > 0:
+        template["retryStrategy"] = {"limit": job.backoff_limit, "retryPolicy": "Always"}
+    return m.Template.model_validate(template)
+
+
+def dag_task(task_name: str, index: int, rank: int) -> m.DAGTask:
+    """The DAG node of one replica."""
+    return m.DAGTask(
+        name=dag_task_name(task_name, index),
+        template=task_name,
+        arguments=m.Arguments(
+            parameters=[
+                m.Parameter(name="index", value=str(index)),
+                m.Parameter(name="rank", value=str(rank)),
+            ]
+        ),
+    )
+
+
+def _description(job: DIJob, membership: Membership) -> str:
+    rows = "\n".join(f"| {t.name} | {t.type.value} | {len(membership.of_task(t.name))} |" for t in job.tasks)
+    return (
+        f"DI-engine job `{job.id}`: {len(membership.replicas)} replicas "
+        f"(membership generation {membership.generation}).\n\n"
+        f"| task | type | replicas |\n|---|---|---|\n{rows}\n"
+    )
+
+
+def build_workflow(job: DIJob, membership: Membership, settings: RenderSettings) -> Workflow:
+    """The Hera ``Workflow`` running ``job`` with ``membership``'s replicas."""
+    dag = m.Template(
+        name=ENTRYPOINT,
+        dag=m.DAGTemplate(tasks=[dag_task(r.task, r.index, r.rank) for r in membership.replicas]),
+    )
+    templates: list[m.Template | Templatable] = [
+        dag,
+        *(_task_template(job, t, len(membership.replicas), settings) for t in job.tasks),
+    ]
+    labels = {**dict(job.labels), **MANAGED_BY, LABEL_JOB: job.name}
+    annotations = {
+        "workflows.argoproj.io/title": f"DIJob {job.name}",
+        "workflows.argoproj.io/description": _description(job, membership),
+    }
+    pod_gc = _POD_GC[job.clean_pod_policy]
+    wf = Workflow(
+        api_version="argoproj.io/v1alpha1",
+        kind="Workflow",
+        name=workflow_name(job.name),
+        namespace=job.namespace,
+        labels=labels,
+        annotations=annotations,
+        entrypoint=ENTRYPOINT,
+        templates=templates,
+        pod_gc=m.PodGC(strategy=pod_gc) if pod_gc else None,
+    )
+    if owners := owner_references(job):
+        wf.owner_references = [m.OwnerReference.model_validate(o) for o in owners]
+    return wf

@@ -1,0 +1,85 @@
+"""Build the DIJob CustomResourceDefinition from the schema (pure)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+__all__ = ["GROUP", "KIND", "PLURAL", "SHORT_NAME", "SINGULAR", "VERSION", "crd_manifest"]
+
+GROUP = "diengine.opendilab.org"
+VERSION = "v2alpha1"
+KIND = "DIJob"
+PLURAL = "dijobs"
+SINGULAR = "dijob"
+SHORT_NAME = "dijob"
+
+_JSON_SCHEMA_ONLY = ("$schema", "$id", "title")
+
+PRINTER_COLUMNS: list[dict[str, Any]] = [
+    {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "description": "Phase of the job"},
+    {"name": "Ready", "type": "integer", "jsonPath": ".status.readyReplicas", "description": "Pods that are ready"},
+    {"name": "Replicas", "type": "integer", "jsonPath": ".status.replicas", "description": "Desired pods of all tasks"},
+    {
+        "name": "Restarts",
+        "type": "integer",
+        "jsonPath": ".status.restarts",
+        "description": "Replica restarts after failures",
+    },
+    {
+        "name": "Reschedules",
+        "type": "integer",
+        "jsonPath": ".status.reschedules",
+        "priority": 1,
+        "description": "Replica count changes",
+    },
+    {
+        "name": "Workflow",
+        "type": "string",
+        "jsonPath": ".status.workflowName",
+        "priority": 1,
+        "description": "The Argo Workflow running the job",
+    },
+    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+]
+
+
+def _openapi(schema: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(schema)
+    for key in _JSON_SCHEMA_ONLY:
+        out.pop(key, None)
+    return out
+
+
+def crd_manifest(schema: dict[str, Any]) -> dict[str, Any]:
+    """The CRD manifest for ``schema`` (the DIJob JSON schema)."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {
+            "name": f"{PLURAL}.{GROUP}",
+            "labels": {"app.kubernetes.io/part-of": "dihera"},
+        },
+        "spec": {
+            "group": GROUP,
+            "names": {
+                "kind": KIND,
+                "listKind": f"{KIND}List",
+                "plural": PLURAL,
+                "singular": SINGULAR,
+                "shortNames": [SHORT_NAME],
+                "categories": ["all", "dihera"],
+            },
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": PRINTER_COLUMNS,
+                    "schema": {"openAPIV3Schema": _openapi(schema)},
+                }
+            ],
+        },
+    }

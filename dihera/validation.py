@@ -1,0 +1,220 @@
+"""Validate a DIJob and build the typed :class:`~dihera.model.DIJob` (pure).
+
+The same rules run at admission as CEL ``x-kubernetes-validations`` in the CRD; here they report
+**all** problems at once, each naming the field path, the bad value and what would be valid.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections import Counter
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+import jsonschema
+
+from dihera.errors import InvalidJobError, Problem, format_value
+from dihera.model import CleanPodPolicy, DIJob, Priority, Task, TaskType
+from dihera.podtemplate import check_pod_template
+from dihera.schema import API_VERSION, KIND, dijob_schema
+
+__all__ = ["DEFAULT_NAMESPACE", "MAX_HOSTNAME", "MAX_JOB_NAME", "apply_defaults", "load_job", "validate"]
+
+DEFAULT_NAMESPACE = "default"
+MAX_HOSTNAME = 63
+MAX_JOB_NAME = 60  # the Service di-<job> is a DNS label too
+_DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_SINGLETON_TYPES = (TaskType.LEARNER, TaskType.COLLECTOR, TaskType.EVALUATOR)
+
+
+@cache
+def _validator() -> jsonschema.protocols.Validator:
+    schema = dijob_schema()
+    schema["properties"].pop("status", None)  # status is the controller's, never the user's
+    cls = jsonschema.validators.validator_for(schema)
+    return cls(schema)
+
+
+def _path(parts: Any) -> str:
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(root)"
+
+
+def _schema_problems(manifest: Mapping[str, Any]) -> list[Problem]:
+    problems = []
+    for err in _validator().iter_errors(manifest):
+        path = _path(err.absolute_path)
+        if err.validator == "required":
+            problems.append(Problem(path, err.message))
+        elif err.validator == "enum":
+            allowed = ", ".join(str(v) for v in (err.validator_value if isinstance(err.validator_value, list) else []))
+            problems.append(Problem(path, f"{format_value(err.instance)} is not valid; valid values: {allowed}"))
+        elif err.validator == "pattern":
+            problems.append(
+                Problem(
+                    path,
+                    f"{format_value(err.instance)} is not a DNS label "
+                    "(lower-case letters, digits and '-', starting and ending with a letter or digit)",
+                )
+            )
+        else:
+            problems.append(Problem(path, err.message))
+    return problems
+
+
+def _fill(schema: Mapping[str, Any], value: Any) -> Any:
+    if isinstance(value, dict) and schema.get("type") == "object":
+        for key, sub in schema.get("properties", {}).items():
+            if key not in value and "default" in sub:
+                value[key] = copy.deepcopy(sub["default"])
+            if key in value:
+                value[key] = _fill(sub, value[key])
+    elif isinstance(value, list) and "items" in schema:
+        return [_fill(schema["items"], v) for v in value]
+    return value
+
+
+def apply_defaults(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``manifest`` with the schema's defaults applied, and unnamed tasks named after their type."""
+    out: dict[str, Any] = _fill(dijob_schema(), copy.deepcopy(dict(manifest)))
+    for task in (out.get("spec") or {}).get("tasks") or []:
+        if isinstance(task, dict) and "name" not in task and task.get("type") in {t.value for t in _SINGLETON_TYPES}:
+            task["name"] = task["type"]
+    return out
+
+
+def _identity_problems(manifest: Mapping[str, Any]) -> list[Problem]:
+    problems = []
+    if manifest.get("apiVersion", API_VERSION) != API_VERSION:
+        problems.append(
+            Problem("apiVersion", f"{format_value(manifest.get('apiVersion'))} is not valid; expected {API_VERSION}")
+        )
+    if manifest.get("kind", KIND) != KIND:
+        problems.append(Problem("kind", f"{format_value(manifest.get('kind'))} is not valid; expected {KIND}"))
+    name = (manifest.get("metadata") or {}).get("name")
+    if not isinstance(name, str) or not name:
+        problems.append(Problem("metadata.name", "is required"))
+    elif not _DNS_LABEL.match(name):
+        problems.append(
+            Problem(
+                "metadata.name",
+                f"{name!r} is not a DNS label starting with a letter (it names pods, a Service and a Workflow)",
+            )
+        )
+    return problems
+
+
+def _rule_problems(name: str, spec: Mapping[str, Any]) -> list[Problem]:
+    """The cross-field rules (also CEL rules of the CRD), on a spec with defaults applied."""
+    problems = []
+    tasks = [t for t in spec.get("tasks", []) if isinstance(t, Mapping)]
+    for i, t in enumerate(tasks):
+        if t.get("type") == TaskType.NONE and "name" not in t:
+            problems.append(Problem(f"spec.tasks[{i}].name", "is required for a task of type none"))
+    names = Counter(t.get("name") for t in tasks if "name" in t)
+    for i, t in enumerate(tasks):
+        if "name" in t and names[t["name"]] > 1:
+            problems.append(
+                Problem(
+                    f"spec.tasks[{i}].name",
+                    f"{t['name']!r} is used by {names[t['name']]} tasks; task names must be unique "
+                    "(a task without a name is named after its type)",
+                )
+            )
+    types = Counter(t.get("type") for t in tasks)
+    for i, t in enumerate(tasks):
+        if t.get("type") in _SINGLETON_TYPES and types[t["type"]] > 1:
+            problems.append(
+                Problem(
+                    f"spec.tasks[{i}].type",
+                    f"{t['type']!r} is the type of {types[t['type']]} tasks; "
+                    "at most one task of each type learner, collector and evaluator",
+                )
+            )
+    lo, hi = spec.get("minReplicas"), spec.get("maxReplicas")
+    total = sum(t.get("replicas", 1) for t in tasks if isinstance(t.get("replicas", 1), int))
+    if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
+        problems.append(Problem("spec.minReplicas", f"{lo} must not exceed maxReplicas ({hi})"))
+    if isinstance(lo, int) and total < lo:
+        problems.append(
+            Problem("spec.tasks", f"the total replicas of all tasks ({total}) must be at least minReplicas ({lo})")
+        )
+    if isinstance(hi, int) and total > hi:
+        problems.append(
+            Problem("spec.tasks", f"the total replicas of all tasks ({total}) must be at most maxReplicas ({hi})")
+        )
+    if isinstance(name, str) and name:
+        for i, t in enumerate(tasks):
+            replicas = t.get("replicas", 1)
+            if not isinstance(replicas, int) or not isinstance(t.get("name"), str):
+                continue
+            top = max(replicas, hi if isinstance(hi, int) else 0) - 1
+            host = f"{name}-{t['name']}-{top}"
+            if len(host) > MAX_HOSTNAME:
+                problems.append(
+                    Problem(
+                        f"spec.tasks[{i}].name",
+                        f"pod hostname {host!r} would be {len(host)} characters long; "
+                        f"at most {MAX_HOSTNAME} are allowed (shorten the job or task name)",
+                    )
+                )
+    return problems
+
+
+def validate(manifest: Any) -> list[Problem]:
+    """Every problem of a DIJob manifest (a dict as read from YAML); empty when it is valid."""
+    if not isinstance(manifest, Mapping):
+        return [Problem("(root)", f"a DIJob must be an object, got {format_value(manifest)}")]
+    problems = _identity_problems(manifest) + _schema_problems(manifest)
+    defaulted = apply_defaults(manifest)
+    spec = defaulted.get("spec")
+    if not isinstance(spec, Mapping):
+        return problems
+    problems += _rule_problems(str((defaulted.get("metadata") or {}).get("name") or ""), spec)
+    for i, task in enumerate(spec.get("tasks") or []):
+        if isinstance(task, Mapping) and "template" in task:
+            problems += check_pod_template(task["template"], f"spec.tasks[{i}].template")
+    volume_names = Counter(v.get("name") for v in spec.get("volumes") or [] if isinstance(v, Mapping))
+    for i, v in enumerate(spec.get("volumes") or []):
+        if isinstance(v, Mapping) and volume_names[v.get("name")] > 1:
+            problems.append(
+                Problem(
+                    f"spec.volumes[{i}].name",
+                    f"{v.get('name')!r} is used by {volume_names[v.get('name')]} volumes; volume names must be unique",
+                )
+            )
+    return sorted(set(problems))
+
+
+def load_job(manifest: Any, namespace: str | None = None, source: str = "DIJob") -> DIJob:
+    """Validate ``manifest`` and return the typed job; raise :class:`InvalidJobError` listing every problem.
+
+    ``namespace`` fills in ``metadata.namespace`` when the manifest has none (``default`` otherwise).
+    """
+    problems = validate(manifest)
+    if problems:
+        raise InvalidJobError(problems, source)
+    m = apply_defaults(manifest)
+    meta, spec = m.get("metadata") or {}, m["spec"]
+    return DIJob(
+        name=meta["name"],
+        namespace=meta.get("namespace") or namespace or DEFAULT_NAMESPACE,
+        tasks=tuple(
+            Task(name=t["name"], type=TaskType(t["type"]), replicas=t["replicas"], template=t["template"])
+            for t in spec["tasks"]
+        ),
+        priority=Priority(spec["priority"]),
+        clean_pod_policy=CleanPodPolicy(spec["cleanPodPolicy"]),
+        preemptible=spec["preemptible"],
+        backoff_limit=spec["backoffLimit"],
+        min_replicas=spec.get("minReplicas"),
+        max_replicas=spec.get("maxReplicas"),
+        volumes=tuple(spec.get("volumes") or ()),
+        labels=dict(meta.get("labels") or {}),
+        annotations=dict(meta.get("annotations") or {}),
+        uid=meta.get("uid"),
+    )

@@ -1,0 +1,57 @@
+"""Golden files: every example in workflows/ has its rendered objects in workflows/rendered/.
+
+    python -m tests.golden --write   # regenerate after an intended change
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import yaml
+
+from dihera.manifests import dump_yaml_stream
+from dihera.render import RenderSettings, render
+from dihera.validation import load_job
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "workflows"
+RENDERED = EXAMPLES / "rendered"
+SETTINGS = RenderSettings()
+
+
+def examples() -> list[Path]:
+    return sorted(EXAMPLES.glob("*.yaml"))
+
+
+def golden_path(example: Path) -> Path:
+    return RENDERED / example.name
+
+
+def rendered_text(example: Path) -> str:
+    header = f"# Rendered from workflows/{example.name} by `make generate`: do not edit.\n"
+    job = load_job(yaml.safe_load(example.read_text(encoding="utf-8")), source=example.name)
+    return header + dump_yaml_stream(render(job, SETTINGS).objects())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args(argv)
+    stale = []
+    for example in examples():
+        text, path = rendered_text(example), golden_path(example)
+        if path.exists() and path.read_text(encoding="utf-8") == text:
+            continue
+        if args.write:
+            path.write_text(text, encoding="utf-8")
+        else:
+            stale.append(path)
+    for path in stale:
+        print(f"stale golden file: {path.relative_to(ROOT)}", file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,106 @@
+"""Fixtures for tests that need a Kubernetes control plane (marker: ``cluster``).
+
+The session's cluster is the one ``$KUBECONFIG`` names when that file exists; otherwise the local
+dev cluster (ci/devcluster, the code behind ``make cluster-up``), started for the session and
+stopped at its end unless it was already up before.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:  # `ci` is a top-level folder of the repo, not an installed package
+    sys.path.insert(0, str(REPO))
+
+from ci.devcluster import Cluster, Settings  # noqa: E402
+
+T = TypeVar("T")
+Poll = Callable[..., Any]
+
+
+@pytest.fixture(scope="session")
+def kubeconfig() -> Iterator[Path]:
+    """Path of an admin kubeconfig for the session's cluster."""
+    given = os.environ.get("KUBECONFIG", "")
+    if given and Path(given).is_file():
+        yield Path(given)
+        return
+    dev = Cluster(Settings.from_environ())
+    started_here = not (dev.state.exists() and dev.is_up())
+    dev.up()
+    try:
+        yield dev.kubeconfig
+    finally:
+        if started_here:
+            dev.down()
+
+
+@pytest.fixture(scope="session")
+def api_client(kubeconfig: Path) -> Iterator[client.ApiClient]:
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    try:
+        yield api
+    finally:
+        api.close()
+
+
+@pytest.fixture(scope="session")
+def cluster(api_client: client.ApiClient) -> client.ApiClient:
+    """The session's cluster, as an API client (what most tests want)."""
+    return api_client
+
+
+def wait_until(check: Callable[[], T | None], timeout: float, what: str, interval: float = 0.5) -> T:
+    """Poll `check` until it returns a truthy value, and return it; fail naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last value: {last!r})")
+
+
+@pytest.fixture(scope="session")
+def poll() -> Poll:
+    """``poll(check, timeout, what)``: `wait_until` as a fixture."""
+    return wait_until
+
+
+@pytest.fixture
+def namespace(cluster: client.ApiClient) -> Iterator[str]:
+    """A fresh namespace whose default service account exists; deleted after the test."""
+    core = client.CoreV1Api(cluster)
+    name = f"dihera-test-{uuid.uuid4().hex[:8]}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={"dihera.io/test": "true"})))
+
+    def default_sa() -> bool:
+        try:
+            core.read_namespaced_service_account("default", name)
+        except ApiException as err:
+            if err.status == 404:
+                return False
+            raise
+        return True
+
+    wait_until(default_sa, 30, f"service account default in {name}")
+    try:
+        yield name
+    finally:
+        try:
+            core.delete_namespace(name)
+        except ApiException as err:
+            if err.status != 404:
+                raise

@@ -1,0 +1,105 @@
+"""The generated CRD on a real API server: its CEL rules refuse bad DIJobs at apply time, naming the field."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from dihera import load_job
+from dihera.schema import GROUP, PLURAL, VERSION, crd_manifest, dijob_schema
+from tests.unit.builders import job, task
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def dijob_crd(cluster: client.ApiClient, poll: Any) -> None:
+    """The CRD generated from schemas/, applied (server-side) and Established."""
+    ext = client.ApiextensionsV1Api(cluster)
+    crd = crd_manifest(dijob_schema())
+    name = crd["metadata"]["name"]
+    try:
+        existing = ext.read_custom_resource_definition(name)
+        crd["metadata"]["resourceVersion"] = existing.metadata.resource_version
+        ext.replace_custom_resource_definition(name, crd)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+        ext.create_custom_resource_definition(crd)
+
+    def established() -> bool:
+        conds = ext.read_custom_resource_definition(name).status.conditions or []
+        return any(c.type == "Established" and c.status == "True" for c in conds)
+
+    poll(established, 30, f"CRD {name} Established")
+
+
+def create(api: client.ApiClient, namespace: str, manifest: dict[str, Any], dry_run: bool = True) -> Any:
+    return client.CustomObjectsApi(api).create_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, manifest, dry_run="All" if dry_run else None)
+
+
+REJECTED = [
+    pytest.param(job(task("collector"), task("collector", name="c2")), "spec.tasks",
+                 "at most one task of each type learner, collector and evaluator", id="two-tasks-of-one-type"),
+    pytest.param(job(task("none", name="x"), task("none", name="x")), "spec.tasks", "task names must be unique",
+                 id="one-name-twice"),
+    pytest.param(job(task("learner"), task("none", name="learner")), "spec.tasks", "task names must be unique",
+                 id="defaulted-name-clash"),
+    pytest.param(job(task("none")), "spec.tasks[0].name", "a task of type none must have a name", id="unnamed-none"),
+    pytest.param(job(task("learner"), minReplicas=3, maxReplicas=2), "spec.minReplicas",
+                 "minReplicas must not exceed maxReplicas", id="min-above-max"),
+    pytest.param(job(task("collector", replicas=6), maxReplicas=5), "spec.tasks",
+                 "must be at most maxReplicas", id="above-max"),
+    pytest.param(job(task("collector", replicas=1), minReplicas=2), "spec.tasks",
+                 "must be at least minReplicas", id="below-min"),
+    pytest.param(job(task("none", name="a" * 31), name="j" * 30), "spec.tasks",
+                 "pod hostnames <job>-<task>-<index> must be at most 63 characters", id="hostname-too-long"),
+    pytest.param(job(task("learner"), name="j" * 61), "metadata.name", "may not be more than 60", id="name-too-long"),
+    pytest.param(job(task("bogus", name="x")), "spec.tasks[0].type", "Unsupported value", id="bad-type"),
+    pytest.param(job(task("learner", replicas=0)), "spec.tasks[0].replicas", "should be greater than or equal to 1",
+                 id="zero-replicas"),
+    pytest.param(job(task("none", name="Bad_Name")), "spec.tasks[0].name", "should match", id="task-name-not-dns"),
+]
+
+
+@pytest.mark.parametrize(("manifest", "field", "message"), REJECTED)
+def test_api_server_refuses_bad_jobs(dijob_crd: None, cluster: client.ApiClient, namespace: str,
+                                     manifest: dict[str, Any], field: str, message: str) -> None:
+    with pytest.raises(ApiException) as err:
+        create(cluster, namespace, manifest)
+    assert err.value.status == 422
+    text = json.loads(err.value.body)["message"]
+    assert field in text and message in text, text
+    # the Python validator refuses the same jobs
+    with pytest.raises(ValueError):
+        load_job(manifest)
+
+
+def test_api_server_applies_defaults_like_the_python_model(dijob_crd: None, cluster: client.ApiClient,
+                                                           namespace: str) -> None:
+    manifest = job(task("learner"), task("collector", replicas=2), task("none", name="replay"), name="defaults")
+    stored = create(cluster, namespace, manifest, dry_run=False)
+    assert stored["spec"]["backoffLimit"] == 3
+    assert stored["spec"]["cleanPodPolicy"] == "Running"
+    assert stored["spec"]["priority"] == "normal"
+    assert stored["spec"]["preemptible"] is False
+    assert [t["replicas"] for t in stored["spec"]["tasks"]] == [1, 2, 1]
+    expected = load_job(manifest).to_manifest()["spec"]
+    server = load_job(stored).to_manifest()["spec"]
+    assert server == expected
+
+
+def test_every_example_is_accepted(dijob_crd: None, cluster: client.ApiClient, namespace: str) -> None:
+    import yaml
+
+    from tests.golden import examples
+
+    for path in examples():
+        manifest = yaml.safe_load(path.read_text())
+        manifest["metadata"].pop("namespace", None)
+        create(cluster, namespace, manifest)

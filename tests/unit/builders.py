@@ -1,0 +1,73 @@
+"""Small builders for DIJob manifests and a resolver that plays Argo and the kubelet on rendered objects."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from dihera.render import RenderedJob
+
+
+def container(name: str = "main", **extra: Any) -> dict[str, Any]:
+    return {"name": name, "image": "opendilab/ding:nightly", **extra}
+
+
+def task(type_: str = "none", name: str | None = None, replicas: int | None = None, **spec: Any) -> dict[str, Any]:
+    entry: dict[str, Any] = {"type": type_, "template": {"spec": {"containers": [container()], **spec}}}
+    if name is not None:
+        entry["name"] = name
+    if replicas is not None:
+        entry["replicas"] = replicas
+    return entry
+
+
+def job(*tasks: dict[str, Any], name: str = "job", **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "diengine.opendilab.org/v2alpha1",
+        "kind": "DIJob",
+        "metadata": {"name": name},
+        "spec": {**spec, "tasks": list(tasks) or [task("learner")]},
+    }
+
+
+def _substitute(value: Any, params: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        for k, v in params.items():
+            value = value.replace("{{inputs.parameters.%s}}" % k, v)
+        return value
+    if isinstance(value, list):
+        return [_substitute(v, params) for v in value]
+    if isinstance(value, dict):
+        return {k: _substitute(v, params) for k, v in value.items()}
+    return value
+
+
+def replica_template(rendered: RenderedJob, dag_task: str) -> dict[str, Any]:
+    """The task template of one DAG node with its parameters substituted, as Argo would."""
+    spec = rendered.workflow["spec"]
+    dag = next(t for t in spec["templates"] if "dag" in t)
+    node = next(t for t in dag["dag"]["tasks"] if t["name"] == dag_task)
+    params = {p["name"]: p["value"] for p in node["arguments"]["parameters"]}
+    template = next(t for t in spec["templates"] if t["name"] == node["template"])
+    return _substitute(copy.deepcopy(template), params)
+
+
+def container_env(rendered: RenderedJob, dag_task: str, container_name: str) -> dict[str, str]:
+    """The env one container sees, config map references resolved as the kubelet would."""
+    template = replica_template(rendered, dag_task)
+    c = next(c for c in template["containerSet"]["containers"] if c["name"] == container_name)
+    data = rendered.configmap["data"]
+    env: dict[str, str] = {}
+    for e in c["env"]:
+        if "value" in e:
+            env[e["name"]] = e["value"]
+        else:
+            ref = e["valueFrom"]["configMapKeyRef"]
+            assert ref["name"] == rendered.configmap["metadata"]["name"]
+            env[e["name"]] = data[ref["key"]]
+    return env
+
+
+def dag_task_names(rendered: RenderedJob) -> list[str]:
+    dag = next(t for t in rendered.workflow["spec"]["templates"] if "dag" in t)
+    return [t["name"] for t in dag["dag"]["tasks"]]
