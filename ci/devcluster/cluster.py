@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import subprocess
@@ -24,6 +25,10 @@ log = logging.getLogger("devcluster")
 
 class ClusterError(RuntimeError):
     """The dev cluster could not be brought up (the message says which part and shows its log)."""
+
+
+class ComponentExited(ClusterError):
+    """A component's process ended while we waited for it to become ready."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +58,10 @@ class Cluster:
     def _api(self) -> kube.Api:
         ports = self.state.load_ports() or {}
         return kube.Api(
-            f"https://127.0.0.1:{ports.get('kube-apiserver', 0)}", self.state.pki, self.kubeconfig, self.settings.kubectl
+            f"https://127.0.0.1:{ports.get('kube-apiserver', 0)}",
+            self.state.pki,
+            self.kubeconfig,
+            self.settings.kubectl,
         )
 
     def is_up(self) -> bool:
@@ -64,25 +72,36 @@ class Cluster:
 
     def up(self) -> None:
         """Start whatever is not running and return once everything is ready (idempotent)."""
+        with self.state.lock():
+            self._up()
+
+    def _up(self) -> None:
         start = time.monotonic()
         if self.state.exists() and self.is_up():
             log.info("already up: KUBECONFIG=%s", self.kubeconfig)
             return
         self._build_tools()
-        running = self._running()
-        if not any(running.values()):
-            self.state.remove()  # nothing of ours runs: start afresh on free ports
+        if not any(self._running().values()):
+            self.state.reset()  # nothing of ours runs: start afresh on free ports
         self._prepare()
         api = self._api()
         for c in self._components():
+            ready = functools.partial(self._component_ready, c, api)
             if processes.alive(self._pidfile(c), c.binary):
-                continue
+                try:  # already running: let it finish starting
+                    self._wait(c, ready)
+                    continue
+                except ComponentExited:
+                    log.info("%s was shutting down", c.name)  # start it again below
             if c.name == "kwok":
                 self._install_objects(api)
+                # A restarted kwok waits for its predecessor's node Leases to expire (40s): drop them.
+                leases = [manifests.node_name(i) for i in range(self.settings.nodes)]
+                api.kubectl_run("delete", "lease", "-n", "kube-node-lease", "--ignore-not-found", *leases)
             if c.name == "workflow-controller":
                 api.kubectl_run("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
             self._start(c)
-            self._wait(c, lambda c=c: self._component_ready(c, api))
+            self._wait(c, ready)
         self._wait(None, lambda: self._nodes_ready(api), what=f"{self.settings.nodes} nodes Ready")
         self._wait(
             None,
@@ -96,12 +115,15 @@ class Cluster:
             log.info("checking tools (ci/build-tools.sh)")
         else:
             log.info("building tools with ci/build-tools.sh (cold: ~10 minutes on 2 cores)")
-        env = {"PATH": self.settings.path_env, "HOME": str(Path.home()), "DIHERA_CACHE": str(self.settings.cache_dir)}
-        result = subprocess.run(
-            ["bash", str(self.settings.build_script), *TOOLS], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        )
+        env = {
+            **self.settings.build_env,
+            "PATH": self.settings.path_env,
+            "DIHERA_CACHE": str(self.settings.cache_dir),
+        }
+        # Its own progress lines ("[build-tools] ...") go straight to stderr.
+        result = subprocess.run(["bash", str(self.settings.build_script), *TOOLS], env=env, stdout=subprocess.DEVNULL)
         if result.returncode != 0:
-            raise ClusterError(f"ci/build-tools.sh failed:\n{result.stdout.decode(errors='replace')[-3000:]}")
+            raise ClusterError(f"ci/build-tools.sh failed (exit {result.returncode}); its output is above")
 
     def _prepare(self) -> None:
         state = self.state
@@ -154,7 +176,7 @@ class Cluster:
         while not check():
             if c is not None and not processes.alive(self._pidfile(c), c.binary):
                 log_file = self.state.logs / f"{c.name}.log"
-                raise ClusterError(f"{c.name} exited; last lines of {log_file}:\n{processes.log_tail(log_file)}")
+                raise ComponentExited(f"{c.name} exited; last lines of {log_file}:\n{processes.log_tail(log_file)}")
             if time.monotonic() > deadline:
                 name = what or (c.name if c else "?")
                 hint = f"; see {self.state.logs}/{c.name}.log" if c else f"; logs in {self.state.logs}"
@@ -165,14 +187,18 @@ class Cluster:
 
     def down(self) -> None:
         """Stop every process this tool started for this state dir and delete the state."""
-        if not self.settings.state_dir.exists():
-            log.info("nothing to stop: %s does not exist", self.settings.state_dir)
+        if not self.state.exists():
+            log.info("nothing to stop: no dev cluster state in %s", self.settings.state_dir)
             return
+        with self.state.lock():
+            self._down()
+
+    def _down(self) -> None:
         for c in reversed(self._components()):
             pid = processes.pid_of(self._pidfile(c), c.binary)
             if pid is not None:
                 log.info("stopping %s (pid %d)", c.name, pid)
-                processes.stop(pid)
+                processes.stop(pid, grace=3.0)  # the state is deleted next: no need for a drawn-out drain
         binaries = [self.settings.binary(t) for t in TOOLS]
         for pid in processes.strays(self.state.root, binaries):
             log.info("stopping stray process %d", pid)

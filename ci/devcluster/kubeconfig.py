@@ -18,17 +18,16 @@ def _b64(path: Path) -> str:
 
 def render_kubeconfig(server: str, pki: Path, stem: str, user: str) -> dict[str, Any]:
     """A kubeconfig with the CA and the client cert/key of `stem` embedded."""
+    cluster = {"server": server, "certificate-authority-data": _b64(pki / "ca.crt")}
+    credentials = {"client-certificate-data": _b64(pki / f"{stem}.crt"), "client-key-data": _b64(pki / f"{stem}.key")}
     return {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": CLUSTER_NAME, "cluster": {"server": server, "certificate-authority-data": _b64(pki / "ca.crt")}}],
-        "users": [{
-            "name": user,
-            "user": {"client-certificate-data": _b64(pki / f"{stem}.crt"), "client-key-data": _b64(pki / f"{stem}.key")},
-        }],
+        "clusters": [{"name": CLUSTER_NAME, "cluster": cluster}],
+        "users": [{"name": user, "user": credentials}],
         "contexts": [{"name": CLUSTER_NAME, "context": {"cluster": CLUSTER_NAME, "user": user}}],
         "current-context": CLUSTER_NAME,
-    }  # fmt: skip
+    }
 
 
 def write_kubeconfig(path: Path, config: dict[str, Any]) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["TOOLS", "Settings"]
@@ -26,15 +26,18 @@ class Settings:
     nodes: int = 4
     first_port: int = 21000  # ports are picked upward from here, below Linux's ephemeral range
     path_env: str = "/usr/local/bin:/usr/bin:/bin"
+    build_env: Mapping[str, str] = field(default_factory=dict)  # environment of ci/build-tools.sh (Go settings)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ, state_dir: Path | None = None) -> Settings:
-        cache = environ.get("DIHERA_CACHE")
+        """$DIHERA_CACHE: where ci/build-tools.sh put the programs; $DIHERA_DEVCLUSTER_DIR: the state directory."""
+        cache, state = environ.get("DIHERA_CACHE"), environ.get("DIHERA_DEVCLUSTER_DIR")
         return cls(
-            state_dir=state_dir or REPO / ".devcluster",
+            state_dir=state_dir or (Path(state).resolve() if state else REPO / ".devcluster"),
             cache_dir=Path(cache) if cache else Path(environ.get("HOME", str(Path.home()))) / ".cache" / "dihera",
             kubectl=environ.get("KUBECTL", "kubectl"),
             path_env=environ.get("PATH", cls.path_env),
+            build_env=dict(environ),
         )
 
     @property

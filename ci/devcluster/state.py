@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import shutil
 import socket
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -61,6 +64,23 @@ class StateDir:
 
     def exists(self) -> bool:
         return (self.root / MARKER).exists()
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold an exclusive lock on the state dir (two `up`s at once would start everything twice)."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with (self.root / ".lock").open("w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            yield
+
+    def reset(self) -> None:
+        """Empty the state directory, keeping its lock file."""
+        if self.root.exists() and not self.exists() and any(p.name != ".lock" for p in self.root.iterdir()):
+            raise RuntimeError(f"{self.root} has no {MARKER} marker: not emptying a directory this tool did not create")
+        for path in self.root.iterdir() if self.root.exists() else ():
+            if path.name == ".lock":
+                continue
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
 
     def remove(self) -> None:
         """Delete the state directory; refuses a directory this tool did not create."""

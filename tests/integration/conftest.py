@@ -38,7 +38,12 @@ def kubeconfig() -> Iterator[Path]:
         return
     dev = Cluster(Settings.from_environ())
     started_here = not (dev.state.exists() and dev.is_up())
-    dev.up()
+    try:
+        dev.up()  # a failure names the component and shows the end of its log
+    except Exception:
+        if started_here:
+            dev.down()
+        raise
     try:
         yield dev.kubeconfig
     finally:
@@ -84,7 +89,9 @@ def namespace(cluster: client.ApiClient) -> Iterator[str]:
     """A fresh namespace whose default service account exists; deleted after the test."""
     core = client.CoreV1Api(cluster)
     name = f"dihera-test-{uuid.uuid4().hex[:8]}"
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={"dihera.io/test": "true"})))
+    core.create_namespace(
+        client.V1Namespace(metadata=client.V1ObjectMeta(name=name, labels={"dihera.io/test": "true"}))
+    )
 
     def default_sa() -> bool:
         try:

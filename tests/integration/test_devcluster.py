@@ -95,7 +95,9 @@ def test_version_is_the_pinned_kubernetes(cluster: client.ApiClient) -> None:
 
 def test_rbac_denies_an_unbound_service_account(cluster: client.ApiClient, namespace: str, poll: Any) -> None:
     core = client.CoreV1Api(cluster)
-    core.create_namespaced_service_account(namespace, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="nobody")))
+    core.create_namespaced_service_account(
+        namespace, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="nobody"))
+    )
     request = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=600))
     token = core.create_namespaced_service_account_token("nobody", namespace, request).status.token
 
@@ -210,9 +212,7 @@ def deployment(name: str, replicas: int) -> client.V1Deployment:
     )
 
 
-def test_deployment_rolls_out_and_its_pods_stay_running(
-    cluster: client.ApiClient, namespace: str, poll: Any
-) -> None:
+def test_deployment_rolls_out_and_its_pods_stay_running(cluster: client.ApiClient, namespace: str, poll: Any) -> None:
     apps, core = client.AppsV1Api(cluster), client.CoreV1Api(cluster)
     apps.create_namespaced_deployment(namespace, deployment("web", 3))
 

@@ -1,0 +1,15 @@
+# Local control plane (ci/devcluster): etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+# kwok and Argo's workflow-controller on 127.0.0.1; state, logs and kubeconfig in .devcluster/.
+# Included by the top-level Makefile.
+PYTHON ?= .venv/bin/python
+
+.PHONY: cluster-up cluster-down cluster-status
+
+cluster-up: ## start the local control plane (builds its programs first when missing); idempotent
+	$(PYTHON) -m ci.devcluster up
+
+cluster-down: ## stop every process cluster-up started and delete .devcluster/
+	$(PYTHON) -m ci.devcluster down
+
+cluster-status: ## which control-plane processes run, on which ports
+	@$(PYTHON) -m ci.devcluster status
