@@ -46,8 +46,9 @@ unit: setup ## unit tests only (no cluster)
 test: setup tools check-generated lint typecheck ## everything CI runs: checks, unit, chart and cluster tests
 	$(VENV)/bin/pytest tests
 
-bench: setup ## benchmarks (print figures)
+bench: setup ## benchmarks (print figures): rendering, then the controller on the local control plane
 	$(PYTHON) bench/bench_render.py
+	$(PYTHON) bench/bench_controller.py
 
 clean: ## remove caches in the checkout (not the Go build cache)
 	rm -rf .pytest_cache .mypy_cache .ruff_cache build dist

@@ -5,10 +5,11 @@ PYTHON ?= .venv/bin/python
 
 .PHONY: cluster-up cluster-down cluster-status
 
-cluster-up: ## start the local control plane (builds its programs first when missing); idempotent
+cluster-up: setup ## start the local control plane (builds its programs first when missing); idempotent
 	$(PYTHON) -m ci.devcluster up
 
-cluster-down: ## stop every process cluster-up started and delete .devcluster/
+cluster-down: ## stop what `make demo` and cluster-up started and delete .devcluster/
+	-@[ -x $(PYTHON) ] && $(PYTHON) ci/demo.py --stop
 	$(PYTHON) -m ci.devcluster down
 
 cluster-status: ## which control-plane processes run, on which ports

@@ -50,8 +50,18 @@ TYPED_OBJECT_FIELDS: Mapping[str, type[pydantic.BaseModel]] = {
 _RESOURCE_KEYS = ("limits", "requests")
 
 
+def _needs_limit(resource: str) -> bool:
+    """Extended resources (``nvidia.com/gpu``) and huge pages cannot be overcommitted: limit = request."""
+    return ("/" in resource and not resource.startswith("kubernetes.io/")) or resource.startswith("hugepages-")
+
+
 def _quantities(resources: Any) -> Any:
-    """Kubernetes accepts numbers as quantities (``cpu: 1``) and stores them as strings."""
+    """Quantities as the API server stores them.
+
+    Numbers (``cpu: 1``) become strings. An extended resource that is only requested
+    (DI-orchestrator's examples request ``nvidia.com/gpu`` so) gets the same limit, the only value
+    Kubernetes accepts for it.
+    """
     if not isinstance(resources, Mapping):
         return resources
     out = dict(resources)
@@ -59,8 +69,14 @@ def _quantities(resources: Any) -> Any:
         amounts = out.get(key)
         if isinstance(amounts, Mapping):
             out[key] = {
-                k: (str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v) for k, v in amounts.items()
+                k: (str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)
+                for k, v in amounts.items()
             }
+    requests, limits = out.get("requests"), out.get("limits")
+    if isinstance(requests, Mapping) and (limits is None or isinstance(limits, Mapping)):
+        missing = {k: v for k, v in requests.items() if _needs_limit(k) and k not in (limits or {})}
+        if missing:
+            out["limits"] = {**(limits or {}), **missing}
     return out
 
 
@@ -71,7 +87,7 @@ def _normalize_container(container: Any) -> Any:
 
 
 def normalize_pod_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
-    """The pod spec with numeric quantities written as strings, as the API server stores them."""
+    """The pod spec with quantities as the API server stores them (see :func:`_quantities`)."""
     out = dict(spec)
     for key in ("containers", "initContainers"):
         if isinstance(out.get(key), list):

@@ -193,3 +193,13 @@ def test_scaled_membership_renders_new_ranks_and_keeps_old_ones() -> None:
     assert env["DI_NODES"].split(",")[6] == env["DI_FQDN"] == fqdn("dqn", "collector", 4)
     assert env["DI_MEMBERSHIP_GENERATION"] == "2"
     assert container_env(rendered, "collector-0", "main")["DI_RANK"] == "2"
+
+
+def test_extended_resources_only_requested_get_the_same_limit() -> None:
+    manifest = job({"type": "learner", "template": {"spec": {"containers": [
+        container(resources={"requests": {"cpu": "1", "nvidia.com/gpu": 1}}),
+        container("b", resources={"requests": {"nvidia.com/gpu": 2}, "limits": {"memory": "1Gi"}})]}}})
+    containers = replica_template(render(load_job(manifest)), "learner-0")["containerSet"]["containers"]
+    assert containers[0]["resources"] == {"requests": {"cpu": "1", "nvidia.com/gpu": "1"},
+                                          "limits": {"nvidia.com/gpu": "1"}}
+    assert containers[1]["resources"]["limits"] == {"memory": "1Gi", "nvidia.com/gpu": "2"}

@@ -1,0 +1,227 @@
+"""Controller benchmark on the local control plane (figures printed, not asserted).
+
+    python bench/bench_controller.py [--jobs 50] [--replicas 10] [--memory-jobs 500]
+
+1. time from creation to all pods Running: the same rendered Workflows created directly (baseline) and
+   DIJobs through the controller, 1 job and N jobs of R replicas; ratio = controller / direct;
+2. status-sync latency: the last pod of a job seen Running (watch) → its DIJob seen Running (watch);
+3. API writes per job lifetime, counted by the controller (``dihera_api_writes_total``);
+4. controller RSS with M DIJobs (single-replica, completing quickly).
+
+Runs a controller of its own (standalone) on namespaces ``dihera-test-bench-*`` (the demo controller
+skips ``dihera-test-*``). Needs $KUBECONFIG or .devcluster/kubeconfig. kwok nodes hold 440 pods here:
+N x R above that is capped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config, watch
+
+REPO = Path(__file__).resolve().parents[1]
+DIHERA = str(Path(sys.executable).with_name("dihera"))
+PREFIX = "dihera-test-bench"
+METRICS_PORT = 18090
+sys.path.insert(0, str(REPO))
+
+from dihera import load_job, render  # noqa: E402
+from dihera.kube.jobs import JobStore  # noqa: E402
+from dihera.kube.objects import ObjectStore  # noqa: E402
+
+
+def job_manifest(name: str, ns: str, replicas: int, run_seconds: str) -> dict[str, Any]:
+    tmpl = {
+        "metadata": {"annotations": {"sim.dihera.io/run-seconds": run_seconds}},
+        "spec": {"containers": [{"name": "main", "image": "opendilab/ding:nightly", "command": ["ditask"]}]},
+    }
+    return {
+        "apiVersion": "diengine.opendilab.org/v2alpha1",
+        "kind": "DIJob",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"backoffLimit": 0, "tasks": [{"type": "collector", "replicas": replicas, "template": tmpl}]},
+    }
+
+
+class Watcher:
+    """Local receive times: when each job's pods were all Running, when its DIJob was seen Running."""
+
+    def __init__(self, api: client.ApiClient, ns: str, replicas: int) -> None:
+        self.api, self.ns, self.replicas = api, ns, replicas
+        self.running: dict[str, set[str]] = {}
+        self.pods_running_at: dict[str, float] = {}
+        self.status_running_at: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._threads = [threading.Thread(target=f, daemon=True) for f in (self._pods, self._jobs)]
+        for t in self._threads:
+            t.start()
+
+    def _pods(self) -> None:
+        w = watch.Watch()
+        core = client.CoreV1Api(self.api)
+        for ev in w.stream(core.list_namespaced_pod, self.ns, label_selector="diengine/job", timeout_seconds=900):
+            pod, now = ev["object"], time.monotonic()
+            job = pod.metadata.labels["diengine/job"]
+            if pod.status.phase == "Running":
+                seen = self.running.setdefault(job, set())
+                seen.add(pod.metadata.labels["diengine/pod"])
+                if len(seen) == self.replicas and job not in self.pods_running_at:
+                    self.pods_running_at[job] = now
+            if self._stop.is_set():
+                return
+
+    def _jobs(self) -> None:
+        w = watch.Watch()
+        custom = client.CustomObjectsApi(self.api)
+        args = ("diengine.opendilab.org", "v2alpha1", self.ns, "dijobs")
+        for ev in w.stream(custom.list_namespaced_custom_object, *args, timeout_seconds=900):
+            obj, now = ev["object"], time.monotonic()
+            if (obj.get("status") or {}).get("phase") == "Running":
+                self.status_running_at.setdefault(obj["metadata"]["name"], now)
+            if self._stop.is_set():
+                return
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def wait_all_running(w: Watcher, names: list[str], timeout: float) -> float:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if all(n in w.pods_running_at for n in names):
+            return max(w.pods_running_at[n] for n in names)
+        time.sleep(0.1)
+    raise SystemExit(f"timed out: {sum(n in w.pods_running_at for n in names)}/{len(names)} jobs had all pods Running")
+
+
+def new_namespace(core: client.CoreV1Api, tag: str) -> str:
+    ns = f"{PREFIX}-{tag}-{uuid.uuid4().hex[:6]}"
+    core.create_namespace({"metadata": {"name": ns}})
+    for _ in range(100):
+        if core.list_namespaced_service_account(ns).items:
+            break
+        time.sleep(0.1)
+    return ns
+
+
+def direct(api: client.ApiClient, n: int, r: int) -> float:
+    core, objects = client.CoreV1Api(api), ObjectStore(api)
+    ns = new_namespace(core, "direct")
+    w = Watcher(api, ns, r)
+    names = [f"j{i}" for i in range(n)]
+    rendered = [render(load_job(job_manifest(x, ns, r, "600"))) for x in names]
+    t0 = time.monotonic()
+    for rj in rendered:
+        for obj in rj.objects():
+            objects.create(obj)
+    t = wait_all_running(w, names, 600) - t0
+    w.stop()
+    core.delete_namespace(ns)
+    return t
+
+
+def via_controller(api: client.ApiClient, n: int, r: int) -> tuple[float, list[float]]:
+    core, jobs = client.CoreV1Api(api), JobStore(api)
+    ns = new_namespace(core, "ctl")
+    w = Watcher(api, ns, r)
+    names = [f"j{i}" for i in range(n)]
+    t0 = time.monotonic()
+    for x in names:
+        jobs.create(job_manifest(x, ns, r, "600"))
+    t = wait_all_running(w, names, 600) - t0
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not all(x in w.status_running_at for x in names):
+        time.sleep(0.1)
+    lat = [w.status_running_at[x] - w.pods_running_at[x] for x in names if x in w.status_running_at]
+    w.stop()
+    core.delete_namespace(ns)
+    return t, lat
+
+
+def metrics() -> dict[str, float]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=5) as resp:
+        text = resp.read().decode()
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith("dihera_api_writes_total"):
+            out[line.split("{")[1].split("}")[0]] = float(line.rsplit(" ", 1)[1])
+    return out
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))] if values else float("nan")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=50)
+    parser.add_argument("--replicas", type=int, default=10)
+    parser.add_argument("--memory-jobs", type=int, default=500)
+    args = parser.parse_args()
+    kubeconfig = os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig")
+    api = config.new_client_from_config(config_file=kubeconfig)
+    n = min(args.jobs, 440 // args.replicas)
+    log = open(REPO / ".devcluster" / "logs" / "bench-controller.log", "ab")  # noqa: SIM115
+    argv = [DIHERA, "controller", "--kubeconfig", kubeconfig, "-n", f"{PREFIX}-*", "--standalone"]
+    proc = subprocess.Popen([*argv, "--metrics-port", str(METRICS_PORT), "--health-port", "0"], stdout=log, stderr=log)
+    try:
+        time.sleep(3)
+        print("jobs x replicas  direct(s)  controller(s)  ratio  status-sync p50/p99 (ms)")
+        writes_before = sum(metrics().values())
+        jobs_done = 0
+        for jobs in (1, n):
+            d = direct(api, jobs, args.replicas)
+            c, lat = via_controller(api, jobs, args.replicas)
+            jobs_done += jobs
+            print(
+                f"{jobs:>4} x {args.replicas:<8}  {d:9.2f}  {c:13.2f}  {c / d:5.2f}  "
+                f"{pct(lat, 0.5) * 1000:7.0f} / {pct(lat, 0.99) * 1000:.0f}"
+            )
+        w = metrics()
+        per_job = (sum(w.values()) - writes_before) / jobs_done
+        print(f"API writes per job (creation to all Running, {jobs_done} jobs): {per_job:.1f}  {w}")
+        # memory: M single-replica jobs that finish in 1 s
+        core, jobstore = client.CoreV1Api(api), JobStore(api)
+        ns = new_namespace(core, "mem")
+        before = rss_mib(proc.pid)
+        for i in range(args.memory_jobs):
+            jobstore.create(job_manifest(f"m{i}", ns, 1, "1"))
+        deadline = time.monotonic() + 300
+        done = 0
+        while time.monotonic() < deadline:
+            items = client.CustomObjectsApi(api).list_namespaced_custom_object(
+                "diengine.opendilab.org", "v2alpha1", ns, "dijobs"
+            )["items"]
+            done = sum(1 for j in items if (j.get("status") or {}).get("phase") == "Succeeded")
+            if done == args.memory_jobs:
+                break
+            time.sleep(2)
+        print(f"controller RSS: {before:.0f} MiB idle, {rss_mib(proc.pid):.0f} MiB with {args.memory_jobs} DIJobs "
+              f"({done} Succeeded within the time cap)")  # fmt: skip
+        core.delete_namespace(ns)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

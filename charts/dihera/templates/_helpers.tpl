@@ -1,0 +1,114 @@
+{{/*
+Names. Kubernetes names are limited to 63 characters (DNS-1123 labels): every name is truncated there.
+*/}}
+
+{{/* The chart name (or nameOverride). */}}
+{{- define "dihera.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+The full name prefixing every object: fullnameOverride, else the release name when it contains the chart
+name (release `dihera` gives `dihera`), else `<release>-<chart>`.
+*/}}
+{{- define "dihera.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* `<fullname>-<component>`, truncated: dict "root" $ "component" "controller". */}}
+{{- define "dihera.componentName" -}}
+{{- $full := include "dihera.fullname" .root | trunc (int (sub 62 (len .component))) | trimSuffix "-" }}
+{{- printf "%s-%s" $full .component }}
+{{- end }}
+
+{{/* chart label value: name-version */}}
+{{- define "dihera.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels of every object. */}}
+{{- define "dihera.labels" -}}
+helm.sh/chart: {{ include "dihera.chart" . }}
+{{ include "dihera.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: dihera
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Labels selecting the release's objects (stable across upgrades). */}}
+{{- define "dihera.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "dihera.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{/* Labels of one component's objects: dict "root" $ "component" "controller". */}}
+{{- define "dihera.componentLabels" -}}
+{{ include "dihera.labels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/* Selector labels of one component's pods: dict "root" $ "component" "controller". */}}
+{{- define "dihera.componentSelectorLabels" -}}
+{{ include "dihera.selectorLabels" .root }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/* ServiceAccount names. */}}
+{{- define "dihera.controller.serviceAccountName" -}}
+{{- if .Values.controller.serviceAccount.create }}
+{{- default (include "dihera.componentName" (dict "root" . "component" "controller")) .Values.controller.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.controller.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "dihera.server.serviceAccountName" -}}
+{{- if .Values.server.serviceAccount.create }}
+{{- default (include "dihera.componentName" (dict "root" . "component" "server")) .Values.server.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.server.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* The image reference: repository:tag, tag defaulting to the chart's appVersion. */}}
+{{- define "dihera.image" -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+
+{{/* The settings ConfigMap's name. */}}
+{{- define "dihera.settingsName" -}}
+{{- include "dihera.componentName" (dict "root" . "component" "settings") }}
+{{- end }}
+
+{{/* The kopf peering object's name. */}}
+{{- define "dihera.peeringName" -}}
+{{- default (include "dihera.fullname" .) .Values.peering.name }}
+{{- end }}
+
+{{/* The di-server's URL given to DI-engine pods as DI_SERVER_URL. */}}
+{{- define "dihera.serverURL" -}}
+{{- if .Values.server.url }}
+{{- .Values.server.url }}
+{{- else }}
+{{- $svc := include "dihera.componentName" (dict "root" . "component" "server") }}
+{{- printf "http://%s.%s.svc.%s:%d" $svc .Release.Namespace .Values.clusterDomain (int .Values.server.service.port) }}
+{{- end }}
+{{- end }}
+
+{{/* The kopf peering object is a hook: created once the release's CRDs exist (see peering.yaml). */}}
+{{- define "dihera.peeringHook" -}}
+helm.sh/hook: post-install,post-upgrade
+helm.sh/hook-delete-policy: before-hook-creation
+{{- end }}

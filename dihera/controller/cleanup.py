@@ -1,0 +1,60 @@
+"""cleanPodPolicy when a job ends (pure): which pods to delete, and whether to stop the Workflow.
+
+| policy  | pods deleted when the job is Succeeded/Failed | Workflow |
+|---------|-----------------------------------------------|----------|
+| Running | those still Pending or Running                | Failed: ``spec.shutdown: Terminate`` if still running |
+| All     | every pod of the job                          | Failed: ``spec.shutdown: Terminate`` if still running |
+| None    | none                                          | left alone |
+
+A Succeeded job's Workflow is never stopped: Argo is about to mark it Succeeded itself.
+
+Pods are deleted rather than left to Argo's terminate, which needs ``pods/exec`` into a kubelet.
+The Workflow is stopped first so that Argo's retryStrategy does not replace the deleted pods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dihera.model import CleanPodPolicy
+
+__all__ = ["CleanupPlan", "plan_cleanup"]
+
+_COMPLETED_WORKFLOW = frozenset({"Succeeded", "Failed", "Error"})
+_LIVE_POD = frozenset({"Pending", "Running", "Unknown"})
+
+
+@dataclass(frozen=True)
+class CleanupPlan:
+    shutdown_workflow: bool = False
+    delete_pods: tuple[str, ...] = ()
+
+    @property
+    def empty(self) -> bool:
+        return not self.shutdown_workflow and not self.delete_pods
+
+
+def plan_cleanup(
+    policy: CleanPodPolicy,
+    phase: str,
+    workflow: Mapping[str, Any] | None,
+    pods: Sequence[Mapping[str, Any]],
+) -> CleanupPlan:
+    """What to do for a job in ``phase``; nothing unless it is Succeeded or Failed."""
+    if phase not in ("Succeeded", "Failed") or policy is CleanPodPolicy.NONE:
+        return CleanupPlan()
+    shutdown = False
+    if workflow is not None and phase == "Failed":
+        wf_phase = (workflow.get("status") or {}).get("phase")
+        shutdown = wf_phase not in _COMPLETED_WORKFLOW and (workflow.get("spec") or {}).get("shutdown") != "Terminate"
+    doomed = []
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        if meta.get("deletionTimestamp"):
+            continue
+        pod_phase = (pod.get("status") or {}).get("phase") or "Pending"
+        if policy is CleanPodPolicy.ALL or pod_phase in _LIVE_POD:
+            doomed.append(str(meta["name"]))
+    return CleanupPlan(shutdown, tuple(sorted(doomed)))

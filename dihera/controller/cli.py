@@ -1,0 +1,141 @@
+"""``dihera controller`` (run the status-sync controller) and ``dihera submit`` (create a DIJob, wait for a phase)."""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+from dihera.controller.settings import ControllerSettings
+
+__all__ = ["register", "settings_from_args"]
+
+
+def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> ControllerSettings:
+    """The one settings object: flags first, then the chart's ``DIHERA_*`` variables, then defaults.
+
+    Read at the entry point only: ``DIHERA_SERVER_URL``, ``DIHERA_CLUSTER_DOMAIN``,
+    ``DIHERA_WATCH_NAMESPACES`` (comma-separated; empty: all), ``DIHERA_PEERING_NAME`` (empty:
+    standalone), ``DIHERA_CONTROLLER_METRICS_PORT``, ``DIHERA_CONTROLLER_HEALTH_PORT``, ``DIHERA_BIND_ADDRESS``.
+    """
+    from dihera.render import RenderSettings
+
+    def env(name: str) -> str | None:
+        return environ.get(name) or None
+
+    server_url = args.server_url or env("DIHERA_SERVER_URL")
+    domain = args.cluster_domain or env("DIHERA_CLUSTER_DOMAIN")
+    render = RenderSettings(
+        **({"server_url": server_url} if server_url else {}),
+        **({"cluster_domain": domain} if domain else {}),
+    )
+    namespaces = tuple(args.namespace or ())
+    all_namespaces = bool(args.all_namespaces)
+    if not namespaces and not all_namespaces:
+        watched = [n.strip() for n in (environ.get("DIHERA_WATCH_NAMESPACES") or "").split(",") if n.strip()]
+        namespaces, all_namespaces = tuple(watched), not watched
+    peering = args.peering or environ.get("DIHERA_PEERING_NAME", "dihera")
+    return ControllerSettings(
+        kubeconfig=args.kubeconfig,
+        context=args.context,
+        namespaces=namespaces,
+        all_namespaces=all_namespaces,
+        render=render,
+        peering=peering or "dihera",
+        standalone=args.standalone or not peering,
+        priority=args.priority if args.priority is not None else random.randint(1, 2**30),
+        bind_address=args.bind_address or env("DIHERA_BIND_ADDRESS") or "127.0.0.1",
+        metrics_port=_port(args.metrics_port, env("DIHERA_CONTROLLER_METRICS_PORT"), 8080),
+        health_port=_port(args.health_port, env("DIHERA_CONTROLLER_HEALTH_PORT"), 8081),
+        workers=args.workers,
+    )
+
+
+def _port(flag: int | None, env: str | None, default: int) -> int:
+    if flag is not None:
+        return flag
+    return int(env) if env else default
+
+
+def _cmd_controller(args: argparse.Namespace) -> int:
+    import os
+
+    from dihera.controller.run import run_controller
+
+    try:
+        settings = settings_from_args(args, os.environ)
+    except ValueError as err:
+        print(f"dihera controller: {err}", file=sys.stderr)
+        return 2
+    return run_controller(settings)
+
+
+def _cmd_submit(args: argparse.Namespace) -> int:
+    from kubernetes.client.exceptions import ApiException
+
+    from dihera.cli import read_documents
+    from dihera.errors import InvalidJobError
+    from dihera.kube import api_client
+    from dihera.kube.errors import describe_api_error
+    from dihera.kube.jobs import JobStore, WaitTimeout
+    from dihera.submit import format_progress, submit
+
+    def show(status: Mapping[str, Any]) -> None:
+        print(f"  {format_progress(status)}", file=sys.stderr, flush=True)
+
+    try:
+        docs = read_documents(args.file)
+        api = api_client(args.kubeconfig, args.context)
+        for doc in docs:
+            created = submit(doc, api=api, namespace=args.namespace)
+            meta = created["metadata"]
+            print(f"dijob {meta['namespace']}/{meta['name']} created")
+            if args.wait:
+                status = JobStore(api).wait_for_phase(meta["namespace"], meta["name"], args.wait, args.timeout, show)
+                print(f"dijob {meta['namespace']}/{meta['name']} {status.get('phase')}")
+    except (ValueError, InvalidJobError) as err:
+        print(err, file=sys.stderr)
+        return 1
+    except ApiException as err:
+        print(f"the API server refused the DIJob: {describe_api_error(err)}", file=sys.stderr)
+        return 1
+    except (WaitTimeout, RuntimeError) as err:
+        print(err, file=sys.stderr)
+        return 1
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``controller`` and ``submit`` to the ``dihera`` command."""
+    p = sub.add_parser("controller", help="run the DIJob status-sync controller (kopf)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
+    p.add_argument("--context", help="kubeconfig context")
+    where = p.add_mutually_exclusive_group()
+    where.add_argument(
+        "-n",
+        "--namespace",
+        action="append",
+        help="namespace or kopf pattern ('team-*', '!kube-*'); repeatable (default: $DIHERA_WATCH_NAMESPACES)",
+    )
+    where.add_argument("-A", "--all-namespaces", action="store_true", help="watch DIJobs in every namespace")
+    p.add_argument("--server-url", help="di-server URL given to pods as DI_SERVER_URL")
+    p.add_argument("--cluster-domain", help="cluster DNS domain (default cluster.local)")
+    p.add_argument("--peering", help="kopf peering name shared by the replicas (default dihera)")
+    p.add_argument("--standalone", action="store_true", help="no peering (single instance, tests)")
+    p.add_argument("--priority", type=int, help="peering priority; the highest acts (default: random)")
+    p.add_argument("--bind-address", help="address of the HTTP endpoints (default 127.0.0.1; 0.0.0.0 in a pod)")
+    p.add_argument("--metrics-port", type=int, help="/metrics and /readyz (default 8080; 0: off)")
+    p.add_argument("--health-port", type=int, help="kopf liveness /healthz (default 8081; 0: off)")
+    p.add_argument("--workers", type=int, default=16, help="threads reconciling jobs")
+    p.set_defaults(func=_cmd_controller)
+
+    p = sub.add_parser("submit", help="create DIJobs through the Kubernetes API; optionally wait for a phase")
+    p.add_argument("file", metavar="FILE", help="YAML file ('-' for stdin)")
+    p.add_argument("-n", "--namespace", help="namespace (overrides metadata.namespace)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+    p.add_argument("--context", help="kubeconfig context")
+    p.add_argument("--wait", metavar="PHASE", help="wait until the job reaches PHASE (e.g. Running, Succeeded)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait (default 600)")
+    p.set_defaults(func=_cmd_submit)

@@ -1,0 +1,59 @@
+"""Prometheus metrics of the controller, in a registry of its own (no global state)."""
+
+from __future__ import annotations
+
+import threading
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+
+__all__ = ["PHASES", "Metrics"]
+
+PHASES = ("Pending", "Starting", "Running", "Restarting", "Rescheduling", "Succeeded", "Failed")
+
+
+class Metrics:
+    """``dihera_jobs{phase}``, ``dihera_reconcile_duration_seconds``, ``dihera_job_restarts_total``,
+    ``dihera_reconcile_errors_total``, ``dihera_api_writes_total{verb,kind}``."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        self.jobs = Gauge("dihera_jobs", "DIJobs seen by this controller, by phase", ["phase"], registry=self.registry)
+        self.reconcile_seconds = Histogram(
+            "dihera_reconcile_duration_seconds",
+            "Time of one reconcile of a DIJob (observe, compute, apply)",
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+            registry=self.registry,
+        )
+        self.restarts = Counter(
+            "dihera_job_restarts", "Replica restarts observed (retry attempts beyond the first)", registry=self.registry
+        )
+        self.errors = Counter(
+            "dihera_reconcile_errors", "Reconciles that failed (retried with backoff)", registry=self.registry
+        )
+        self.writes = Counter(
+            "dihera_api_writes",
+            "Kubernetes API writes made by the controller",
+            ["verb", "kind"],
+            registry=self.registry,
+        )
+        self._phases: dict[str, str] = {}
+        self._lock = threading.Lock()
+        for phase in PHASES:
+            self.jobs.labels(phase=phase).set(0)
+
+    def job_phase(self, key: str, phase: str | None) -> None:
+        """Record a job's phase (None: the job is gone) and refresh the per-phase gauge."""
+        with self._lock:
+            if phase is None:
+                self._phases.pop(key, None)
+            else:
+                self._phases[key] = phase
+            counts = dict.fromkeys(PHASES, 0)
+            for p in self._phases.values():
+                counts[p] = counts.get(p, 0) + 1
+        for p, n in counts.items():
+            self.jobs.labels(phase=p).set(n)
+
+    def wrote(self, verb: str, kind: str, n: int = 1) -> None:
+        if n:
+            self.writes.labels(verb=verb, kind=kind).inc(n)

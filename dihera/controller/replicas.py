@@ -1,0 +1,150 @@
+"""What each replica of a job is doing, read from the Workflow's nodes and the pods (pure).
+
+A replica is one DAG node ``<task>-<index>``. With a retryStrategy Argo makes it a ``Retry`` node
+whose children are the attempts ``<wf>.<task>-<index>(k)``; each attempt is one pod, labelled with
+the replica's hostname (``diengine/pod``) and annotated with its node name. The *current* attempt is
+the highest one seen in either source, so a replica's counts never mix attempts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from dihera.membership import Membership
+from dihera.naming import LABEL_POD, dag_task_name, hostname
+
+__all__ = ["FAILED_NODE_PHASES", "NODE_NAME_ANNOTATION", "ReplicaState", "attempt_of", "exit_code", "replica_states"]
+
+NODE_NAME_ANNOTATION = "workflows.argoproj.io/node-name"
+FAILED_NODE_PHASES = frozenset({"Failed", "Error"})
+_ATTEMPT = re.compile(r"\((\d+)\)$")
+_ARGO_CONTAINERS = frozenset({"wait", "init"})
+
+
+@dataclass(frozen=True)
+class ReplicaState:
+    """One replica's current attempt. ``pod_phase`` is None while its pod does not exist yet."""
+
+    task: str
+    index: int
+    rank: int
+    hostname: str
+    attempt: int
+    pod_name: str | None = None
+    pod_phase: str | None = None
+    ready: bool = False
+    exit_code: int | None = None
+    failed: bool = False
+    node_message: str | None = None
+    #: Exit code of the latest failed attempt still visible (a restarted replica's last failure).
+    last_failure_code: int | None = None
+
+    @property
+    def name(self) -> str:
+        """``<task>-<index>``, how messages name the replica."""
+        return dag_task_name(self.task, self.index)
+
+    @property
+    def up(self) -> bool:
+        """Running and ready, or done: what the Running phase needs of every replica."""
+        return (self.pod_phase == "Running" and self.ready) or self.pod_phase == "Succeeded"
+
+
+def attempt_of(node_name: str) -> int:
+    """The retry attempt in an Argo node name: ``job.collector-1(2)`` → 2; no suffix → 0."""
+    match = _ATTEMPT.search(node_name)
+    return int(match.group(1)) if match else 0
+
+
+def exit_code(pod: Mapping[str, Any]) -> int | None:
+    """The first non-zero exit code of the user's containers (Argo's own are skipped), else 0 or None."""
+    codes = []
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        if cs.get("name") in _ARGO_CONTAINERS:
+            continue
+        term = (cs.get("state") or {}).get("terminated")
+        if term is not None and term.get("exitCode") is not None:
+            codes.append(int(term["exitCode"]))
+    nonzero = [c for c in codes if c != 0]
+    return nonzero[0] if nonzero else (0 if codes else None)
+
+
+def _ready(pod: Mapping[str, Any]) -> bool:
+    conds = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
+
+
+def _pod_attempt(pod: Mapping[str, Any]) -> int:
+    return attempt_of(((pod.get("metadata") or {}).get("annotations") or {}).get(NODE_NAME_ANNOTATION, ""))
+
+
+def _attempt_nodes(workflow: Mapping[str, Any] | None, replica_dag_name: str) -> dict[int, Mapping[str, Any]]:
+    """The replica's attempt nodes by attempt number (a non-retried replica's one node is attempt 0)."""
+    if not workflow:
+        return {}
+    nodes: Mapping[str, Mapping[str, Any]] = (workflow.get("status") or {}).get("nodes") or {}
+    prefix = f"{workflow['metadata']['name']}.{replica_dag_name}"
+    out: dict[int, Mapping[str, Any]] = {}
+    for node in nodes.values():
+        name = str(node.get("name", ""))
+        if node.get("type") != "Pod":
+            continue
+        if name == prefix or (name.startswith(prefix + "(") and _ATTEMPT.search(name)):
+            out[attempt_of(name)] = node
+    return out
+
+
+def _by_hostname(pods: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
+    out: dict[str, list[Mapping[str, Any]]] = {}
+    for pod in pods:
+        host = ((pod.get("metadata") or {}).get("labels") or {}).get(LABEL_POD)
+        if host:
+            out.setdefault(host, []).append(pod)
+    return out
+
+
+def replica_states(
+    job_name: str,
+    membership: Membership,
+    workflow: Mapping[str, Any] | None,
+    pods: Sequence[Mapping[str, Any]],
+) -> tuple[ReplicaState, ...]:
+    """Every replica of ``membership`` in rank order, with its current attempt."""
+    pods_of = _by_hostname(pods)
+    states = []
+    for r in membership.replicas:
+        host = hostname(job_name, r.task, r.index)
+        nodes = _attempt_nodes(workflow, dag_task_name(r.task, r.index))
+        mine = pods_of.get(host, [])
+        attempt = max([*nodes, *(_pod_attempt(p) for p in mine), 0])
+        current = [p for p in mine if _pod_attempt(p) == attempt]
+        current.sort(
+            key=lambda p: (p["metadata"].get("deletionTimestamp") is None, p["metadata"].get("creationTimestamp", ""))
+        )
+        pod = current[-1] if current else None
+        node = nodes.get(attempt)
+        pod_phase = (pod.get("status") or {}).get("phase") if pod else None
+        failed = pod_phase == "Failed" or (node is not None and node.get("phase") in FAILED_NODE_PHASES)
+        failures = sorted(
+            (_pod_attempt(p), exit_code(p)) for p in mine if (p.get("status") or {}).get("phase") == "Failed"
+        )
+        states.append(
+            ReplicaState(
+                task=r.task,
+                index=r.index,
+                rank=r.rank,
+                hostname=host,
+                attempt=attempt,
+                pod_name=pod["metadata"]["name"] if pod else None,
+                pod_phase=pod_phase,
+                ready=_ready(pod) if pod else False,
+                exit_code=exit_code(pod) if pod else None,
+                failed=failed,
+                node_message=(node.get("message") or None) if node else None,
+                last_failure_code=failures[-1][1] if failures else None,
+            )
+        )
+    return tuple(states)

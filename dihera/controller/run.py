@@ -1,0 +1,84 @@
+"""Assemble and run the controller: one settings object in, kopf's operator loop out."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import kopf
+
+from dihera.controller.handlers import build_registry, configure_watching
+from dihera.controller.logs import configure_logging
+from dihera.controller.metrics import Metrics
+from dihera.controller.queue import ReconcileQueue
+from dihera.controller.reconcile import Reconciler
+from dihera.controller.server import Readiness, start_endpoints
+from dihera.controller.settings import ControllerSettings
+from dihera.kube import api_client
+from dihera.kube.connection import kopf_connection
+from dihera.kube.events import EventRecorder
+from dihera.kube.jobs import JobStore
+from dihera.kube.objects import ObjectStore
+
+__all__ = ["kopf_settings", "run_controller"]
+
+log = logging.getLogger("dihera.controller")
+
+
+def kopf_settings(settings: ControllerSettings) -> Any:
+    """kopf's OperatorSettings for ours: no event posting by kopf, server-side selectors, thread pool size."""
+    kop = kopf.OperatorSettings()
+    configure_watching(kop)
+    kop.posting.enabled = False  # the controller posts its own Events about DIJobs
+    kop.execution.max_workers = settings.workers
+    kop.peering.name = settings.peering
+    kop.peering.standalone = settings.standalone
+    kop.peering.priority = settings.priority
+    kop.peering.mandatory = not settings.standalone
+    kop.peering.clusterwide = settings.all_namespaces
+    kop.networking.error_backoffs = (1, 2, 5, 10)
+    return kop
+
+
+def run_controller(settings: ControllerSettings) -> int:
+    """Run until interrupted (SIGINT/SIGTERM); returns the exit code."""
+    configure_logging()
+    api = api_client(settings.kubeconfig, settings.context)
+    metrics = Metrics()
+    reconciler = Reconciler(JobStore(api), ObjectStore(api), EventRecorder(api), settings.render, metrics)
+    queue = ReconcileQueue(reconciler.reconcile, settings.retry_delays)
+    readiness = Readiness()
+    runners: list[Any] = []
+
+    async def startup(**_: Any) -> None:
+        if settings.metrics_port:
+            runners.append(await start_endpoints(settings.bind_address, settings.metrics_port, metrics, readiness))
+        readiness.set()
+        where = "all namespaces" if settings.all_namespaces else ", ".join(settings.namespaces)
+        peering = "standalone" if settings.standalone else f"peering {settings.peering} priority {settings.priority}"
+        log.info(
+            "controller started: %s; %s; metrics on %s:%s", where, peering, settings.bind_address, settings.metrics_port
+        )
+
+    async def cleanup(**_: Any) -> None:
+        readiness.clear()
+        queue.close()
+        for runner in runners:
+            await runner.cleanup()
+
+    def login(**_: Any) -> Any:
+        return kopf_connection(api)
+
+    registry = build_registry(queue, login, startup, cleanup)
+    liveness = f"http://{settings.bind_address}:{settings.health_port}/healthz" if settings.health_port else None
+    kopf.run(
+        registry=registry,
+        settings=kopf_settings(settings),
+        standalone=settings.standalone,
+        priority=settings.priority,
+        peering_name=None if settings.standalone else settings.peering,
+        liveness_endpoint=liveness,
+        clusterwide=settings.all_namespaces,
+        namespaces=settings.namespaces,
+    )
+    return 0

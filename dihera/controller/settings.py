@@ -1,0 +1,41 @@
+"""The controller's settings: one immutable object built at the entry point, passed explicitly."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from dihera.render import RenderSettings
+
+__all__ = ["ControllerSettings"]
+
+
+@dataclass(frozen=True)
+class ControllerSettings:
+    """How ``dihera controller`` runs.
+
+    ``namespaces`` are kopf namespace patterns (``team-*``, ``!dihera-test-*``); empty with
+    ``all_namespaces`` watches the whole cluster. Endpoints listen on ``bind_address``:
+    ``/metrics`` and ``/readyz`` on ``metrics_port``, kopf's liveness ``/healthz`` on ``health_port``
+    (0 disables an endpoint). With ``standalone`` the controller skips peering; otherwise
+    replicas sharing ``peering`` elect one active instance by ``priority`` (higher wins).
+    """
+
+    kubeconfig: str | None = None
+    context: str | None = None
+    namespaces: tuple[str, ...] = ()
+    all_namespaces: bool = False
+    render: RenderSettings = field(default_factory=RenderSettings)
+    peering: str = "dihera"
+    standalone: bool = False
+    priority: int = 0
+    bind_address: str = "127.0.0.1"
+    metrics_port: int = 8080
+    health_port: int = 8081
+    workers: int = 16
+    retry_delays: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 30.0)
+
+    def __post_init__(self) -> None:
+        if not self.namespaces and not self.all_namespaces:
+            raise ValueError("the controller needs --namespace NS (repeatable) or --all-namespaces")
+        if self.namespaces and self.all_namespaces:
+            raise ValueError("--namespace and --all-namespaces exclude each other")

@@ -1,0 +1,46 @@
+"""Kubernetes Events about a DIJob (what ``kubectl describe dijob`` shows)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from kubernetes import client
+
+__all__ = ["EventRecorder"]
+
+
+class EventRecorder:
+    """Posts core/v1 Events whose involvedObject is a DIJob."""
+
+    def __init__(self, api: client.ApiClient, component: str = "dihera-controller") -> None:
+        self._core = client.CoreV1Api(api)
+        self._component = component
+
+    def post(self, job: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+        meta = job["metadata"]
+        now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}", "namespace": meta["namespace"]},
+            "involvedObject": {
+                "apiVersion": job["apiVersion"],
+                "kind": job["kind"],
+                "name": meta["name"],
+                "namespace": meta["namespace"],
+                "uid": meta.get("uid"),
+                "resourceVersion": meta.get("resourceVersion"),
+            },
+            "type": type_,
+            "reason": reason,
+            "message": message[:1000],
+            "source": {"component": self._component},
+            "reportingComponent": self._component,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        self._core.create_namespaced_event(meta["namespace"], body, _preload_content=False)  # type: ignore[arg-type]

@@ -1,0 +1,102 @@
+"""Reads and writes of DIJob objects: get, create (submit), status write, and waiting for a phase."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, cast
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from dihera.schema import GROUP, PLURAL, VERSION
+
+__all__ = ["TERMINAL_PHASES", "JobStore", "WaitTimeout"]
+
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+class WaitTimeout(TimeoutError):
+    """The job did not reach the wanted phase in time; ``last`` is the last status seen."""
+
+    def __init__(self, job: str, phase: str, timeout: float, last: Mapping[str, Any]) -> None:
+        self.last = dict(last)
+        super().__init__(
+            f"DIJob {job} did not reach phase {phase} within {timeout:g}s (last phase: {last.get('phase') or '-'})"
+        )
+
+
+class JobStore:
+    """DIJob objects through the Kubernetes API (custom objects, status subresource)."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self._custom = client.CustomObjectsApi(api)
+
+    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            obj = self._custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+        return cast(dict[str, Any], obj)
+
+    def create(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+        """Create a DIJob; the API server's validation errors (CEL rules name the field) propagate as ApiException."""
+        namespace = manifest["metadata"].get("namespace") or "default"
+        created = self._custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, dict(manifest))
+        return cast(dict[str, Any], created)
+
+    def delete(self, namespace: str, name: str) -> None:
+        try:
+            self._custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
+    def write_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+        """Replace ``.status`` (JSON patch on the status subresource: removed keys really go away)."""
+        patch = [{"op": "add", "path": "/status", "value": dict(status)}]
+        self._custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, namespace, PLURAL, name, patch, _content_type="application/json-patch+json"
+        )
+
+    def wait_for_phase(
+        self,
+        namespace: str,
+        name: str,
+        phase: str,
+        timeout: float,
+        progress: Callable[[Mapping[str, Any]], None] | None = None,
+        interval: float = 1.0,
+    ) -> dict[str, Any]:
+        """Poll until the job's phase is ``phase`` (or terminal); return its status.
+
+        ``progress`` is called with the status each time it changes. Raises :class:`WaitTimeout`
+        after ``timeout`` seconds, and :class:`RuntimeError` if the job ends in another terminal phase.
+        """
+        deadline = time.monotonic() + timeout
+        last: dict[str, Any] = {}
+        while True:
+            obj = self.get(namespace, name)
+            status = dict((obj or {}).get("status") or {})
+            if status != last and progress is not None:
+                progress(status)
+            last = status
+            current = status.get("phase")
+            if current == phase:
+                return status
+            if current in TERMINAL_PHASES:
+                raise RuntimeError(f"DIJob {namespace}/{name} ended {current}, not {phase}: {_message(status)}")
+            if obj is None:
+                raise RuntimeError(f"DIJob {namespace}/{name} no longer exists")
+            if time.monotonic() >= deadline:
+                raise WaitTimeout(f"{namespace}/{name}", phase, timeout, status)
+            time.sleep(interval)
+
+
+def _message(status: Mapping[str, Any]) -> str:
+    for cond in status.get("conditions") or []:
+        if cond.get("status") == "True":
+            return str(cond.get("message") or cond.get("reason") or "")
+    return ""

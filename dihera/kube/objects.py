@@ -1,0 +1,129 @@
+"""Reads and writes of the objects a DIJob owns: ConfigMap, Service, Argo Workflow and pods.
+
+Every call names the object in its errors; "already exists" and "not found" are answers, not errors.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, cast
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+__all__ = [
+    "WORKFLOW_GROUP",
+    "WORKFLOW_PLURAL",
+    "WORKFLOW_VERSION",
+    "ObjectStore",
+]
+
+WORKFLOW_GROUP = "argoproj.io"
+WORKFLOW_VERSION = "v1alpha1"
+WORKFLOW_PLURAL = "workflows"
+
+
+def _missing(err: ApiException) -> bool:
+    return bool(err.status == 404)
+
+
+class ObjectStore:
+    """Typed access to a job's objects through one API client (no I/O until a method is called)."""
+
+    def __init__(self, api: client.ApiClient) -> None:
+        self._api = api
+        self._core = client.CoreV1Api(api)
+        self._custom = client.CustomObjectsApi(api)
+
+    # -- reads -----------------------------------------------------------------------------------
+
+    def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            obj = self._core.read_namespaced_config_map(name, namespace, _preload_content=False)
+        except ApiException as err:
+            if _missing(err):
+                return None
+            raise
+        return _json(obj)
+
+    def get_workflow(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            obj = self._custom.get_namespaced_custom_object(
+                WORKFLOW_GROUP, WORKFLOW_VERSION, namespace, WORKFLOW_PLURAL, name
+            )
+        except ApiException as err:
+            if _missing(err):
+                return None
+            raise
+        return _as_dict(obj)
+
+    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        """Pods matching a label selector, as plain dicts (the API's JSON, camelCase)."""
+        resp = self._core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False)
+        items: list[dict[str, Any]] = _json(resp).get("items", [])
+        return items
+
+    # -- writes ----------------------------------------------------------------------------------
+
+    def create(self, obj: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+        """Create a ConfigMap, Service or Workflow; ``(object, created)``. An existing object is read back."""
+        kind = obj["kind"]
+        meta = obj["metadata"]
+        ns, name = meta["namespace"], meta["name"]
+        try:
+            resp: Any
+            if kind == "ConfigMap":
+                resp = self._core.create_namespaced_config_map(ns, dict(obj), _preload_content=False)  # type: ignore[arg-type]
+            elif kind == "Service":
+                resp = self._core.create_namespaced_service(ns, dict(obj), _preload_content=False)  # type: ignore[arg-type]
+            elif kind == "Workflow":
+                created = self._custom.create_namespaced_custom_object(
+                    WORKFLOW_GROUP, WORKFLOW_VERSION, ns, WORKFLOW_PLURAL, dict(obj)
+                )
+                return _as_dict(created), True
+            else:
+                raise ValueError(f"cannot create {kind} {ns}/{name}: unsupported kind")
+        except ApiException as err:
+            if err.status != 409:
+                raise
+            return self._read_existing(kind, ns, name), False
+        return _json(resp), True
+
+    def _read_existing(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
+        if kind == "Workflow":
+            found = self.get_workflow(namespace, name)
+        elif kind == "ConfigMap":
+            found = self.get_configmap(namespace, name)
+        else:
+            found = _json(self._core.read_namespaced_service(name, namespace, _preload_content=False))
+        if found is None:  # deleted between our create and read: report the conflict as is
+            raise RuntimeError(f"{kind} {namespace}/{name} exists but cannot be read")
+        return found
+
+    def shutdown_workflow(self, namespace: str, name: str, how: str = "Terminate") -> None:
+        """Ask Argo to stop a Workflow (``spec.shutdown``); a missing Workflow is fine."""
+        try:
+            self._custom.patch_namespaced_custom_object(
+                WORKFLOW_GROUP, WORKFLOW_VERSION, namespace, WORKFLOW_PLURAL, name, {"spec": {"shutdown": how}}
+            )
+        except ApiException as err:
+            if not _missing(err):
+                raise
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        try:
+            self._core.delete_namespaced_pod(name, namespace, _preload_content=False)
+        except ApiException as err:
+            if not _missing(err):
+                raise
+
+
+def _json(resp: Any) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(resp.data)
+    return data
+
+
+def _as_dict(obj: object) -> dict[str, Any]:
+    """Custom-object calls return the decoded JSON object."""
+    return cast(dict[str, Any], obj)

@@ -1,0 +1,212 @@
+"""Apply a scale request to a running job (the only I/O of scaling; decisions are in dihera.scaling).
+
+Order: commit the new membership to the ConfigMap (new generation) → converge the Workflow's DAG
+to it → delete the pods of retired replicas → write ``spec.tasks[].replicas`` (server requests).
+
+Concurrency: one lock per job in this process serialises requests; across processes every write
+carries the resourceVersion it was computed from, and a 409 Conflict re-reads and recomputes. Only
+the ConfigMap write applies the request; the later steps converge to the *latest* committed
+membership, so a crash or a concurrent writer never makes a request apply twice or roll back.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from dihera.errors import InvalidJobError
+from dihera.kube.errors import describe_api_error
+from dihera.kube.jobs import JobStore
+from dihera.kube.objects import WORKFLOW_GROUP, WORKFLOW_PLURAL, WORKFLOW_VERSION, ObjectStore
+from dihera.membership import Membership, Replica
+from dihera.naming import LABEL_JOB, membership_configmap_name, workflow_name
+from dihera.render.env import MEMBERSHIP_FILE
+from dihera.render.objects import membership_configmap
+from dihera.render.settings import RenderSettings
+from dihera.scaling import ScaleError, ScaleRequest, job_spec_patch, plan_scale, pods_to_delete, workflow_patch
+from dihera.schema import GROUP, PLURAL, VERSION
+from dihera.validation import load_job
+
+__all__ = ["JobScaler", "ScaleResult", "scale_job"]
+
+log = logging.getLogger(__name__)
+JSON_PATCH = "application/json-patch+json"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ScaleResult:
+    """What a request did. ``changed`` is False when the job already had the asked replicas."""
+
+    namespace: str
+    name: str
+    membership: Membership
+    replicas: Mapping[str, int]
+    added: tuple[Replica, ...]
+    removed: tuple[Replica, ...]
+    deleted_pods: tuple[str, ...]
+    changed: bool
+
+
+class _Conflict(Exception):
+    """A write lost a resourceVersion race: read again and recompute."""
+
+
+class JobScaler:
+    """Scales jobs through one API client; holds the per-job locks of this process."""
+
+    def __init__(self, api: client.ApiClient, settings: RenderSettings | None = None, attempts: int = 10) -> None:
+        self._api = api
+        self._settings = settings or RenderSettings()
+        self._attempts = attempts
+        self._jobs = JobStore(api)
+        self._objects = ObjectStore(api)
+        self._core = client.CoreV1Api(api)
+        self._custom = client.CustomObjectsApi(api)
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    @contextmanager
+    def _locked(self, key: str) -> Iterator[None]:
+        with self._guard:
+            lock = self._locks.setdefault(key, threading.Lock())
+        with lock:
+            yield
+
+    def scale(self, namespace: str, name: str, request: ScaleRequest, *, update_spec: bool = True) -> ScaleResult:
+        """Apply ``request`` to job ``namespace/name``. ScaleError when refused (nothing changed).
+
+        ``update_spec``: write the new counts into the DIJob's spec (False when the request *is* a
+        spec edit, made by hand and seen by the controller).
+        """
+        with self._locked(f"{namespace}/{name}"):
+            previous, membership, job_counts = self._retry(lambda: self._commit(namespace, name, request))
+            deleted = self._retry(lambda: self._converge_workflow(namespace, name))
+            if update_spec:
+                self._retry(lambda: self._write_spec(namespace, name))
+        added = tuple(r for r in membership.replicas if r not in previous.replicas)
+        removed = tuple(r for r in previous.replicas if r not in membership.replicas)
+        changed = membership != previous
+        if changed:
+            log.info(
+                "scaled %s/%s to generation %d: added %s, removed %s",
+                namespace,
+                name,
+                membership.generation,
+                [f"{r.task}-{r.index}" for r in added],
+                [f"{r.task}-{r.index}" for r in removed],
+                extra={"job": f"{namespace}/{name}"},
+            )
+        return ScaleResult(namespace, name, membership, job_counts, added, removed, tuple(deleted), changed)
+
+    def _retry(self, step: Callable[[], T]) -> T:
+        for _ in range(self._attempts):
+            try:
+                return step()
+            except _Conflict:
+                continue
+        raise ScaleError(f"gave up after {self._attempts} resourceVersion conflicts; try again", "conflict")
+
+    # -- reads ------------------------------------------------------------------------------------
+
+    def _read(self, namespace: str, name: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+        body = self._jobs.get(namespace, name)
+        if body is None:
+            raise ScaleError(f"DIJob {namespace}/{name} not found", "not-found")
+        configmap = self._objects.get_configmap(namespace, membership_configmap_name(name))
+        workflow = self._objects.get_workflow(namespace, workflow_name(name))
+        if configmap is None or workflow is None or MEMBERSHIP_FILE not in (configmap.get("data") or {}):
+            raise ScaleError(f"DIJob {namespace}/{name} has not started yet (no Workflow or membership)", "conflict")
+        return body, configmap, workflow
+
+    # -- steps ------------------------------------------------------------------------------------
+
+    def _commit(
+        self, namespace: str, name: str, request: ScaleRequest
+    ) -> tuple[Membership, Membership, dict[str, int]]:
+        body, configmap, workflow = self._read(namespace, name)
+        try:
+            job = load_job(body)
+        except InvalidJobError as err:
+            raise ScaleError(f"DIJob {namespace}/{name} is invalid: {err}", "conflict") from err
+        current = Membership.from_json(configmap["data"][MEMBERSHIP_FILE])
+        plan = plan_scale(job, current, workflow, request)
+        if plan.changed:
+            data = membership_configmap(plan.job, plan.membership, self._settings)["data"]
+            meta = configmap["metadata"]
+            new = {**configmap, "data": data, "metadata": {**meta, "resourceVersion": meta["resourceVersion"]}}
+            self._write(lambda: self._core.replace_namespaced_config_map(meta["name"], namespace, new))  # type: ignore[arg-type]
+        return current, plan.membership, plan.replicas
+
+    def _converge_workflow(self, namespace: str, name: str) -> list[str]:
+        _, configmap, workflow = self._read(namespace, name)
+        membership = Membership.from_json(configmap["data"][MEMBERSHIP_FILE])
+        ops = workflow_patch(membership, workflow)
+        if ops:
+            ops = [_precondition(workflow), *ops]
+            workflow = self._write(
+                lambda: self._custom.patch_namespaced_custom_object(
+                    WORKFLOW_GROUP,
+                    WORKFLOW_VERSION,
+                    namespace,
+                    WORKFLOW_PLURAL,
+                    workflow_name(name),
+                    ops,
+                    _content_type=JSON_PATCH,
+                )
+            )
+        doomed = pods_to_delete(name, workflow, self._objects.list_pods(namespace, f"{LABEL_JOB}={name}"))
+        for pod in doomed:  # after the DAG task is retired: Argo does not retry it
+            self._objects.delete_pod(namespace, pod)
+        return doomed
+
+    def _write_spec(self, namespace: str, name: str) -> None:
+        body, configmap, _ = self._read(namespace, name)
+        membership = Membership.from_json(configmap["data"][MEMBERSHIP_FILE])
+        counts: dict[str, int] = {}
+        for r in membership.replicas:
+            counts[r.task] = counts.get(r.task, 0) + 1
+        ops = job_spec_patch(body, counts)
+        if ops:
+            ops = [_precondition(body), *ops]
+            self._write(
+                lambda: self._custom.patch_namespaced_custom_object(
+                    GROUP, VERSION, namespace, PLURAL, name, ops, _content_type=JSON_PATCH
+                )
+            )
+
+    def _write(self, call: Callable[[], Any]) -> Any:
+        try:
+            result = call()
+        except ApiException as err:
+            if err.status == 409:
+                raise _Conflict() from err
+            if err.status == 404:
+                raise ScaleError(f"the job's objects went away: {describe_api_error(err)}", "not-found") from err
+            raise
+        return result
+
+
+def _precondition(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """Setting ``metadata.resourceVersion`` in a patch makes the API server refuse it (409) if it moved."""
+    return {"op": "replace", "path": "/metadata/resourceVersion", "value": obj["metadata"]["resourceVersion"]}
+
+
+def scale_job(
+    api: client.ApiClient,
+    namespace: str,
+    name: str,
+    request: ScaleRequest,
+    *,
+    settings: RenderSettings | None = None,
+    update_spec: bool = True,
+) -> ScaleResult:
+    """One-shot :meth:`JobScaler.scale` (a long-lived caller keeps one JobScaler for its per-job locks)."""
+    return JobScaler(api, settings).scale(namespace, name, request, update_spec=update_spec)

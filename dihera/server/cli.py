@@ -1,0 +1,183 @@
+"""``dihera server``, ``dihera scale`` and ``dihera status``.
+
+    dihera server [--host H] [--port P] [--kubeconfig F] [--namespace NS] [--no-auth]
+    dihera scale NS/NAME --task collector --replicas N      (or --add N, --remove N, --remove-replica NAME...)
+    dihera status NS/NAME [--watch]
+
+``scale`` talks to the Kubernetes API directly with the same code the server runs, or to a
+di-server with ``--server URL`` (and ``--token``, or ``$DIHERA_TOKEN`` read here, at the entry point).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any
+
+from dihera.kube.cache import CachedJob
+from dihera.kube.jobs import JobStore
+from dihera.kube.objects import ObjectStore
+from dihera.kube.scaling import JobScaler
+from dihera.naming import LABEL_JOB, membership_configmap_name
+from dihera.render.settings import RenderSettings
+from dihera.scaling import ScaleError, ScaleRequest
+from dihera.server import views
+from dihera.server.settings import ServerSettings
+
+__all__ = ["register"]
+
+
+def _job_id(text: str) -> tuple[str, str]:
+    namespace, slash, name = text.partition("/")
+    if not slash or not namespace or not name:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected NAMESPACE/NAME")
+    return namespace, name
+
+
+def _request(args: argparse.Namespace) -> ScaleRequest:
+    if args.remove_replica:
+        return ScaleRequest.remove_named(args.remove_replica)
+    if not args.task:
+        raise ScaleError("--task is required with --replicas, --add or --remove")
+    if args.replicas is not None:
+        return ScaleRequest.set_replicas(args.task, args.replicas)
+    if args.add is not None:
+        return ScaleRequest.add(args.task, args.add)
+    return ScaleRequest.remove(args.task, args.remove)
+
+
+def _cmd_server(args: argparse.Namespace) -> int:
+    from dihera.server.run import serve
+
+    serve(
+        ServerSettings(
+            host=args.host,
+            port=args.port,
+            kubeconfig=args.kubeconfig,
+            auth=not args.no_auth,
+            namespace=args.namespace,
+            cluster_domain=args.cluster_domain,
+        )
+    )
+    return 0
+
+
+def _scale_via_server(args: argparse.Namespace, request: ScaleRequest) -> int:
+    import httpx
+
+    namespace, name = args.job
+    token = args.token or os.environ.get("DIHERA_TOKEN")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    base = f"{args.server.rstrip('/')}/v1/namespaces/{namespace}/dijobs/{name}"
+    if request.names:
+        resp = httpx.post(f"{base}/replicas:remove", json={"replicas": list(request.names)}, headers=headers)
+    elif request.action.value == "set":
+        resp = httpx.put(f"{base}/tasks/{request.task}/replicas", json={"replicas": request.count}, headers=headers)
+    else:  # add / remove n: DI-orchestrator's routes
+        url = f"{args.server.rstrip('/')}/v2alpha1/job/{namespace}.{name}/replicas"
+        method = "POST" if request.action.value == "add" else "DELETE"
+        body = {"replicas": request.count}
+        resp = httpx.request(method, url, params={"task": request.task}, json=body, headers=headers)
+    answer = resp.json() if resp.headers.get("content-type", "").startswith("application/json") else {}
+    if resp.status_code != 200:
+        print(f"{resp.status_code}: {answer.get('detail') or answer.get('message') or resp.text}", file=sys.stderr)
+        return 1
+    print(json.dumps(answer.get("data", answer), indent=2))
+    return 0
+
+
+def _cmd_scale(args: argparse.Namespace) -> int:
+    from dihera.kube import api_client
+
+    try:
+        request = _request(args)
+        if args.server:
+            return _scale_via_server(args, request)
+        settings = RenderSettings(cluster_domain=args.cluster_domain)
+        namespace, name = args.job
+        result = JobScaler(api_client(args.kubeconfig), settings).scale(namespace, name, request)
+    except ScaleError as err:
+        print(err, file=sys.stderr)
+        return 1
+    out = views.scale_out(result, args.cluster_domain)
+    print(json.dumps(out.model_dump(), indent=2))
+    return 0
+
+
+def _snapshot(jobs: JobStore, objects: ObjectStore, namespace: str, name: str) -> CachedJob | None:
+    body = jobs.get(namespace, name)
+    if body is None:
+        return None
+    configmap = objects.get_configmap(namespace, membership_configmap_name(name))
+    pods = objects.list_pods(namespace, f"{LABEL_JOB}={name}")
+    return CachedJob(body, configmap, tuple(pods))
+
+
+def _render_status(job: CachedJob, domain: str) -> str:
+    s = views.summary(job)
+    lines = [
+        f"DIJob {s.namespace}/{s.name}: phase {s.phase or '-'}, {s.replicas} replicas, "
+        f"membership generation {s.membershipGeneration if s.membershipGeneration is not None else '-'}",
+        "  tasks: " + ", ".join(f"{t.name}={t.replicas}" for t in s.tasks),
+        f"  {'RANK':>4}  {'REPLICA':<20} {'PHASE':<10} FQDN",
+    ]
+    for r in views.replica_rows(job, domain):
+        lines.append(f"  {r.rank:>4}  {r.name:<20} {r.phase or '-':<10} {r.fqdn}")
+    return "\n".join(lines)
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from dihera.kube import api_client
+
+    api = api_client(args.kubeconfig)
+    jobs, objects = JobStore(api), ObjectStore(api)
+    last = ""
+    while True:
+        job = _snapshot(jobs, objects, *args.job)
+        text = _render_status(job, args.cluster_domain) if job else f"DIJob {'/'.join(args.job)} not found"
+        if text != last:
+            print(text + ("\n" if args.watch else ""), flush=True)
+            last = text
+        if not args.watch:
+            return 0 if job else 1
+        try:
+            time.sleep(args.interval)
+        except KeyboardInterrupt:
+            return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``server``, ``scale`` and ``status`` to the ``dihera`` command."""
+    p = sub.add_parser("server", help="run the di-server (HTTP API to read and scale jobs)")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=8081, help="port (default 8081)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+    p.add_argument("--namespace", help="watch only this namespace (default: all)")
+    p.add_argument("--cluster-domain", default="cluster.local", help="cluster DNS domain")
+    p.add_argument("--no-auth", action="store_true", help="accept every caller (local demo only)")
+    p.set_defaults(func=_cmd_server)
+
+    p = sub.add_parser("scale", help="change the replicas of a running DIJob")
+    p.add_argument("job", type=_job_id, metavar="NAMESPACE/NAME")
+    p.add_argument("--task", help="task to scale")
+    how = p.add_mutually_exclusive_group(required=True)
+    how.add_argument("--replicas", type=int, help="set the task's replicas to N")
+    how.add_argument("--add", type=int, help="add N replicas")
+    how.add_argument("--remove", type=int, help="remove N replicas (the highest-ranked)")
+    how.add_argument("--remove-replica", nargs="+", metavar="NAME", help="remove these replicas (<task>-<index>)")
+    p.add_argument("--server", help="di-server URL; default: the Kubernetes API directly")
+    p.add_argument("--token", help="bearer token for --server (default $DIHERA_TOKEN)")
+    p.add_argument("--kubeconfig", help="kubeconfig file")
+    p.add_argument("--cluster-domain", default="cluster.local", help="cluster DNS domain")
+    p.set_defaults(func=_cmd_scale)
+
+    p = sub.add_parser("status", help="a DIJob's phase, replicas and membership")
+    p.add_argument("job", type=_job_id, metavar="NAMESPACE/NAME")
+    p.add_argument("-w", "--watch", action="store_true", help="keep printing on every change (Ctrl-C stops)")
+    p.add_argument("--interval", type=float, default=2.0, help="seconds between reads with --watch")
+    p.add_argument("--kubeconfig", help="kubeconfig file")
+    p.add_argument("--cluster-domain", default="cluster.local", help="cluster DNS domain")
+    p.set_defaults(func=_cmd_status)

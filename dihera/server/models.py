@@ -1,0 +1,83 @@
+"""Request and response bodies of the di-server (they make its OpenAPI document)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "Envelope",
+    "ErrorBody",
+    "JobSummary",
+    "RemoveReplicasBody",
+    "ReplicaOut",
+    "ReplicasBody",
+    "ScaleOut",
+    "TaskOut",
+]
+
+
+class ReplicasBody(BaseModel):
+    """A replica count. Nothing else is accepted: the job comes from the path, never from the body."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    replicas: int = Field(ge=0, le=100_000, description="number of replicas")
+
+
+class RemoveReplicasBody(BaseModel):
+    """Replicas to remove, by name (``<task>-<index>``, as ``GET .../replicas`` lists them)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+    replicas: list[str] = Field(min_length=1, max_length=10_000, examples=[["collector-3"]])
+
+
+class TaskOut(BaseModel):
+    name: str
+    type: str
+    replicas: int = Field(description="live replicas (the membership), not only the spec")
+    specReplicas: int
+
+
+class JobSummary(BaseModel):
+    namespace: str
+    name: str
+    phase: str | None
+    replicas: int
+    membershipGeneration: int | None = Field(description="None until the job has started")
+    minReplicas: int | None
+    maxReplicas: int | None
+    tasks: list[TaskOut]
+
+
+class ReplicaOut(BaseModel):
+    name: str = Field(description="DAG task name, <task>-<index>; the Argo UI node name")
+    rank: int
+    task: str
+    index: int
+    fqdn: str
+    pod: str | None = Field(description="pod name of the replica's current attempt")
+    phase: str | None = Field(description="pod phase, None while no pod exists")
+
+
+class ScaleOut(BaseModel):
+    namespace: str
+    name: str
+    changed: bool
+    membershipGeneration: int
+    replicas: dict[str, int]
+    added: list[ReplicaOut]
+    removed: list[str]
+
+
+class ErrorBody(BaseModel):
+    detail: str
+
+
+class Envelope(BaseModel):
+    """DI-orchestrator's answer: ``code`` 0 on success, 1 on error."""
+
+    success: bool
+    code: int
+    message: str
+    data: Any = None

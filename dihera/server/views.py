@@ -1,0 +1,99 @@
+"""What the routes answer, computed from cached objects (pure)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from dihera.kube.cache import CachedJob
+from dihera.kube.scaling import ScaleResult
+from dihera.membership import Membership, Replica
+from dihera.naming import LABEL_POD, dag_task_name, fqdn, hostname
+from dihera.render.env import MEMBERSHIP_FILE
+from dihera.server.models import JobSummary, ReplicaOut, ScaleOut, TaskOut
+
+__all__ = ["addresses", "membership_of", "replica_rows", "scale_out", "summary"]
+
+
+def membership_of(job: CachedJob) -> Membership | None:
+    data = (job.configmap or {}).get("data") or {}
+    return Membership.from_json(data[MEMBERSHIP_FILE]) if MEMBERSHIP_FILE in data else None
+
+
+def _current_pod(pods: Sequence[Mapping[str, Any]], host: str) -> Mapping[str, Any] | None:
+    """The newest pod of a replica (a retried replica has older, finished pods too)."""
+    mine = [p for p in pods if ((p.get("metadata") or {}).get("labels") or {}).get(LABEL_POD) == host]
+    mine.sort(
+        key=lambda p: (p["metadata"].get("deletionTimestamp") is None, p["metadata"].get("creationTimestamp", ""))
+    )
+    return mine[-1] if mine else None
+
+
+def _row(job: CachedJob, r: Replica, domain: str) -> ReplicaOut:
+    meta = job.body["metadata"]
+    host = hostname(meta["name"], r.task, r.index)
+    pod = _current_pod(job.pods, host)
+    return ReplicaOut(
+        name=dag_task_name(r.task, r.index),
+        rank=r.rank,
+        task=r.task,
+        index=r.index,
+        fqdn=fqdn(meta["name"], meta["namespace"], r.task, r.index, domain),
+        pod=pod["metadata"]["name"] if pod else None,
+        phase=(pod.get("status") or {}).get("phase") if pod else None,
+    )
+
+
+def replica_rows(job: CachedJob, domain: str) -> list[ReplicaOut]:
+    """Every live replica in rank order, with its FQDN and its pod's phase."""
+    membership = membership_of(job)
+    return [_row(job, r, domain) for r in membership.replicas] if membership else []
+
+
+def addresses(job: CachedJob, domain: str) -> list[str]:
+    """The replicas' FQDNs in rank order (DI-orchestrator's GET replicas; vacant ranks are left out)."""
+    return [row.fqdn for row in replica_rows(job, domain)]
+
+
+def summary(job: CachedJob) -> JobSummary:
+    meta, spec = job.body["metadata"], job.body.get("spec") or {}
+    status = job.body.get("status") or {}
+    membership = membership_of(job)
+    tasks = []
+    for t in spec.get("tasks") or []:
+        name = t.get("name") or t.get("type")
+        live = len(membership.of_task(name)) if membership else 0
+        tasks.append(TaskOut(name=name, type=t.get("type", "none"), replicas=live, specReplicas=t.get("replicas", 1)))
+    return JobSummary(
+        namespace=meta["namespace"],
+        name=meta["name"],
+        phase=status.get("phase"),
+        replicas=len(membership.replicas) if membership else 0,
+        membershipGeneration=membership.generation if membership else None,
+        minReplicas=spec.get("minReplicas"),
+        maxReplicas=spec.get("maxReplicas"),
+        tasks=tasks,
+    )
+
+
+def scale_out(result: ScaleResult, domain: str) -> ScaleOut:
+    def row(r: Replica) -> ReplicaOut:
+        return ReplicaOut(
+            name=dag_task_name(r.task, r.index),
+            rank=r.rank,
+            task=r.task,
+            index=r.index,
+            fqdn=fqdn(result.name, result.namespace, r.task, r.index, domain),
+            pod=None,
+            phase=None,
+        )
+
+    return ScaleOut(
+        namespace=result.namespace,
+        name=result.name,
+        changed=result.changed,
+        membershipGeneration=result.membership.generation,
+        replicas=dict(result.replicas),
+        added=[row(r) for r in result.added],
+        removed=[dag_task_name(r.task, r.index) for r in result.removed],
+    )

@@ -1,0 +1,224 @@
+"""The chart on a real API server: install (Deployments Available), upgrade (the CRD follows the schema),
+uninstall (the CRD and users' DIJobs stay with crds.keep).
+
+The CRDs are cluster-wide and other tests use the DIJob CRD: the release takes them over with
+`--take-ownership`, never deletes the DIJob CRD, and the module restores every CRD at the end (the DIJob CRD
+as `dihera crd` makes it, with its labels and annotations from before; kopf's CRDs removed if they were absent).
+The release has its own name and namespace, so its ClusterRoles do not collide with a `dihera` release.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from dihera.schema import GROUP, PLURAL, VERSION, crd_manifest, dijob_schema
+from tests.chart.helm import CHART, KUBE_VERSION, helm_bin
+from tests.unit.builders import job, task
+
+pytestmark = pytest.mark.cluster
+
+DIJOB_CRD = f"{PLURAL}.{GROUP}"
+KOPF_CRDS = ("clusterkopfpeerings.kopf.dev", "kopfpeerings.kopf.dev")
+TIMEOUT = "180s"
+
+
+@dataclass(frozen=True)
+class Release:
+    name: str
+    namespace: str
+    kubeconfig: Path
+
+    def helm(self, *args: str) -> subprocess.CompletedProcess[str]:
+        cmd = [helm_bin(), *args, "--namespace", self.namespace, "--kubeconfig", str(self.kubeconfig)]
+        return subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=300)
+
+    def must(self, *args: str) -> str:
+        done = self.helm(*args)
+        assert done.returncode == 0, f"helm {' '.join(args)} failed:\n{done.stderr}"
+        return done.stdout
+
+    @staticmethod
+    def new(prefix: str, kubeconfig: Path) -> Release:
+        """A release of its own name in a namespace of its own (created by `helm install --create-namespace`)."""
+        suffix = uuid.uuid4().hex[:6]
+        return Release(name=f"{prefix}-{suffix}", namespace=f"dihera-chart-{suffix}", kubeconfig=kubeconfig)
+
+    def remove(self, api: client.ApiClient) -> None:
+        """Uninstall (if still installed) and delete the namespace (not waited for)."""
+        self.helm("uninstall", self.name, "--wait", "--timeout", TIMEOUT)
+        try:
+            client.CoreV1Api(api).delete_namespace(self.namespace)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+
+
+def read_crd(api: client.ApiClient, name: str) -> dict[str, Any] | None:
+    try:
+        obj = client.ApiextensionsV1Api(api).read_custom_resource_definition(name)
+    except ApiException as err:
+        if err.status == 404:
+            return None
+        raise
+    found: dict[str, Any] = api.sanitize_for_serialization(obj)  # type: ignore[no-untyped-call]
+    return found
+
+
+def delete_peering(api: client.ApiClient, name: str) -> None:
+    """Delete the release's ClusterKopfPeering: a Helm hook object, which `helm uninstall` leaves behind."""
+    try:
+        client.CustomObjectsApi(api).delete_cluster_custom_object("kopf.dev", "v1", "clusterkopfpeerings", name)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+
+
+def restore_crds(api: client.ApiClient, before: dict[str, dict[str, Any] | None]) -> None:
+    """Put the CRDs back as they were: the DIJob CRD as generated (never deleted); kopf's as before."""
+    ext = client.ApiextensionsV1Api(api)
+    generated = crd_manifest(dijob_schema())
+    for name, old in before.items():
+        now = read_crd(api, name)
+        if now is None:
+            if name == DIJOB_CRD:
+                ext.create_custom_resource_definition(generated)
+            continue
+        if old is None and name != DIJOB_CRD:
+            ext.delete_custom_resource_definition(name)
+            continue
+        meta = (old or generated)["metadata"]
+        body = {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {
+                "name": name,
+                "resourceVersion": now["metadata"]["resourceVersion"],
+                "labels": meta.get("labels") or {},
+                "annotations": meta.get("annotations") or {},
+            },
+            "spec": generated["spec"] if name == DIJOB_CRD else now["spec"],
+        }
+        ext.replace_custom_resource_definition(name, body)
+
+
+@pytest.fixture(scope="module")
+def release(kubeconfig: Path, cluster: client.ApiClient) -> Iterator[Release]:
+    """The chart installed (`--wait`) as its own release in a fresh namespace; removed afterwards."""
+    rel = Release.new("dihera-it", kubeconfig)
+    before = {name: read_crd(cluster, name) for name in (DIJOB_CRD, *KOPF_CRDS)}
+    try:
+        rel.must(
+            "install", rel.name, str(CHART), "--create-namespace", "--take-ownership", "--wait", "--timeout", TIMEOUT
+        )
+        yield rel
+    finally:
+        rel.remove(cluster)
+        delete_peering(cluster, rel.name)
+        restore_crds(cluster, before)
+
+
+def test_install_makes_the_deployments_available(release: Release, cluster: client.ApiClient) -> None:
+    apps = client.AppsV1Api(cluster)
+    for component in ("controller", "server"):
+        status = apps.read_namespaced_deployment(f"{release.name}-{component}", release.namespace).status
+        assert status is not None, component
+        available = [c for c in status.conditions or [] if c.type == "Available"]
+        assert available and available[0].status == "True", f"{component}: {status.conditions}"
+        assert status.ready_replicas == 1
+    crd = read_crd(cluster, DIJOB_CRD)
+    assert crd is not None
+    assert crd["metadata"]["annotations"]["meta.helm.sh/release-name"] == release.name
+    assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
+    peering: Any = client.CustomObjectsApi(cluster).get_cluster_custom_object(
+        "kopf.dev", "v1", "clusterkopfpeerings", release.name
+    )
+    assert peering["metadata"]["name"] == release.name
+
+
+def modified_chart(release: Release, into: Path, marker: str) -> Path:
+    """A copy of the chart whose DIJob CRD has `marker` appended to the description of `spec`."""
+    chart = into / "dihera"
+    shutil.copytree(CHART, chart)
+    crd = yaml.safe_load(
+        release.must(
+            "template",
+            release.name,
+            str(CHART),
+            "--kube-version",
+            KUBE_VERSION,
+            "--show-only",
+            "templates/crd-dijob.yaml",
+        )
+    )
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    schema["description"] += marker
+    (chart / "templates" / "crd-dijob.yaml").write_text(yaml.safe_dump(crd, sort_keys=False), encoding="utf-8")
+    return chart
+
+
+def test_upgrade_changes_the_crd(release: Release, cluster: client.ApiClient, tmp_path: Path) -> None:
+    marker = f" (upgrade test {uuid.uuid4().hex[:8]})"
+    chart = modified_chart(release, tmp_path, marker)
+    release.must("upgrade", release.name, str(chart), "--take-ownership", "--wait", "--timeout", TIMEOUT)
+    crd = read_crd(cluster, DIJOB_CRD)
+    assert crd is not None
+    description = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["description"]
+    assert description.endswith(marker)
+    release.must("upgrade", release.name, str(CHART), "--take-ownership", "--wait", "--timeout", TIMEOUT)
+    crd = read_crd(cluster, DIJOB_CRD)
+    assert crd is not None
+    assert crd["spec"]["versions"][0]["schema"] == crd_manifest(dijob_schema())["spec"]["versions"][0]["schema"]
+
+
+def test_namespaced_install(kubeconfig: Path, cluster: client.ApiClient, namespace: str) -> None:
+    """watchNamespaces on a real API server: Roles in the watched namespace, no controller ClusterRole."""
+    rel = Release.new("dihera-ns", kubeconfig)
+    values = [
+        "--set",
+        "crds.enabled=false",
+        "--set",
+        "peering.enabled=false",
+        "--set",
+        f"watchNamespaces={{{namespace}}}",
+    ]
+    try:
+        rel.must("install", rel.name, str(CHART), "--create-namespace", *values, "--wait", "--timeout", TIMEOUT)
+        rbac = client.RbacAuthorizationV1Api(cluster)
+        for component in ("controller", "server"):
+            role = rbac.read_namespaced_role(f"{rel.name}-{component}", namespace)
+            assert role.rules, component
+            rbac.read_namespaced_role_binding(f"{rel.name}-{component}", namespace)
+        cluster_roles = {r.metadata.name for r in rbac.list_cluster_role().items if r.metadata}
+        assert f"{rel.name}-controller" not in cluster_roles
+        assert f"{rel.name}-server" in cluster_roles
+        for component in ("controller", "server"):
+            status = (
+                client.AppsV1Api(cluster).read_namespaced_deployment(f"{rel.name}-{component}", rel.namespace).status
+            )
+            assert status is not None and status.ready_replicas == 1, component
+    finally:
+        rel.remove(cluster)
+
+
+def test_uninstall_keeps_the_crd_and_dijobs(release: Release, cluster: client.ApiClient) -> None:
+    objects = client.CustomObjectsApi(cluster)
+    manifest = job(task("learner"), name="kept-by-uninstall")
+    objects.create_namespaced_custom_object(GROUP, VERSION, release.namespace, PLURAL, manifest)
+    release.must("uninstall", release.name, "--wait", "--timeout", TIMEOUT)
+    assert release.helm("status", release.name).returncode != 0
+    assert read_crd(cluster, DIJOB_CRD) is not None
+    kept: Any = objects.get_namespaced_custom_object(GROUP, VERSION, release.namespace, PLURAL, "kept-by-uninstall")
+    assert kept["spec"]["tasks"][0]["type"] == "learner"
+    deployments = client.AppsV1Api(cluster).list_namespaced_deployment(release.namespace).items
+    assert deployments == []

@@ -1,0 +1,400 @@
+"""The controller against the real control plane (marker ``cluster``), run as a subprocess with the chart's RBAC.
+
+The controller authenticates with a token of the chart's ServiceAccount
+``dihera-system:dihera-controller`` (RBAC objects from ``helm template``), so a missing permission
+fails these tests. Each test gets a fresh namespace and its own controller watching only it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from dihera.kube.jobs import JobStore
+from dihera.kube.objects import ObjectStore
+
+pytestmark = pytest.mark.cluster
+
+REPO = Path(__file__).resolve().parents[2]
+DIHERA = str(Path(sys.executable).with_name("dihera"))
+SA_NAMESPACE, SA_NAME = "dihera-system", "dihera-controller"
+RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Namespace"}
+Poll = Callable[..., Any]
+
+
+def _helm() -> str:
+    found = shutil.which("helm") or str(
+        Path(os.environ.get("DIHERA_CACHE", Path.home() / ".cache/dihera")) / "bin/helm"
+    )
+    if not Path(found).exists():
+        pytest.skip("helm is not installed (make tools)")
+    return found
+
+
+def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
+    out = subprocess.run(
+        ["kubectl", f"--kubeconfig={kubeconfig}", *args], input=stdin, capture_output=True, text=True, check=False
+    )
+    if out.returncode != 0:
+        raise AssertionError(f"kubectl {' '.join(args)}: {out.stderr}")
+    return out.stdout
+
+
+@pytest.fixture(scope="session")
+def dijob_crd(kubeconfig: Path) -> None:
+    crd = subprocess.run([DIHERA, "crd"], capture_output=True, text=True, check=True).stdout
+    _kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=crd)
+    _kubectl(kubeconfig, "wait", "--for=condition=Established", "crd/dijobs.diengine.opendilab.org", "--timeout=60s")
+
+
+@pytest.fixture(scope="session")
+def controller_kubeconfig(
+    kubeconfig: Path, cluster: client.ApiClient, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """A kubeconfig holding a token of the chart's controller ServiceAccount (RBAC applied from the chart)."""
+    rendered = subprocess.run(
+        [_helm(), "template", "dihera", str(REPO / "charts/dihera"), "-n", SA_NAMESPACE, "--kube-version", "1.35.4"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    docs = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] in RBAC_KINDS]
+    mine = [d for d in docs if d["metadata"]["name"] == SA_NAME]
+    assert {d["kind"] for d in mine} >= {"ServiceAccount", "ClusterRole", "ClusterRoleBinding"}, (
+        "chart lacks controller RBAC"
+    )
+    core = client.CoreV1Api(cluster)
+    try:
+        core.create_namespace({"metadata": {"name": SA_NAMESPACE}})
+    except ApiException as err:
+        if err.status != 409:
+            raise
+    _kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(mine))
+    token = core.create_namespaced_service_account_token(
+        SA_NAME, SA_NAMESPACE, {"spec": {"expirationSeconds": 4 * 3600}}
+    ).status.token
+    admin = yaml.safe_load(kubeconfig.read_text())
+    ctx = next(c for c in admin["contexts"] if c["name"] == admin["current-context"])["context"]
+    cluster_entry = next(c for c in admin["clusters"] if c["name"] == ctx["cluster"])
+    config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [cluster_entry],
+        "users": [{"name": SA_NAME, "user": {"token": token}}],
+        "contexts": [{"name": SA_NAME, "context": {"cluster": cluster_entry["name"], "user": SA_NAME}}],
+        "current-context": SA_NAME,
+    }
+    path = tmp_path_factory.mktemp("sa") / "kubeconfig"
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Controller:
+    """``dihera controller`` as a subprocess watching one namespace; log in ``log``."""
+
+    def __init__(self, kubeconfig: Path, namespace: str, log: Path) -> None:
+        self.kubeconfig, self.namespace, self.log = kubeconfig, namespace, log
+        self.metrics_port = _free_port()
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        argv = [DIHERA, "controller", "--kubeconfig", str(self.kubeconfig), "-n", self.namespace, "--standalone"]
+        argv += ["--metrics-port", str(self.metrics_port), "--health-port", "0"]
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+
+    def kill(self, sig: int = signal.SIGKILL) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=30)
+
+    def logs(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+@pytest.fixture
+def controller(controller_kubeconfig: Path, dijob_crd: None, namespace: str, tmp_path: Path) -> Iterator[Controller]:
+    ctl = Controller(controller_kubeconfig, namespace, tmp_path / "controller.log")
+    ctl.start()
+    try:
+        yield ctl
+    finally:
+        ctl.kill(signal.SIGTERM)
+        print(ctl.logs()[-6000:])  # shown by pytest when the test failed
+        errors = [line for line in ctl.logs().splitlines() if "level=ERROR" in line and "403" in line]
+        assert not errors, f"the controller lacked a permission:\n{errors[0]}"
+
+
+def manifest(name: str, namespace: str, *tasks: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "diengine.opendilab.org/v2alpha1",
+        "kind": "DIJob",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {**spec, "tasks": list(tasks)},
+    }
+
+
+def task(type_: str, replicas: int = 1, name: str | None = None, **annotations: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "type": type_,
+        "replicas": replicas,
+        "template": {
+            "metadata": {"annotations": {"sim.dihera.io/run-seconds": "2", **annotations}},
+            "spec": {"containers": [{"name": "main", "image": "opendilab/ding:nightly", "command": ["ditask"]}]},
+        },
+    }
+    if name:
+        entry["name"] = name
+    return entry
+
+
+def phase_is(jobs: JobStore, namespace: str, name: str, phase: str) -> Callable[[], dict[str, Any] | None]:
+    def check() -> dict[str, Any] | None:
+        status = ((jobs.get(namespace, name) or {}).get("status")) or {}
+        return status if status.get("phase") == phase else None
+
+    return check
+
+
+def job_pods(cluster: client.ApiClient, namespace: str, name: str) -> list[dict[str, Any]]:
+    return ObjectStore(cluster).list_pods(namespace, f"diengine/job={name}")
+
+
+def dijob_events(cluster: client.ApiClient, namespace: str, name: str) -> list[tuple[str, str]]:
+    evs = client.CoreV1Api(cluster).list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}")
+    return [(e.reason, e.message) for e in evs.items if e.involved_object.kind == "DIJob"]
+
+
+# -- the tests ----------------------------------------------------------------------------------------------------
+
+
+EXAMPLES = [p.name for p in sorted((REPO / "workflows").glob("*.yaml"))]
+
+
+@pytest.mark.parametrize("example", EXAMPLES)
+def test_example_job_succeeds_with_ranks_fqdns_status_and_events(
+    example: str, controller: Controller, cluster: client.ApiClient, namespace: str, poll: Poll
+) -> None:
+    jobs = JobStore(cluster)
+    doc = yaml.safe_load((REPO / "workflows" / example).read_text())
+    for t in doc["spec"]["tasks"]:  # the simulated nodes carry no accelerator labels
+        t["template"]["spec"].pop("nodeSelector", None)
+    doc["metadata"]["namespace"] = namespace
+    name = doc["metadata"]["name"]
+    order = [(t.get("name") or t["type"], i) for t in doc["spec"]["tasks"] for i in range(int(t.get("replicas", 1)))]
+    for account in {t["template"]["spec"].get("serviceAccountName") for t in doc["spec"]["tasks"]} - {None}:
+        body = client.V1ServiceAccount(metadata=client.V1ObjectMeta(name=account))
+        client.CoreV1Api(cluster).create_namespaced_service_account(namespace, body)
+    jobs.create(doc)
+    seen: dict[str, dict[str, Any]] = {}
+
+    def pods_seen() -> bool:
+        for p in job_pods(cluster, namespace, name):
+            seen[p["metadata"]["labels"]["diengine/pod"]] = p
+        return len(seen) == len(order)
+
+    poll(pods_seen, 60, f"the {len(order)} pods of {name}")
+    status = poll(phase_is(jobs, namespace, name, "Succeeded"), 90, f"{name} Succeeded")
+
+    cm = client.CoreV1Api(cluster).read_namespaced_config_map(f"di-{name}", namespace).data
+    domain = f"di-{name}.{namespace}.svc.cluster.local"
+    assert cm["DI_NODES"] == ",".join(f"{name}-{t}-{i}.{domain}" for t, i in order)
+    for rank, (task_name, index) in enumerate(order):
+        host = f"{name}-{task_name}-{index}"
+        pod = seen[host]
+        assert pod["spec"]["hostname"] == host and pod["spec"]["subdomain"] == f"di-{name}"
+        for container in pod["spec"]["containers"]:
+            if container["name"] == "wait":
+                continue
+            env = {e["name"]: e.get("value") or cm[e["valueFrom"]["configMapKeyRef"]["key"]] for e in container["env"]}
+            assert env["DI_RANK"] == str(rank)
+            assert env["DI_FQDN"] == f"{host}.{domain}"
+            assert env["DI_NODES"].split(",")[rank] == env["DI_FQDN"]
+
+    tasks: dict[str, int] = {}
+    for t, _ in order:
+        tasks[t] = tasks.get(t, 0) + 1
+    assert status["taskStatus"] == {t: {"Succeeded": n} for t, n in tasks.items()}
+    assert status["replicas"] == len(order) and status["restarts"] == 0
+    assert status["completionTimestamp"] and status["workflowName"] == name and status["observedGeneration"] == 1
+    conds = status["conditions"]
+    assert [c["type"] for c in conds if c["status"] == "True"] == ["Succeeded"]
+    assert conds[0]["type"] == "Pending" and all(c["reason"] == f"Job{c['type']}" for c in conds)
+
+    def events() -> set[str] | None:
+        reasons = {r for r, _ in dijob_events(cluster, namespace, name)}
+        return reasons if {"JobPending", "JobSucceeded"} <= reasons else None
+
+    poll(events, 30, "JobPending and JobSucceeded events")
+
+
+def test_collector_failing_once_is_restarted_in_place(
+    controller: Controller, cluster: client.ApiClient, namespace: str, poll: Poll
+) -> None:
+    jobs = JobStore(cluster)
+    flaky = task("collector", 2, **{"sim.dihera.io/fail-attempts": "1", "sim.dihera.io/exit-code": "7"})
+    flaky["template"]["metadata"]["annotations"]["sim.dihera.io/run-seconds"] = "3"
+    jobs.create(manifest("flaky", namespace, task("learner"), flaky, backoffLimit=3))
+    status = poll(phase_is(jobs, namespace, "flaky", "Succeeded"), 120, "flaky Succeeded")
+    assert status["restarts"] == 2  # each collector failed once
+    pods = job_pods(cluster, namespace, "flaky")
+    attempts: dict[str, list[tuple[str, str, str]]] = {}
+    for p in pods:
+        meta = p["metadata"]
+        attempts.setdefault(meta["labels"]["diengine/pod"], []).append(
+            (
+                meta["annotations"]["workflows.argoproj.io/node-name"],
+                p["spec"]["hostname"],
+                meta["annotations"]["diengine/rank"],
+            )
+        )
+    for index, rank in ((0, "1"), (1, "2")):
+        seen = sorted(attempts[f"flaky-collector-{index}"])
+        assert [n for n, _, _ in seen] == [f"flaky.collector-{index}(0)", f"flaky.collector-{index}(1)"]
+        assert {(h, r) for _, h, r in seen} == {(f"flaky-collector-{index}", rank)}  # same hostname (FQDN) and rank
+    reasons = [r for r, _ in dijob_events(cluster, namespace, "flaky")]
+    assert "ReplicaRestarted" in reasons
+
+
+def test_collector_always_failing_fails_the_job_naming_the_replica(
+    controller: Controller, cluster: client.ApiClient, namespace: str, poll: Poll
+) -> None:
+    jobs = JobStore(cluster)
+    bad = task("collector", 2, name="collector")
+    bad["template"]["metadata"]["annotations"]["sim.dihera.io/fail-attempts"] = "100"
+    bad["template"]["metadata"]["annotations"]["sim.dihera.io/exit-code"] = "3"
+    bad["template"]["metadata"]["annotations"]["sim.dihera.io/run-seconds"] = "1"
+    slow = task("learner")
+    slow["template"]["metadata"]["annotations"]["sim.dihera.io/run-seconds"] = "600"
+    jobs.create(manifest("doomed", namespace, slow, bad, backoffLimit=1, cleanPodPolicy="Running"))
+    status = poll(phase_is(jobs, namespace, "doomed", "Failed"), 120, "doomed Failed")
+    message = status["conditions"][-1]["message"]
+    assert "replica collector-" in message and "exit code 3" in message, message
+    assert "backoffLimit 1" in message
+    assert status["completionTimestamp"]
+    # cleanPodPolicy Running: the learner still running is deleted, the failed collectors stay.
+    poll(
+        lambda: (
+            not [p for p in job_pods(cluster, namespace, "doomed") if p["status"]["phase"] in ("Running", "Pending")]
+        ),
+        60,
+        "no Pending/Running pod left",
+    )
+    wf = ObjectStore(cluster).get_workflow(namespace, "doomed")
+    assert wf is not None and wf["spec"].get("shutdown") == "Terminate"
+    assert any(r == "BackoffLimitExceeded" for r, _ in dijob_events(cluster, namespace, "doomed"))
+
+
+@pytest.mark.parametrize(("policy", "left"), [("All", set()), ("None", {"Running", "Failed"}), ("Running", {"Failed"})])
+def test_clean_pod_policy(
+    policy: str, left: set[str], controller: Controller, cluster: client.ApiClient, namespace: str, poll: Poll
+) -> None:
+    jobs = JobStore(cluster)
+    slow = task("learner")
+    slow["template"]["metadata"]["annotations"]["sim.dihera.io/run-seconds"] = "600"
+    failing = task("collector", **{"sim.dihera.io/exit-code": "2", "sim.dihera.io/run-seconds": "1"})
+    jobs.create(manifest("clean", namespace, slow, failing, backoffLimit=0, cleanPodPolicy=policy))
+    poll(phase_is(jobs, namespace, "clean", "Failed"), 90, "clean Failed")
+
+    def phases() -> set[str] | None:
+        now = {
+            p["status"]["phase"]
+            for p in job_pods(cluster, namespace, "clean")
+            if not p["metadata"].get("deletionTimestamp")
+        }
+        return now if now == left else None
+
+    poll(lambda: phases() is not None, 60, f"pods left by cleanPodPolicy {policy} to be {left or 'none'}")
+
+
+def test_deleting_a_job_leaves_nothing_behind(
+    controller: Controller, cluster: client.ApiClient, namespace: str, poll: Poll
+) -> None:
+    jobs = JobStore(cluster)
+    slow = task("learner", 2)
+    slow["template"]["metadata"]["annotations"]["sim.dihera.io/run-seconds"] = "600"
+    jobs.create(manifest("gone", namespace, slow))
+    poll(phase_is(jobs, namespace, "gone", "Running"), 60, "gone Running")
+    jobs.delete(namespace, "gone")
+    core, objects = client.CoreV1Api(cluster), ObjectStore(cluster)
+
+    def nothing_left() -> bool:
+        return (
+            objects.get_workflow(namespace, "gone") is None
+            and objects.get_configmap(namespace, "di-gone") is None
+            and not core.list_namespaced_service(namespace).items
+            and not job_pods(cluster, namespace, "gone")
+        )
+
+    poll(nothing_left, 90, "Workflow, ConfigMap, Service and pods of a deleted DIJob to be gone")
+
+
+def test_workflow_deleted_by_hand_fails_the_job(
+    controller: Controller, cluster: client.ApiClient, namespace: str, poll: Poll
+) -> None:
+    jobs = JobStore(cluster)
+    slow = task("learner")
+    slow["template"]["metadata"]["annotations"]["sim.dihera.io/run-seconds"] = "600"
+    jobs.create(manifest("orphan", namespace, slow))
+    poll(phase_is(jobs, namespace, "orphan", "Running"), 60, "orphan Running")
+    client.CustomObjectsApi(cluster).delete_namespaced_custom_object(
+        "argoproj.io", "v1alpha1", namespace, "workflows", "orphan"
+    )
+    status = poll(phase_is(jobs, namespace, "orphan", "Failed"), 60, "orphan Failed")
+    assert "was deleted" in status["conditions"][-1]["message"]
+    assert ObjectStore(cluster).get_workflow(namespace, "orphan") is None  # never recreated
+
+
+def test_controller_killed_mid_job_converges_without_a_second_workflow(
+    controller: Controller, cluster: client.ApiClient, namespace: str, poll: Poll
+) -> None:
+    jobs = JobStore(cluster)
+    work = task("collector", 3)
+    work["template"]["metadata"]["annotations"]["sim.dihera.io/run-seconds"] = "8"
+    jobs.create(manifest("survivor", namespace, task("learner"), work))
+    poll(lambda: ObjectStore(cluster).get_workflow(namespace, "survivor"), 30, "the Workflow")
+    controller.kill(signal.SIGKILL)
+    first_uid = ObjectStore(cluster).get_workflow(namespace, "survivor")["metadata"]["uid"]  # type: ignore[index]
+    controller.start()
+    status = poll(phase_is(jobs, namespace, "survivor", "Succeeded"), 120, "survivor Succeeded after a restart")
+    wfs = client.CustomObjectsApi(cluster).list_namespaced_custom_object(
+        "argoproj.io", "v1alpha1", namespace, "workflows"
+    )
+    assert [w["metadata"]["uid"] for w in wfs["items"]] == [first_uid]
+    assert status["taskStatus"] == {"learner": {"Succeeded": 1}, "collector": {"Succeeded": 3}}
+
+
+def test_metrics_endpoint(controller: Controller, cluster: client.ApiClient, namespace: str, poll: Poll) -> None:
+    import urllib.request
+
+    jobs = JobStore(cluster)
+    jobs.create(manifest("counted", namespace, task("learner")))
+    poll(phase_is(jobs, namespace, "counted", "Succeeded"), 60, "counted Succeeded")
+
+    def scrape() -> str | None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{controller.metrics_port}/metrics", timeout=5) as resp:
+                return str(resp.read().decode())
+        except OSError:
+            return None
+
+    text = poll(lambda: (t := scrape()) and 'dihera_jobs{phase="Succeeded"} 1.0' in t and t, 30, "metrics")
+    assert "dihera_reconcile_duration_seconds_count" in text and "dihera_reconcile_errors_total" in text

@@ -1,0 +1,80 @@
+"""Controller entry point settings (flags over the chart's DIHERA_* variables) and the per-job queue."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from dihera.cli import build_parser
+from dihera.controller.cli import settings_from_args
+from dihera.controller.queue import ReconcileQueue
+
+
+def settings(argv: list[str], env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
+    return settings_from_args(build_parser().parse_args(["controller", *argv]), env or {})
+
+
+def test_defaults_watch_everything_on_loopback_with_peering() -> None:
+    s = settings([])
+    assert s.all_namespaces and s.namespaces == ()
+    assert (s.bind_address, s.metrics_port, s.health_port) == ("127.0.0.1", 8080, 8081)
+    assert s.peering == "dihera" and not s.standalone and s.priority > 0
+
+
+def test_chart_variables_fill_in_what_flags_leave_out() -> None:
+    env = {
+        "DIHERA_WATCH_NAMESPACES": "a, b",
+        "DIHERA_PEERING_NAME": "",
+        "DIHERA_SERVER_URL": "http://s:1",
+        "DIHERA_CONTROLLER_METRICS_PORT": "9090",
+        "DIHERA_BIND_ADDRESS": "0.0.0.0",
+    }
+    s = settings([], env)
+    assert s.namespaces == ("a", "b") and not s.all_namespaces
+    assert s.standalone and s.render.server_url == "http://s:1"
+    assert (s.bind_address, s.metrics_port) == ("0.0.0.0", 9090)
+    flagged = settings(["-n", "x", "--metrics-port", "1", "--priority", "5"], env)
+    assert flagged.namespaces == ("x",) and flagged.metrics_port == 1 and flagged.priority == 5
+
+
+def test_namespace_and_all_namespaces_exclude_each_other() -> None:
+    with pytest.raises(SystemExit):
+        settings(["-n", "a", "-A"])
+
+
+def test_queue_runs_one_pass_at_a_time_and_coalesces_requests() -> None:
+    entered, release = threading.Event(), threading.Event()
+    calls: list[tuple[str, str]] = []
+
+    def reconcile(ns: str, name: str) -> None:
+        calls.append((ns, name))
+        if len(calls) == 1:
+            entered.set()
+            release.wait(5)
+
+    queue = ReconcileQueue(reconcile)
+    first = threading.Thread(target=queue.request, args=("ns", "job"))
+    first.start()
+    assert entered.wait(5)
+    for _ in range(5):
+        queue.request("ns", "job")  # returns at once: the running pass will run once more
+    release.set()
+    first.join(5)
+    assert calls == [("ns", "job"), ("ns", "job")]
+
+
+def test_queue_retries_a_failed_pass() -> None:
+    done = threading.Event()
+    calls = []
+
+    def reconcile(ns: str, name: str) -> None:
+        calls.append(name)
+        if len(calls) == 1:
+            raise RuntimeError("transient")
+        done.set()
+
+    queue = ReconcileQueue(reconcile, retry_delays=(0.05,))
+    queue.request("ns", "job")
+    assert done.wait(5) and calls == ["job", "job"]
+    queue.close()

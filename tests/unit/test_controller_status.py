@@ -1,0 +1,254 @@
+"""The pure status code: replica states, phase rules, conditions, cleanPodPolicy (table-driven)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from dihera.controller.cleanup import plan_cleanup
+from dihera.controller.conditions import set_phase_condition
+from dihera.controller.replicas import attempt_of, exit_code
+from dihera.controller.status import Observation, compute_status, task_status
+from dihera.membership import Membership, Replica
+from dihera.model import CleanPodPolicy
+
+T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", "2026-01-01T00:02:00Z"
+JOB = "job"
+#: learner-0 (rank 0), collector-0 (rank 1), collector-1 (rank 2)
+MEMBERSHIP = Membership(1, (Replica(0, "learner", 0), Replica(1, "collector", 0), Replica(2, "collector", 1)))
+REPLICAS = [("learner", 0), ("collector", 0), ("collector", 1)]
+
+
+def pod(
+    task: str,
+    index: int,
+    phase: str = "Running",
+    ready: bool = True,
+    attempt: int | None = None,
+    code: int | None = None,
+) -> dict[str, Any]:
+    node = f"{JOB}.{task}-{index}" + (f"({attempt})" if attempt is not None else "")
+    status: dict[str, Any] = {"phase": phase, "conditions": [{"type": "Ready", "status": str(ready)}]}
+    if code is not None:
+        status["containerStatuses"] = [
+            {"name": "wait", "state": {"terminated": {"exitCode": 0}}},
+            {"name": "main", "state": {"terminated": {"exitCode": code}}},
+        ]
+    return {
+        "metadata": {
+            "name": f"{JOB}-{task}-{index}-{attempt or 0}",
+            "labels": {"diengine/pod": f"{JOB}-{task}-{index}"},
+            "annotations": {"workflows.argoproj.io/node-name": node},
+            "creationTimestamp": T0,
+        },
+        "status": status,
+    }
+
+
+def workflow(phase: str = "Running", nodes: dict[str, Any] | None = None, message: str = "") -> dict[str, Any]:
+    return {
+        "metadata": {"name": JOB, "uid": "wf"},
+        "spec": {},
+        "status": {"phase": phase, "nodes": nodes or {}, "message": message},
+    }
+
+
+def running(*skip: tuple[str, int]) -> list[dict[str, Any]]:
+    return [pod(t, i) for t, i in REPLICAS if (t, i) not in skip]
+
+
+def observe(wf: dict[str, Any] | None, pods: list[dict[str, Any]], backoff: int = 3, **kw: Any) -> Observation:
+    return Observation(
+        name=JOB, generation=1, membership=MEMBERSHIP, backoff_limit=backoff, workflow=wf, pods=pods, **kw
+    )
+
+
+FAILED_ONCE = [pod("learner", 0), pod("collector", 0), pod("collector", 1, "Failed", False, attempt=0, code=3)]
+RETRIED = [*FAILED_ONCE, pod("collector", 1, "Pending", False, attempt=1)]
+RETRIED_UP = [*FAILED_ONCE, pod("collector", 1, attempt=1)]
+ALWAYS_FAILS = [*FAILED_ONCE, pod("collector", 1, "Failed", False, attempt=1, code=3)]
+
+
+@pytest.mark.parametrize(
+    ("case", "obs", "old", "phase", "in_message"),
+    [
+        ("no workflow yet", observe(None, []), {}, "Pending", "creating"),
+        ("workflow, no pods", observe(workflow("Pending"), []), {}, "Pending", "0/3 pods"),
+        ("some pods", observe(workflow(), running(("learner", 0))), {}, "Pending", "2/3 pods"),
+        (
+            "all pods, one not ready",
+            observe(workflow(), [*running(("learner", 0)), pod("learner", 0, ready=False)]),
+            {},
+            "Starting",
+            "waiting",
+        ),
+        ("all ready", observe(workflow(), running()), {}, "Running", "all 3"),
+        (
+            "one done, rest ready",
+            observe(workflow(), [*running(("learner", 0)), pod("learner", 0, "Succeeded", False)]),
+            {},
+            "Running",
+            "",
+        ),
+        (
+            "all succeeded",
+            observe(workflow(), [pod(t, i, "Succeeded", False) for t, i in REPLICAS]),
+            {},
+            "Succeeded",
+            "all 3",
+        ),
+        ("workflow succeeded", observe(workflow("Succeeded"), []), {}, "Succeeded", ""),
+        ("failed, retry left", observe(workflow(), FAILED_ONCE, backoff=1), {}, "Restarting", "collector-1"),
+        ("retry pod pending", observe(workflow(), RETRIED, backoff=1), {}, "Restarting", "collector-1"),
+        ("retry pod up", observe(workflow(), RETRIED_UP, backoff=1), {}, "Running", ""),
+        ("no retry left", observe(workflow(), ALWAYS_FAILS, backoff=1), {}, "Failed", "collector-1 (rank 2"),
+        ("backoffLimit 0", observe(workflow(), FAILED_ONCE, backoff=0), {}, "Failed", "exit code 3"),
+        ("workflow failed", observe(workflow("Failed", message="boom"), running()), {}, "Failed", "boom"),
+        ("workflow deleted", observe(None, []), {"phase": "Running", "workflowName": JOB}, "Failed", "was deleted"),
+        ("foreign workflow", observe(workflow(), [], foreign_workflow=True), {}, "Pending", "of a deleted DIJob"),
+        (
+            "invalid job",
+            Observation(JOB, 1, None, 0, None, invalid="spec.tasks[1].name: duplicate"),
+            {},
+            "Failed",
+            "spec.tasks[1].name",
+        ),
+        (
+            "scaled, new pod missing",
+            observe(workflow(), running(("collector", 1))),
+            {"membershipGeneration": 0, "phase": "Running"},
+            "Rescheduling",
+            "",
+        ),
+    ],
+)
+def test_phase(case: str, obs: Observation, old: dict[str, Any], phase: str, in_message: str) -> None:
+    update = compute_status(obs, old, T1)
+    assert update.status["phase"] == phase, case
+    current = [c for c in update.status["conditions"] if c["status"] == "True"]
+    assert [c["type"] for c in current] == [phase]
+    assert current[0]["reason"] == f"Job{phase}"
+    assert in_message in current[0]["message"]
+
+
+def test_restarts_count_attempts_beyond_the_first_and_never_shrink() -> None:
+    update = compute_status(observe(workflow(), RETRIED_UP, backoff=2), {}, T1)
+    assert update.status["restarts"] == 1
+    assert update.restarts_added == 1
+    assert [e.reason for e in update.events] == ["ReplicaRestarted", "JobRunning"]
+    again = compute_status(observe(workflow(), running(), backoff=2), update.status, T2)  # old attempt pods gone
+    assert again.status["restarts"] == 1
+
+
+def test_restarts_past_backoff_limit_fail_the_job() -> None:
+    pods = [pod("learner", 0, attempt=1), pod("collector", 0, attempt=1), pod("collector", 1)]
+    update = compute_status(observe(workflow(), pods, backoff=1), {}, T1)
+    assert update.status["phase"] == "Failed"
+    assert "2 restarts exceed backoffLimit 1" in update.status["conditions"][-1]["message"]
+
+
+def test_attempts_are_read_from_workflow_nodes_too() -> None:
+    nodes = {
+        "a": {"name": f"{JOB}.collector-1", "type": "Retry", "phase": "Running"},
+        "b": {"name": f"{JOB}.collector-1(0)", "type": "Pod", "phase": "Failed"},
+        "c": {"name": f"{JOB}.collector-1(1)", "type": "Pod", "phase": "Pending"},
+    }
+    update = compute_status(observe(workflow(nodes=nodes), FAILED_ONCE, backoff=3), {}, T1)
+    assert update.status["restarts"] == 1
+    assert update.status["phase"] == "Restarting"
+    assert update.status["taskStatus"] == {"learner": {"Running": 1}, "collector": {"Running": 1}}
+
+
+def test_status_fields() -> None:
+    update = compute_status(observe(workflow(), running()), {}, T1)
+    s = update.status
+    assert s["replicas"] == 3 and s["readyReplicas"] == 3
+    assert s["taskStatus"] == {"learner": {"Running": 1}, "collector": {"Running": 2}}
+    assert s["workflowName"] == JOB and s["membershipGeneration"] == 1 and s["observedGeneration"] == 1
+    assert "completionTimestamp" not in s
+    done = compute_status(observe(workflow("Succeeded"), [pod(t, i, "Succeeded", False) for t, i in REPLICAS]), s, T2)
+    assert done.status["completionTimestamp"] == T2
+    assert [(c["type"], c["status"]) for c in done.status["conditions"]] == [
+        ("Running", "False"),
+        ("Succeeded", "True"),
+    ]
+
+
+def test_unchanged_observation_writes_nothing() -> None:
+    first = compute_status(observe(workflow(), running()), {}, T1)
+    second = compute_status(observe(workflow(), running()), first.status, T2)
+    assert not second.changed and second.events == ()
+
+
+def test_terminal_status_is_final() -> None:
+    old = {"phase": "Failed", "conditions": [], "restarts": 4}
+    update = compute_status(observe(workflow(), running()), old, T2)
+    assert update.status == old and not update.changed
+
+
+def test_task_status_counts_current_attempts_only() -> None:
+    update = compute_status(observe(workflow(), RETRIED, backoff=3), {}, T1)
+    assert task_status(update.states) == {"learner": {"Running": 1}, "collector": {"Running": 1, "Pending": 1}}
+
+
+@pytest.mark.parametrize(
+    ("before", "phase", "message", "after"),
+    [
+        ([], "Pending", "m", [("Pending", "True", T1, T1)]),
+        ([("Pending", "True", T0, T0)], "Pending", "m", [("Pending", "True", T0, T0)]),
+        ([("Pending", "True", T0, T0)], "Pending", "new", [("Pending", "True", T0, T1)]),
+        ([("Pending", "True", T0, T0)], "Running", "m", [("Pending", "False", T1, T1), ("Running", "True", T1, T1)]),
+        (
+            [("Running", "False", T0, T0), ("Restarting", "True", T0, T0)],
+            "Running",
+            "m",
+            [("Running", "True", T1, T1), ("Restarting", "False", T1, T1)],
+        ),
+    ],
+)
+def test_conditions(
+    before: list[tuple[str, str, str, str]], phase: str, message: str, after: list[tuple[str, str, str, str]]
+) -> None:
+    conds = [
+        {"type": t, "status": s, "lastTransitionTime": lt, "lastUpdateTime": lu, "message": "m"}
+        for t, s, lt, lu in before
+    ]
+    out = set_phase_condition(conds, phase, message, T1)
+    assert [(c["type"], c["status"], c["lastTransitionTime"], c["lastUpdateTime"]) for c in out] == after
+
+
+@pytest.mark.parametrize(
+    ("policy", "phase", "wf_phase", "shutdown", "deleted"),
+    [
+        (CleanPodPolicy.RUNNING, "Running", "Running", False, ()),
+        (CleanPodPolicy.RUNNING, "Failed", "Running", True, ("p-pending", "p-running")),
+        (CleanPodPolicy.RUNNING, "Failed", "Failed", False, ("p-pending", "p-running")),
+        (CleanPodPolicy.RUNNING, "Succeeded", "Running", False, ("p-pending", "p-running")),
+        (CleanPodPolicy.ALL, "Succeeded", "Succeeded", False, ("p-failed", "p-pending", "p-running", "p-succeeded")),
+        (CleanPodPolicy.ALL, "Failed", "Running", True, ("p-failed", "p-pending", "p-running", "p-succeeded")),
+        (CleanPodPolicy.NONE, "Failed", "Running", False, ()),
+    ],
+)
+def test_cleanup(policy: CleanPodPolicy, phase: str, wf_phase: str, shutdown: bool, deleted: tuple[str, ...]) -> None:
+    pods = [
+        {"metadata": {"name": f"p-{p.lower()}"}, "status": {"phase": p}}
+        for p in ("Pending", "Running", "Succeeded", "Failed")
+    ]
+    pods.append({"metadata": {"name": "p-going", "deletionTimestamp": T0}, "status": {"phase": "Running"}})
+    plan = plan_cleanup(policy, phase, workflow(wf_phase), pods)
+    assert plan.shutdown_workflow is shutdown
+    assert plan.delete_pods == deleted
+
+
+@pytest.mark.parametrize(
+    ("name", "attempt"), [("job.collector-1", 0), ("job.collector-1(0)", 0), ("job.collector-1(12)", 12)]
+)
+def test_attempt_of(name: str, attempt: int) -> None:
+    assert attempt_of(name) == attempt
+
+
+def test_exit_code_skips_argo_containers() -> None:
+    assert exit_code(pod("collector", 1, "Failed", code=7)) == 7
+    assert exit_code(pod("collector", 1, "Succeeded", code=0)) == 0
+    assert exit_code(pod("collector", 1)) is None

@@ -1,0 +1,216 @@
+"""The scaling planner: membership changes, bounds, the Workflow JSON patch and the pods to delete."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import jsonpatch  # type: ignore[import-untyped]
+import pytest
+
+from dihera import load_job
+from dihera.membership import Membership, Replica
+from dihera.model import DIJob
+from dihera.render import render
+from dihera.scaling import (
+    GENERATION_ANNOTATION,
+    RETIRED_TEMPLATE,
+    ScaleError,
+    ScaleRequest,
+    job_spec_patch,
+    plan_scale,
+    pods_to_delete,
+    read_dag,
+    workflow_patch,
+)
+from tests.unit.builders import job as job_doc
+from tests.unit.builders import task
+
+# learner-0 r0, collector-0 r1, collector-1 r2, evaluator-0 r3
+BASE = job_doc(task("learner"), task("collector", replicas=2), task("evaluator"), name="j")
+
+
+def _job(**spec: Any) -> DIJob:
+    doc = copy.deepcopy(BASE)
+    doc["spec"].update(spec)
+    return load_job(doc)
+
+
+def _state(**spec: Any) -> tuple[DIJob, Membership, dict[str, Any]]:
+    job = _job(**spec)
+    rendered = render(job)
+    return job, rendered.membership, rendered.workflow
+
+
+def _names(membership: Membership) -> list[tuple[int, str]]:
+    return [(r.rank, f"{r.task}-{r.index}") for r in membership.replicas]
+
+
+CASES = [
+    pytest.param(
+        ScaleRequest.set_replicas("collector", 5),
+        [(0, "learner-0"), (1, "collector-0"), (2, "collector-1"), (3, "evaluator-0"),
+         (4, "collector-2"), (5, "collector-3"), (6, "collector-4")],
+        id="set-up",
+    ),
+    pytest.param(
+        ScaleRequest.add("collector", 1),
+        [(0, "learner-0"), (1, "collector-0"), (2, "collector-1"), (3, "evaluator-0"), (4, "collector-2")],
+        id="add",
+    ),
+    pytest.param(
+        ScaleRequest.remove("collector", 1),
+        [(0, "learner-0"), (1, "collector-0"), (3, "evaluator-0")],
+        id="remove-highest-ranked",
+    ),
+    pytest.param(
+        ScaleRequest.remove_named(["collector-0"]),
+        [(0, "learner-0"), (2, "collector-1"), (3, "evaluator-0")],
+        id="remove-named",
+    ),
+    pytest.param(
+        ScaleRequest.set_replicas("collector", 2),
+        [(0, "learner-0"), (1, "collector-0"), (2, "collector-1"), (3, "evaluator-0")],
+        id="no-op",
+    ),
+]
+
+
+@pytest.mark.parametrize(("request_", "expected"), CASES)
+def test_membership_after_request(request_: ScaleRequest, expected: list[tuple[int, str]]) -> None:
+    job, membership, workflow = _state()
+    plan = plan_scale(job, membership, workflow, request_)
+    assert _names(plan.membership) == expected
+    assert plan.membership.generation == (2 if plan.changed else 1)
+    assert plan.replicas["collector"] == len(plan.membership.of_task("collector"))
+    survivors = set(membership.replicas) & set(plan.membership.replicas)
+    assert set(plan.removed) == set(membership.replicas) - survivors
+
+
+REFUSED = [
+    pytest.param({"maxReplicas": 5}, ScaleRequest.add("collector", 2), "out-of-bounds",
+                 "6 replicas in all (now 4), outside its bounds (minReplicas=3, maxReplicas=5)", id="above-max"),
+    pytest.param({"minReplicas": 4}, ScaleRequest.remove("collector", 1), "out-of-bounds",
+                 "3 replicas in all (now 4), outside its bounds (minReplicas=4, maxReplicas=unbounded)",
+                 id="below-min"),
+    pytest.param({}, ScaleRequest.remove("collector", 2), "out-of-bounds",
+                 "spec.tasks[1].replicas: task 'collector' has 2 replica(s) and must keep at least 1", id="task-to-0"),
+    pytest.param({}, ScaleRequest.set_replicas("collector", 0), "out-of-bounds", "must keep at least 1",
+                 id="set-0"),
+    pytest.param({}, ScaleRequest.add("replay", 1), "not-found",
+                 "job default/j has no task 'replay' (tasks: learner, collector, evaluator)", id="unknown-task"),
+    pytest.param({}, ScaleRequest.remove_named(["collector-7"]), "not-found",
+                 "no live replica named 'collector-7' (replicas: learner-0, collector-0", id="unknown-replica"),
+    pytest.param({}, ScaleRequest.add("collector", 0), "invalid", "replicas: must be an integer of at least 1 (got 0)",
+                 id="add-0"),
+    pytest.param({}, ScaleRequest.set_replicas("collector", -1), "invalid", "(got -1)", id="negative"),
+    pytest.param({}, ScaleRequest.remove_named([]), "invalid", "name at least one replica", id="no-names"),
+]
+
+
+@pytest.mark.parametrize(("spec", "request_", "reason", "message"), REFUSED)
+def test_refused_requests_say_why(spec: dict[str, Any], request_: ScaleRequest, reason: str, message: str) -> None:
+    job, membership, workflow = _state(**spec)
+    with pytest.raises(ScaleError) as err:
+        plan_scale(job, membership, workflow, request_)
+    assert err.value.reason == reason
+    assert message in str(err.value)
+
+
+def _apply(workflow: dict[str, Any], membership: Membership) -> dict[str, Any]:
+    patched: dict[str, Any] = jsonpatch.apply_patch(workflow, workflow_patch(membership, workflow))
+    return patched
+
+
+def _dag(workflow: dict[str, Any]) -> list[tuple[str, str, dict[str, str]]]:
+    tasks = workflow["spec"]["templates"][0]["dag"]["tasks"]
+    return [(t["name"], t["template"], {p["name"]: p["value"] for p in t["arguments"]["parameters"]}) for t in tasks]
+
+
+def test_scale_up_appends_dag_tasks_and_keeps_the_others() -> None:
+    job, membership, workflow = _state()
+    plan = plan_scale(job, membership, workflow, ScaleRequest.set_replicas("collector", 4))
+    patched = _apply(workflow, plan.membership)
+    assert _dag(patched)[:4] == _dag(workflow)
+    assert _dag(patched)[4:] == [
+        ("collector-2", "collector", {"index": "2", "rank": "4"}),
+        ("collector-3", "collector", {"index": "3", "rank": "5"}),
+    ]
+    assert patched["metadata"]["annotations"][GENERATION_ANNOTATION] == "2"
+    templates = {t["name"]: t for t in patched["spec"]["templates"]}
+    assert templates["collector"]["metadata"]["annotations"]["diengine/replicas"] == "6"
+    assert workflow_patch(plan.membership, patched) == []
+
+
+def test_scale_down_retires_dag_tasks_in_place_and_new_replicas_never_reuse_their_names() -> None:
+    job, membership, workflow = _state()
+    down = plan_scale(job, membership, workflow, ScaleRequest.remove_named(["collector-0"]))
+    patched = _apply(workflow, down.membership)
+    assert [(n, t) for n, t, _ in _dag(patched)] == [
+        ("learner-0", "learner"), ("collector-0", RETIRED_TEMPLATE), ("collector-1", "collector"),
+        ("evaluator-0", "evaluator"),
+    ]
+    assert {"name": RETIRED_TEMPLATE, "suspend": {"duration": "0"}} in patched["spec"]["templates"]
+    assert list(read_dag(patched).retired) == ["collector-0"]
+    # back up to two collectors: index 0 was used by a DAG task, so the new one is collector-2, rank 1 (free)
+    up = plan_scale(down.job, down.membership, patched, ScaleRequest.add("collector", 1))
+    assert up.added == (Replica(1, "collector", 2),)
+    again = _apply(patched, up.membership)
+    assert _dag(again)[-1] == ("collector-2", "collector", {"index": "2", "rank": "1"})
+    assert [t["name"] for t in again["spec"]["templates"]].count(RETIRED_TEMPLATE) == 1
+
+
+def test_a_replica_already_retired_in_the_workflow_is_dropped_from_the_membership() -> None:
+    job, membership, workflow = _state()
+    down = plan_scale(job, membership, workflow, ScaleRequest.remove("collector", 1))
+    patched = _apply(workflow, down.membership)
+    # the ConfigMap was not updated (crash between the writes): the planner trusts the Workflow's tombstones
+    plan = plan_scale(job, membership, patched, ScaleRequest.sync())
+    assert "collector-1" not in [f"{r.task}-{r.index}" for r in plan.membership.replicas]
+    assert plan.added == (Replica(2, "collector", 2),)
+
+
+def _pod(name: str, host: str, phase: str = "Running", deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": {"diengine/pod": host}}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"metadata": meta, "status": {"phase": phase}}
+
+
+def test_only_live_pods_of_retired_replicas_are_deleted() -> None:
+    job, membership, workflow = _state()
+    down = plan_scale(job, membership, workflow, ScaleRequest.remove("collector", 1))
+    patched = _apply(workflow, down.membership)
+    pods = [
+        _pod("a", "j-collector-0"),
+        _pod("b", "j-collector-1"),
+        _pod("c", "j-collector-1", phase="Failed"),
+        _pod("d", "j-collector-1", deleting=True),
+        _pod("e", "j-learner-0"),
+    ]
+    assert pods_to_delete("j", patched, pods) == ["b"]
+    assert pods_to_delete("j", workflow, pods) == []
+
+
+def test_job_spec_patch_sets_only_changed_counts() -> None:
+    manifest = _job().to_manifest()
+    ops = job_spec_patch(manifest, {"learner": 1, "collector": 5, "evaluator": 1})
+    assert ops == [
+        {"op": "test", "path": "/spec/tasks/1/name", "value": "collector"},
+        {"op": "replace", "path": "/spec/tasks/1/replicas", "value": 5},
+    ]
+    assert job_spec_patch(manifest, {"learner": 1, "collector": 2, "evaluator": 1}) == []
+
+
+def test_sync_follows_a_hand_edit_of_the_spec() -> None:
+    job, membership, workflow = _state()
+    edited = job.with_replicas("collector", 3)
+    plan = plan_scale(edited, membership, workflow, ScaleRequest.sync())
+    assert plan.added == (Replica(4, "collector", 2),)
+    assert plan.replicas == {"learner": 1, "collector": 3, "evaluator": 1}
+
+
+def test_a_workflow_without_the_entry_dag_is_refused() -> None:
+    job, membership, _ = _state()
+    with pytest.raises(ScaleError, match="no DAG template 'dijob'"):
+        plan_scale(job, membership, {"metadata": {"name": "x"}, "spec": {"templates": []}}, ScaleRequest.sync())

@@ -1,0 +1,303 @@
+"""The di-server's HTTP API over an in-memory backend that plans with the real scaling code."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import jsonpatch  # type: ignore[import-untyped]
+import pytest
+from fastapi.testclient import TestClient
+
+from dihera import load_job
+from dihera.kube.auth import Identity
+from dihera.kube.cache import CachedJob
+from dihera.kube.scaling import ScaleResult
+from dihera.membership import Membership
+from dihera.render import render
+from dihera.scaling import ScaleError, ScaleRequest, plan_scale, workflow_patch
+from dihera.server import ServerSettings, create_app
+from tests.unit.builders import job as job_doc
+from tests.unit.builders import task
+
+ADMIN, VIEWER = "admin-token", "viewer-token"
+
+
+class FakeBackend:
+    """Jobs in memory; ``admin-token`` may do anything, ``viewer-token`` may only get."""
+
+    def __init__(self) -> None:
+        self.jobs: dict[tuple[str, str], dict[str, Any]] = {}
+        self.scale_calls = 0
+        self.profilings: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self.lock = threading.Lock()
+
+    def add(self, doc: dict[str, Any], namespace: str = "team-a") -> None:
+        doc["metadata"]["namespace"] = namespace
+        job = load_job(doc)
+        rendered = render(job)
+        body = job.to_manifest()
+        body["status"] = {"phase": "Running"}
+        self.jobs[(namespace, job.name)] = {
+            "body": body,
+            "configmap": rendered.configmap,
+            "workflow": rendered.workflow,
+            "job": job,
+        }
+
+    def ready(self) -> bool:
+        return True
+
+    def job(self, namespace: str, name: str) -> CachedJob | None:
+        entry = self.jobs.get((namespace, name))
+        return CachedJob(entry["body"], entry["configmap"], ()) if entry else None
+
+    def scale(self, namespace: str, name: str, request: ScaleRequest) -> ScaleResult:
+        with self.lock:
+            self.scale_calls += 1
+            entry = self.jobs.get((namespace, name))
+            if entry is None:
+                raise ScaleError(f"DIJob {namespace}/{name} not found", "not-found")
+            current = Membership.from_json(entry["configmap"]["data"]["membership.json"])
+            plan = plan_scale(entry["job"], current, entry["workflow"], request)
+            rendered = render(plan.job, membership=plan.membership)
+            entry.update(job=plan.job, configmap=rendered.configmap, body={**plan.job.to_manifest(), "status": {}})
+            entry["workflow"] = jsonpatch.apply_patch(
+                entry["workflow"], workflow_patch(plan.membership, entry["workflow"])
+            )
+            return ScaleResult(
+                namespace, name, plan.membership, plan.replicas, plan.added, plan.removed, (), plan.changed
+            )
+
+    def record_profilings(self, namespace: str, name: str, data: Mapping[str, Any]) -> bool:
+        self.profilings[(namespace, name)] = data
+        return (namespace, name) in self.jobs
+
+    def authenticate(self, token: str) -> Identity | None:
+        return {ADMIN: Identity("admin"), VIEWER: Identity("viewer")}.get(token)
+
+    def allowed(self, identity: Identity, verb: str, namespace: str, name: str) -> bool:
+        return identity.username == "admin" or verb == "get"
+
+
+@pytest.fixture
+def backend() -> FakeBackend:
+    b = FakeBackend()
+    b.add(job_doc(task("learner"), task("collector", replicas=2), name="dqn", maxReplicas=6))
+    b.add(job_doc(task("none", name="serial"), name="serial"))
+    return b
+
+
+@pytest.fixture
+def http(backend: FakeBackend) -> TestClient:
+    return TestClient(create_app(ServerSettings(), backend), headers={"Authorization": f"Bearer {ADMIN}"})
+
+
+def test_health_readiness_and_openapi(http: TestClient) -> None:
+    assert http.get("/healthz").json() == {"status": "ok"}
+    assert http.get("/readyz").status_code == 200
+    paths = http.get("/openapi.json").json()["paths"]
+    assert {
+        "/v2alpha1/job/{job_id}/replicas",
+        "/v1/namespaces/{namespace}/dijobs/{name}/replicas:remove",
+        "/v1/namespaces/{namespace}/dijobs/{name}/tasks/{task}/replicas",
+    } <= set(paths)
+
+
+def test_v2_replicas_in_rank_order(http: TestClient) -> None:
+    body = http.get("/v2alpha1/job/team-a.dqn/replicas").json()
+    assert body["success"] is True and body["code"] == 0
+    assert body["data"] == [
+        f"dqn-{r}.di-dqn.team-a.svc.cluster.local" for r in ("learner-0", "collector-0", "collector-1")
+    ]
+
+
+def test_v2_job_id_splits_on_the_first_dot(http: TestClient) -> None:
+    resp = http.get("/v2alpha1/job/team-a.dqn.v2/replicas")
+    assert resp.status_code == 404 and resp.json()["message"] == "DIJob team-a/dqn.v2 not found"
+
+
+def test_v2_add_and_remove_scale_the_collector_task(http: TestClient, backend: FakeBackend) -> None:
+    added = http.post("/v2alpha1/job/team-a.dqn/replicas", json={"replicas": 2}).json()
+    assert added["success"] is True
+    assert [r["name"] for r in added["data"]["added"]] == ["collector-2", "collector-3"]
+    removed = http.request("DELETE", "/v2alpha1/job/team-a.dqn/replicas", json={"replicas": 3}).json()
+    assert removed["data"]["removed"] == ["collector-1", "collector-2", "collector-3"]
+    assert removed["data"]["replicas"] == {"learner": 1, "collector": 1}
+    learner = http.post("/v2alpha1/job/team-a.dqn/replicas?task=learner", json={"replicas": 1}).json()
+    assert learner["data"]["added"][0]["name"] == "learner-1"
+
+
+def test_v1_summary_replicas_set_and_remove_named(http: TestClient) -> None:
+    base = "/v1/namespaces/team-a/dijobs/dqn"
+    out = http.put(f"{base}/tasks/collector/replicas", json={"replicas": 4}).json()
+    assert out["membershipGeneration"] == 2 and out["replicas"] == {"learner": 1, "collector": 4}
+    out = http.post(f"{base}/replicas:remove", json={"replicas": ["collector-0", "collector-2"]}).json()
+    assert out["removed"] == ["collector-0", "collector-2"]
+    rows = http.get(f"{base}/replicas").json()
+    assert [(r["rank"], r["name"]) for r in rows] == [(0, "learner-0"), (2, "collector-1"), (4, "collector-3")]
+    summary = http.get(base).json()
+    assert summary["membershipGeneration"] == 3
+    assert summary["tasks"][1] == {"name": "collector", "type": "collector", "replicas": 2, "specReplicas": 2}
+
+
+ERRORS = [
+    pytest.param(
+        "GET", "/v1/namespaces/team-a/dijobs/nope", None, None, 404, "DIJob team-a/nope not found", id="unknown-job"
+    ),
+    pytest.param("GET", "/v2alpha1/job/nodot/replicas", None, None, 400, "must be <namespace>.<name>", id="bad-id"),
+    pytest.param(
+        "PUT",
+        "/v1/namespaces/team-a/dijobs/dqn/tasks/collector/replicas",
+        {"replicas": 9},
+        None,
+        400,
+        "outside its bounds (minReplicas=2, maxReplicas=6)",
+        id="above-max",
+    ),
+    pytest.param(
+        "PUT",
+        "/v1/namespaces/team-a/dijobs/dqn/tasks/replay/replicas",
+        {"replicas": 2},
+        None,
+        404,
+        "no task 'replay'",
+        id="unknown-task",
+    ),
+    pytest.param(
+        "PUT",
+        "/v1/namespaces/team-a/dijobs/dqn/tasks/collector/replicas",
+        {"replicas": "3"},
+        None,
+        400,
+        "body.replicas: Input should be a valid integer",
+        id="string-count",
+    ),
+    pytest.param(
+        "PUT",
+        "/v1/namespaces/team-a/dijobs/dqn/tasks/collector/replicas",
+        {"replicas": 3, "namespace": "kube-system"},
+        None,
+        400,
+        "body.namespace: Extra inputs",
+        id="namespace-in-body",
+    ),
+    pytest.param(
+        "POST",
+        "/v1/namespaces/team-a/dijobs/dqn/replicas:remove",
+        {"replicas": ["collector-9"]},
+        None,
+        404,
+        "no live replica named 'collector-9'",
+        id="unknown-replica",
+    ),
+    pytest.param(
+        "POST",
+        "/v2alpha1/job/team-a.serial/replicas",
+        {"replicas": 1},
+        None,
+        400,
+        "job has no collector task; pass ?task=NAME (tasks: serial)",
+        id="no-collector",
+    ),
+    pytest.param(
+        "PUT",
+        "/v1/namespaces/team-a/dijobs/dqn/tasks/collector/replicas",
+        {"replicas": 3},
+        "",
+        401,
+        "missing bearer token",
+        id="no-token",
+    ),
+    pytest.param(
+        "PUT",
+        "/v1/namespaces/team-a/dijobs/dqn/tasks/collector/replicas",
+        {"replicas": 3},
+        "forged",
+        401,
+        "not accepted",
+        id="bad-token",
+    ),
+    pytest.param(
+        "PUT",
+        "/v1/namespaces/team-a/dijobs/dqn/tasks/collector/replicas",
+        {"replicas": 3},
+        VIEWER,
+        403,
+        "viewer may not patch dijobs.diengine.opendilab.org in namespace team-a",
+        id="not-allowed",
+    ),
+    pytest.param(
+        "PUT",
+        "/v1/namespaces/team-a/dijobs/dqn/tasks/collector/replicas",
+        {"replicas": "x"},
+        "",
+        401,
+        "missing bearer token",
+        id="no-token-before-body",
+    ),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "body", "token", "status", "message"), ERRORS)
+def test_errors_are_clear_and_change_nothing(
+    http: TestClient,
+    backend: FakeBackend,
+    method: str,
+    path: str,
+    body: Any,
+    token: str | None,
+    status: int,
+    message: str,
+) -> None:
+    before = {k: v["configmap"]["data"]["membership.json"] for k, v in backend.jobs.items()}
+    headers = {} if token is None else {"Authorization": f"Bearer {token}" if token else ""}
+    resp = http.request(method, path, json=body, headers=headers)
+    assert resp.status_code == status, resp.text
+    answer = resp.json()
+    text = answer["message"] if path.startswith("/v2alpha1") else answer["detail"]
+    assert message in text
+    if path.startswith("/v2alpha1"):
+        assert answer["success"] is False and answer["code"] == 1
+    assert {k: v["configmap"]["data"]["membership.json"] for k, v in backend.jobs.items()} == before
+
+
+def test_a_viewer_may_read(http: TestClient) -> None:
+    resp = http.get("/v1/namespaces/team-a/dijobs/dqn", headers={"Authorization": f"Bearer {VIEWER}"})
+    assert resp.status_code == 200 and resp.json()["name"] == "dqn"
+
+
+def test_an_idempotency_key_scales_once(http: TestClient, backend: FakeBackend) -> None:
+    path = "/v2alpha1/job/team-a.dqn/replicas"
+    first = http.post(path, json={"replicas": 1}, headers={"Idempotency-Key": "k1"})
+    again = http.post(path, json={"replicas": 1}, headers={"Idempotency-Key": "k1"})
+    assert first.json() == again.json()
+    assert backend.scale_calls == 1
+    other = http.post(path, json={"replicas": 2}, headers={"Idempotency-Key": "k1"})
+    assert other.status_code == 409 and "already used for a different request" in other.json()["message"]
+    assert http.post(path, json={"replicas": 1}).status_code == 200
+    assert backend.scale_calls == 2
+
+
+def test_profilings_are_recorded(http: TestClient, backend: FakeBackend) -> None:
+    resp = http.post("/v2alpha1/job/team-a.dqn/profilings", json={"fps": 120})
+    assert resp.json()["success"] is True
+    assert backend.profilings[("team-a", "dqn")] == {"fps": 120}
+
+
+def test_metrics_count_requests_and_scale_operations(http: TestClient) -> None:
+    http.put("/v1/namespaces/team-a/dijobs/dqn/tasks/collector/replicas", json={"replicas": 3})
+    http.put("/v1/namespaces/team-a/dijobs/dqn/tasks/collector/replicas", json={"replicas": 30})
+    text = http.get("/metrics").text
+    route = "/v1/namespaces/{namespace}/dijobs/{name}/tasks/{task}/replicas"
+    assert f'dihera_server_requests_total{{code="200",method="PUT",route="{route}"}} 1.0' in text
+    assert f'dihera_server_requests_total{{code="400",method="PUT",route="{route}"}} 1.0' in text
+    assert 'dihera_server_scale_operations_total{action="set",outcome="scaled"} 1.0' in text
+    assert 'dihera_server_scale_operations_total{action="set",outcome="refused"} 1.0' in text
+    assert "dihera_server_request_seconds_bucket" in text
+
+
+def test_without_auth_no_token_is_needed(backend: FakeBackend) -> None:
+    http = TestClient(create_app(ServerSettings(auth=False), backend))
+    assert http.get("/v1/namespaces/team-a/dijobs/dqn/replicas").status_code == 200
