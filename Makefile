@@ -29,13 +29,15 @@ generate: setup ## regenerate files derived from schemas/ and examples
 	$(PYTHON) -m dihera.schema.generate
 	$(PYTHON) -m tests.golden --write
 
-check-generated: setup ## fail when a generated file drifted from its source
+check-generated: setup ## fail when a generated file drifted from its source (CRD, golden files, chart README)
 	$(PYTHON) -m dihera.schema.generate --check
+	$(PYTHON) -m tests.golden
 
-lint: setup ## ruff, yamllint
+lint: setup ## ruff, yamllint, import contracts (only dihera/kube talks to Kubernetes)
 	$(VENV)/bin/ruff check dihera tests bench ci
 	$(VENV)/bin/ruff format --check dihera
-	$(VENV)/bin/yamllint -s workflows
+	$(VENV)/bin/yamllint -s .
+	$(VENV)/bin/lint-imports
 
 typecheck: setup ## mypy --strict
 	$(VENV)/bin/mypy
@@ -43,7 +45,7 @@ typecheck: setup ## mypy --strict
 unit: setup ## unit tests only (no cluster)
 	$(VENV)/bin/pytest -m "not cluster" tests
 
-test: setup tools check-generated lint typecheck ## everything CI runs: checks, unit, chart and cluster tests
+test: setup tools check-generated lint typecheck chart-lint ## everything CI runs: checks, unit, chart and cluster tests
 	$(VENV)/bin/pytest tests
 
 bench: setup ## benchmarks (print figures): rendering, then the controller on the local control plane

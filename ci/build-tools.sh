@@ -14,7 +14,8 @@ export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 
 log() { printf '[build-tools] %s\n' "$*" >&2; }
 
-# built NAME VERSION: true when $bin/NAME was built at VERSION.
+# built NAME STAMP: true when $bin/NAME was built with STAMP (version and ldflags), so a change of
+# either rebuilds it.
 built() { [[ -x "$bin/$1" && "$(cat "$bin/.$1.version" 2>/dev/null)" == "$2" ]]; }
 stamp() { echo "$2" > "$bin/.$1.version"; }
 
@@ -31,14 +32,14 @@ build_in() { # build_in WRAPPER_DIR NAME VERSION PACKAGE [LDFLAGS]
 
 install_mod() { # install_mod NAME VERSION MODULE_PATH [LDFLAGS]
   local name=$1 version=$2 pkg=$3 ldflags=${4:-}
-  built "$name" "$version" && return 0
+  built "$name" "$version $ldflags" && return 0
   log "building $name $version"
   local start=$SECONDS tmp
   tmp=$(mktemp -d)
   GOBIN="$tmp" go install -trimpath -ldflags "-s -w $ldflags" "$pkg@$version"
   mv "$tmp/$name" "$bin/$name"
   rm -rf "$tmp"
-  stamp "$name" "$version"
+  stamp "$name" "$version $ldflags"
   log "built $name in $((SECONDS - start))s"
 }
 
@@ -48,7 +49,7 @@ k8s_ldflags() {
   echo "-X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
 }
 
-want=${*:-etcd kube-apiserver kube-controller-manager kube-scheduler kwok workflow-controller helm ct}
+want=${*:-etcd kube-apiserver kube-controller-manager kube-scheduler kwok workflow-controller helm ct helm-docs}
 for tool in $want; do
   case $tool in
     etcd) build_in etcd etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 ;;
@@ -59,8 +60,13 @@ for tool in $want; do
     workflow-controller) # Argo's controller package in a loopback-only process shell (see its main.go)
       build_in argo workflow-controller "$ARGO_VERSION+loopback" ./workflowcontroller \
         "-X github.com/argoproj/argo-workflows/v3.version=$ARGO_VERSION" ;;
-    helm) install_mod helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
-            "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" ;;
+    helm) # without the Kubernetes version ldflags helm assumes v1.20 for .Capabilities and kubeVersion checks
+      kminor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2)
+      install_mod helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
+        "-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION $(printf -- '-X helm.sh/helm/v3/pkg/%s=%s ' \
+          chartutil.k8sVersionMajor 1 chartutil.k8sVersionMinor "$kminor" \
+          lint/rules.k8sVersionMajor 1 lint/rules.k8sVersionMinor "$kminor")" ;;
+    helm-docs) install_mod helm-docs "$HELM_DOCS_VERSION" github.com/norwoodj/helm-docs/cmd/helm-docs ;;
     ct) build_in ct ct "$CT_VERSION" github.com/helm/chart-testing/v3/ct \
           "-X github.com/helm/chart-testing/v3/ct/cmd.Version=$CT_VERSION" ;;
     *) log "unknown tool: $tool"; exit 2 ;;

@@ -33,7 +33,7 @@ def job(*tasks: dict[str, Any], name: str = "job", **spec: Any) -> dict[str, Any
 def _substitute(value: Any, params: dict[str, str]) -> Any:
     if isinstance(value, str):
         for k, v in params.items():
-            value = value.replace("{{inputs.parameters.%s}}" % k, v)
+            value = value.replace("{{inputs.parameters." + k + "}}", v)
         return value
     if isinstance(value, list):
         return [_substitute(v, params) for v in value]

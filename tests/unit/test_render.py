@@ -34,7 +34,8 @@ def test_one_dag_node_per_replica_in_rank_order() -> None:
 
 def test_env_of_every_replica() -> None:
     rendered = render(load_job(three_task_job()), RenderSettings(server_url="http://di:8081"))
-    all_nodes = [fqdn("dqn", "learner", 0), fqdn("dqn", "evaluator", 0)] + [fqdn("dqn", "collector", i) for i in range(3)]
+    all_nodes = [fqdn("dqn", "learner", 0), fqdn("dqn", "evaluator", 0)]
+    all_nodes += [fqdn("dqn", "collector", i) for i in range(3)]
     for rank, (node, task_name, index) in enumerate(
         [("learner-0", "learner", 0), ("evaluator-0", "evaluator", 0)]
         + [(f"collector-{i}", "collector", i) for i in range(3)]

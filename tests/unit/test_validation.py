@@ -139,7 +139,9 @@ def test_numeric_quantities_are_accepted() -> None:
 
 def test_volume_names_must_be_unique() -> None:
     manifest = job(task("learner"), volumes=[{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}])
-    assert [str(p) for p in validate(manifest)][0].startswith("spec.volumes[0].name: 'v' is used by 2 volumes")
+    first, second = validate(manifest)
+    assert second.path == "spec.volumes[1].name"
+    assert str(first).startswith("spec.volumes[0].name: 'v' is used by 2 volumes")
 
 
 def test_not_an_object() -> None:
