@@ -10,7 +10,8 @@
 
 Runs a controller of its own (standalone) on namespaces ``dihera-test-bench-*`` (the demo controller
 skips ``dihera-test-*``). Needs $KUBECONFIG or .devcluster/kubeconfig. kwok nodes hold 440 pods here:
-N x R above that is capped.
+N x R above that is capped. Each run's namespace and pods are gone before the next run starts, so
+the direct and the controller runs find the same free node capacity.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from kubernetes import client, config, watch
+from kubernetes.client.exceptions import ApiException
 
 REPO = Path(__file__).resolve().parents[1]
 DIHERA = str(Path(sys.executable).with_name("dihera"))
@@ -114,6 +116,22 @@ def new_namespace(core: client.CoreV1Api, tag: str) -> str:
     return ns
 
 
+def delete_and_wait(core: client.CoreV1Api, ns: str, timeout: float = 300) -> None:
+    """Delete a run's namespace; wait until it and its pods are gone, so the next run finds the nodes free."""
+    core.delete_namespace(ns)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            core.read_namespace(ns)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            if not core.list_namespaced_pod(ns, limit=1).items:
+                return
+        time.sleep(0.5)
+    raise SystemExit(f"namespace {ns} still not gone after {timeout:.0f}s")
+
+
 def direct(api: client.ApiClient, n: int, r: int) -> float:
     core, objects = client.CoreV1Api(api), ObjectStore(api)
     ns = new_namespace(core, "direct")
@@ -126,7 +144,7 @@ def direct(api: client.ApiClient, n: int, r: int) -> float:
             objects.create(obj)
     t = wait_all_running(w, names, 600) - t0
     w.stop()
-    core.delete_namespace(ns)
+    delete_and_wait(core, ns)
     return t
 
 
@@ -144,7 +162,7 @@ def via_controller(api: client.ApiClient, n: int, r: int) -> tuple[float, list[f
         time.sleep(0.1)
     lat = [w.status_running_at[x] - w.pods_running_at[x] for x in names if x in w.status_running_at]
     w.stop()
-    core.delete_namespace(ns)
+    delete_and_wait(core, ns)
     return t, lat
 
 
@@ -216,7 +234,7 @@ def main() -> int:
             time.sleep(2)
         print(f"controller RSS: {before:.0f} MiB idle, {rss_mib(proc.pid):.0f} MiB with {args.memory_jobs} DIJobs "
               f"({done} Succeeded within the time cap)")  # fmt: skip
-        core.delete_namespace(ns)
+        delete_and_wait(core, ns)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)

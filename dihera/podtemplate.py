@@ -69,8 +69,7 @@ def _quantities(resources: Any) -> Any:
         amounts = out.get(key)
         if isinstance(amounts, Mapping):
             out[key] = {
-                k: (str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v)
-                for k, v in amounts.items()
+                k: (str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v) for k, v in amounts.items()
             }
     requests, limits = out.get("requests"), out.get("limits")
     if isinstance(requests, Mapping) and (limits is None or isinstance(limits, Mapping)):

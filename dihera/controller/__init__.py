@@ -1,6 +1,6 @@
 """The status-sync controller: DIJob → ConfigMap, Service, Argo Workflow; Workflow + pods → DIJob status.
 
-Modules: ``replicas``, ``phase``, ``conditions``, ``status`` and ``cleanup`` are pure decisions;
+Modules: ``replicas``, ``phase``, ``conditions``, ``status``, ``cleanup`` and ``rescale`` are pure decisions;
 ``reconcile`` observes, applies and writes; ``queue`` serialises work per job; ``handlers`` wires
 kopf; ``run``/``settings``/``cli`` are the entry point; ``metrics``/``server``/``logs`` operations.
 """

@@ -8,7 +8,7 @@ Order of the rules (first match wins):
 4. restarts > backoffLimit, or a replica's current attempt failed with no retry left → Failed
 5. Workflow Failed / Error                   → Failed
 6. Workflow Succeeded, or every replica Succeeded → Succeeded
-7. replica count changed (membership generation grew) and not every replica up → Rescheduling
+7. membership changed (generation grew; until every replica is up again) → Rescheduling
 8. a replica failed and will be retried, or a retry's pod is not up yet → Restarting
 9. some replica has no pod                   → Pending
 10. every replica Running and ready (or done) → Running, else Starting
@@ -97,7 +97,10 @@ def decide_phase(
 
     all_up = bool(states) and all(s.up for s in states)
     if rescheduling and not all_up:
-        return PhaseDecision("Rescheduling", "the replica count changed; starting the new replicas")
+        up = sum(1 for s in states if s.up)
+        return PhaseDecision(
+            "Rescheduling", f"the replicas changed; {up}/{len(states)} up, waiting for the new ones to be ready"
+        )
     if failed:
         s = failed[0]
         return PhaseDecision(

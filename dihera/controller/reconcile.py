@@ -3,6 +3,8 @@
 Creation is idempotent: names are deterministic and "already exists" reads the object back, so a
 controller restarted at any point never makes a second Workflow. A Workflow that existed
 (``status.workflowName`` is set) and is gone makes the job Failed; it is never recreated.
+A running job's objects are never rendered again: a hand edit of ``spec.tasks[].replicas``
+(:mod:`dihera.controller.rescale` decides) goes through the same ``JobScaler`` as the di-server.
 """
 
 from __future__ import annotations
@@ -11,10 +13,11 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 from dihera.controller.cleanup import plan_cleanup
 from dihera.controller.metrics import Metrics
+from dihera.controller.rescale import EditAction, plan_spec_edit
 from dihera.controller.status import TERMINAL, Observation, StatusUpdate, compute_status
 from dihera.errors import InvalidJobError
 from dihera.kube.events import EventRecorder
@@ -25,9 +28,10 @@ from dihera.model import DIJob
 from dihera.naming import LABEL_JOB, membership_configmap_name, workflow_name
 from dihera.render import RenderSettings, render
 from dihera.render.env import MEMBERSHIP_FILE
+from dihera.scaling import ScaleError, ScaleRequest
 from dihera.validation import load_job
 
-__all__ = ["Reconciler", "utc_now"]
+__all__ = ["Reconciler", "Scaler", "utc_now"]
 
 log = logging.getLogger("dihera.controller")
 
@@ -46,8 +50,14 @@ def _membership(configmap: Mapping[str, Any] | None) -> Membership | None:
     return Membership.from_json(text) if text else None
 
 
+class Scaler(Protocol):
+    """What the reconciler needs of :class:`dihera.kube.scaling.JobScaler`."""
+
+    def scale(self, namespace: str, name: str, request: ScaleRequest, *, update_spec: bool = True) -> Any: ...
+
+
 class Reconciler:
-    """Reconciles DIJobs by name; holds no per-job state besides metrics."""
+    """Reconciles DIJobs by name; holds no per-job state besides metrics (and the scaler's per-job locks)."""
 
     def __init__(
         self,
@@ -56,6 +66,7 @@ class Reconciler:
         events: EventRecorder,
         render_settings: RenderSettings,
         metrics: Metrics,
+        scaler: Scaler,
         clock: Callable[[], str] = utc_now,
     ) -> None:
         self._jobs = jobs
@@ -63,6 +74,7 @@ class Reconciler:
         self._events = events
         self._render = render_settings
         self._metrics = metrics
+        self._scaler = scaler
         self._clock = clock
 
     def reconcile(self, namespace: str, name: str) -> None:
@@ -94,16 +106,32 @@ class Reconciler:
         except InvalidJobError as err:
             invalid = "; ".join(str(p) for p in err.problems)
 
+        generation = int(body["metadata"].get("generation") or 0)
         workflow: dict[str, Any] | None = None
         membership: Membership | None = None
         foreign = False
+        refused: str | None = None
         if job is not None:
             membership = _membership(self._objects.get_configmap(namespace, membership_configmap_name(name)))
             workflow = self._objects.get_workflow(namespace, workflow_name(name))
             foreign = workflow is not None and not _owned_by(workflow, job.uid)
             if workflow is None and not old.get("workflowName"):
                 workflow, membership = self._create(job, membership, extra)
-            elif membership is None:
+            elif not foreign:
+                edit = plan_spec_edit(job, generation, old.get("observedGeneration"), membership, workflow)
+                if edit.action is EditAction.SCALE:
+                    refused = self._scale(namespace, name, edit.message, extra)
+                    if refused is None:  # observe what the scaler made
+                        cm = self._objects.get_configmap(namespace, membership_configmap_name(name))
+                        membership, workflow = (
+                            _membership(cm),
+                            self._objects.get_workflow(namespace, workflow_name(name)),
+                        )
+                elif edit.action is EditAction.REFUSE:
+                    refused = edit.message
+                elif edit.action is EditAction.WAIT:  # look at this generation again on the next event
+                    generation = int(old.get("observedGeneration") or 0)
+            if membership is None:
                 membership = plan_membership(job, None)
         pods: list[dict[str, Any]] = []
         if workflow is not None and not foreign:
@@ -111,16 +139,36 @@ class Reconciler:
             pods = [p for p in self._objects.list_pods(namespace, f"{LABEL_JOB}={name}") if _owned_by(p, wf_uid)]
         obs = Observation(
             name=name,
-            generation=int(body["metadata"].get("generation") or 0),
+            generation=generation,
             membership=membership,
             backoff_limit=job.backoff_limit if job else 0,
             workflow=workflow,
             pods=pods,
             invalid=invalid,
             foreign_workflow=foreign,
+            scale_refused=refused,
         )
         update = compute_status(obs, old, self._clock())
         self._apply(body, update, job, workflow if not foreign else None, pods, extra)
+
+    def _scale(self, namespace: str, name: str, why: str, extra: Mapping[str, str]) -> str | None:
+        """Apply a hand edit of the replicas; None when done, else why it was refused (nothing changed).
+
+        A resourceVersion race the scaler gave up on (``conflict``) is raised: the queue retries it.
+        """
+        log.info("%s; scaling the running job", why, extra=extra)
+        try:
+            result = self._scaler.scale(namespace, name, ScaleRequest.sync(), update_spec=False)
+        except ScaleError as err:
+            if err.reason == "conflict":
+                raise
+            log.warning("scale refused: %s", err, extra=extra)
+            return f"{why}, refused: {err}"
+        if result.changed:
+            self._metrics.wrote("update", "ConfigMap")
+            self._metrics.wrote("patch", "Workflow")
+        self._metrics.wrote("delete", "Pod", len(result.deleted_pods))
+        return None
 
     def _create(
         self, job: DIJob, previous: Membership | None, extra: Mapping[str, str]
@@ -161,8 +209,8 @@ class Reconciler:
             self._metrics.restarts.inc(update.restarts_added)
         self._metrics.job_phase(f"{namespace}/{name}", phase)
         for event in update.events:
-            self._events.post(body, event.type, event.reason, event.message)
-            self._metrics.wrote("create", "Event")
+            if self._events.post(body, event.type, event.reason, event.message):
+                self._metrics.wrote("create", "Event")
 
     def _cleanup(
         self, body: Mapping[str, Any], phase: str, namespace: str, name: str, extra: Mapping[str, str]

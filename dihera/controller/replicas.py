@@ -4,6 +4,10 @@ A replica is one DAG node ``<task>-<index>``. With a retryStrategy Argo makes it
 whose children are the attempts ``<wf>.<task>-<index>(k)``; each attempt is one pod, labelled with
 the replica's hostname (``diengine/pod``) and annotated with its node name. The *current* attempt is
 the highest one seen in either source, so a replica's counts never mix attempts.
+
+A replica removed by scaling keeps its DAG task as a tombstone whose template is ``dihera-retired``
+(see :mod:`dihera.scaling`): it is no longer a replica of the job, so it is left out even if the
+membership read with it is older than the Workflow; its deleted pod is neither a failure nor a restart.
 """
 
 from __future__ import annotations
@@ -15,8 +19,18 @@ from typing import Any
 
 from dihera.membership import Membership
 from dihera.naming import LABEL_POD, dag_task_name, hostname
+from dihera.scaling import RETIRED_TEMPLATE
 
-__all__ = ["FAILED_NODE_PHASES", "NODE_NAME_ANNOTATION", "ReplicaState", "attempt_of", "exit_code", "replica_states"]
+__all__ = [
+    "FAILED_NODE_PHASES",
+    "NODE_NAME_ANNOTATION",
+    "ReplicaState",
+    "attempt_of",
+    "exit_code",
+    "live_replicas",
+    "replica_states",
+    "retired_dag_tasks",
+]
 
 NODE_NAME_ANNOTATION = "workflows.argoproj.io/node-name"
 FAILED_NODE_PHASES = frozenset({"Failed", "Error"})
@@ -106,16 +120,35 @@ def _by_hostname(pods: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[st
     return out
 
 
+def retired_dag_tasks(workflow: Mapping[str, Any] | None) -> frozenset[str]:
+    """Names of the DAG tasks scaling retired (template ``dihera-retired``) in the Workflow's spec."""
+    out: set[str] = set()
+    for template in ((workflow or {}).get("spec") or {}).get("templates") or []:
+        for task in (template.get("dag") or {}).get("tasks") or []:
+            if task.get("template") == RETIRED_TEMPLATE:
+                out.add(str(task.get("name")))
+    return frozenset(out)
+
+
+def live_replicas(membership: Membership, workflow: Mapping[str, Any] | None) -> Membership:
+    """``membership`` without the replicas whose DAG task is retired (same generation)."""
+    retired = retired_dag_tasks(workflow)
+    if not retired:
+        return membership
+    kept = tuple(r for r in membership.replicas if dag_task_name(r.task, r.index) not in retired)
+    return Membership(membership.generation, kept)
+
+
 def replica_states(
     job_name: str,
     membership: Membership,
     workflow: Mapping[str, Any] | None,
     pods: Sequence[Mapping[str, Any]],
 ) -> tuple[ReplicaState, ...]:
-    """Every replica of ``membership`` in rank order, with its current attempt."""
+    """Every live replica of ``membership`` in rank order (retired ones left out), with its current attempt."""
     pods_of = _by_hostname(pods)
     states = []
-    for r in membership.replicas:
+    for r in live_replicas(membership, workflow).replicas:
         host = hostname(job_name, r.task, r.index)
         nodes = _attempt_nodes(workflow, dag_task_name(r.task, r.index))
         mine = pods_of.get(host, [])

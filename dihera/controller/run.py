@@ -19,6 +19,7 @@ from dihera.kube.connection import kopf_connection
 from dihera.kube.events import EventRecorder
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import ObjectStore
+from dihera.kube.scaling import JobScaler
 
 __all__ = ["kopf_settings", "run_controller"]
 
@@ -45,7 +46,8 @@ def run_controller(settings: ControllerSettings) -> int:
     configure_logging()
     api = api_client(settings.kubeconfig, settings.context)
     metrics = Metrics()
-    reconciler = Reconciler(JobStore(api), ObjectStore(api), EventRecorder(api), settings.render, metrics)
+    scaler = JobScaler(api, settings.render)  # one per controller: its per-job locks serialise scaling
+    reconciler = Reconciler(JobStore(api), ObjectStore(api), EventRecorder(api), settings.render, metrics, scaler)
     queue = ReconcileQueue(reconciler.reconcile, settings.retry_delays)
     readiness = Readiness()
     runners: list[Any] = []

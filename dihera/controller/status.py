@@ -13,7 +13,7 @@ from typing import Any
 
 from dihera.controller.conditions import reason_of, set_phase_condition
 from dihera.controller.phase import PhaseDecision, decide_phase
-from dihera.controller.replicas import ReplicaState, replica_states
+from dihera.controller.replicas import ReplicaState, live_replicas, replica_states
 from dihera.membership import Membership
 
 __all__ = ["TERMINAL", "Event", "Observation", "StatusUpdate", "compute_status", "task_status"]
@@ -26,7 +26,10 @@ _WARNING_PHASES = frozenset({"Failed", "Restarting"})
 class Observation:
     """Everything one reconcile read about a job. ``membership`` is None only for an invalid job.
 
+    ``generation``: the DIJob generation the status describes (``observedGeneration``): the one read,
+    or the one observed before when a hand edit of the replicas could not be acted on yet.
     ``foreign_workflow``: a Workflow with the job's name exists but another (deleted) DIJob owns it.
+    ``scale_refused``: why a hand edit of ``spec.tasks[].replicas`` was refused (posted as a Warning).
     """
 
     name: str
@@ -37,6 +40,7 @@ class Observation:
     pods: Sequence[Mapping[str, Any]] = ()
     invalid: str | None = None
     foreign_workflow: bool = False
+    scale_refused: str | None = None
 
 
 @dataclass(frozen=True)
@@ -67,10 +71,32 @@ def task_status(states: Sequence[ReplicaState]) -> dict[str, dict[str, int]]:
     return out
 
 
+def _membership_event(membership: Membership) -> Event:
+    counts: dict[str, int] = {}
+    for r in membership.replicas:
+        counts[r.task] = counts.get(r.task, 0) + 1
+    tasks = ", ".join(f"{task} {n}" for task, n in counts.items())
+    return Event(
+        "Normal",
+        "ReplicasChanged",
+        f"membership generation {membership.generation}: {len(membership.replicas)} replicas ({tasks})",
+    )
+
+
 def _events(
-    old: Mapping[str, Any], decision: PhaseDecision, restarts_added: int, states: Sequence[ReplicaState]
+    obs: Observation,
+    old: Mapping[str, Any],
+    decision: PhaseDecision,
+    restarts_added: int,
+    states: Sequence[ReplicaState],
+    live: Membership | None,
 ) -> list[Event]:
     events = []
+    if obs.scale_refused:
+        events.append(Event("Warning", "ScaleRefused", obs.scale_refused))
+    old_mg = old.get("membershipGeneration")
+    if live is not None and old_mg is not None and live.generation > int(old_mg):
+        events.append(_membership_event(live))
     if restarts_added > 0:
         again = ", ".join(
             f"{s.name} (retry {s.attempt}, rank {s.rank}, hostname {s.hostname})" for s in states if s.attempt > 0
@@ -88,12 +114,15 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
     if old.get("phase") in TERMINAL:
         return StatusUpdate(old, changed=False)
     ours = None if obs.foreign_workflow else obs.workflow
+    live = live_replicas(obs.membership, ours) if obs.membership else None
     states = replica_states(obs.name, obs.membership, ours, obs.pods) if obs.membership else ()
     old_restarts = int(old.get("restarts") or 0)
     restarts = max(old_restarts, sum(s.attempt for s in states))
     old_mg = old.get("membershipGeneration")
-    new_mg = obs.membership.generation if obs.membership else old_mg
-    rescheduling = (old_mg is not None and new_mg is not None and new_mg > old_mg) or old.get("phase") == "Rescheduling"
+    new_mg = live.generation if live else old_mg
+    # every committed membership change (scale-up or down, server or spec edit) is one reschedule
+    changes = max(int(new_mg) - int(old_mg), 0) if old_mg is not None and new_mg is not None else 0
+    rescheduling = changes > 0 or old.get("phase") == "Rescheduling"
     wf_name = old.get("workflowName") or ""
     if ours is not None:
         wf_name = ours["metadata"]["name"]
@@ -111,12 +140,11 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
     status: dict[str, Any] = {
         "phase": decision.phase,
         "conditions": set_phase_condition(old.get("conditions") or [], decision.phase, decision.message, now),
-        "replicas": len(obs.membership.replicas) if obs.membership else 0,
+        "replicas": len(live.replicas) if live else 0,
         "readyReplicas": sum(1 for s in states if s.ready),
         "taskStatus": task_status(states),
         "restarts": restarts,
-        "reschedules": int(old.get("reschedules") or 0)
-        + (1 if decision.phase == "Rescheduling" and old.get("phase") != "Rescheduling" else 0),
+        "reschedules": int(old.get("reschedules") or 0) + changes,
         "observedGeneration": obs.generation,
     }
     if "profilings" in old:
@@ -128,5 +156,5 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
     if decision.phase in TERMINAL:
         status["completionTimestamp"] = now
     changed = status != old
-    events = _events(old, decision, restarts - old_restarts, states) if changed else []
+    events = _events(obs, old, decision, restarts - old_restarts, states, live) if changed else []
     return StatusUpdate(status, changed, tuple(events), restarts - old_restarts, states)

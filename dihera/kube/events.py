@@ -1,15 +1,25 @@
-"""Kubernetes Events about a DIJob (what ``kubectl describe dijob`` shows)."""
+"""Kubernetes Events about a DIJob (what ``kubectl describe dijob`` shows).
+
+Events are best-effort, as in kopf: one that cannot be posted (namespace being deleted, quota,
+permission) is logged and dropped, so it never fails or repeats the reconcile that made it.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from dihera.kube.errors import describe_api_error
 
 __all__ = ["EventRecorder"]
+
+log = logging.getLogger("dihera.controller")
 
 
 class EventRecorder:
@@ -19,7 +29,8 @@ class EventRecorder:
         self._core = client.CoreV1Api(api)
         self._component = component
 
-    def post(self, job: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+    def post(self, job: Mapping[str, Any], type_: str, reason: str, message: str) -> bool:
+        """Post one Event; False (logged) when the API server refused it."""
         meta = job["metadata"]
         now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         body = {
@@ -43,4 +54,15 @@ class EventRecorder:
             "lastTimestamp": now,
             "count": 1,
         }
-        self._core.create_namespaced_event(meta["namespace"], body, _preload_content=False)  # type: ignore[arg-type]
+        try:
+            self._core.create_namespaced_event(meta["namespace"], body, _preload_content=False)  # type: ignore[arg-type]
+        except ApiException as err:
+            terminating = err.status == 403 and "being terminated" in str(err.body or "")
+            (log.debug if terminating or err.status == 404 else log.error)(
+                "event %s not posted: %s",
+                reason,
+                describe_api_error(err),
+                extra={"job": f"{meta['namespace']}/{meta['name']}"},
+            )
+            return False
+        return True

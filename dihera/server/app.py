@@ -10,16 +10,17 @@ dependency aliases, which are local to :func:`create_app`.)
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Body, Depends, FastAPI, Header, Query, Request
+from fastapi import Body, Depends, FastAPI, Header, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match, Route
 
 from dihera.kube.cache import CachedJob
 from dihera.scaling import ScaleError, ScaleRequest
@@ -55,6 +56,23 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 _V2_ERRORS: dict[int | str, dict[str, Any]] = {k: {**v, "model": Envelope} for k, v in _ERRORS.items()}
 IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)]
+_NS, _NAME = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?"
+JobId = Annotated[
+    str, Path(pattern=rf"^{_NS}\.{_NAME}$", max_length=317, description="<namespace>.<name>, split on the first dot")
+]
+Namespace = Annotated[str, Path(pattern=rf"^{_NS}$", max_length=63, description="the job's namespace")]
+Name = Annotated[str, Path(pattern=rf"^{_NAME}$", max_length=253, description="the DIJob's name")]
+
+
+def _v2_path(job_id: JobId) -> None:
+    """Declares and validates the path of a ``/v2alpha1`` job route (the guard reads it, after the token)."""
+
+
+def _v1_path(namespace: Namespace, name: Name) -> None:
+    """Declares and validates the path of a ``/v1`` job route (the guard reads it, after the token)."""
+
+
+V2_PATH, V1_PATH = [Depends(_v2_path)], [Depends(_v1_path)]
 
 
 class ApiError(Exception):
@@ -73,10 +91,14 @@ class JobRef:
         return f"{self.namespace}/{self.name}"
 
 
-def _error_response(request: Request, status: int, message: str) -> JSONResponse:
+def _error_response(
+    request: Request, status: int, message: str, headers: Mapping[str, str] | None = None
+) -> JSONResponse:
     if request.url.path.startswith(V2):
-        return JSONResponse({"success": False, "code": 1, "message": message, "data": None}, status_code=status)
-    return JSONResponse({"detail": message}, status_code=status)
+        body: dict[str, Any] = {"success": False, "code": 1, "message": message, "data": None}
+    else:
+        body = {"detail": message}
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def _validation_message(err: RequestValidationError) -> str:
@@ -87,6 +109,15 @@ def _validation_message(err: RequestValidationError) -> str:
         shown = "" if e.get("type") == "missing" else f" (got {json.dumps(value, default=str)[:80]})"
         parts.append(f"{where}: {e.get('msg')}{shown}")
     return "; ".join(parts) or "malformed request"
+
+
+def _allowed_methods(app: FastAPI, request: Request) -> str:
+    """Every method some route of the app serves at the request's path (``Allow`` of a 405)."""
+    methods: set[str] = set()
+    for route in app.router.routes:
+        if isinstance(route, Route) and route.methods and route.matches(request.scope)[0] != Match.NONE:
+            methods |= route.methods
+    return ", ".join(sorted(methods))
 
 
 def _job_ref(request: Request) -> JobRef:
@@ -125,7 +156,10 @@ def create_app(settings: ServerSettings, backend: Backend) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return _error_response(request, exc.status_code, str(exc.detail))
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # Starlette names only the first route's methods; a path has several routes
+            headers["Allow"] = _allowed_methods(app, request)
+        return _error_response(request, exc.status_code, str(exc.detail), headers)
 
     @app.exception_handler(Exception)
     async def _crash(request: Request, exc: Exception) -> JSONResponse:
@@ -157,6 +191,8 @@ def create_app(settings: ServerSettings, backend: Backend) -> FastAPI:
     Writer = Annotated[JobRef, Depends(guard("patch"))]
 
     def cached(ref: JobRef) -> CachedJob:
+        if not settings.watches(ref.namespace):
+            raise ApiError(404, f"DIJob {ref} not found: this di-server serves {settings.scope()} only")
         job = backend.job(ref.namespace, ref.name)
         if job is None:
             raise ApiError(404, f"DIJob {ref} not found")
@@ -215,26 +251,50 @@ def create_app(settings: ServerSettings, backend: Backend) -> FastAPI:
 
     TaskQuery = Annotated[str | None, Query(description="task to scale (default: the job's collector task)")]
 
-    @app.get(f"{V2}/job/{{job_id}}/replicas", tags=["v2alpha1"], response_model=Envelope, responses=_V2_ERRORS)
+    @app.get(
+        f"{V2}/job/{{job_id}}/replicas",
+        tags=["v2alpha1"],
+        response_model=Envelope,
+        responses=_V2_ERRORS,
+        dependencies=V2_PATH,
+    )
     def v2_replicas(ref: Reader) -> Envelope:
         """Addresses (FQDNs) of the job's replicas in rank order. ``job_id`` is ``<namespace>.<name>``."""
         return Envelope(success=True, code=0, message="", data=views.addresses(cached(ref), settings.cluster_domain))
 
-    @app.post(f"{V2}/job/{{job_id}}/replicas", tags=["v2alpha1"], response_model=Envelope, responses=_V2_ERRORS)
+    @app.post(
+        f"{V2}/job/{{job_id}}/replicas",
+        tags=["v2alpha1"],
+        response_model=Envelope,
+        responses=_V2_ERRORS,
+        dependencies=V2_PATH,
+    )
     def v2_add(ref: Writer, body: ReplicasBody, task: TaskQuery = None, key: IdempotencyKey = None) -> Envelope:
         """Add ``replicas`` replicas to the collector task (or ``?task=``)."""
         name = default_task(cached(ref), task)
         out = scale(ref, ScaleRequest.add(name, body.replicas), key)
         return Envelope(success=True, code=0, message=f"added {len(out.added)} replica(s)", data=out.model_dump())
 
-    @app.delete(f"{V2}/job/{{job_id}}/replicas", tags=["v2alpha1"], response_model=Envelope, responses=_V2_ERRORS)
+    @app.delete(
+        f"{V2}/job/{{job_id}}/replicas",
+        tags=["v2alpha1"],
+        response_model=Envelope,
+        responses=_V2_ERRORS,
+        dependencies=V2_PATH,
+    )
     def v2_remove(ref: Writer, body: ReplicasBody, task: TaskQuery = None, key: IdempotencyKey = None) -> Envelope:
         """Remove ``replicas`` replicas of the collector task (or ``?task=``), the highest-ranked first."""
         name = default_task(cached(ref), task)
         out = scale(ref, ScaleRequest.remove(name, body.replicas), key)
         return Envelope(success=True, code=0, message=f"removed {len(out.removed)} replica(s)", data=out.model_dump())
 
-    @app.post(f"{V2}/job/{{job_id}}/profilings", tags=["v2alpha1"], response_model=Envelope, responses=_V2_ERRORS)
+    @app.post(
+        f"{V2}/job/{{job_id}}/profilings",
+        tags=["v2alpha1"],
+        response_model=Envelope,
+        responses=_V2_ERRORS,
+        dependencies=V2_PATH,
+    )
     def v2_profilings(ref: Writer, body: Annotated[dict[str, Any], Body()]) -> Envelope:
         """Record profiling data: merged into the DIJob's ``status.profilings``."""
         cached(ref)
@@ -246,23 +306,25 @@ def create_app(settings: ServerSettings, backend: Backend) -> FastAPI:
 
     base = "/v1/namespaces/{namespace}/dijobs/{name}"
 
-    @app.get(base, tags=["v1"], response_model=JobSummary, responses=_ERRORS)
+    @app.get(base, tags=["v1"], response_model=JobSummary, responses=_ERRORS, dependencies=V1_PATH)
     def v1_job(ref: Reader) -> JobSummary:
         """Tasks, live replica counts, phase and membership generation."""
         return views.summary(cached(ref))
 
-    @app.get(f"{base}/replicas", tags=["v1"], response_model=list[ReplicaOut], responses=_ERRORS)
+    @app.get(f"{base}/replicas", tags=["v1"], response_model=list[ReplicaOut], responses=_ERRORS, dependencies=V1_PATH)
     def v1_replicas(ref: Reader) -> list[ReplicaOut]:
         """Live replicas in rank order: name, rank, task, index, FQDN, pod and its phase."""
         return views.replica_rows(cached(ref), settings.cluster_domain)
 
-    @app.put(f"{base}/tasks/{{task}}/replicas", tags=["v1"], response_model=ScaleOut, responses=_ERRORS)
+    @app.put(
+        f"{base}/tasks/{{task}}/replicas", tags=["v1"], response_model=ScaleOut, responses=_ERRORS, dependencies=V1_PATH
+    )
     def v1_set(ref: Writer, task: str, body: ReplicasBody, key: IdempotencyKey = None) -> ScaleOut:
         """Set a task's replica count. Survivors keep running; removed are the highest-ranked."""
         cached(ref)
         return scale(ref, ScaleRequest.set_replicas(task, body.replicas), key)
 
-    @app.post(f"{base}/replicas:remove", tags=["v1"], response_model=ScaleOut, responses=_ERRORS)
+    @app.post(f"{base}/replicas:remove", tags=["v1"], response_model=ScaleOut, responses=_ERRORS, dependencies=V1_PATH)
     def v1_remove(ref: Writer, body: RemoveReplicasBody, key: IdempotencyKey = None) -> ScaleOut:
         """Remove exactly the named replicas (``<task>-<index>``)."""
         cached(ref)

@@ -40,7 +40,7 @@ class KubeBackend:
 
     def __init__(self, api: client.ApiClient, settings: ServerSettings) -> None:
         self._api = api
-        self._cache = JobCache(api, settings.namespace)
+        self._cache = JobCache(api, settings.namespaces)
         self._auth = Authenticator(api, ttl=settings.auth_cache_seconds)
         self._scaler = JobScaler(api, RenderSettings(cluster_domain=settings.cluster_domain))
 

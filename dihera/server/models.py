@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
     "Envelope",
@@ -22,7 +22,13 @@ class ReplicasBody(BaseModel):
     """A replica count. Nothing else is accepted: the job comes from the path, never from the body."""
 
     model_config = ConfigDict(extra="forbid", strict=True)
-    replicas: int = Field(ge=0, le=100_000, description="number of replicas")
+    replicas: int = Field(ge=1, le=100_000, description="number of replicas (each task keeps at least one)")
+
+    @field_validator("replicas", mode="before")
+    @classmethod
+    def _whole_number(cls, value: Any) -> Any:
+        """JSON Schema's integer includes ``3.0``; strings and booleans stay refused (strict)."""
+        return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
 class RemoveReplicasBody(BaseModel):

@@ -1,4 +1,4 @@
-"""Run the di-server with uvicorn: build the API client and the backend, serve until stopped."""
+"""Run the di-server with uvicorn: configure logging, build the API client and the backend, serve until stopped."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import logging
 
 import uvicorn
 
+from dihera.controller.logs import configure_logging
 from dihera.kube import api_client
 from dihera.server.app import create_app
 from dihera.server.backend import KubeBackend
@@ -13,15 +14,19 @@ from dihera.server.settings import ServerSettings
 
 __all__ = ["serve"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("dihera.server")
 
 
 def serve(settings: ServerSettings) -> None:
     """Blocks until the server stops. Without auth, anyone who reaches the port may scale jobs."""
+    configure_logging(getattr(logging, settings.log_level.upper()))
+    logging.getLogger("uvicorn.access").setLevel(logging.DEBUG if settings.log_level == "debug" else logging.WARNING)
     if not settings.auth:
         log.warning("authentication is OFF: only for a local demo on a loopback address")
     backend = KubeBackend(api_client(settings.kubeconfig), settings).start()
+    log.info("di-server watching %s; listening on %s:%s", settings.scope(), settings.host, settings.port)
     try:
-        uvicorn.run(create_app(settings, backend), host=settings.host, port=settings.port, log_level=settings.log_level)
+        # log_config=None: uvicorn's records go through the root logger (logfmt), not its own handlers
+        uvicorn.run(create_app(settings, backend), host=settings.host, port=settings.port, log_config=None)
     finally:
         backend.stop()

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
-__all__ = ["ServerSettings"]
+__all__ = ["LOG_LEVELS", "ServerSettings"]
+
+#: Log levels the chart allows (``logLevel``), lowest first.
+LOG_LEVELS = ("debug", "info", "warning", "error")
+_NAMESPACE = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
 @dataclass(frozen=True)
@@ -12,16 +17,44 @@ class ServerSettings:
     """How the di-server listens and what it trusts.
 
     ``auth``: check bearer tokens (TokenReview) and permissions (SubjectAccessReview); turn off only
-    for a local demo. ``namespace``: watch one namespace instead of the whole cluster.
+    for a local demo. ``namespaces``: watch (and serve) only these namespaces, one cache each, so a
+    Role per namespace is enough; empty: the whole cluster. Exact names, not patterns.
     ``idempotency_seconds``: how long an ``Idempotency-Key`` is remembered per job.
+    ``log_level``: one of :data:`LOG_LEVELS`.
+
+    Raises ValueError naming every bad field and value at once.
     """
 
     host: str = "127.0.0.1"
     port: int = 8081
     kubeconfig: str | None = None
     auth: bool = True
-    namespace: str | None = None
+    namespaces: tuple[str, ...] = ()
     cluster_domain: str = "cluster.local"
     idempotency_seconds: float = 600.0
     auth_cache_seconds: float = 10.0
     log_level: str = "info"
+
+    def __post_init__(self) -> None:
+        problems = [
+            f"namespaces: {ns!r} is not a namespace name (lowercase letters, digits and '-', at most 63; "
+            "the di-server takes exact names, not patterns)"
+            for ns in self.namespaces
+            if not _NAMESPACE.match(ns)
+        ]
+        if len(set(self.namespaces)) != len(self.namespaces):
+            problems.append(f"namespaces: {', '.join(self.namespaces)!r} names a namespace twice")
+        if self.log_level not in LOG_LEVELS:
+            problems.append(f"log_level: {self.log_level!r} is not one of {', '.join(LOG_LEVELS)}")
+        if not 0 <= self.port <= 65535:
+            problems.append(f"port: {self.port} is not a TCP port (0-65535)")
+        if problems:
+            raise ValueError("; ".join(problems))
+
+    def watches(self, namespace: str) -> bool:
+        """Whether this server serves jobs of ``namespace``."""
+        return not self.namespaces or namespace in self.namespaces
+
+    def scope(self) -> str:
+        """``all namespaces`` or the namespaces' names, for logs and messages."""
+        return ", ".join(self.namespaces) if self.namespaces else "all namespaces"

@@ -46,10 +46,14 @@ def pod(
     }
 
 
-def workflow(phase: str = "Running", nodes: dict[str, Any] | None = None, message: str = "") -> dict[str, Any]:
+def workflow(
+    phase: str = "Running", nodes: dict[str, Any] | None = None, message: str = "", retired: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """A Workflow whose entry DAG holds every replica of REPLICAS; ``retired`` DAG tasks are tombstones."""
+    tasks = [{"name": f"{t}-{i}", "template": "dihera-retired" if f"{t}-{i}" in retired else t} for t, i in REPLICAS]
     return {
         "metadata": {"name": JOB, "uid": "wf"},
-        "spec": {},
+        "spec": {"templates": [{"name": "dijob", "dag": {"tasks": tasks}}]},
         "status": {"phase": phase, "nodes": nodes or {}, "message": message},
     }
 
@@ -58,9 +62,15 @@ def running(*skip: tuple[str, int]) -> list[dict[str, Any]]:
     return [pod(t, i) for t, i in REPLICAS if (t, i) not in skip]
 
 
-def observe(wf: dict[str, Any] | None, pods: list[dict[str, Any]], backoff: int = 3, **kw: Any) -> Observation:
+def observe(
+    wf: dict[str, Any] | None,
+    pods: list[dict[str, Any]],
+    backoff: int = 3,
+    membership: Membership = MEMBERSHIP,
+    **kw: Any,
+) -> Observation:
     return Observation(
-        name=JOB, generation=1, membership=MEMBERSHIP, backoff_limit=backoff, workflow=wf, pods=pods, **kw
+        name=JOB, generation=1, membership=membership, backoff_limit=backoff, workflow=wf, pods=pods, **kw
     )
 
 
@@ -68,6 +78,14 @@ FAILED_ONCE = [pod("learner", 0), pod("collector", 0), pod("collector", 1, "Fail
 RETRIED = [*FAILED_ONCE, pod("collector", 1, "Pending", False, attempt=1)]
 RETRIED_UP = [*FAILED_ONCE, pod("collector", 1, attempt=1)]
 ALWAYS_FAILS = [*FAILED_ONCE, pod("collector", 1, "Failed", False, attempt=1, code=3)]
+#: collector-1 scaled away: generation 2 without it (the Workflow retires its DAG task)
+SHRUNK = Membership(2, MEMBERSHIP.replicas[:2])
+#: collector-2 added at rank 3: generation 2
+GROWN = Membership(2, (*MEMBERSHIP.replicas, Replica(3, "collector", 2)))
+RUNNING_1 = {"membershipGeneration": 1, "phase": "Running", "reschedules": 0}
+RESCHEDULING_2 = {"membershipGeneration": 2, "phase": "Rescheduling", "reschedules": 1}
+#: the retired replica's last attempt as Argo leaves it once its pod is deleted
+RETIRED_NODES = {"r": {"name": f"{JOB}.collector-1(0)", "type": "Pod", "phase": "Error", "message": "pod deleted"}}
 
 
 @pytest.mark.parametrize(
@@ -119,7 +137,52 @@ ALWAYS_FAILS = [*FAILED_ONCE, pod("collector", 1, "Failed", False, attempt=1, co
             observe(workflow(), running(("collector", 1))),
             {"membershipGeneration": 0, "phase": "Running"},
             "Rescheduling",
-            "",
+            "2/3 up",
+        ),
+        (
+            "scaled up, new pod pending",
+            observe(workflow(), [*running(), pod("collector", 2, "Pending", False)], membership=GROWN),
+            RUNNING_1,
+            "Rescheduling",
+            "3/4 up",
+        ),
+        (
+            "rescheduling, new pod up",
+            observe(workflow(), [*running(), pod("collector", 2)], membership=GROWN),
+            RESCHEDULING_2,
+            "Running",
+            "all 4",
+        ),
+        ("scaled down, survivors up", observe(workflow(), running(), membership=SHRUNK), RUNNING_1, "Running", "all 2"),
+        (
+            "retired replica's pod failed: not a failure",
+            observe(
+                workflow(retired=("collector-1",), nodes=RETIRED_NODES),
+                [*running(("collector", 1)), pod("collector", 1, "Failed", False, code=137)],
+                backoff=0,
+                membership=SHRUNK,
+            ),
+            RUNNING_1,
+            "Running",
+            "all 2",
+        ),
+        (
+            "retired in the Workflow, membership not yet read: left out",
+            observe(workflow(retired=("collector-1",)), running(("collector", 1))),
+            {"membershipGeneration": 1, "phase": "Running"},
+            "Running",
+            "all 2",
+        ),
+        (
+            "survivors succeeded, retired replica's pod deleted",
+            observe(
+                workflow(retired=("collector-1",), nodes=RETIRED_NODES),
+                [pod("learner", 0, "Succeeded", False), pod("collector", 0, "Succeeded", False)],
+                membership=SHRUNK,
+            ),
+            {"membershipGeneration": 2, "phase": "Running", "reschedules": 1},
+            "Succeeded",
+            "all 2",
         ),
     ],
 )
@@ -130,6 +193,83 @@ def test_phase(case: str, obs: Observation, old: dict[str, Any], phase: str, in_
     assert [c["type"] for c in current] == [phase]
     assert current[0]["reason"] == f"Job{phase}"
     assert in_message in current[0]["message"]
+
+
+@pytest.mark.parametrize(
+    ("case", "obs", "old", "replicas", "reschedules", "restarts", "events"),
+    [
+        ("first status", observe(workflow(), running()), {}, 3, 0, 0, ["JobRunning"]),
+        (
+            "scale-up seen",
+            observe(workflow(), running(), membership=GROWN),
+            RUNNING_1,
+            4,
+            1,
+            0,
+            ["ReplicasChanged", "JobRescheduling"],
+        ),
+        ("still rescheduling", observe(workflow(), running(), membership=GROWN), RESCHEDULING_2, 4, 1, 0, []),
+        (
+            "scale-down seen",
+            observe(workflow(retired=("collector-1",)), running(("collector", 1)), membership=SHRUNK),
+            RUNNING_1,
+            2,
+            1,
+            0,
+            ["ReplicasChanged"],
+        ),
+        (
+            "two changes between reads",
+            observe(workflow(), running(), membership=Membership(3, SHRUNK.replicas)),
+            RUNNING_1,
+            2,
+            2,
+            0,
+            ["ReplicasChanged"],
+        ),
+        (
+            "retired replica had retried: no restart counted",
+            observe(
+                workflow(retired=("collector-1",)),
+                [*running(("collector", 1)), pod("collector", 1, "Failed", False, attempt=2, code=3)],
+                membership=SHRUNK,
+            ),
+            RUNNING_1,
+            2,
+            1,
+            0,
+            ["ReplicasChanged"],
+        ),
+        (
+            "refused hand edit",
+            observe(workflow(), running(), scale_refused="spec.tasks: outside its bounds"),
+            {**RUNNING_1, "observedGeneration": 0},
+            3,
+            0,
+            0,
+            ["ScaleRefused"],
+        ),
+    ],
+)
+def test_scaling_status(
+    case: str,
+    obs: Observation,
+    old: dict[str, Any],
+    replicas: int,
+    reschedules: int,
+    restarts: int,
+    events: list[str],
+) -> None:
+    update = compute_status(obs, old, T1)
+    s = update.status
+    assert (s["replicas"], s["reschedules"], s["restarts"]) == (replicas, reschedules, restarts), case
+    assert s["membershipGeneration"] == obs.membership.generation  # type: ignore[union-attr]
+    assert [e.reason for e in update.events] == events, case
+
+
+def test_replicas_changed_event_names_the_membership() -> None:
+    update = compute_status(observe(workflow(), running(), membership=GROWN), RUNNING_1, T1)
+    assert update.events[0].message == "membership generation 2: 4 replicas (learner 1, collector 3)"
 
 
 def test_restarts_count_attempts_beyond_the_first_and_never_shrink() -> None:

@@ -301,3 +301,13 @@ def test_metrics_count_requests_and_scale_operations(http: TestClient) -> None:
 def test_without_auth_no_token_is_needed(backend: FakeBackend) -> None:
     http = TestClient(create_app(ServerSettings(auth=False), backend))
     assert http.get("/v1/namespaces/team-a/dijobs/dqn/replicas").status_code == 200
+
+
+def test_a_namespace_the_server_does_not_watch_is_not_found(backend: FakeBackend) -> None:
+    http = TestClient(
+        create_app(ServerSettings(namespaces=("team-b",)), backend), headers={"Authorization": f"Bearer {ADMIN}"}
+    )
+    resp = http.put("/v1/namespaces/team-a/dijobs/dqn/tasks/collector/replicas", json={"replicas": 3})
+    assert resp.status_code == 404
+    assert resp.json()["detail"] == "DIJob team-a/dqn not found: this di-server serves team-b only"
+    assert backend.scale_calls == 0

@@ -1,0 +1,145 @@
+"""A hand edit of ``spec.tasks[].replicas`` (what ``kubectl edit`` sends) scales a running job in place.
+
+The controller runs as in test_controller_jobs.py: a subprocess with a token of the chart's
+ServiceAccount, watching the test's namespace only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from dihera.kube.jobs import JobStore
+from dihera.membership import Membership
+from dihera.scaling import read_dag
+from dihera.schema import GROUP, PLURAL, VERSION
+from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
+    Controller,
+    Poll,
+    controller,
+    controller_kubeconfig,
+    dijob_crd,
+    dijob_events,
+    job_pods,
+    manifest,
+    task,
+)
+
+pytestmark = pytest.mark.cluster
+NAME = "elastic"
+RUN_SECONDS = "45"  # long enough for both scale steps, short enough to see the job succeed
+
+
+def edit_replicas(api: client.ApiClient, namespace: str, **replicas: int) -> None:
+    """Change ``spec.tasks[].replicas`` as ``kubectl edit`` does: a merge patch of the whole tasks list."""
+    custom = client.CustomObjectsApi(api)
+    body = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, NAME)
+    tasks = body["spec"]["tasks"]
+    for t in tasks:
+        t["replicas"] = replicas.get(t.get("name") or t["type"], t["replicas"])
+    merge = "application/merge-patch+json"
+    custom.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, NAME, {"spec": {"tasks": tasks}}, _content_type=merge
+    )
+
+
+def live_pods(api: client.ApiClient, namespace: str) -> dict[str, dict[str, Any]]:
+    """The job's pods not being deleted, by hostname."""
+    pods = job_pods(api, namespace, NAME)
+    return {p["metadata"]["labels"]["diengine/pod"]: p for p in pods if not p["metadata"].get("deletionTimestamp")}
+
+
+def status_of(jobs: JobStore, namespace: str) -> dict[str, Any]:
+    return dict(((jobs.get(namespace, NAME) or {}).get("status")) or {})
+
+
+def settled(
+    api: client.ApiClient, jobs: JobStore, namespace: str, hosts: set[str], replicas: int, reschedules: int
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]] | None:
+    """Exactly ``hosts`` live and Running, and the status saying so (phase Running)."""
+    pods = live_pods(api, namespace)
+    if set(pods) != hosts or any(p["status"]["phase"] != "Running" for p in pods.values()):
+        return None
+    status = status_of(jobs, namespace)
+    ok = (status.get("phase"), status.get("replicas"), status.get("reschedules")) == ("Running", replicas, reschedules)
+    return (pods, status) if ok else None
+
+
+def container_env(pod: dict[str, Any], configmap: dict[str, str]) -> dict[str, str]:
+    """The main container's env, ConfigMap references resolved as the kubelet does."""
+    main = next(c for c in pod["spec"]["containers"] if c["name"] == "main")
+    return {e["name"]: e.get("value") or configmap[e["valueFrom"]["configMapKeyRef"]["key"]] for e in main["env"]}
+
+
+def identity(pod: dict[str, Any]) -> tuple[str, str, str]:
+    meta = pod["metadata"]
+    return meta["uid"], meta["annotations"]["diengine/rank"], pod["spec"]["hostname"]
+
+
+def test_kubectl_edit_scales_collectors_2_5_3_in_place(
+    controller: Controller,  # noqa: F811
+    cluster: client.ApiClient,
+    namespace: str,
+    poll: Poll,
+) -> None:
+    jobs, core = JobStore(cluster), client.CoreV1Api(cluster)
+    domain = f"di-{NAME}.{namespace}.svc.cluster.local"
+    learner, collectors = task("learner"), task("collector", 2)
+    for t in (learner, collectors):
+        t["template"]["metadata"]["annotations"]["sim.dihera.io/run-seconds"] = RUN_SECONDS
+    jobs.create(manifest(NAME, namespace, learner, collectors, maxReplicas=8))
+    hosts = {f"{NAME}-learner-0", f"{NAME}-collector-0", f"{NAME}-collector-1"}
+    first, _ = poll(lambda: settled(cluster, jobs, namespace, hosts, 3, 0), 60, "3 replicas Running")
+    wf_uid = client.CustomObjectsApi(cluster).get_namespaced_custom_object(
+        "argoproj.io", "v1alpha1", namespace, "workflows", NAME
+    )["metadata"]["uid"]
+
+    # 2 -> 5: three collectors join at ranks 3, 4, 5; nobody else moves
+    edit_replicas(cluster, namespace, collector=5)
+    hosts |= {f"{NAME}-collector-{i}" for i in (2, 3, 4)}
+    grown, status = poll(lambda: settled(cluster, jobs, namespace, hosts, 6, 1), 60, "6 replicas Running, status")
+    assert {h: identity(grown[h]) for h in first} == {h: identity(p) for h, p in first.items()}, "a survivor moved"
+    cm = core.read_namespaced_config_map(f"di-{NAME}", namespace).data
+    order = ["learner-0", "collector-0", "collector-1", "collector-2", "collector-3", "collector-4"]
+    assert cm["DI_NODES"].split(",") == [f"{NAME}-{n}.{domain}" for n in order]
+    assert Membership.from_json(cm["membership.json"]).generation == status["membershipGeneration"] == 2
+    for rank, replica in enumerate(order):
+        pod = grown[f"{NAME}-{replica}"]
+        env = container_env(pod, cm)
+        fqdn = f"{NAME}-{replica}.{domain}"
+        assert (env["DI_RANK"], env["DI_FQDN"], pod["metadata"]["annotations"]["diengine/rank"]) == (
+            str(rank),
+            fqdn,
+            str(rank),
+        )
+        assert env["DI_NODES"].split(",")[rank] == fqdn and pod["spec"]["hostname"] == f"{NAME}-{replica}"
+    assert status["taskStatus"] == {"learner": {"Running": 1}, "collector": {"Running": 5}}
+
+    # 5 -> 3: the two highest-ranked collectors are retired and their pods deleted
+    edit_replicas(cluster, namespace, collector=3)
+    hosts -= {f"{NAME}-collector-3", f"{NAME}-collector-4"}
+    shrunk, status = poll(lambda: settled(cluster, jobs, namespace, hosts, 4, 2), 60, "4 replicas Running, status")
+    assert {h: identity(shrunk[h]) for h in hosts} == {h: identity(grown[h]) for h in hosts}, "a survivor moved"
+    assert status["restarts"] == 0 and status["membershipGeneration"] == 3
+    assert status["taskStatus"] == {"learner": {"Running": 1}, "collector": {"Running": 3}}
+    cm = core.read_namespaced_config_map(f"di-{NAME}", namespace).data
+    assert cm["DI_NODES"].split(",") == [f"{NAME}-{n}.{domain}" for n in order[:4]]
+    workflows = client.CustomObjectsApi(cluster).list_namespaced_custom_object(
+        "argoproj.io", "v1alpha1", namespace, "workflows"
+    )["items"]
+    assert [w["metadata"]["uid"] for w in workflows] == [wf_uid], "the job must keep its one Workflow"
+    assert sorted(read_dag(workflows[0]).retired) == ["collector-3", "collector-4"]
+    # (JobRescheduling shows only if the controller looks before kwok's new pods are ready: not asserted)
+    changes = [m for r, m in dijob_events(cluster, namespace, NAME) if r == "ReplicasChanged"]
+    assert sorted(changes) == [
+        "membership generation 2: 6 replicas (learner 1, collector 5)",
+        "membership generation 3: 4 replicas (learner 1, collector 3)",
+    ]
+
+    # the pods finish: the retired replicas count neither as failures nor as restarts
+    final = poll(lambda: (s := status_of(jobs, namespace)).get("phase") in ("Succeeded", "Failed") and s, 120, "done")
+    assert final["phase"] == "Succeeded", final["conditions"][-1]
+    assert (final["replicas"], final["reschedules"], final["restarts"]) == (4, 2, 0)
+    assert final["taskStatus"] == {"learner": {"Succeeded": 1}, "collector": {"Succeeded": 3}}

@@ -1,0 +1,157 @@
+"""The reconciler's wiring of hand-edited replicas to the scaler, with in-memory stores (no cluster)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, cast
+
+import pytest
+
+from dihera.controller.metrics import Metrics
+from dihera.controller.reconcile import Reconciler
+from dihera.membership import Membership, Replica
+from dihera.render import RenderSettings
+from dihera.scaling import ScaleError, ScaleRequest
+from tests.unit.builders import job, task
+
+NS, NAME, T1 = "ns", "j", "2026-01-01T00:01:00Z"
+LIVE = Membership(1, (Replica(0, "learner", 0), Replica(1, "collector", 0), Replica(2, "collector", 1)))
+GROWN = Membership(2, (*LIVE.replicas, Replica(3, "collector", 2)))
+
+
+def dijob(collectors: int, generation: int, observed: int) -> dict[str, Any]:
+    body = job(task("learner", replicas=1), task("collector", replicas=collectors), name=NAME)
+    body["metadata"].update(namespace=NS, uid="job-uid", generation=generation)
+    body["status"] = {
+        "phase": "Running",
+        "observedGeneration": observed,
+        "membershipGeneration": 1,
+        "workflowName": NAME,
+    }
+    return body
+
+
+def workflow(converged: int, membership: Membership) -> dict[str, Any]:
+    tasks = [{"name": f"{r.task}-{r.index}", "template": r.task} for r in membership.replicas]
+    return {
+        "metadata": {
+            "name": NAME,
+            "uid": "wf-uid",
+            "ownerReferences": [{"uid": "job-uid"}],
+            "annotations": {"diengine/membership-generation": str(converged)},
+        },
+        "spec": {"templates": [{"name": "dijob", "dag": {"tasks": tasks}}]},
+        "status": {"phase": "Running", "nodes": {}},
+    }
+
+
+def pod(r: Replica) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": f"{NAME}-{r.task}-{r.index}",
+            "labels": {"diengine/pod": f"{NAME}-{r.task}-{r.index}"},
+            "annotations": {"workflows.argoproj.io/node-name": f"{NAME}.{r.task}-{r.index}"},
+            "ownerReferences": [{"uid": "wf-uid"}],
+        },
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+class Cluster:
+    """The job's objects in memory; the stores, the event recorder and the scaler all act on it."""
+
+    def __init__(self, body: dict[str, Any], membership: Membership, converged: int) -> None:
+        self.body = body
+        self.configmap = {"data": {"membership.json": membership.to_json()}}
+        self.workflow = workflow(converged, membership)
+        self.statuses: list[dict[str, Any]] = []
+        self.events: list[tuple[str, str]] = []
+        self.scale_calls: list[tuple[str, str, ScaleRequest, bool]] = []
+        self.scale_error: ScaleError | None = None
+
+    # JobStore
+    def get(self, namespace: str, name: str) -> dict[str, Any]:
+        return copy.deepcopy(self.body)
+
+    def write_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
+        self.statuses.append(status)
+
+    # ObjectStore
+    def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:
+        return copy.deepcopy(self.configmap)
+
+    def get_workflow(self, namespace: str, name: str) -> dict[str, Any]:
+        return copy.deepcopy(self.workflow)
+
+    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        return [pod(r) for r in LIVE.replicas]
+
+    # EventRecorder
+    def post(self, job: Any, type_: str, reason: str, message: str) -> bool:
+        self.events.append((reason, message))
+        return True
+
+    # JobScaler: commits GROWN and converges the Workflow to it
+    def scale(self, namespace: str, name: str, request: ScaleRequest, *, update_spec: bool = True) -> Any:
+        self.scale_calls.append((namespace, name, request, update_spec))
+        if self.scale_error is not None:
+            raise self.scale_error
+        self.configmap = {"data": {"membership.json": GROWN.to_json()}}
+        self.workflow = workflow(2, GROWN)
+        return type("Result", (), {"changed": True, "deleted_pods": ()})()
+
+
+def reconcile(cluster: Cluster) -> None:
+    store = cast(Any, cluster)
+    Reconciler(store, store, store, RenderSettings(), Metrics(), store, clock=lambda: T1).reconcile(NS, NAME)
+
+
+def test_a_hand_edit_goes_through_the_scaler_and_the_status_follows() -> None:
+    cluster = Cluster(dijob(collectors=3, generation=2, observed=1), LIVE, converged=1)
+    reconcile(cluster)
+    assert cluster.scale_calls == [(NS, NAME, ScaleRequest.sync(), False)]
+    (status,) = cluster.statuses
+    assert (status["phase"], status["replicas"], status["reschedules"]) == ("Rescheduling", 4, 1)
+    assert (status["observedGeneration"], status["membershipGeneration"]) == (2, 2)
+    assert [r for r, _ in cluster.events] == ["ReplicasChanged", "JobRescheduling"]
+
+
+@pytest.mark.parametrize(
+    ("case", "generation", "observed", "converged", "membership"),
+    [
+        ("spec as observed: a scaler's write in flight, not an edit", 1, 1, 1, GROWN),
+        ("spec matches the membership", 2, 1, 1, LIVE),
+    ],
+)
+def test_no_scale_without_a_new_edit(
+    case: str, generation: int, observed: int, converged: int, membership: Membership
+) -> None:
+    collectors = len(LIVE.of_task("collector"))
+    cluster = Cluster(dijob(collectors, generation, observed), membership, converged)
+    reconcile(cluster)
+    assert cluster.scale_calls == [], case
+
+
+def test_an_edit_waits_while_a_scaler_is_between_commit_and_workflow_patch() -> None:
+    cluster = Cluster(dijob(collectors=5, generation=2, observed=1), GROWN, converged=1)
+    reconcile(cluster)
+    assert cluster.scale_calls == []
+    assert all(s["observedGeneration"] == 1 for s in cluster.statuses)  # looked at again on the next event
+
+
+def test_a_refused_edit_is_a_warning_event_and_is_not_retried() -> None:
+    cluster = Cluster(dijob(collectors=9, generation=2, observed=1), LIVE, converged=1)
+    cluster.scale_error = ScaleError("spec.tasks: the job would have 10 replicas in all", "out-of-bounds")
+    reconcile(cluster)
+    (status,) = cluster.statuses
+    assert status["observedGeneration"] == 2 and status["membershipGeneration"] == 1
+    ((reason, message),) = cluster.events
+    assert reason == "ScaleRefused" and "collector 2 -> 9, refused: spec.tasks: the job would have 10" in message
+
+
+def test_a_lost_resource_version_race_is_retried() -> None:
+    cluster = Cluster(dijob(collectors=3, generation=2, observed=1), LIVE, converged=1)
+    cluster.scale_error = ScaleError("gave up after 10 resourceVersion conflicts; try again", "conflict")
+    with pytest.raises(ScaleError):
+        reconcile(cluster)
+    assert cluster.statuses == []
