@@ -48,9 +48,11 @@ unit: setup ## unit tests only (no cluster)
 test: setup tools check-generated lint typecheck chart-lint ## everything CI runs: checks, unit, chart and cluster tests
 	$(VENV)/bin/pytest tests
 
-bench: setup ## benchmarks (print figures): rendering, then the controller on the local control plane
+bench: setup ## benchmarks (print figures): rendering, then the controller and the di-server on the local control plane
 	$(PYTHON) bench/bench_render.py
+	@if [ -z "$$KUBECONFIG" ]; then $(MAKE) --no-print-directory cluster-up; fi
 	$(PYTHON) bench/bench_controller.py
+	$(PYTHON) bench/bench_server.py
 
 clean: ## remove caches in the checkout (not the Go build cache)
 	rm -rf .pytest_cache .mypy_cache .ruff_cache build dist
