@@ -7,7 +7,7 @@ DEMO_NAMESPACE ?= default
 
 .PHONY: demo demo-stop
 
-demo: setup ## start the local cluster (unless $KUBECONFIG), the controller and the di-server; run a DIJob to Succeeded
+demo: setup tools ## start the local cluster (unless $KUBECONFIG), the controller and the di-server; run a DIJob to Succeeded
 	@if [ -z "$$KUBECONFIG" ]; then $(MAKE) --no-print-directory cluster-up; fi
 	$(PYTHON) ci/demo.py --job $(DEMO_JOB) --namespace $(DEMO_NAMESPACE)
 
