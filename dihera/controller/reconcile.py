@@ -3,8 +3,9 @@
 Creation is idempotent: names are deterministic and "already exists" reads the object back, so a
 controller restarted at any point never makes a second Workflow. A Workflow that existed
 (``status.workflowName`` is set) and is gone makes the job Failed; it is never recreated.
-A running job's objects are never rendered again: a hand edit of ``spec.tasks[].replicas``
-(:mod:`dihera.controller.rescale` decides) goes through the same ``JobScaler`` as the di-server.
+A running job's objects are never rendered again: a hand edit of ``spec.tasks[].replicas``, or a
+spec older than the membership (:mod:`dihera.controller.rescale` decides), goes through the same
+``JobScaler`` as the di-server.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from dihera.model import DIJob
 from dihera.naming import LABEL_JOB, membership_configmap_name, workflow_name
 from dihera.render import RenderSettings, render
 from dihera.render.env import MEMBERSHIP_FILE
-from dihera.scaling import ScaleError, ScaleRequest
+from dihera.scaling import ScaleError, ScaleRequest, spec_generation
 from dihera.validation import load_job
 
 __all__ = ["Reconciler", "Scaler", "utc_now"]
@@ -118,8 +119,9 @@ class Reconciler:
             if workflow is None and not old.get("workflowName"):
                 workflow, membership = self._create(job, membership, extra)
             elif not foreign:
-                edit = plan_spec_edit(job, generation, old.get("observedGeneration"), membership, workflow)
-                if edit.action is EditAction.SCALE:
+                stamp = spec_generation(body)
+                edit = plan_spec_edit(job, stamp, generation, old.get("observedGeneration"), membership, workflow)
+                if edit.action in (EditAction.SCALE, EditAction.CATCH_UP):
                     refused = self._scale(namespace, name, edit.message, extra)
                     if refused is None:  # observe what the scaler made
                         cm = self._objects.get_configmap(namespace, membership_configmap_name(name))
@@ -129,8 +131,6 @@ class Reconciler:
                         )
                 elif edit.action is EditAction.REFUSE:
                     refused = edit.message
-                elif edit.action is EditAction.WAIT:  # look at this generation again on the next event
-                    generation = int(old.get("observedGeneration") or 0)
             if membership is None:
                 membership = plan_membership(job, None)
         pods: list[dict[str, Any]] = []
@@ -152,11 +152,13 @@ class Reconciler:
         self._apply(body, update, job, workflow if not foreign else None, pods, extra)
 
     def _scale(self, namespace: str, name: str, why: str, extra: Mapping[str, str]) -> str | None:
-        """Apply a hand edit of the replicas; None when done, else why it was refused (nothing changed).
+        """Bring spec and membership together (a hand edit, or a spec left behind by a commit).
+
+        None when done, else why it was refused (nothing changed).
 
         A resourceVersion race the scaler gave up on (``conflict``) is raised: the queue retries it.
         """
-        log.info("%s; scaling the running job", why, extra=extra)
+        log.info("%s; syncing the running job", why, extra=extra)
         try:
             result = self._scaler.scale(namespace, name, ScaleRequest.sync(), update_spec=False)
         except ScaleError as err:

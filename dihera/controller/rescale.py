@@ -1,19 +1,26 @@
-"""Whether a hand edit of ``spec.tasks[].replicas`` must be applied to the running job (pure).
+"""Whether the DIJob's ``spec.tasks[].replicas`` and its running membership must be brought together (pure).
 
 The di-server and ``dihera scale`` change a running job through ``JobScaler``: it commits the new
-membership to the ConfigMap, patches the Workflow, deletes removed pods and writes the spec last.
-A ``kubectl edit`` changes only the spec; the controller then runs the same ``JobScaler`` with
-``ScaleRequest.sync()``. Without remembering anything, the controller acts when
+membership to the ConfigMap (generation + 1), patches the Workflow, deletes removed pods and last
+writes the spec's counts together with the stamp ``diengine/membership-generation = g`` on the
+DIJob (g: the membership those counts were read from). A ``kubectl edit`` changes only the spec and
+leaves the stamp alone. With ``m`` the ConfigMap's generation and ``s`` the stamp (none: 1):
 
-- the spec changed since the status was last written (``metadata.generation`` >
-  ``status.observedGeneration``): a scaler's commit and Workflow patch do not change the
-  generation, so a reconcile between them never undoes a request in flight;
-- the live membership (the ConfigMap's, replicas retired in the Workflow left out) differs from the
-  spec's counts: the ConfigMap is the truth, not a spec remembered from before;
-- the Workflow is converged to the ConfigMap's generation (annotation
-  ``diengine/membership-generation``, a fresh Workflow counts as generation 1). Otherwise a scaler
-  is between its commit and its Workflow patch: :attr:`EditAction.WAIT` keeps ``observedGeneration``
-  where it was, so the next event looks at the edit again.
+- ``s < m``: a membership was committed after the spec was last written: the spec is older than
+  the membership (a scaler is still on its way to the spec, was overtaken by a newer one, or
+  crashed) and must never be applied. :attr:`EditAction.CATCH_UP`: the spec follows the membership
+  (``JobScaler`` converges the Workflow and writes counts and stamp from the latest membership; the
+  same writes the scaler itself would make, so racing it is harmless);
+- ``s >= m`` and the live membership (the ConfigMap's, replicas retired in the Workflow left out)
+  differs from the spec's counts: the spec was edited after the last commit: a hand edit,
+  :attr:`EditAction.SCALE`: the membership follows the spec, then the stamp is set to the generation
+  committed for it;
+- otherwise they agree: :attr:`EditAction.NONE`.
+
+Both actions are the one call ``JobScaler.scale(ns, name, ScaleRequest.sync(), update_spec=False)``,
+which decides again on the reads it commits with. ``metadata.generation > status.observedGeneration``
+only keeps an edit that was refused (or a task list that cannot change) from being retried and
+reported on every event; it plays no part in telling a hand edit from a scaler's write.
 """
 
 from __future__ import annotations
@@ -26,15 +33,14 @@ from typing import Any
 from dihera.controller.replicas import live_replicas
 from dihera.membership import Membership
 from dihera.model import DIJob
-from dihera.scaling import GENERATION_ANNOTATION
 
-__all__ = ["EditAction", "SpecEdit", "converged_generation", "plan_spec_edit", "task_counts"]
+__all__ = ["EditAction", "SpecEdit", "plan_spec_edit", "task_counts"]
 
 
 class EditAction(StrEnum):
-    NONE = "none"  # nothing to apply
-    SCALE = "scale"  # call JobScaler.scale(ScaleRequest.sync(), update_spec=False)
-    WAIT = "wait"  # a scaler is mid-way: look again on the next event
+    NONE = "none"  # spec and membership agree
+    SCALE = "scale"  # a hand edit: JobScaler.scale(ScaleRequest.sync(), update_spec=False) applies it
+    CATCH_UP = "catch-up"  # the spec is older than the membership: the same call rewrites the spec
     REFUSE = "refuse"  # the edit cannot be applied to a running job: say why
 
 
@@ -52,36 +58,37 @@ def task_counts(membership: Membership) -> dict[str, int]:
     return counts
 
 
-def converged_generation(workflow: Mapping[str, Any]) -> int:
-    """The membership generation the Workflow's DAG was last converged to (a fresh Workflow: 1)."""
-    text = ((workflow.get("metadata") or {}).get("annotations") or {}).get(GENERATION_ANNOTATION)
-    try:
-        return int(text) if text is not None else 1
-    except ValueError:
-        return 0
-
-
 def plan_spec_edit(
     job: DIJob,
+    stamp: int,
     generation: int,
     observed_generation: int | None,
     membership: Membership | None,
     workflow: Mapping[str, Any] | None,
 ) -> SpecEdit:
-    """What to do about the replicas in ``job``'s spec, given the running job's objects."""
-    if membership is None or workflow is None or generation <= (observed_generation or 0):
+    """What to do about the replicas in ``job``'s spec, given the running job's objects.
+
+    ``stamp``: the DIJob's ``diengine/membership-generation`` (``dihera.scaling.spec_generation``).
+    """
+    if membership is None or workflow is None:
         return SpecEdit(EditAction.NONE)
+    unseen = generation > (observed_generation or 0)
     live = task_counts(live_replicas(membership, workflow))
     wanted = {t.name: t.replicas for t in job.tasks}
     if set(wanted) != set(live):
+        if not unseen:
+            return SpecEdit(EditAction.NONE)
         return SpecEdit(
             EditAction.REFUSE,
             f"spec.tasks: the tasks of a running job cannot change (running: {', '.join(live)}; "
             f"spec: {', '.join(wanted)}); only their replicas can",
         )
-    if wanted == live:
+    if stamp < membership.generation:
+        return SpecEdit(
+            EditAction.CATCH_UP,
+            f"membership generation {membership.generation} is newer than the spec (written at {stamp})",
+        )
+    if wanted == live or not unseen:
         return SpecEdit(EditAction.NONE)
-    if converged_generation(workflow) < membership.generation:
-        return SpecEdit(EditAction.WAIT, f"membership generation {membership.generation} is being applied")
     changes = ", ".join(f"{t} {live[t]} -> {n}" for t, n in wanted.items() if live[t] != n)
     return SpecEdit(EditAction.SCALE, f"spec.tasks[].replicas changed: {changes}")

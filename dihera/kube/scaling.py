@@ -1,7 +1,10 @@
 """Apply a scale request to a running job (the only I/O of scaling; decisions are in dihera.scaling).
 
 Order: commit the new membership to the ConfigMap (new generation) → converge the Workflow's DAG
-to it → delete the pods of retired replicas → write ``spec.tasks[].replicas`` (server requests).
+to it → delete the pods of retired replicas → write ``spec.tasks[].replicas`` and the DIJob's stamp
+``diengine/membership-generation`` in one patch (server requests), or the stamp alone (a synced
+hand edit). The stamp tells the controller whether a spec is newer than the membership (a hand
+edit to apply) or older (written before a newer commit: never applied); see docs/scaling.md.
 
 Concurrency: one lock per job in this process serialises requests; across processes every write
 carries the resourceVersion it was computed from, and a 409 Conflict re-reads and recomputes. Only
@@ -30,7 +33,17 @@ from dihera.naming import LABEL_JOB, membership_configmap_name, workflow_name
 from dihera.render.env import MEMBERSHIP_FILE
 from dihera.render.objects import membership_configmap
 from dihera.render.settings import RenderSettings
-from dihera.scaling import ScaleError, ScaleRequest, job_spec_patch, plan_scale, pods_to_delete, workflow_patch
+from dihera.scaling import (
+    Action,
+    ScaleError,
+    ScaleRequest,
+    job_spec_patch,
+    plan_scale,
+    pods_to_delete,
+    spec_is_current,
+    stamp_patch,
+    workflow_patch,
+)
 from dihera.schema import GROUP, PLURAL, VERSION
 from dihera.validation import load_job
 
@@ -83,14 +96,20 @@ class JobScaler:
     def scale(self, namespace: str, name: str, request: ScaleRequest, *, update_spec: bool = True) -> ScaleResult:
         """Apply ``request`` to job ``namespace/name``. ScaleError when refused (nothing changed).
 
-        ``update_spec``: write the new counts into the DIJob's spec (False when the request *is* a
-        spec edit, made by hand and seen by the controller).
+        ``update_spec``: write the new counts and the stamp into the DIJob (False when the request
+        *is* a spec edit, made by hand and seen by the controller: only the stamp is written).
+
+        ``ScaleRequest.sync()`` makes spec and membership agree, the newer one winning: a spec whose
+        stamp is at least the membership's generation is applied (a hand edit); an older one is
+        overwritten from the membership (it predates a commit that must not be undone).
         """
         with self._locked(f"{namespace}/{name}"):
-            previous, membership, job_counts = self._retry(lambda: self._commit(namespace, name, request))
+            previous, membership, job_counts, current = self._retry(lambda: self._commit(namespace, name, request))
             deleted = self._retry(lambda: self._converge_workflow(namespace, name))
-            if update_spec:
+            if update_spec or not current:
                 self._retry(lambda: self._write_spec(namespace, name))
+            else:  # the spec is the edit just applied: say which membership it now stands for
+                self._retry(lambda: self._write_stamp(namespace, name, membership.generation))
         added = tuple(r for r in membership.replicas if r not in previous.replicas)
         removed = tuple(r for r in previous.replicas if r not in membership.replicas)
         changed = membership != previous
@@ -130,20 +149,27 @@ class JobScaler:
 
     def _commit(
         self, namespace: str, name: str, request: ScaleRequest
-    ) -> tuple[Membership, Membership, dict[str, int]]:
+    ) -> tuple[Membership, Membership, dict[str, int], bool]:
+        """Commit ``request``: previous and new membership, the counts, whether the spec is current.
+
+        A sync of a spec older than the membership commits nothing (decided on the reads the
+        commit would be made with, so no commit can slip in between the decision and the write).
+        """
         body, configmap, workflow = self._read(namespace, name)
         try:
             job = load_job(body)
         except InvalidJobError as err:
             raise ScaleError(f"DIJob {namespace}/{name} is invalid: {err}", "conflict") from err
         current = Membership.from_json(configmap["data"][MEMBERSHIP_FILE])
+        if request.action is Action.SYNC and not spec_is_current(body, current):
+            return current, current, _counts(current), False
         plan = plan_scale(job, current, workflow, request)
         if plan.changed:
             data = membership_configmap(plan.job, plan.membership, self._settings)["data"]
             meta = configmap["metadata"]
             new = {**configmap, "data": data, "metadata": {**meta, "resourceVersion": meta["resourceVersion"]}}
             self._write(lambda: self._core.replace_namespaced_config_map(meta["name"], namespace, new))  # type: ignore[arg-type]
-        return current, plan.membership, plan.replicas
+        return current, plan.membership, plan.replicas, True
 
     def _converge_workflow(self, namespace: str, name: str) -> list[str]:
         _, configmap, workflow = self._read(namespace, name)
@@ -168,12 +194,28 @@ class JobScaler:
         return doomed
 
     def _write_spec(self, namespace: str, name: str) -> None:
+        """Spec counts and stamp from the *latest* membership, in one patch."""
         body, configmap, _ = self._read(namespace, name)
         membership = Membership.from_json(configmap["data"][MEMBERSHIP_FILE])
-        counts: dict[str, int] = {}
-        for r in membership.replicas:
-            counts[r.task] = counts.get(r.task, 0) + 1
-        ops = job_spec_patch(body, counts)
+        ops = job_spec_patch(body, _counts(membership), membership.generation)
+        if ops:
+            ops = [_precondition(body), *ops]
+            self._write(
+                lambda: self._custom.patch_namespaced_custom_object(
+                    GROUP, VERSION, namespace, PLURAL, name, ops, _content_type=JSON_PATCH
+                )
+            )
+
+    def _write_stamp(self, namespace: str, name: str, generation: int) -> None:
+        """Stamp the DIJob with the generation a hand edit was committed as (metadata only).
+
+        The DIJob's ``metadata.generation`` does not move. Not the latest generation: a request
+        committed since has its own spec to write, and a newer stamp would pass the edit off as newer.
+        """
+        body = self._jobs.get(namespace, name)
+        if body is None:
+            raise ScaleError(f"DIJob {namespace}/{name} not found", "not-found")
+        ops = stamp_patch(body, generation)
         if ops:
             ops = [_precondition(body), *ops]
             self._write(
@@ -192,6 +234,13 @@ class JobScaler:
                 raise ScaleError(f"the job's objects went away: {describe_api_error(err)}", "not-found") from err
             raise
         return result
+
+
+def _counts(membership: Membership) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for r in membership.replicas:
+        counts[r.task] = counts.get(r.task, 0) + 1
+    return counts
 
 
 def _precondition(obj: Mapping[str, Any]) -> dict[str, Any]:

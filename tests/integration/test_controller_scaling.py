@@ -12,8 +12,9 @@ import pytest
 from kubernetes import client
 
 from dihera.kube.jobs import JobStore
+from dihera.kube.scaling import JobScaler
 from dihera.membership import Membership
-from dihera.scaling import read_dag
+from dihera.scaling import GENERATION_ANNOTATION, ScaleRequest, read_dag, spec_generation
 from dihera.schema import GROUP, PLURAL, VERSION
 from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
     Controller,
@@ -32,22 +33,22 @@ NAME = "elastic"
 RUN_SECONDS = "45"  # long enough for both scale steps, short enough to see the job succeed
 
 
-def edit_replicas(api: client.ApiClient, namespace: str, **replicas: int) -> None:
+def edit_replicas(api: client.ApiClient, namespace: str, name: str = NAME, **replicas: int) -> None:
     """Change ``spec.tasks[].replicas`` as ``kubectl edit`` does: a merge patch of the whole tasks list."""
     custom = client.CustomObjectsApi(api)
-    body = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, NAME)
+    body = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
     tasks = body["spec"]["tasks"]
     for t in tasks:
         t["replicas"] = replicas.get(t.get("name") or t["type"], t["replicas"])
     merge = "application/merge-patch+json"
     custom.patch_namespaced_custom_object(
-        GROUP, VERSION, namespace, PLURAL, NAME, {"spec": {"tasks": tasks}}, _content_type=merge
+        GROUP, VERSION, namespace, PLURAL, name, {"spec": {"tasks": tasks}}, _content_type=merge
     )
 
 
-def live_pods(api: client.ApiClient, namespace: str) -> dict[str, dict[str, Any]]:
+def live_pods(api: client.ApiClient, namespace: str, name: str = NAME) -> dict[str, dict[str, Any]]:
     """The job's pods not being deleted, by hostname."""
-    pods = job_pods(api, namespace, NAME)
+    pods = job_pods(api, namespace, name)
     return {p["metadata"]["labels"]["diengine/pod"]: p for p in pods if not p["metadata"].get("deletionTimestamp")}
 
 
@@ -143,3 +144,53 @@ def test_kubectl_edit_scales_collectors_2_5_3_in_place(
     assert final["phase"] == "Succeeded", final["conditions"][-1]
     assert (final["replicas"], final["reschedules"], final["restarts"]) == (4, 2, 0)
     assert final["taskStatus"] == {"learner": {"Succeeded": 1}, "collector": {"Succeeded": 3}}
+
+
+def test_a_stale_spec_written_after_a_newer_commit_is_not_synced_back(
+    controller: Controller,  # noqa: F811
+    cluster: client.ApiClient,
+    namespace: str,
+    poll: Poll,
+) -> None:
+    """Two server requests interleave: A (2 -> 3) writes its spec after B (3 -> 4) committed and patched
+    the Workflow. The controller must not "sync" B away; it brings the spec to B's counts instead."""
+    name, jobs, custom = "racy", JobStore(cluster), client.CustomObjectsApi(cluster)
+    learner, collectors = task("learner"), task("collector", 2)
+    for t in (learner, collectors):
+        t["template"]["metadata"]["annotations"]["sim.dihera.io/run-seconds"] = "120"
+    jobs.create(manifest(name, namespace, learner, collectors, maxReplicas=8))
+    poll(lambda: (jobs.get(namespace, name) or {}).get("status", {}).get("phase") == "Running", 60, "Running")
+
+    def state() -> tuple[int, int, dict[str, int], int]:
+        """membership generation, its collectors, the spec's replicas, the DIJob's stamp"""
+        cm = client.CoreV1Api(cluster).read_namespaced_config_map(f"di-{name}", namespace).data
+        members = Membership.from_json(cm["membership.json"])
+        body = jobs.get(namespace, name) or {}
+        spec = {t.get("name") or t["type"]: t["replicas"] for t in body["spec"]["tasks"]}
+        return members.generation, len(members.of_task("collector")), spec, spec_generation(body)
+
+    scaler = JobScaler(cluster)  # a server's scaler; update_spec=False holds its spec write back
+    a = scaler.scale(namespace, name, ScaleRequest.add("collector", 1), update_spec=False)
+    b = scaler.scale(namespace, name, ScaleRequest.add("collector", 1), update_spec=False)
+    assert (a.membership.generation, b.membership.generation, b.replicas["collector"]) == (2, 3, 4)
+    # A's spec write (counts and stamp of generation 2, read before B committed) lands now
+    stale = {
+        "metadata": {"annotations": {GENERATION_ANNOTATION: "2"}},
+        "spec": {"tasks": [{**t, "replicas": a.replicas[t["type"]]} for t in (learner, collectors)]},
+    }
+    custom.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, name, stale, _content_type="application/merge-patch+json"
+    )
+    # the controller catches the spec up with B; it never commits A's counts again
+    poll(lambda: state() == (3, 4, {"learner": 1, "collector": 4}, 3), 30, "spec caught up with B")
+    hosts = {f"{name}-learner-0", *(f"{name}-collector-{i}" for i in range(4))}
+    poll(lambda: set(live_pods(cluster, namespace, name)) == hosts, 60, "B's 4 collectors")
+    changes = [m for r, m in dijob_events(cluster, namespace, name) if r == "ReplicasChanged"]
+    assert not [m for m in changes if "generation 4" in m], changes
+
+    # a hand edit of the caught-up spec is applied; its stamp is written without a new metadata.generation
+    edit_replicas(cluster, namespace, name, collector=2)
+    edited = int((jobs.get(namespace, name) or {})["metadata"]["generation"])
+    poll(lambda: state() == (4, 2, {"learner": 1, "collector": 2}, 4), 30, "edit applied and stamped")
+    assert int((jobs.get(namespace, name) or {})["metadata"]["generation"]) == edited
+

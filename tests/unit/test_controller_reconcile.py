@@ -19,9 +19,11 @@ LIVE = Membership(1, (Replica(0, "learner", 0), Replica(1, "collector", 0), Repl
 GROWN = Membership(2, (*LIVE.replicas, Replica(3, "collector", 2)))
 
 
-def dijob(collectors: int, generation: int, observed: int) -> dict[str, Any]:
+def dijob(collectors: int, generation: int, observed: int, stamp: int | None = None) -> dict[str, Any]:
     body = job(task("learner", replicas=1), task("collector", replicas=collectors), name=NAME)
     body["metadata"].update(namespace=NS, uid="job-uid", generation=generation)
+    if stamp is not None:
+        body["metadata"]["annotations"] = {"diengine/membership-generation": str(stamp)}
     body["status"] = {
         "phase": "Running",
         "observedGeneration": observed,
@@ -68,6 +70,7 @@ class Cluster:
         self.events: list[tuple[str, str]] = []
         self.scale_calls: list[tuple[str, str, ScaleRequest, bool]] = []
         self.scale_error: ScaleError | None = None
+        self.scale_result = (GROWN, workflow(2, GROWN))
 
     # JobStore
     def get(self, namespace: str, name: str) -> dict[str, Any]:
@@ -91,14 +94,15 @@ class Cluster:
         self.events.append((reason, message))
         return True
 
-    # JobScaler: commits GROWN and converges the Workflow to it
+    # JobScaler: commits GROWN (scale_result) and converges the Workflow to it
     def scale(self, namespace: str, name: str, request: ScaleRequest, *, update_spec: bool = True) -> Any:
         self.scale_calls.append((namespace, name, request, update_spec))
         if self.scale_error is not None:
             raise self.scale_error
-        self.configmap = {"data": {"membership.json": GROWN.to_json()}}
-        self.workflow = workflow(2, GROWN)
-        return type("Result", (), {"changed": True, "deleted_pods": ()})()
+        before = self.configmap
+        membership, self.workflow = self.scale_result
+        self.configmap = {"data": {"membership.json": membership.to_json()}}
+        return type("Result", (), {"changed": before != self.configmap, "deleted_pods": ()})()
 
 
 def reconcile(cluster: Cluster) -> None:
@@ -117,26 +121,37 @@ def test_a_hand_edit_goes_through_the_scaler_and_the_status_follows() -> None:
 
 
 @pytest.mark.parametrize(
-    ("case", "generation", "observed", "converged", "membership"),
+    ("case", "collectors", "generation", "observed", "stamp", "membership"),
     [
-        ("spec as observed: a scaler's write in flight, not an edit", 1, 1, 1, GROWN),
-        ("spec matches the membership", 2, 1, 1, LIVE),
+        ("spec and stamp written by a server request", 3, 2, 1, 2, GROWN),
+        ("spec matches the membership", 2, 2, 1, None, LIVE),
+        ("an edit seen before (refused)", 5, 2, 2, None, LIVE),
     ],
 )
 def test_no_scale_without_a_new_edit(
-    case: str, generation: int, observed: int, converged: int, membership: Membership
+    case: str, collectors: int, generation: int, observed: int, stamp: int | None, membership: Membership
 ) -> None:
-    collectors = len(LIVE.of_task("collector"))
-    cluster = Cluster(dijob(collectors, generation, observed), membership, converged)
+    cluster = Cluster(dijob(collectors, generation, observed, stamp), membership, membership.generation)
     reconcile(cluster)
     assert cluster.scale_calls == [], case
 
 
-def test_an_edit_waits_while_a_scaler_is_between_commit_and_workflow_patch() -> None:
-    cluster = Cluster(dijob(collectors=5, generation=2, observed=1), GROWN, converged=1)
+@pytest.mark.parametrize(
+    ("case", "collectors", "converged"),
+    [
+        ("a server request between its commit and its spec write", 2, 2),
+        ("A's spec (stamp 1) written after B's commit (generation 2)", 5, 2),
+        ("a scaler crashed between its commit and its Workflow patch", 2, 1),
+    ],
+)
+def test_a_spec_older_than_the_membership_is_caught_up_never_applied(
+    case: str, collectors: int, converged: int
+) -> None:
+    cluster = Cluster(dijob(collectors, generation=2, observed=1, stamp=1), GROWN, converged)
     reconcile(cluster)
-    assert cluster.scale_calls == []
-    assert all(s["observedGeneration"] == 1 for s in cluster.statuses)  # looked at again on the next event
+    assert cluster.scale_calls == [(NS, NAME, ScaleRequest.sync(), False)], case
+    (status,) = cluster.statuses
+    assert (status["replicas"], status["membershipGeneration"]) == (4, 2), case
 
 
 def test_a_refused_edit_is_a_warning_event_and_is_not_retried() -> None:

@@ -21,6 +21,9 @@ from dihera.scaling import (
     plan_scale,
     pods_to_delete,
     read_dag,
+    spec_generation,
+    spec_is_current,
+    stamp_patch,
     workflow_patch,
 )
 from tests.unit.builders import job as job_doc
@@ -214,3 +217,75 @@ def test_a_workflow_without_the_entry_dag_is_refused() -> None:
     job, membership, _ = _state()
     with pytest.raises(ScaleError, match="no DAG template 'dijob'"):
         plan_scale(job, membership, {"metadata": {"name": "x"}, "spec": {"templates": []}}, ScaleRequest.sync())
+
+
+def _stamped(stamp: str | None, collectors: int = 2) -> dict[str, Any]:
+    manifest = _job().with_replicas("collector", collectors).to_manifest()
+    if stamp is not None:
+        manifest["metadata"].setdefault("annotations", {})[GENERATION_ANNOTATION] = stamp
+    return manifest
+
+
+def _gen(generation: int) -> Membership:
+    return Membership(generation, ())
+
+
+@pytest.mark.parametrize(
+    ("case", "stamp", "generation", "current"),
+    [
+        ("(1) idle new job: no stamp stands for generation 1", None, 1, True),
+        ("(1) idle job after a scale: stamp = generation", "3", 3, True),
+        ("(2)/(4) a request committed since the spec was written", "3", 4, False),
+        ("(3) A's spec (stamp 2) after B's commit (3)", "2", 3, False),
+        ("(5) a commit whose writer crashed", None, 2, False),
+        ("unreadable stamp: older than any membership", "x", 1, False),
+    ],
+)
+def test_sync_follows_the_spec_only_when_it_is_current(
+    case: str, stamp: str | None, generation: int, current: bool
+) -> None:
+    assert spec_is_current(_stamped(stamp), _gen(generation)) is current, case
+
+
+@pytest.mark.parametrize(("stamp", "value"), [(None, 1), ("4", 4), ("junk", 0)])
+def test_spec_generation(stamp: str | None, value: int) -> None:
+    assert spec_generation(_stamped(stamp)) == value
+
+
+KEY = "/metadata/annotations/diengine~1membership-generation"
+NEW_MAP = {"op": "add", "path": "/metadata/annotations", "value": {}}
+SPEC_5 = [
+    {"op": "test", "path": "/spec/tasks/1/name", "value": "collector"},
+    {"op": "replace", "path": "/spec/tasks/1/replicas", "value": 5},
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "stamp", "generation", "collectors", "ops"),
+    [
+        ("counts and stamp in one patch", "2", 3, 5, [*SPEC_5, {"op": "add", "path": KEY, "value": "3"}]),
+        ("first stamp adds the annotations", None, 2, 5, [*SPEC_5, NEW_MAP, {"op": "add", "path": KEY, "value": "2"}]),
+        ("counts already right: the stamp alone", "2", 3, 2, [{"op": "add", "path": KEY, "value": "3"}]),
+        ("already written", "3", 3, 2, []),
+        ("a stale writer (stamp is newer) writes nothing", "4", 3, 5, []),
+    ],
+)
+def test_job_spec_patch_stamps_and_never_goes_back(
+    case: str, stamp: str | None, generation: int, collectors: int, ops: list[dict[str, Any]]
+) -> None:
+    manifest = _stamped(stamp)
+    if stamp is None:
+        manifest["metadata"].pop("annotations", None)
+    counts = {"learner": 1, "collector": collectors, "evaluator": 1}
+    assert job_spec_patch(manifest, counts, generation) == ops, case
+    if ops:
+        patched = jsonpatch.apply_patch(manifest, ops)
+        assert spec_generation(patched) == generation and job_spec_patch(patched, counts, generation) == []
+
+
+@pytest.mark.parametrize(
+    ("stamp", "generation", "ops"),
+    [("2", 3, [{"op": "add", "path": KEY, "value": "3"}]), ("3", 3, []), ("4", 3, []), (None, 1, [])],
+)
+def test_stamp_patch_is_metadata_only_and_monotonic(stamp: str | None, generation: int, ops: list[Any]) -> None:
+    assert stamp_patch(_stamped(stamp), generation) == ops
