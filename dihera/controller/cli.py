@@ -18,7 +18,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
 
     Read at the entry point only: ``DIHERA_SERVER_URL``, ``DIHERA_CLUSTER_DOMAIN``,
     ``DIHERA_WATCH_NAMESPACES`` (comma-separated; empty: all), ``DIHERA_PEERING_NAME`` (empty:
-    standalone), ``DIHERA_CONTROLLER_METRICS_PORT``, ``DIHERA_CONTROLLER_HEALTH_PORT``, ``DIHERA_BIND_ADDRESS``.
+    standalone), ``DIHERA_CONTROLLER_METRICS_PORT``, ``DIHERA_CONTROLLER_HEALTH_PORT``, ``DIHERA_BIND_ADDRESS``,
+    ``DIHERA_POD_NAME`` (the replica's peering identity).
     """
     from dihera.render import RenderSettings
 
@@ -46,6 +47,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         peering=peering or "dihera",
         standalone=args.standalone or not peering,
         priority=args.priority if args.priority is not None else random.randint(1, 2**30),
+        peering_lifetime=args.peering_lifetime,
+        identity=args.identity or env("DIHERA_POD_NAME"),
         bind_address=args.bind_address or env("DIHERA_BIND_ADDRESS") or "127.0.0.1",
         metrics_port=_port(args.metrics_port, env("DIHERA_CONTROLLER_METRICS_PORT"), 8080),
         health_port=_port(args.health_port, env("DIHERA_CONTROLLER_HEALTH_PORT"), 8081),
@@ -125,6 +128,16 @@ def register(sub: Any) -> None:
     p.add_argument("--peering", help="kopf peering name shared by the replicas (default dihera)")
     p.add_argument("--standalone", action="store_true", help="no peering (single instance, tests)")
     p.add_argument("--priority", type=int, help="peering priority; the highest acts (default: random)")
+    p.add_argument(
+        "--peering-lifetime",
+        type=int,
+        default=60,
+        metavar="SECONDS",
+        help="how long a replica's keep-alive counts; a replica that died is taken over within it (default 60)",
+    )
+    p.add_argument(
+        "--identity", help="this replica's name in the peering object (default: $DIHERA_POD_NAME, else kopf's)"
+    )
     p.add_argument("--bind-address", help="address of the HTTP endpoints (default 127.0.0.1; 0.0.0.0 in a pod)")
     p.add_argument("--metrics-port", type=int, help="/metrics and /readyz (default 8080; 0: off)")
     p.add_argument("--health-port", type=int, help="kopf liveness /healthz (default 8081; 0: off)")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import os
+import socket
 from typing import Any
 
 import kopf
@@ -35,6 +37,8 @@ def kopf_settings(settings: ControllerSettings) -> Any:
     kop.peering.name = settings.peering
     kop.peering.standalone = settings.standalone
     kop.peering.priority = settings.priority
+    kop.peering.lifetime = settings.peering_lifetime
+    kop.peering.stealth = True  # keep-alives unlogged; pauses and resumes are always logged
     kop.peering.mandatory = not settings.standalone
     kop.peering.clusterwide = settings.all_namespaces
     kop.networking.error_backoffs = (1, 2, 5, 10)
@@ -44,6 +48,8 @@ def kopf_settings(settings: ControllerSettings) -> Any:
 def run_controller(settings: ControllerSettings) -> int:
     """Run until interrupted (SIGINT/SIGTERM); returns the exit code."""
     configure_logging()
+    # kopf logs its peering decisions ("Pausing operations in favour of ...", "Resuming operations ...") at INFO
+    logging.getLogger("kopf._core.engines.peering").setLevel(logging.INFO)
     api = api_client(settings.kubeconfig, settings.context)
     metrics = Metrics()
     scaler = JobScaler(api, settings.render)  # one per controller: its per-job locks serialise scaling
@@ -51,13 +57,19 @@ def run_controller(settings: ControllerSettings) -> int:
     queue = ReconcileQueue(reconciler.reconcile, settings.retry_delays)
     readiness = Readiness()
     runners: list[Any] = []
+    identity = settings.identity or f"{socket.gethostname()}/{os.getpid()}"  # names this replica in the peering
 
     async def startup(**_: Any) -> None:
         if settings.metrics_port:
             runners.append(await start_endpoints(settings.bind_address, settings.metrics_port, metrics, readiness))
         readiness.set()
         where = "all namespaces" if settings.all_namespaces else ", ".join(settings.namespaces)
-        peering = "standalone" if settings.standalone else f"peering {settings.peering} priority {settings.priority}"
+        peering = (
+            "standalone"
+            if settings.standalone
+            else f"peering {settings.peering} as {identity} priority {settings.priority}"
+            f" lifetime {settings.peering_lifetime}s"
+        )
         log.info(
             "controller started: %s; %s; metrics on %s:%s", where, peering, settings.bind_address, settings.metrics_port
         )
@@ -79,6 +91,7 @@ def run_controller(settings: ControllerSettings) -> int:
         standalone=settings.standalone,
         priority=settings.priority,
         peering_name=None if settings.standalone else settings.peering,
+        identity=identity,  # type: ignore[arg-type]  # kopf's Identity is a NewType of str, not exported
         liveness_endpoint=liveness,
         clusterwide=settings.all_namespaces,
         namespaces=settings.namespaces,

@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 
 from dihera.render import RenderSettings
 
-__all__ = ["ControllerSettings"]
+__all__ = ["MIN_PEERING_LIFETIME", "ControllerSettings"]
+
+MIN_PEERING_LIFETIME = 5
 
 
 @dataclass(frozen=True)
@@ -18,6 +20,9 @@ class ControllerSettings:
     ``/metrics`` and ``/readyz`` on ``metrics_port``, kopf's liveness ``/healthz`` on ``health_port``
     (0 disables an endpoint). With ``standalone`` the controller skips peering; otherwise
     replicas sharing ``peering`` elect one active instance by ``priority`` (higher wins).
+    ``peering_lifetime`` is how long (seconds) a replica's keep-alive in the peering object counts:
+    a replica that died without leaving is taken over by the next one within that time.
+    ``identity`` names the replica in the peering object and the logs (None: kopf's ``user@host/...``).
     """
 
     kubeconfig: str | None = None
@@ -28,6 +33,8 @@ class ControllerSettings:
     peering: str = "dihera"
     standalone: bool = False
     priority: int = 0
+    peering_lifetime: int = 60
+    identity: str | None = None
     bind_address: str = "127.0.0.1"
     metrics_port: int = 8080
     health_port: int = 8081
@@ -39,3 +46,6 @@ class ControllerSettings:
             raise ValueError("the controller needs --namespace NS (repeatable) or --all-namespaces")
         if self.namespaces and self.all_namespaces:
             raise ValueError("--namespace and --all-namespaces exclude each other")
+        if self.peering_lifetime < MIN_PEERING_LIFETIME:
+            # kopf renews the keep-alive 5-10 s before it expires (at least every second): shorter would flap
+            raise ValueError(f"--peering-lifetime must be at least {MIN_PEERING_LIFETIME} seconds")

@@ -38,6 +38,24 @@ def test_chart_variables_fill_in_what_flags_leave_out() -> None:
     assert flagged.namespaces == ("x",) and flagged.metrics_port == 1 and flagged.priority == 5
 
 
+def test_peering_lifetime_and_identity_reach_kopf() -> None:
+    from dihera.controller.run import kopf_settings
+
+    s = settings(["-n", "a", "--peering", "p", "--priority", "7", "--peering-lifetime", "10", "--identity", "one"])
+    assert (s.peering, s.priority, s.peering_lifetime, s.identity) == ("p", 7, 10, "one")
+    kop = kopf_settings(s).peering
+    assert (kop.name, kop.priority, kop.lifetime, kop.mandatory, kop.standalone) == ("p", 7, 10, True, False)
+    assert not kop.clusterwide
+    defaults = settings(["-n", "a"], {"DIHERA_POD_NAME": "dihera-controller-abc"})
+    assert defaults.peering_lifetime == 60 and defaults.identity == "dihera-controller-abc"
+    assert settings(["-n", "a"]).identity is None
+
+
+def test_peering_lifetime_too_short_is_refused() -> None:
+    with pytest.raises(ValueError, match="at least 5 seconds"):
+        settings(["-n", "a", "--peering-lifetime", "4"])
+
+
 def test_namespace_and_all_namespaces_exclude_each_other() -> None:
     with pytest.raises(SystemExit):
         settings(["-n", "a", "-A"])
