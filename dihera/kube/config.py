@@ -2,26 +2,50 @@
 
 from __future__ import annotations
 
+import functools
 import os
+from typing import Any
 
 from kubernetes import client, config
 
-__all__ = ["api_client"]
+__all__ = ["DEFAULT_REQUEST_TIMEOUT", "api_client"]
+
+#: (connect, read) seconds for every request that names no timeout of its own. The client's
+#: default is to wait forever, so one stalled connection could freeze a reconcile for good.
+#: Watches (``watch=true``) are left alone: they are long reads by design and carry their own limit.
+DEFAULT_REQUEST_TIMEOUT = (10.0, 60.0)
 
 
-def api_client(kubeconfig: str | None = None, context: str | None = None) -> client.ApiClient:
+def _with_default_timeout(api: client.ApiClient, timeout: tuple[float, float]) -> client.ApiClient:
+    send: Any = api.rest_client.request
+
+    @functools.wraps(send)
+    def request(method: str, url: str, *args: Any, _request_timeout: Any = None, **kwargs: Any) -> Any:
+        if _request_timeout is None and "watch=true" not in url:
+            _request_timeout = timeout
+        return send(method, url, *args, _request_timeout=_request_timeout, **kwargs)
+
+    api.rest_client.request = request  # type: ignore[method-assign]
+    return api
+
+
+def api_client(
+    kubeconfig: str | None = None,
+    context: str | None = None,
+    timeout: tuple[float, float] = DEFAULT_REQUEST_TIMEOUT,
+) -> client.ApiClient:
     """An API client for ``kubeconfig`` (or ``$KUBECONFIG``, or ``~/.kube/config``), else in-cluster config.
 
-    Called at an entry point only; nothing reads configuration at import time.
+    Requests without a timeout of their own get ``timeout``. Called at an entry point only;
+    nothing reads configuration at import time.
     """
     path = kubeconfig or os.environ.get("KUBECONFIG")
     default = os.path.expanduser("~/.kube/config")
+    cfg = client.Configuration()
     if path or os.path.exists(default):
-        cfg = client.Configuration()
         config.load_kube_config(  # type: ignore[no-untyped-call]
             config_file=path or default, context=context, client_configuration=cfg
         )
-        return client.ApiClient(cfg)
-    cfg = client.Configuration()
-    config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-    return client.ApiClient(cfg)
+    else:
+        config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
+    return _with_default_timeout(client.ApiClient(cfg), timeout)

@@ -24,6 +24,7 @@ if str(REPO) not in sys.path:  # `ci` is a top-level folder of the repo, not an 
     sys.path.insert(0, str(REPO))
 
 from ci.devcluster import Cluster, Settings  # noqa: E402
+from dihera.schema import crd_manifest, dijob_schema  # noqa: E402
 
 T = TypeVar("T")
 Poll = Callable[..., Any]
@@ -111,3 +112,25 @@ def namespace(cluster: client.ApiClient) -> Iterator[str]:
         except ApiException as err:
             if err.status != 404:
                 raise
+
+
+@pytest.fixture(scope="session")
+def dijob_crd(cluster: client.ApiClient, poll: Poll) -> None:
+    """The CRD generated from schemas/, applied (server-side) and Established."""
+    ext = client.ApiextensionsV1Api(cluster)
+    crd = crd_manifest(dijob_schema())
+    name = crd["metadata"]["name"]
+    try:
+        existing = ext.read_custom_resource_definition(name)
+        crd["metadata"]["resourceVersion"] = existing.metadata.resource_version
+        ext.replace_custom_resource_definition(name, crd)
+    except ApiException as err:
+        if err.status != 404:
+            raise
+        ext.create_custom_resource_definition(crd)
+
+    def established() -> bool:
+        conds = ext.read_custom_resource_definition(name).status.conditions or []
+        return any(c.type == "Established" and c.status == "True" for c in conds)
+
+    poll(established, 30, f"CRD {name} Established")

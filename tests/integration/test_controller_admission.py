@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,18 +15,6 @@ from dihera.kube.jobs import JobStore
 
 pytestmark = pytest.mark.cluster
 DIHERA = str(Path(sys.executable).with_name("dihera"))
-
-
-@pytest.fixture(scope="module")
-def crd_installed(kubeconfig: Path) -> None:
-    crd = subprocess.run([DIHERA, "crd"], capture_output=True, text=True, check=True).stdout
-    for argv in (
-        ["apply", "--server-side", "--force-conflicts", "-f", "-"],
-        ["wait", "--for=condition=Established", "crd/dijobs.diengine.opendilab.org", "--timeout=60s"],
-    ):
-        subprocess.run(
-            ["kubectl", f"--kubeconfig={kubeconfig}", *argv], input=crd, text=True, check=True, capture_output=True
-        )
 
 
 def _task(type_: str, name: str | None = None) -> dict[str, Any]:
@@ -50,7 +37,7 @@ def test_rejected_at_apply_time(
     tasks: list[dict[str, Any]],
     field: str,
     words: str,
-    crd_installed: None,
+    dijob_crd: None,
     cluster: client.ApiClient,
     namespace: str,
 ) -> None:

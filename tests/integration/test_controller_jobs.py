@@ -53,13 +53,6 @@ def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
 
 
 @pytest.fixture(scope="session")
-def dijob_crd(kubeconfig: Path) -> None:
-    crd = subprocess.run([DIHERA, "crd"], capture_output=True, text=True, check=True).stdout
-    _kubectl(kubeconfig, "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=crd)
-    _kubectl(kubeconfig, "wait", "--for=condition=Established", "crd/dijobs.diengine.opendilab.org", "--timeout=60s")
-
-
-@pytest.fixture(scope="session")
 def controller_kubeconfig(
     kubeconfig: Path, cluster: client.ApiClient, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:

@@ -43,7 +43,6 @@ from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
     Poll,
     _free_port,
     controller_kubeconfig,
-    dijob_crd,
     dijob_events,
     manifest,
     phase_is,
@@ -139,7 +138,7 @@ def peering(kopf_crds: None, cluster: client.ApiClient, namespace: str) -> str:
 @pytest.fixture
 def replicas(
     controller_kubeconfig: Path,  # noqa: F811
-    dijob_crd: None,  # noqa: F811
+    dijob_crd: None,
     namespace: str,
     peering: str,
     cluster: client.ApiClient,

@@ -21,7 +21,6 @@ from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
     Poll,
     controller,
     controller_kubeconfig,
-    dijob_crd,
     dijob_events,
     job_pods,
     manifest,

@@ -10,32 +10,10 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from dihera import load_job
-from dihera.schema import GROUP, PLURAL, VERSION, crd_manifest, dijob_schema
+from dihera.schema import GROUP, PLURAL, VERSION
 from tests.unit.builders import job, task
 
 pytestmark = pytest.mark.cluster
-
-
-@pytest.fixture(scope="module")
-def dijob_crd(cluster: client.ApiClient, poll: Any) -> None:
-    """The CRD generated from schemas/, applied (server-side) and Established."""
-    ext = client.ApiextensionsV1Api(cluster)
-    crd = crd_manifest(dijob_schema())
-    name = crd["metadata"]["name"]
-    try:
-        existing = ext.read_custom_resource_definition(name)
-        crd["metadata"]["resourceVersion"] = existing.metadata.resource_version
-        ext.replace_custom_resource_definition(name, crd)
-    except ApiException as err:
-        if err.status != 404:
-            raise
-        ext.create_custom_resource_definition(crd)
-
-    def established() -> bool:
-        conds = ext.read_custom_resource_definition(name).status.conditions or []
-        return any(c.type == "Established" and c.status == "True" for c in conds)
-
-    poll(established, 30, f"CRD {name} Established")
 
 
 def create(api: client.ApiClient, namespace: str, manifest: dict[str, Any], dry_run: bool = True) -> Any:

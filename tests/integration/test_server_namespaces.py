@@ -17,7 +17,6 @@ import pytest
 from kubernetes import client
 
 from dihera.server import ServerSettings
-from tests.integration.test_crd_admission import dijob_crd  # noqa: F401  (fixture)
 from tests.integration.test_server_scaling import (
     delete,
     install_server_rbac,
@@ -42,7 +41,7 @@ def second_namespace(cluster: client.ApiClient) -> Iterator[str]:
 
 
 def test_two_watched_namespaces_are_served_with_roles_only(
-    dijob_crd: None,  # noqa: F811
+    dijob_crd: None,
     kubeconfig: Path,
     cluster: client.ApiClient,
     namespace: str,

@@ -39,7 +39,6 @@ from dihera.schema import GROUP, PLURAL, VERSION
 from dihera.server import KubeBackend, ServerSettings, create_app
 from tests.chart import helm
 from tests.chart.helm import RELEASE_NAMESPACE, Manifest
-from tests.integration.test_crd_admission import dijob_crd  # noqa: F401  (fixture)
 from tests.unit.builders import job as job_doc
 from tests.unit.builders import task
 
@@ -220,7 +219,7 @@ def _env(pod: client.V1Pod) -> dict[str, Any]:
 
 
 def test_collectors_go_2_5_3_and_survivors_are_untouched(
-    dijob_crd: None, cluster: client.ApiClient, namespace: str, server: str, poll: Any  # noqa: F811
+    dijob_crd: None, cluster: client.ApiClient, namespace: str, server: str, poll: Any
 ) -> None:
     name, fq = "elastic", f"di-elastic.{namespace}.svc.cluster.local"
     start_job(cluster, namespace, name, collectors=2, maxReplicas=8)
@@ -282,7 +281,7 @@ def test_collectors_go_2_5_3_and_survivors_are_untouched(
 
 
 def test_refused_requests_get_the_right_4xx_and_change_nothing(
-    dijob_crd: None, cluster: client.ApiClient, namespace: str, server: str  # noqa: F811
+    dijob_crd: None, cluster: client.ApiClient, namespace: str, server: str
 ) -> None:
     name = "guarded"
     start_job(cluster, namespace, name, collectors=2, maxReplicas=4)
@@ -314,7 +313,7 @@ def test_refused_requests_get_the_right_4xx_and_change_nothing(
 
 
 def test_concurrent_requests_leave_a_consistent_count(
-    dijob_crd: None, cluster: client.ApiClient, namespace: str, server: str  # noqa: F811
+    dijob_crd: None, cluster: client.ApiClient, namespace: str, server: str
 ) -> None:
     name = "busy"
     start_job(cluster, namespace, name, collectors=2, maxReplicas=15)

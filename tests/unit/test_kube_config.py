@@ -1,0 +1,40 @@
+"""Requests get a default timeout; watches and requests that name their own keep theirs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import yaml
+
+from dihera.kube.config import DEFAULT_REQUEST_TIMEOUT, _with_default_timeout, api_client
+
+
+def test_default_timeout_except_for_watches_and_explicit_timeouts() -> None:
+    seen: list[Any] = []
+
+    def send(method: str, url: str, *args: Any, _request_timeout: Any = None, **kw: Any) -> None:
+        seen.append(_request_timeout)
+
+    api: Any = SimpleNamespace(rest_client=SimpleNamespace(request=send))
+    _with_default_timeout(api, (1.0, 2.0))
+    api.rest_client.request("GET", "https://x/api/v1/pods")
+    api.rest_client.request("GET", "https://x/api/v1/pods?watch=true&timeoutSeconds=240")
+    api.rest_client.request("PATCH", "https://x/api/v1/pods/a", _request_timeout=5)
+    assert seen == [(1.0, 2.0), None, 5]
+
+
+def test_api_client_applies_the_default(tmp_path: Path) -> None:
+    cfg = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1"}}],
+        "users": [{"name": "u", "user": {"token": "t"}}],
+        "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],
+    }
+    path = tmp_path / "kubeconfig"
+    path.write_text(yaml.safe_dump(cfg))
+    api = api_client(str(path))
+    assert api.configuration.host == "https://127.0.0.1:1"
+    assert api.rest_client.request.__wrapped__.__self__ is api.rest_client
+    assert DEFAULT_REQUEST_TIMEOUT == (10.0, 60.0)
