@@ -20,8 +20,8 @@ from typing import Any
 
 from dihera.membership import Membership, Replica
 from dihera.model import DIJob
-from dihera.naming import ANNOTATION_REPLICAS, LABEL_POD, dag_task_name
-from dihera.render.workflow import ENTRYPOINT, dag_task
+from dihera.naming import ANNOTATION_REPLICAS, LABEL_POD, LABEL_TASK_TYPE, dag_task_name
+from dihera.render.workflow import DESCRIPTION_ANNOTATION, ENTRYPOINT, dag_task, describe
 
 __all__ = [
     "GENERATION_ANNOTATION",
@@ -312,7 +312,25 @@ def workflow_patch(membership: Membership, workflow: Mapping[str, Any]) -> list[
         ops.append(
             {"op": "add", "path": f"/metadata/annotations/{_pointer(GENERATION_ANNOTATION)}", "value": generation}
         )
+        ops.append(
+            {
+                "op": "add",
+                "path": f"/metadata/annotations/{_pointer(DESCRIPTION_ANNOTATION)}",
+                "value": _description(membership, workflow),
+            }
+        )
     return ops
+
+
+def _description(membership: Membership, workflow: Mapping[str, Any]) -> str:
+    """The Argo UI description for ``membership``: task types read from the task templates' labels."""
+    meta = workflow.get("metadata") or {}
+    tasks = [
+        (str(t["name"]), str(labels[LABEL_TASK_TYPE]), len(membership.of_task(str(t["name"]))))
+        for t in workflow["spec"]["templates"]
+        if LABEL_TASK_TYPE in (labels := (t.get("metadata") or {}).get("labels") or {})
+    ]
+    return describe(f"{meta.get('namespace')}/{meta.get('name')}", tasks, membership.generation)
 
 
 def pods_to_delete(job_name: str, workflow: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> list[str]:

@@ -10,7 +10,6 @@ from typing import Any
 import kopf
 
 from dihera.controller.handlers import build_registry, configure_watching
-from dihera.controller.logs import configure_logging
 from dihera.controller.metrics import Metrics
 from dihera.controller.queue import ReconcileQueue
 from dihera.controller.reconcile import Reconciler
@@ -22,6 +21,7 @@ from dihera.kube.events import EventRecorder
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import ObjectStore
 from dihera.kube.scaling import JobScaler
+from dihera.logs import configure_logging
 
 __all__ = ["kopf_settings", "run_controller"]
 

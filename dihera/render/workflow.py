@@ -11,7 +11,7 @@ on the template, every other pod spec field goes into ``podSpecPatch``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from hera.workflows import Workflow
@@ -40,9 +40,10 @@ from dihera.render.env import INDEX, RANK, di_env
 from dihera.render.objects import owner_references
 from dihera.render.settings import RenderSettings
 
-__all__ = ["ENTRYPOINT", "MEMBERSHIP_VOLUME", "build_workflow", "dag_task"]
+__all__ = ["DESCRIPTION_ANNOTATION", "ENTRYPOINT", "MEMBERSHIP_VOLUME", "build_workflow", "dag_task", "describe"]
 
 ENTRYPOINT = "dijob"
+DESCRIPTION_ANNOTATION = "workflows.argoproj.io/description"
 MEMBERSHIP_VOLUME = "dihera-membership"
 
 #: Pod spec fields an Argo template carries itself (camelCase pod spec name -> template field).
@@ -137,11 +138,12 @@ def dag_task(task_name: str, index: int, rank: int) -> m.DAGTask:
     )
 
 
-def _description(job: DIJob, membership: Membership) -> str:
-    rows = "\n".join(f"| {t.name} | {t.type.value} | {len(membership.of_task(t.name))} |" for t in job.tasks)
+def describe(job_id: str, tasks: Sequence[tuple[str, str, int]], generation: int) -> str:
+    """The Argo UI description: the job, its replicas and a table of (task, type, replicas)."""
+    rows = "\n".join(f"| {name} | {type_} | {count} |" for name, type_, count in tasks)
+    total = sum(count for _, _, count in tasks)
     return (
-        f"DI-engine job `{job.id}`: {len(membership.replicas)} replicas "
-        f"(membership generation {membership.generation}).\n\n"
+        f"DI-engine job `{job_id}`: {total} replicas (membership generation {generation}).\n\n"
         f"| task | type | replicas |\n|---|---|---|\n{rows}\n"
     )
 
@@ -159,7 +161,9 @@ def build_workflow(job: DIJob, membership: Membership, settings: RenderSettings)
     labels = {**dict(job.labels), **MANAGED_BY, LABEL_JOB: job.name}
     annotations = {
         "workflows.argoproj.io/title": f"DIJob {job.name}",
-        "workflows.argoproj.io/description": _description(job, membership),
+        DESCRIPTION_ANNOTATION: describe(
+            job.id, [(t.name, t.type.value, len(membership.of_task(t.name))) for t in job.tasks], membership.generation
+        ),
     }
     pod_gc = _POD_GC[job.clean_pod_policy]
     wf = Workflow(

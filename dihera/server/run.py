@@ -6,8 +6,8 @@ import logging
 
 import uvicorn
 
-from dihera.controller.logs import configure_logging
 from dihera.kube import api_client
+from dihera.logs import configure_logging
 from dihera.server.app import create_app
 from dihera.server.backend import KubeBackend
 from dihera.server.settings import ServerSettings

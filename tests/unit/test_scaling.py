@@ -289,3 +289,20 @@ def test_job_spec_patch_stamps_and_never_goes_back(
 )
 def test_stamp_patch_is_metadata_only_and_monotonic(stamp: str | None, generation: int, ops: list[Any]) -> None:
     assert stamp_patch(_stamped(stamp), generation) == ops
+
+
+def test_the_argo_ui_description_follows_the_membership() -> None:
+    from dihera import load_job, plan_membership, render
+    from dihera.scaling import workflow_patch
+    from tests.unit.builders import job as job_manifest
+    from tests.unit.builders import task
+
+    dqn = load_job(job_manifest(task("learner"), task("collector", replicas=2), name="dqn"))
+    first = render(dqn).workflow
+    bigger = plan_membership(dqn.with_replicas("collector", 5), plan_membership(dqn, None))
+    ops = workflow_patch(bigger, first)
+    (description,) = [o["value"] for o in ops if o["path"].endswith("workflows.argoproj.io~1description")]
+    assert description == render(dqn.with_replicas("collector", 5), membership=bigger).workflow["metadata"][
+        "annotations"
+    ]["workflows.argoproj.io/description"]
+    assert "| collector | collector | 5 |" in description and "6 replicas (membership generation 2)" in description
