@@ -96,8 +96,9 @@ class JobScaler:
     def scale(self, namespace: str, name: str, request: ScaleRequest, *, update_spec: bool = True) -> ScaleResult:
         """Apply ``request`` to job ``namespace/name``. ScaleError when refused (nothing changed).
 
-        ``update_spec``: write the new counts and the stamp into the DIJob (False when the request
-        *is* a spec edit, made by hand and seen by the controller: only the stamp is written).
+        ``update_spec``: write the new counts and the stamp into the DIJob. With False, a sync (the
+        spec *is* the edit, made by hand and seen by the controller) writes only the stamp, and any
+        other request writes nothing to the DIJob.
 
         ``ScaleRequest.sync()`` makes spec and membership agree, the newer one winning: a spec whose
         stamp is at least the membership's generation is applied (a hand edit); an older one is
@@ -108,8 +109,10 @@ class JobScaler:
             deleted = self._retry(lambda: self._converge_workflow(namespace, name))
             if update_spec or not current:
                 self._retry(lambda: self._write_spec(namespace, name))
-            else:  # the spec is the edit just applied: say which membership it now stands for
+            elif request.action is Action.SYNC:  # the spec is the edit just applied: stamp what it stands for
                 self._retry(lambda: self._write_stamp(namespace, name, membership.generation))
+            # any other request with update_spec=False leaves the DIJob alone: stamping a spec whose
+            # counts were not written would make it look like a hand edit of the new generation
         added = tuple(r for r in membership.replicas if r not in previous.replicas)
         removed = tuple(r for r in previous.replicas if r not in membership.replicas)
         changed = membership != previous
