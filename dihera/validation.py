@@ -20,11 +20,10 @@ from dihera.model import CleanPodPolicy, DIJob, Priority, Task, TaskType
 from dihera.podtemplate import check_pod_template
 from dihera.schema import API_VERSION, KIND, dijob_schema
 
-__all__ = ["DEFAULT_NAMESPACE", "MAX_HOSTNAME", "MAX_JOB_NAME", "apply_defaults", "load_job", "validate"]
+__all__ = ["DEFAULT_NAMESPACE", "MAX_HOSTNAME", "apply_defaults", "load_job", "validate"]
 
 DEFAULT_NAMESPACE = "default"
 MAX_HOSTNAME = 63
-MAX_JOB_NAME = 60  # the Service di-<job> is a DNS label too
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _SINGLETON_TYPES = (TaskType.LEARNER, TaskType.COLLECTOR, TaskType.EVALUATOR)
 

@@ -17,6 +17,7 @@ from dihera.naming import (
 )
 from dihera.render.env import GENERATION_KEY, MEMBERSHIP_FILE, NODES_KEY
 from dihera.render.settings import RenderSettings
+from dihera.schema import API_VERSION, KIND
 
 __all__ = ["job_labels", "membership_configmap", "node_lists", "owner_references", "service"]
 
@@ -32,8 +33,8 @@ def owner_references(job: DIJob) -> list[dict[str, Any]]:
         return []
     return [
         {
-            "apiVersion": "diengine.opendilab.org/v2alpha1",
-            "kind": "DIJob",
+            "apiVersion": API_VERSION,
+            "kind": KIND,
             "name": job.name,
             "uid": job.uid,
             "controller": True,

@@ -81,7 +81,7 @@ def _pod_metadata(job: DIJob, task: Task, replicas: int) -> dict[str, Any]:
     meta = task.template.get("metadata") or {}
     labels = {
         **dict(meta.get("labels") or {}),
-        **job_pod_labels(job, task),
+        **_job_pod_labels(job, task),
         LABEL_POD: hostname(job.name, task.name, INDEX),
     }
     annotations = {
@@ -93,7 +93,7 @@ def _pod_metadata(job: DIJob, task: Task, replicas: int) -> dict[str, Any]:
     return {"labels": labels, "annotations": annotations}
 
 
-def job_pod_labels(job: DIJob, task: Task) -> dict[str, str]:
+def _job_pod_labels(job: DIJob, task: Task) -> dict[str, str]:
     return {**MANAGED_BY, LABEL_JOB: job.name, LABEL_TASK_NAME: task.name, LABEL_TASK_TYPE: task.type.value}
 
 
