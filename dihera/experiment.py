@@ -15,13 +15,13 @@ from typing import Any
 from hera.workflows import Workflow
 
 from dihera.membership import Membership, plan_membership
-from dihera.model import DIJob, Task, TaskType
+from dihera.model import DIJob, EnvProvider, Task, TaskType
 from dihera.render.settings import RenderSettings
 from dihera.render.workflow import build_workflow
 from dihera.schema import API_VERSION, KIND
 from dihera.validation import load_job
 
-__all__ = ["dijob", "task", "workflow"]
+__all__ = ["dijob", "env_provider", "task", "workflow"]
 
 
 def task(
@@ -35,8 +35,12 @@ def task(
     env: Mapping[str, str] | None = None,
     resources: Mapping[str, Any] | None = None,
     template: Mapping[str, Any] | None = None,
+    env_provider: EnvProvider | str | None = None,
 ) -> dict[str, Any]:
-    """One task entry (``spec.tasks[]``): give ``image`` (and ``command``...) or a whole pod ``template``."""
+    """One task entry (``spec.tasks[]``): give ``image`` (and ``command``...) or a whole pod ``template``.
+
+    ``env_provider``: a framework's env for the task (``"torch"`` or :func:`env_provider`).
+    """
     if (template is None) == (image is None):
         raise ValueError("task: give either image (with command, args, env, resources) or template, not both")
     if template is None:
@@ -53,7 +57,17 @@ def task(
     entry: dict[str, Any] = {"type": TaskType(type).value, "replicas": replicas, "template": dict(template)}
     if name is not None:
         entry["name"] = name
+    if env_provider is not None:
+        spec = EnvProvider(env_provider) if isinstance(env_provider, str) else env_provider
+        entry["envProvider"] = spec.to_dict()
     return entry
+
+
+def env_provider(
+    name: str, *, port: int | None = None, role: str | None = None, allow_scaling: bool = False
+) -> EnvProvider:
+    """``spec.tasks[].envProvider``: ``torch``, ``tensorflow`` or ``mxnet`` (docs/providers.md)."""
+    return EnvProvider(name, port=port, role=role, allow_scaling=allow_scaling)
 
 
 def dijob(

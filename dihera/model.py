@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -10,7 +11,7 @@ from typing import Any
 
 from dihera.schema import API_VERSION, KIND
 
-__all__ = ["CleanPodPolicy", "DIJob", "Priority", "Task", "TaskType", "task_env_name"]
+__all__ = ["CleanPodPolicy", "DIJob", "EnvProvider", "Priority", "Task", "TaskType", "task_env_name"]
 
 
 class TaskType(StrEnum):
@@ -43,6 +44,29 @@ def task_env_name(task_name: str) -> str:
 
 
 @dataclass(frozen=True)
+class EnvProvider:
+    """``spec.tasks[].envProvider``: a framework's environment (torch, tensorflow, mxnet) for a task.
+
+    ``port`` and ``role`` are ``None`` when not given (the provider's default applies, see
+    docs/providers.md); ``allow_scaling`` lets the task's replica count change while it runs.
+    """
+
+    name: str
+    port: int | None = None
+    role: str | None = None
+    allow_scaling: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        if self.port is not None:
+            out["port"] = self.port
+        if self.role is not None:
+            out["role"] = self.role
+        out["allowScaling"] = self.allow_scaling
+        return out
+
+
+@dataclass(frozen=True)
 class Task:
     """One DI-engine component: a role, a pod template and a replica count."""
 
@@ -50,14 +74,18 @@ class Task:
     type: TaskType
     replicas: int
     template: Mapping[str, Any]
+    env_provider: EnvProvider | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "name": self.name,
             "type": self.type.value,
             "replicas": self.replicas,
             "template": copy.deepcopy(dict(self.template)),
         }
+        if self.env_provider is not None:
+            out["envProvider"] = self.env_provider.to_dict()
+        return out
 
 
 @dataclass(frozen=True)
@@ -96,7 +124,7 @@ class DIJob:
     def with_replicas(self, task_name: str, replicas: int) -> DIJob:
         """The same job with one task's replica count changed."""
         self.task(task_name)
-        tasks = tuple(Task(t.name, t.type, replicas, t.template) if t.name == task_name else t for t in self.tasks)
+        tasks = tuple(dataclasses.replace(t, replicas=replicas) if t.name == task_name else t for t in self.tasks)
         return DIJob(**{**self.__dict__, "tasks": tasks})
 
     def to_manifest(self) -> dict[str, Any]:

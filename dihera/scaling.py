@@ -21,6 +21,7 @@ from typing import Any
 from dihera.membership import Membership, Replica
 from dihera.model import DIJob
 from dihera.naming import ANNOTATION_REPLICAS, LABEL_POD, LABEL_TASK_TYPE, dag_task_name
+from dihera.render.providers import scaling_refusal
 from dihera.render.workflow import DESCRIPTION_ANNOTATION, ENTRYPOINT, dag_task, describe
 
 __all__ = [
@@ -230,6 +231,8 @@ def plan_scale(job: DIJob, membership: Membership, workflow: Mapping[str, Any], 
     current = Membership(membership.generation, live)
     counts = target_counts(job, current, request)
     _check_bounds(job, _counts(job, current), counts)
+    if refusal := scaling_refusal(job, _counts(job, current), counts):
+        raise ScaleError(refusal, "invalid")  # permanent: the same request is refused every time
     named = {(r.task, r.index) for r in _named(current, request.names)} if request.names else set()
     kept: list[Replica] = []
     for t in job.tasks:

@@ -18,6 +18,7 @@ import jsonschema
 from dihera.errors import InvalidJobError, Problem, format_value
 from dihera.model import CleanPodPolicy, DIJob, Priority, Task, TaskType
 from dihera.podtemplate import check_pod_template
+from dihera.render.providers import parse_env_provider, provider_problems
 from dihera.schema import API_VERSION, KIND, dijob_schema
 
 __all__ = ["DEFAULT_NAMESPACE", "MAX_HOSTNAME", "apply_defaults", "load_job", "validate"]
@@ -174,6 +175,7 @@ def validate(manifest: Any) -> list[Problem]:
     if not isinstance(spec, Mapping):
         return problems
     problems += _rule_problems(str((defaulted.get("metadata") or {}).get("name") or ""), spec)
+    problems += provider_problems(spec.get("tasks") or [])
     for i, task in enumerate(spec.get("tasks") or []):
         if isinstance(task, Mapping) and "template" in task:
             problems += check_pod_template(task["template"], f"spec.tasks[{i}].template")
@@ -203,7 +205,13 @@ def load_job(manifest: Any, namespace: str | None = None, source: str = "DIJob")
         name=meta["name"],
         namespace=meta.get("namespace") or namespace or DEFAULT_NAMESPACE,
         tasks=tuple(
-            Task(name=t["name"], type=TaskType(t["type"]), replicas=t["replicas"], template=t["template"])
+            Task(
+                name=t["name"],
+                type=TaskType(t["type"]),
+                replicas=t["replicas"],
+                template=t["template"],
+                env_provider=parse_env_provider(t.get("envProvider")),
+            )
             for t in spec["tasks"]
         ),
         priority=Priority(spec["priority"]),

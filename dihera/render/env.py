@@ -11,6 +11,7 @@ from typing import Any
 
 from dihera.model import DIJob, Task, task_env_name
 from dihera.naming import fqdn, membership_configmap_name
+from dihera.render.providers import provider_env
 from dihera.render.settings import RenderSettings
 
 __all__ = ["GENERATION_KEY", "INDEX", "MEMBERSHIP_FILE", "NODES_KEY", "RANK", "di_env"]
@@ -28,7 +29,10 @@ def _from_membership(job: DIJob, name: str, key: str) -> dict[str, Any]:
 
 
 def di_env(job: DIJob, task: Task, settings: RenderSettings) -> list[dict[str, Any]]:
-    """The variables dihera adds to every container of ``task`` (before the user's own)."""
+    """The variables dihera adds to every container of ``task`` (before the user's own).
+
+    The task's env provider's variables (docs/providers.md) come last, after the ``DI_*`` ones.
+    """
     return [
         {"name": "DI_JOB_ID", "value": job.id},
         {"name": "DI_SERVER_URL", "value": settings.server_url},
@@ -41,4 +45,5 @@ def di_env(job: DIJob, task: Task, settings: RenderSettings) -> list[dict[str, A
         *(_from_membership(job, task_env_name(t.name), task_env_name(t.name)) for t in job.tasks),
         _from_membership(job, GENERATION_KEY, GENERATION_KEY),
         {"name": "DI_MEMBERSHIP_FILE", "value": f"{settings.membership_dir}/{MEMBERSHIP_FILE}"},
+        *provider_env(job, task, settings),
     ]

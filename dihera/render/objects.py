@@ -16,6 +16,7 @@ from dihera.naming import (
     service_name,
 )
 from dihera.render.env import GENERATION_KEY, MEMBERSHIP_FILE, NODES_KEY
+from dihera.render.providers import membership_data
 from dihera.render.settings import RenderSettings
 from dihera.schema import API_VERSION, KIND
 
@@ -91,6 +92,7 @@ def node_lists(job: DIJob, membership: Membership, settings: RenderSettings) -> 
 def membership_configmap(job: DIJob, membership: Membership, settings: RenderSettings) -> dict[str, Any]:
     """ConfigMap ``di-<job>``: node lists for the env, and ``membership.json`` for pods that watch it."""
     data = node_lists(job, membership, settings)
+    data.update(membership_data(job, membership, settings))  # env providers' keys (WORLD_SIZE, TF_CLUSTER...)
     data[GENERATION_KEY] = str(membership.generation)
     data[MEMBERSHIP_FILE] = membership.to_json()
     return {

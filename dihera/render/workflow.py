@@ -38,6 +38,7 @@ from dihera.naming import (
 from dihera.podtemplate import normalize_pod_spec
 from dihera.render.env import INDEX, RANK, di_env
 from dihera.render.objects import owner_references
+from dihera.render.providers import provider_ports
 from dihera.render.settings import RenderSettings
 
 __all__ = ["DESCRIPTION_ANNOTATION", "ENTRYPOINT", "MEMBERSHIP_VOLUME", "build_workflow", "dag_task", "describe"]
@@ -77,6 +78,17 @@ def _container(container: Mapping[str, Any], env: list[dict[str, Any]], mount_di
     return {**container, "env": env + user_env, "volumeMounts": mounts}
 
 
+def _with_ports(containers: list[dict[str, Any]], ports: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The env provider's ports declared on the first container (unless it declares that port or name)."""
+    if not ports:
+        return containers
+    first = containers[0]
+    have = first.get("ports", [])
+    taken = {p.get("containerPort") for p in have} | {p.get("name") for p in have}
+    extra = [p for p in ports if p["containerPort"] not in taken and p["name"] not in taken]
+    return [{**first, "ports": [*have, *extra]}, *containers[1:]] if extra else containers
+
+
 def _pod_metadata(job: DIJob, task: Task, replicas: int) -> dict[str, Any]:
     meta = task.template.get("metadata") or {}
     labels = {
@@ -113,7 +125,9 @@ def _task_template(job: DIJob, task: Task, replicas: int, settings: RenderSettin
         "inputs": {"parameters": [{"name": "index"}, {"name": "rank"}]},
         "metadata": _pod_metadata(job, task, replicas),
         "containerSet": {
-            "containers": [_container(c, env, settings.membership_dir) for c in spec["containers"]],
+            "containers": _with_ports(
+                [_container(c, env, settings.membership_dir) for c in spec["containers"]], provider_ports(task)
+            ),
         },
         "volumes": volumes,
         "podSpecPatch": json.dumps(patch, sort_keys=True, separators=(",", ":")),
