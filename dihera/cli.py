@@ -27,7 +27,7 @@ from dihera.validation import load_job, validate
 __all__ = ["main", "read_documents"]
 
 #: Modules that add subcommands through ``register(subparsers)``.
-COMMAND_MODULES: tuple[str, ...] = ("dihera.controller.cli", "dihera.server.cli")
+COMMAND_MODULES: tuple[str, ...] = ("dihera.controller.cli", "dihera.server.cli", "dihera.convert.cli")
 
 
 def read_documents(name: str, stdin: TextIO | None = None) -> list[Any]:

@@ -1,0 +1,128 @@
+"""``dihera convert``: older DIJob shapes -> today's v2alpha1 DIJob (pure; docs/migration.md).
+
+Accepted, per YAML document:
+
+- DI-orchestrator < 1.0 ``v1alpha1`` DIJobs (and NerveXJobs): coordinator / collector / learner
+  pod templates, with an ``AggregatorConfig`` from the same stream or given apart;
+- DI-orchestrator 1.0 DIJobs (``v2alpha1`` with ``spec.template``, and ``v1alpha2``);
+- today's DIJobs (``spec.tasks``): checked and passed through;
+- any other object (ConfigMap, Service...): passed through unchanged.
+
+Every converted job is validated with dihera's own rules; a problem in any document fails the whole
+conversion (nothing half-converted is printed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dihera.convert.common import Notes
+from dihera.convert.v1alpha1 import Counts, convert_v1alpha1, is_v1alpha1
+from dihera.convert.v1shape import convert_v1shape, is_v1shape
+from dihera.errors import Problem, format_value
+from dihera.schema import API_VERSION
+from dihera.validation import validate
+
+__all__ = ["AGGREGATOR_KIND", "Conversion", "Counts", "Note", "convert_documents"]
+
+AGGREGATOR_KIND = "AggregatorConfig"
+_JOB_KINDS = {"DIJob", "NerveXJob"}
+
+
+@dataclass(frozen=True)
+class Note:
+    """A line for standard error: which document, and what was said about it."""
+
+    document: str
+    level: str  # ``warning``, ``info`` or ``error``
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.document}: {self.level}: {self.message}"
+
+
+@dataclass
+class Conversion:
+    objects: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[Note] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return any(n.level == "error" for n in self.notes)
+
+
+def _kind(doc: Any) -> str:
+    return str(doc.get("kind") or "") if isinstance(doc, Mapping) else ""
+
+
+def _name(doc: Mapping[str, Any]) -> str:
+    meta = doc.get("metadata")
+    return str(meta.get("name")) if isinstance(meta, Mapping) and meta.get("name") else "?"
+
+
+def _looks_like_a_job(doc: Any) -> bool:
+    """A document without ``kind`` whose spec has a DIJob shape is taken as a DIJob."""
+    return isinstance(doc, Mapping) and (is_v1alpha1(doc) or is_v1shape(doc) or "tasks" in (doc.get("spec") or {}))
+
+
+def _convert_job(doc: Mapping[str, Any], counts: Counts, aggregator: Mapping[str, Any] | None) -> tuple[Any, Notes]:
+    notes = Notes()
+    if is_v1alpha1(doc):
+        if _kind(doc) == "NerveXJob":
+            notes.say("kind", "NerveXJob is the DIJob of DI-orchestrator's first releases")
+        return convert_v1alpha1(doc, counts, aggregator, notes), notes
+    if is_v1shape(doc):
+        return convert_v1shape(doc, notes), notes
+    spec = doc.get("spec")
+    if isinstance(spec, Mapping) and "tasks" in spec:
+        if doc.get("apiVersion") != API_VERSION:
+            notes.say("apiVersion", f"{format_value(doc.get('apiVersion'))} is written {API_VERSION}")
+        notes.say("spec.tasks", "already today's shape; passed through")
+        return {**doc, "apiVersion": API_VERSION, "kind": "DIJob"}, notes
+    keys = ", ".join(sorted(spec)) if isinstance(spec, Mapping) else format_value(spec)
+    notes.problem(
+        "spec",
+        f"not a DIJob shape dihera knows (spec keys: {keys}); expected spec.coordinator/collector/learner "
+        "(v1alpha1), spec.template (DI-orchestrator 1.0) or spec.tasks",
+    )
+    return None, notes
+
+
+def convert_documents(
+    documents: Sequence[tuple[str, Any]],
+    counts: Counts | None = None,
+    aggregators: Sequence[tuple[str, Any]] = (),
+) -> Conversion:
+    """Convert ``documents`` ((label, document) pairs); ``aggregators``: AggregatorConfigs given apart."""
+    counts = counts or Counts()
+    result = Conversion()
+    configs = [(label, d) for label, d in [*documents, *aggregators] if _kind(d) == AGGREGATOR_KIND]
+    for label, _ in configs[1:]:
+        result.notes.append(Note(label, "warning", "a second AggregatorConfig; only the first is used"))
+    aggregator = configs[0][1] if configs else None
+    for label, doc in documents:
+        kind = _kind(doc)
+        if kind == AGGREGATOR_KIND:
+            continue
+        if kind not in _JOB_KINDS and not (kind == "" and _looks_like_a_job(doc)):
+            if isinstance(doc, Mapping):
+                result.objects.append(dict(doc))
+                result.notes.append(Note(label, "info", f"{kind or 'an object without kind'} passed through unchanged"))
+            else:
+                result.notes.append(Note(label, "error", f"not an object: {format_value(doc)}"))
+            continue
+        label = f"{label} ({_name(doc)})"
+        job, notes = _convert_job(doc, counts, aggregator if is_v1alpha1(doc) else None)
+        problems: list[Problem] = list(notes.problems)
+        if job is not None and not problems:
+            problems = [Problem(p.path, f"{p.message} (in the converted job)") for p in validate(job)]
+        result.notes += [Note(label, "info", m) for m in notes.info]
+        result.notes += [Note(label, "warning", m) for m in notes.warnings]
+        result.notes += [Note(label, "error", str(p)) for p in problems]
+        if job is not None and not problems:
+            result.objects.append(job)
+    if aggregator is not None and not any(is_v1alpha1(d) for _, d in documents if isinstance(d, Mapping)):
+        result.notes.append(Note(configs[0][0], "warning", "AggregatorConfig unused: no v1alpha1 DIJob to add it to"))
+    return result

@@ -1,0 +1,72 @@
+"""``dihera convert FILE``: older DIJobs -> today's v2alpha1 on standard output; notes on standard error.
+
+    dihera convert old.yaml [--collectors N] [--learners N] [--aggregator AGG.yaml] > new.yaml
+
+Exit 0 with the converted stream; 1 (and nothing on standard output) when a document cannot be
+converted, each problem naming the document and the field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from dihera.convert import Counts, convert_documents
+from dihera.manifests import dump_yaml_stream, load_yaml_stream
+
+__all__ = ["register"]
+
+
+def _read(name: str) -> list[tuple[str, Any]]:
+    try:
+        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+    except OSError as err:
+        raise ValueError(f"{name}: cannot read: {err.strerror}") from err
+    try:
+        docs = load_yaml_stream(text)
+    except yaml.YAMLError as err:
+        raise ValueError(f"{name}: not valid YAML: {err}") from err
+    label = "<stdin>" if name == "-" else name
+    return [(f"{label}[{i}]" if len(docs) > 1 else label, d) for i, d in enumerate(docs)]
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (got {value})")
+    return value
+
+
+def _cmd_convert(args: argparse.Namespace) -> int:
+    try:
+        documents = _read(args.file)
+        aggregators = [d for name in args.aggregator for d in _read(name)]
+    except ValueError as err:
+        print(err, file=sys.stderr)
+        return 1
+    if not documents:
+        print(f"{args.file}: no document to convert", file=sys.stderr)
+        return 1
+    result = convert_documents(documents, Counts(args.collectors, args.learners), aggregators)
+    for note in result.notes:
+        if note.level != "info" or not args.quiet:
+            print(note, file=sys.stderr)
+    if result.failed:
+        return 1
+    sys.stdout.write(dump_yaml_stream(result.objects))
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``convert`` to the ``dihera`` command's subparsers."""
+    p = sub.add_parser("convert", help="convert DI-orchestrator DIJobs (v1alpha1, 1.0) to today's v2alpha1")
+    p.add_argument("file", metavar="FILE", help="YAML file ('-' for stdin)")
+    p.add_argument("--collectors", type=_positive, help="replicas of the collector task (v1alpha1)")
+    p.add_argument("--learners", type=_positive, help="replicas of the learner task (v1alpha1)")
+    p.add_argument("--aggregator", action="append", default=[], metavar="FILE", help="a file with the AggregatorConfig")
+    p.add_argument("-q", "--quiet", action="store_true", help="print warnings and errors only")
+    p.set_defaults(func=_cmd_convert)

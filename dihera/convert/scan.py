@@ -1,0 +1,85 @@
+"""Read what older DIJobs keep inside their containers' commands (pure): port variables and counts."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["V1_PORTS", "CountHint", "count_hints", "runtime_variables", "server_requests", "strings"]
+
+#: The ports DI-orchestrator < 1.0 gave its components in these variables (dihera sets none of them).
+V1_PORTS: Mapping[str, int] = {
+    "COLLECTOR_PORT": 22270,
+    "LEARNER_PORT": 22271,
+    "AGGREGATOR_PORT": 22272,
+    "COORDINATOR_PORT": 22273,
+}
+_VARIABLE = re.compile(
+    r"\$(?:\{|\()?((?:COORDINATOR|COLLECTOR|LEARNER|AGGREGATOR)_(?:PORT|URL|HOST|ADDR|ADDRESS)|DI_[A-Z0-9_]*_ARGS?)\b"
+)
+_SERVER = re.compile(r"\b(operator_server|system_addr)\b")
+_COUNT = re.compile(r"""\b(collector_num|learner_num|collector_target_num|learner_target_num)['"]?\s*[:=]\s*(\d+)""")
+
+
+def strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
+    """Every string in ``value`` with its field path (``spec.learner.template.spec.containers[0].args[0]``)."""
+    if isinstance(value, str):
+        yield path, value
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            yield from strings(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from strings(v, f"{path}[{i}]")
+
+
+def _container_fields(template: Any, path: str) -> Iterator[tuple[str, str]]:
+    spec = template.get("spec") if isinstance(template, Mapping) else None
+    if not isinstance(spec, Mapping):
+        return
+    for kind in ("initContainers", "containers"):
+        for i, c in enumerate(spec.get(kind) or []):
+            if not isinstance(c, Mapping):
+                continue
+            for field in ("command", "args", "env"):
+                yield from strings(c.get(field), f"{path}.spec.{kind}[{i}].{field}")
+
+
+def runtime_variables(template: Any, path: str) -> list[tuple[str, str]]:
+    """(field path, variable) for each use of a variable DI-orchestrator < 1.0 set and dihera does not."""
+    found: dict[tuple[str, str], None] = {}
+    for field, text in _container_fields(template, path):
+        for match in _VARIABLE.finditer(text):
+            found[(_container_path(field), match.group(1))] = None
+    return list(found)
+
+
+def _container_path(field: str) -> str:
+    """``...containers[0].args[1]`` -> ``...containers[0].args``: one warning per field, not per item."""
+    head, _, tail = field.rpartition(".")
+    return f"{head}.{tail.split('[', 1)[0]}" if head else field
+
+
+@dataclass(frozen=True)
+class CountHint:
+    """A replica count read from an embedded DI-engine config: ``collector_num=2`` at ``path``."""
+
+    key: str
+    value: int
+    path: str
+
+
+def count_hints(document: Any) -> list[CountHint]:
+    """Every ``collector_num`` / ``learner_num`` (and ``*_target_num``) assignment in the document's strings."""
+    hints = []
+    for path, text in strings(document, ""):
+        for match in _COUNT.finditer(text):
+            hints.append(CountHint(match.group(1), int(match.group(2)), path))
+    return hints
+
+
+def server_requests(document: Any) -> list[str]:
+    """Paths of strings whose DI-engine config talks to DI-orchestrator's di-server (``operator_server``)."""
+    return [path for path, text in strings(document, "") if _SERVER.search(text)]

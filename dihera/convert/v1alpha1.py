@@ -1,0 +1,141 @@
+"""DI-orchestrator < 1.0 (``v1alpha1``): coordinator, collector and learner pod templates -> tasks (pure).
+
+- ``spec.coordinator`` -> a task of type ``none`` named ``coordinator`` (1 replica);
+- ``spec.collector`` / ``spec.learner`` (``actor`` in the older NerveXJob) -> the collector and
+  learner tasks, with the replica counts given as flags, else read from ``collector_num`` /
+  ``learner_num`` in the DI-engine config embedded in the commands, else 1;
+- an ``AggregatorConfig``'s ``spec.aggregator`` -> a task of type ``none`` named ``aggregator``;
+- pod templates kept whole; ``volumes``, ``cleanPodPolicy`` and ``priorityClassName`` carried over.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dihera.convert.common import Notes, clean_pod_policy, job_manifest, metadata, priority
+from dihera.convert.scan import V1_PORTS, CountHint, count_hints, runtime_variables, server_requests
+from dihera.errors import format_value
+
+__all__ = ["Counts", "convert_v1alpha1", "is_v1alpha1"]
+
+#: v1alpha1 spec key -> (task name, task type); NerveXJob's ``actor`` was later named ``collector``.
+_COMPONENTS: tuple[tuple[str, str, str], ...] = (
+    ("coordinator", "coordinator", "none"),
+    ("collector", "collector", "collector"),
+    ("actor", "collector", "collector"),
+    ("learner", "learner", "learner"),
+)
+_KNOWN = {"group", "priorityClassName", "cleanPodPolicy", "volumes", *(c[0] for c in _COMPONENTS)}
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Replica counts given on the command line (None: read them from the config, else 1)."""
+
+    collectors: int | None = None
+    learners: int | None = None
+
+
+def is_v1alpha1(doc: Mapping[str, Any]) -> bool:
+    spec = doc.get("spec")
+    return isinstance(spec, Mapping) and any(c[0] in spec for c in _COMPONENTS) and "tasks" not in spec
+
+
+def _count(task: str, flag: int | None, hints: list[CountHint], path: str, notes: Notes) -> int:
+    keys = (f"{task}_num", f"{task}_target_num")
+    found = [h for key in keys for h in hints if h.key == key]
+    if found and len({h.value for h in found if h.key == found[0].key}) > 1:
+        values = ", ".join(f"{h.key}={h.value} at {h.path}" for h in found)
+        notes.warn(path, f"replicas: the embedded DI-engine config disagrees with itself ({values}); using the first")
+    if flag is not None:
+        if found and found[0].value != flag:
+            notes.warn(
+                path, f"replicas {flag} from --{task}s, not {found[0].key}={found[0].value} read at {found[0].path}"
+            )
+        return flag
+    if found:
+        hint = found[0]
+        notes.say(
+            path, f"replicas {hint.value}, read from {hint.key}={hint.value} in the DI-engine config at {hint.path}"
+        )
+        return max(hint.value, 1)
+    notes.warn(path, f"replicas 1: no --{task}s flag and no {task}_num in the embedded DI-engine config")
+    return 1
+
+
+def _task(name: str, type_: str, replicas: int, template: Any, path: str, notes: Notes) -> dict[str, Any] | None:
+    if not isinstance(template, Mapping) or not isinstance(template.get("spec"), Mapping):
+        notes.problem(f"{path}.template", f"must be a pod template with a spec (got {format_value(template)})")
+        return None
+    for field, variable in runtime_variables(template, f"{path}.template"):
+        port = V1_PORTS.get(variable)
+        hint = f" (it was {port}; set it in the container's env if the command still needs it)" if port else ""
+        notes.warn(
+            field,
+            f"uses ${variable}, which DI-orchestrator < 1.0 set and dihera does not{hint}; "
+            "peers' addresses are in DI_NODES and DI_<TASK>_NODES",
+        )
+    entry: dict[str, Any] = {"name": name, "type": type_, "replicas": replicas, "template": dict(template)}
+    return entry
+
+
+def _aggregator(config: Mapping[str, Any] | None, notes: Notes) -> dict[str, Any] | None:
+    if config is None:
+        return None
+    spec = (config.get("spec") or {}).get("aggregator") if isinstance(config.get("spec"), Mapping) else None
+    if not isinstance(spec, Mapping):
+        notes.problem("AggregatorConfig.spec.aggregator", "is required (a pod template under spec.aggregator.template)")
+        return None
+    notes.warn(
+        "AggregatorConfig.spec.aggregator",
+        "became the task 'aggregator' with 1 replica; DI-orchestrator < 1.0 created one aggregator per "
+        "multi-GPU learner on demand, dihera runs the replicas the spec asks for",
+    )
+    return _task("aggregator", "none", 1, spec.get("template"), "AggregatorConfig.spec.aggregator", notes)
+
+
+def convert_v1alpha1(
+    doc: Mapping[str, Any], counts: Counts, aggregator: Mapping[str, Any] | None, notes: Notes
+) -> dict[str, Any]:
+    """The v2alpha1 DIJob for a v1alpha1 one (problems and warnings go to ``notes``)."""
+    spec: Mapping[str, Any] = doc["spec"]
+    meta = metadata(doc, notes)
+    out: dict[str, Any] = {}
+    if (p := priority(spec.get("priorityClassName"), "spec.priorityClassName", notes)) is not None:
+        out["priority"] = p
+    if (c := clean_pod_policy(spec.get("cleanPodPolicy"), "spec.cleanPodPolicy", notes)) is not None:
+        out["cleanPodPolicy"] = c
+    if spec.get("group"):
+        notes.warn("spec.group", f"{format_value(spec['group'])} has no equivalent in dihera; dropped")
+    for key in sorted(set(spec) - _KNOWN):
+        notes.warn(f"spec.{key}", "unknown to DI-orchestrator v1alpha1 and to dihera; dropped")
+    if spec.get("volumes"):
+        out["volumes"] = list(spec["volumes"])
+    hints = count_hints(doc)
+    for path in server_requests(doc):
+        notes.warn(
+            path,
+            "the DI-engine config asks DI-orchestrator's di-server (operator_server / system_addr) to create "
+            "collectors and learners; dihera starts the replicas the tasks ask for and its di-server has no "
+            "/v1alpha1 routes (see docs/migration.md)",
+        )
+    flags = {"collector": counts.collectors, "learner": counts.learners}
+    tasks: list[dict[str, Any]] = []
+    for key, name, type_ in _COMPONENTS:
+        if key not in spec or any(t["name"] == name for t in tasks):
+            continue
+        if key == "actor":
+            notes.say("spec.actor", "NerveXJob's actor is the collector task")
+        path = f"spec.{key}"
+        component = spec[key] if isinstance(spec[key], Mapping) else {}
+        replicas = 1 if name == "coordinator" else _count(name, flags[name], hints, path, notes)
+        if (entry := _task(name, type_, replicas, component.get("template"), path, notes)) is not None:
+            tasks.append(entry)
+    if "coordinator" not in spec:
+        notes.warn("spec.coordinator", "missing: the job has no coordinator task")
+    if (entry := _aggregator(aggregator, notes)) is not None:
+        tasks.append(entry)
+    out["tasks"] = tasks
+    return job_manifest(meta, out)

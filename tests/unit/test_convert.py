@@ -1,0 +1,160 @@
+"""``dihera convert``: older DIJob shapes become today's, every output validates, nothing is dropped silently."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from dihera.cli import main
+from dihera.convert import Counts, convert_documents
+from dihera.validation import load_job, validate
+
+FIXTURES = Path(__file__).parent / "fixtures" / "convert"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[dict[str, Any]], str]:
+    code = main(["convert", *args])
+    out, err = capsys.readouterr()
+    return code, [d for d in yaml.safe_load_all(out) if d is not None], err
+
+
+def _tasks(job: dict[str, Any]) -> dict[str, tuple[str, int]]:
+    return {t["name"]: (t["type"], t["replicas"]) for t in job["spec"]["tasks"]}
+
+
+def test_v1alpha1_counts_read_from_the_embedded_config(capsys: pytest.CaptureFixture[str]) -> None:
+    code, (job,), err = _run(capsys, str(FIXTURES / "v1alpha1-counts-in-config.yaml"))
+    assert code == 0 and validate(job) == []
+    assert job["apiVersion"] == "diengine.opendilab.org/v2alpha1" and job["kind"] == "DIJob"
+    assert job["metadata"] == {"name": "pong-dqn", "namespace": "rl", "labels": {"team": "rl"}}
+    assert _tasks(job) == {"coordinator": ("none", 1), "collector": ("collector", 3), "learner": ("learner", 1)}
+    assert job["spec"]["cleanPodPolicy"] == "Running" and job["spec"]["volumes"][0]["name"] == "shm"
+    source = yaml.safe_load((FIXTURES / "v1alpha1-counts-in-config.yaml").read_text())
+    assert job["spec"]["tasks"][2]["template"] == source["spec"]["learner"]["template"]  # kept whole
+    assert "replicas 3, read from collector_num=3" in err and "learner_num=1" in err
+    for variable, port in (("COORDINATOR_PORT", 22273), ("COLLECTOR_PORT", 22270), ("LEARNER_PORT", 22271)):
+        assert f"uses ${variable}" in err and f"it was {port}" in err
+    assert "spec.learner.template.spec.containers[0].args: uses $LEARNER_PORT" in err
+    assert "spec.group: 'rl-group'" in err and "status: dropped" in err and "dropped uid, resourceVersion" in err
+
+
+def test_v1alpha1_flags_win_over_the_config_and_say_so(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(FIXTURES / "v1alpha1-counts-in-config.yaml")
+    code, (job,), err = _run(capsys, path, "--collectors", "5", "--learners", "2")
+    assert code == 0 and validate(job) == []
+    assert _tasks(job)["collector"] == ("collector", 5) and _tasks(job)["learner"] == ("learner", 2)
+    assert "replicas 5 from --collectors, not collector_num=3" in err
+
+
+def test_v1alpha1_with_its_aggregator_config_in_the_same_stream(capsys: pytest.CaptureFixture[str]) -> None:
+    code, (job,), err = _run(capsys, str(FIXTURES / "v1alpha1-with-aggregator.yaml"))
+    assert code == 0 and validate(job) == []
+    assert _tasks(job) == {
+        "coordinator": ("none", 1),
+        "collector": ("collector", 1),
+        "learner": ("learner", 1),
+        "aggregator": ("none", 1),
+    }
+    assert job["spec"]["priority"] == "high" and job["spec"]["cleanPodPolicy"] == "All"
+    assert "no --collectors flag and no collector_num" in err and "no --learners flag" in err
+    assert "uses $DI_COORDINATOR_ARGS" in err and "uses $AGGREGATOR_PORT" in err and "it was 22272" in err
+    assert "created one aggregator per multi-GPU learner" in err
+
+
+def test_aggregator_given_apart(capsys: pytest.CaptureFixture[str]) -> None:
+    code, (job,), _ = _run(
+        capsys,
+        str(FIXTURES / "nervexjob-actor.yaml"),
+        "--aggregator",
+        str(FIXTURES / "aggregator-config.yaml"),
+        "--collectors",
+        "2",
+    )
+    assert code == 0 and validate(job) == []
+    assert _tasks(job) == {
+        "coordinator": ("none", 1),
+        "collector": ("collector", 2),
+        "learner": ("learner", 1),
+        "aggregator": ("none", 1),
+    }
+    assert job["spec"]["tasks"][3]["template"]["spec"]["containers"][0]["command"][-1] == "learner_aggregator"
+
+
+def test_v1_0_shape(capsys: pytest.CaptureFixture[str]) -> None:
+    code, (job,), err = _run(capsys, str(FIXTURES / "v2alpha1-v1.0-shape.yaml"))
+    assert code == 0 and validate(job) == []
+    assert _tasks(job) == {"worker": ("none", 3)}
+    assert (job["spec"]["minReplicas"], job["spec"]["maxReplicas"]) == (3, 5)
+    assert "engineFields" not in job["spec"] and "template" not in job["spec"]
+    assert "spec.engineFields.topology: 'mesh' is not passed to DI-engine by dihera: add `--topology mesh`" in err
+    assert "parallelWorkers: dropped; the command already passes --parallel-workers" in err
+    assert load_job(job).total_replicas == 3
+
+
+def test_v1alpha2_shape_with_top_level_engine_fields(capsys: pytest.CaptureFixture[str]) -> None:
+    code, (job,), err = _run(capsys, str(FIXTURES / "v1alpha2-shape.yaml"))
+    assert code == 0 and validate(job) == []
+    assert _tasks(job) == {"worker": ("none", 1)} and "minReplicas" not in job["spec"]
+    assert job["spec"]["priority"] == "high"
+    assert "spec.parallelWorkers: 2 is not passed" in err and "spec.minReplicas: 0" in err
+    assert "spec.topology: dropped; the command already passes --topology" in err
+
+
+def test_unconvertible_input_fails_naming_every_field(capsys: pytest.CaptureFixture[str]) -> None:
+    code, docs, err = _run(capsys, str(FIXTURES / "unconvertible.yaml"))
+    assert code == 1 and docs == []
+    assert "[0] (?): error: metadata.name: is required" in err
+    assert "error: spec.cleanPodPolicy: 'Sometimes' is not valid; valid values: Running, All, None" in err
+    assert "error: spec.collector.template: must be a pod template" in err
+    assert "[1] (what): error: spec: not a DIJob shape dihera knows (spec keys: workers)" in err
+
+
+def test_stdin_and_passthrough(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    text = (FIXTURES / "v2alpha1-v1.0-shape.yaml").read_text() + "---\napiVersion: v1\nkind: ConfigMap\n"
+    text += "metadata: {name: cfg}\ndata: {a: b}\n"
+    monkeypatch.setattr("sys.stdin", io.StringIO(text))
+    code, docs, err = _run(capsys, "-")
+    assert code == 0 and [d["kind"] for d in docs] == ["DIJob", "ConfigMap"]
+    assert "<stdin>[1]: info: ConfigMap passed through unchanged" in err
+
+
+def test_todays_shape_passes_through_and_round_trips(capsys: pytest.CaptureFixture[str]) -> None:
+    code, (job,), _ = _run(capsys, str(Path(__file__).parents[2] / "workflows" / "job-with-tasks.yaml"))
+    assert code == 0 and validate(job) == []
+    code, (again,), _ = _run(capsys, str(Path(__file__).parents[2] / "workflows" / "job-with-tasks.yaml"))
+    assert again == job
+
+
+def test_converted_job_that_dihera_refuses_is_an_error() -> None:
+    doc = yaml.safe_load((FIXTURES / "v1alpha1-with-aggregator.yaml").read_text().split("---\n")[1])
+    doc["metadata"]["name"] = "9-starts-with-a-digit"
+    result = convert_documents([("f", doc)], Counts())
+    assert result.failed and result.objects == []
+    assert any("metadata.name" in n.message and "(in the converted job)" in n.message for n in result.notes)
+
+
+def test_document_without_kind_is_taken_as_a_job() -> None:
+    doc = yaml.safe_load((FIXTURES / "v1alpha2-shape.yaml").read_text())
+    del doc["kind"]
+    result = convert_documents([("f", doc)])
+    assert not result.failed and result.objects[0]["kind"] == "DIJob"
+
+
+def test_a_server_driven_config_is_warned_about() -> None:
+    doc = yaml.safe_load((FIXTURES / "v1alpha1-counts-in-config.yaml").read_text())
+    doc["spec"]["coordinator"]["template"]["spec"]["containers"][0]["args"][0] += (
+        "\nsystem_config = dict(coordinator=dict(operator_server=dict(system_addr='di-server.di-system:8080')))\n"
+    )
+    result = convert_documents([("f", doc)], Counts())
+    assert any("operator_server" in n.message and n.level == "warning" for n in result.notes)
+
+
+@pytest.mark.parametrize("bad", ["0", "-1", "x"])
+def test_count_flags_must_be_positive(capsys: pytest.CaptureFixture[str], bad: str) -> None:
+    with pytest.raises(SystemExit):
+        main(["convert", str(FIXTURES / "v1alpha2-shape.yaml"), "--collectors", bad])
+    assert "--collectors" in capsys.readouterr().err
