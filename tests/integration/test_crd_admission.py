@@ -42,6 +42,14 @@ REJECTED = [
     pytest.param(job(task("learner", replicas=0)), "spec.tasks[0].replicas", "should be greater than or equal to 1",
                  id="zero-replicas"),
     pytest.param(job(task("none", name="Bad_Name")), "spec.tasks[0].name", "should match", id="task-name-not-dns"),
+    pytest.param(job({**task("learner"), "envProvider": {"name": "pytorch"}}), "spec.tasks[0].envProvider.name",
+                 "Unsupported value", id="unknown-env-provider"),
+    pytest.param(job({**task("learner"), "envProvider": {"name": "torch", "role": "worker"}}),
+                 "spec.tasks[0].envProvider.role", "must be a role of its provider", id="torch-with-a-role"),
+    pytest.param(job({**task("learner"), "envProvider": {"name": "mxnet", "role": "chief"}}),
+                 "spec.tasks[0].envProvider.role", "must be a role of its provider", id="mxnet-with-a-tf-role"),
+    pytest.param(job({**task("learner"), "envProvider": {"name": "torch", "port": 0}}),
+                 "spec.tasks[0].envProvider.port", "should be greater than or equal to 1", id="port-zero"),
 ]
 
 
@@ -70,6 +78,14 @@ def test_api_server_applies_defaults_like_the_python_model(dijob_crd: None, clus
     expected = load_job(manifest).to_manifest()["spec"]
     server = load_job(stored).to_manifest()["spec"]
     assert server == expected
+
+
+def test_api_server_defaults_env_provider_like_the_python_model(dijob_crd: None, cluster: client.ApiClient,
+                                                                namespace: str) -> None:
+    manifest = job({**task("learner", replicas=2), "envProvider": {"name": "torch"}}, name="ddp")
+    stored = create(cluster, namespace, manifest, dry_run=False)
+    assert stored["spec"]["tasks"][0]["envProvider"] == {"name": "torch", "allowScaling": False}
+    assert load_job(stored).to_manifest()["spec"] == load_job(manifest).to_manifest()["spec"]
 
 
 def test_every_example_is_accepted(dijob_crd: None, cluster: client.ApiClient, namespace: str) -> None:
