@@ -62,6 +62,17 @@ def _name(doc: Mapping[str, Any]) -> str:
     return str(meta.get("name")) if isinstance(meta, Mapping) and meta.get("name") else "?"
 
 
+def _unpack_lists(documents: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """A ``kind: List`` (as ``kubectl get -o yaml`` writes) stands for its items."""
+    out: list[tuple[str, Any]] = []
+    for label, doc in documents:
+        if _kind(doc) == "List" and isinstance(doc.get("items"), list):
+            out += [(f"{label}.items[{i}]", item) for i, item in enumerate(doc["items"])]
+        else:
+            out.append((label, doc))
+    return out
+
+
 def _looks_like_a_job(doc: Any) -> bool:
     """A document without ``kind`` whose spec has a DIJob shape is taken as a DIJob."""
     return isinstance(doc, Mapping) and (is_v1alpha1(doc) or is_v1shape(doc) or "tasks" in (doc.get("spec") or {}))
@@ -98,6 +109,7 @@ def convert_documents(
     """Convert ``documents`` ((label, document) pairs); ``aggregators``: AggregatorConfigs given apart."""
     counts = counts or Counts()
     result = Conversion()
+    documents = _unpack_lists(documents)
     configs = [(label, d) for label, d in [*documents, *aggregators] if _kind(d) == AGGREGATOR_KIND]
     for label, _ in configs[1:]:
         result.notes.append(Note(label, "warning", "a second AggregatorConfig; only the first is used"))

@@ -44,7 +44,7 @@ def is_v1alpha1(doc: Mapping[str, Any]) -> bool:
 
 
 def _count(task: str, flag: int | None, hints: list[CountHint], path: str, notes: Notes) -> int:
-    keys = (f"{task}_num", f"{task}_target_num")
+    keys = ("replicas", f"{task}_num", f"{task}_target_num")  # the component's own field first
     found = [h for key in keys for h in hints if h.key == key]
     if found and len({h.value for h in found if h.key == found[0].key}) > 1:
         values = ", ".join(f"{h.key}={h.value} at {h.path}" for h in found)
@@ -57,9 +57,10 @@ def _count(task: str, flag: int | None, hints: list[CountHint], path: str, notes
         return flag
     if found:
         hint = found[0]
-        notes.say(
-            path, f"replicas {hint.value}, read from {hint.key}={hint.value} in the DI-engine config at {hint.path}"
+        where = (
+            hint.path if hint.key == "replicas" else f"{hint.key}={hint.value} in the DI-engine config at {hint.path}"
         )
+        notes.say(path, f"replicas {hint.value}, read from {where}")
         return max(hint.value, 1)
     notes.warn(path, f"replicas 1: no --{task}s flag and no {task}_num in the embedded DI-engine config")
     return 1
@@ -130,7 +131,11 @@ def convert_v1alpha1(
             notes.say("spec.actor", "NerveXJob's actor is the collector task")
         path = f"spec.{key}"
         component = spec[key] if isinstance(spec[key], Mapping) else {}
-        replicas = 1 if name == "coordinator" else _count(name, flags[name], hints, path, notes)
+        for extra in sorted(set(component) - {"template", "replicas"}):
+            notes.warn(f"{path}.{extra}", "unknown to DI-orchestrator v1alpha1 and to dihera; dropped")
+        own = component.get("replicas")
+        local = [CountHint("replicas", own, f"{path}.replicas")] if isinstance(own, int) and own >= 1 else []
+        replicas = 1 if name == "coordinator" else _count(name, flags[name], local + hints, path, notes)
         if (entry := _task(name, type_, replicas, component.get("template"), path, notes)) is not None:
             tasks.append(entry)
     if "coordinator" not in spec:

@@ -158,3 +158,16 @@ def test_count_flags_must_be_positive(capsys: pytest.CaptureFixture[str], bad: s
     with pytest.raises(SystemExit):
         main(["convert", str(FIXTURES / "v1alpha2-shape.yaml"), "--collectors", bad])
     assert "--collectors" in capsys.readouterr().err
+
+
+def test_a_list_and_a_component_replicas_field_are_accepted() -> None:
+    doc = yaml.safe_load((FIXTURES / "nervexjob-actor.yaml").read_text())
+    doc["spec"]["learner"]["replicas"] = 2
+    doc["spec"]["learner"]["resources"] = {"gpus": 1}
+    result = convert_documents([("f", {"apiVersion": "v1", "kind": "List", "items": [doc]})])
+    assert not result.failed
+    (job,) = result.objects
+    assert _tasks(job)["learner"] == ("learner", 2)
+    said = [str(n) for n in result.notes]
+    assert "f.items[0] (nervex-job): info: spec.learner: replicas 2, read from spec.learner.replicas" in said
+    assert any("spec.learner.resources: unknown" in n for n in said)

@@ -26,12 +26,17 @@ from dihera.render.settings import RenderSettings
 __all__ = [
     "INDEX",
     "RANK",
+    "Env",
     "Provider",
     "ProviderTask",
     "address",
     "config_ref",
+    "counts_by_role",
     "data_key",
     "literal",
+    "role_of",
+    "role_problems",
+    "single_replica_problems",
     "tasks_with",
 ]
 
@@ -103,11 +108,6 @@ def tasks_with(job: DIJob, provider: str) -> list[Task]:
 
 def role_of(provider: Provider, t: ProviderTask) -> str | None:
     return provider.role(t.task, t.spec)
-
-
-def no_data(job: DIJob, membership: Membership, settings: RenderSettings) -> dict[str, str]:
-    del job, membership, settings
-    return {}
 
 
 def counts_by_role(provider: Provider, job: DIJob, membership: Membership) -> Mapping[str, int]:
