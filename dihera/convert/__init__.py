@@ -28,7 +28,7 @@ from dihera.validation import validate
 __all__ = ["AGGREGATOR_KIND", "Conversion", "Counts", "Note", "convert_documents"]
 
 AGGREGATOR_KIND = "AggregatorConfig"
-_JOB_KINDS = {"DIJob", "NerveXJob"}
+_JOB_KINDS = {"dijob", "nervexjob"}  # compared lower-cased: NerveXJob and NervexJob both exist
 
 
 @dataclass(frozen=True)
@@ -81,7 +81,7 @@ def _looks_like_a_job(doc: Any) -> bool:
 def _convert_job(doc: Mapping[str, Any], counts: Counts, aggregator: Mapping[str, Any] | None) -> tuple[Any, Notes]:
     notes = Notes()
     if is_v1alpha1(doc):
-        if _kind(doc) == "NerveXJob":
+        if _kind(doc).lower() == "nervexjob":
             notes.say("kind", "NerveXJob is the DIJob of DI-orchestrator's first releases")
         return convert_v1alpha1(doc, counts, aggregator, notes), notes
     if is_v1shape(doc):
@@ -118,7 +118,7 @@ def convert_documents(
         kind = _kind(doc)
         if kind == AGGREGATOR_KIND:
             continue
-        if kind not in _JOB_KINDS and not (kind == "" and _looks_like_a_job(doc)):
+        if kind.lower() not in _JOB_KINDS and not (kind == "" and _looks_like_a_job(doc)):
             if isinstance(doc, Mapping):
                 result.objects.append(dict(doc))
                 result.notes.append(Note(label, "info", f"{kind or 'an object without kind'} passed through unchanged"))

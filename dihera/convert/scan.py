@@ -7,7 +7,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["V1_PORTS", "CountHint", "count_hints", "runtime_variables", "server_requests", "strings"]
+__all__ = [
+    "V1_PORTS",
+    "CountHint",
+    "count_hints",
+    "runtime_variable_warnings",
+    "runtime_variables",
+    "server_requests",
+    "strings",
+]
 
 #: The ports DI-orchestrator < 1.0 gave its components in these variables (dihera sets none of them).
 V1_PORTS: Mapping[str, int] = {
@@ -17,7 +25,8 @@ V1_PORTS: Mapping[str, int] = {
     "COORDINATOR_PORT": 22273,
 }
 _VARIABLE = re.compile(
-    r"\$(?:\{|\()?((?:COORDINATOR|COLLECTOR|LEARNER|AGGREGATOR)_(?:PORT|URL|HOST|ADDR|ADDRESS)|DI_[A-Z0-9_]*_ARGS?)\b"
+    r"\$(?:\{|\()?((?:COORDINATOR|COLLECTOR|LEARNER|AGGREGATOR)_(?:PORT|URL|HOST|ADDR|ADDRESS)"
+    r"|DI_[A-Z0-9_]*_ARGS?|HOSTNAME(?=\}?\)?\.))"
 )
 _SERVER = re.compile(r"\b(operator_server|system_addr)\b")
 _COUNT = re.compile(r"""\b(collector_num|learner_num|collector_target_num|learner_target_num)['"]?\s*[:=]\s*(\d+)""")
@@ -54,6 +63,30 @@ def runtime_variables(template: Any, path: str) -> list[tuple[str, str]]:
         for match in _VARIABLE.finditer(text):
             found[(_container_path(field), match.group(1))] = None
     return list(found)
+
+
+def _advice(variable: str) -> str:
+    if variable == "HOSTNAME":
+        return (
+            "uses $HOSTNAME.<domain>, which does not resolve in dihera (no Service per pod): "
+            "a pod's own name is $DI_FQDN (<pod>.di-<job>.<namespace>.svc...), its peers' are in DI_<TASK>_NODES"
+        )
+    if variable.endswith(("_ARG", "_ARGS")):
+        return (
+            f"uses ${variable}, which DI-orchestrator set (ditask flags) and dihera does not: "
+            "`ditask --platform k8s` reads DI_NODES and DI_RANK; write the flags the command needs"
+        )
+    port = V1_PORTS.get(variable)
+    hint = f" (it was {port}; set it in the container's env if the command still needs it)" if port else ""
+    return (
+        f"uses ${variable}, which DI-orchestrator < 1.0 set and dihera does not{hint}; "
+        "peers' addresses are in DI_NODES and DI_<TASK>_NODES"
+    )
+
+
+def runtime_variable_warnings(template: Any, path: str) -> list[tuple[str, str]]:
+    """(field path, warning) for each variable the old runtime set that dihera does not."""
+    return [(field, _advice(variable)) for field, variable in runtime_variables(template, path)]
 
 
 def _container_path(field: str) -> str:

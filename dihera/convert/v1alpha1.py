@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dihera.convert.common import Notes, clean_pod_policy, job_manifest, metadata, priority
-from dihera.convert.scan import V1_PORTS, CountHint, count_hints, runtime_variables, server_requests
+from dihera.convert.scan import CountHint, count_hints, runtime_variable_warnings, server_requests
 from dihera.errors import format_value
 
 __all__ = ["Counts", "convert_v1alpha1", "is_v1alpha1"]
@@ -70,14 +70,8 @@ def _task(name: str, type_: str, replicas: int, template: Any, path: str, notes:
     if not isinstance(template, Mapping) or not isinstance(template.get("spec"), Mapping):
         notes.problem(f"{path}.template", f"must be a pod template with a spec (got {format_value(template)})")
         return None
-    for field, variable in runtime_variables(template, f"{path}.template"):
-        port = V1_PORTS.get(variable)
-        hint = f" (it was {port}; set it in the container's env if the command still needs it)" if port else ""
-        notes.warn(
-            field,
-            f"uses ${variable}, which DI-orchestrator < 1.0 set and dihera does not{hint}; "
-            "peers' addresses are in DI_NODES and DI_<TASK>_NODES",
-        )
+    for field, warning in runtime_variable_warnings(template, f"{path}.template"):
+        notes.warn(field, warning)
     entry: dict[str, Any] = {"name": name, "type": type_, "replicas": replicas, "template": dict(template)}
     return entry
 
@@ -138,8 +132,9 @@ def convert_v1alpha1(
         replicas = 1 if name == "coordinator" else _count(name, flags[name], local + hints, path, notes)
         if (entry := _task(name, type_, replicas, component.get("template"), path, notes)) is not None:
             tasks.append(entry)
-    if "coordinator" not in spec:
-        notes.warn("spec.coordinator", "missing: the job has no coordinator task")
+    for name in ("coordinator", "collector", "learner"):
+        if not any(c[1] == name and c[0] in spec for c in _COMPONENTS):
+            notes.warn(f"spec.{name}", f"missing: the job has no {name} task")
     if (entry := _aggregator(aggregator, notes)) is not None:
         tasks.append(entry)
     out["tasks"] = tasks

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from dihera.convert.common import Notes, clean_pod_policy, job_manifest, metadata, priority
-from dihera.convert.scan import strings
+from dihera.convert.scan import runtime_variable_warnings, strings
 from dihera.errors import format_value
 
 __all__ = ["TASK_NAME", "convert_v1shape", "is_v1shape"]
@@ -92,6 +92,8 @@ def convert_v1shape(doc: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
     if not isinstance(template, Mapping) or not isinstance(template.get("spec"), Mapping):
         notes.problem("spec.template", f"must be a pod template with a spec (got {format_value(template)})")
         template = {}
+    for field, warning in runtime_variable_warnings(template, "spec.template"):
+        notes.warn(field, warning)
     notes.say(
         "spec.template",
         f"became the task {TASK_NAME!r} of type none; pod hostnames are <job>-{TASK_NAME}-<index>",

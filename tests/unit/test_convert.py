@@ -66,7 +66,7 @@ def test_v1alpha1_with_its_aggregator_config_in_the_same_stream(capsys: pytest.C
 
 
 def test_aggregator_given_apart(capsys: pytest.CaptureFixture[str]) -> None:
-    code, (job,), _ = _run(
+    code, (job,), err = _run(
         capsys,
         str(FIXTURES / "nervexjob-actor.yaml"),
         "--aggregator",
@@ -82,6 +82,7 @@ def test_aggregator_given_apart(capsys: pytest.CaptureFixture[str]) -> None:
         "aggregator": ("none", 1),
     }
     assert job["spec"]["tasks"][3]["template"]["spec"]["containers"][0]["command"][-1] == "learner_aggregator"
+    assert "spec.actor.template.spec.containers[0].command: uses $HOSTNAME.<domain>" in err
 
 
 def test_v1_0_shape(capsys: pytest.CaptureFixture[str]) -> None:
@@ -92,6 +93,7 @@ def test_v1_0_shape(capsys: pytest.CaptureFixture[str]) -> None:
     assert "engineFields" not in job["spec"] and "template" not in job["spec"]
     assert "spec.engineFields.topology: 'mesh' is not passed to DI-engine by dihera: add `--topology mesh`" in err
     assert "parallelWorkers: dropped; the command already passes --parallel-workers" in err
+    assert "spec.template.spec.containers[0].args: uses $DI_NODE_IDS_ARG, which DI-orchestrator set" in err
     assert load_job(job).total_replicas == 3
 
 
