@@ -214,6 +214,16 @@ def test_provider_rules_name_the_field_and_value(manifest: dict[str, Any], path:
         load_job(manifest)
 
 
+@pytest.mark.parametrize(
+    "bad", [{}, {"name": 3}, {"name": "torch", "port": "x"}, "torch", {"name": "tensorflow", "role": 5}]
+)
+def test_malformed_env_provider_is_reported_not_crashed_on(bad: Any) -> None:
+    problems = validate(job({**task("learner"), "envProvider": bad}))
+    assert problems and all(
+        p.path.startswith("spec.tasks[0].envProvider") or p.path == "spec.tasks[0]" for p in problems
+    ), problems
+
+
 def _running(manifest: dict[str, Any]) -> tuple[Any, Membership, dict[str, Any]]:
     j = load_job(manifest)
     rendered = render(j)

@@ -35,12 +35,13 @@ PROVIDERS: Mapping[str, Provider] = {p.name: p for p in (torch.PROVIDER, tensorf
 
 def parse_env_provider(entry: Any) -> EnvProvider | None:
     """The typed ``envProvider`` of a (validated, defaulted) task entry, or None."""
-    if not isinstance(entry, Mapping):
-        return None
+    if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
+        return None  # the schema reports it
+    port, role = entry.get("port"), entry.get("role")
     return EnvProvider(
-        name=str(entry["name"]),
-        port=entry.get("port"),
-        role=entry.get("role"),
+        name=entry["name"],
+        port=port if isinstance(port, int) and not isinstance(port, bool) else None,
+        role=role if isinstance(role, str) else None,
         allow_scaling=bool(entry.get("allowScaling", False)),
     )
 
