@@ -5,8 +5,8 @@ is a role (``chief``, ``master``, ``worker``, ``ps``, ``evaluator``). ``TF_CONFI
 ``{"cluster": {role: ["<fqdn>:<port>", ...]}, "task": {"type": role, "index": <index>}}``: the
 cluster lists every live replica of every tensorflow task in index order, the evaluator excepted
 (TensorFlow keeps the evaluator out of the cluster). The cluster is one key of the membership
-ConfigMap (``TF_CLUSTER``), read into ``DIHERA_TF_CLUSTER`` and spliced into ``TF_CONFIG`` with
-``$(DIHERA_TF_CLUSTER)``, so one template serves every replica.
+ConfigMap (``TF_CLUSTER``), read into ``DI_TF_CLUSTER`` and spliced into ``TF_CONFIG`` with
+``$(DI_TF_CLUSTER)``, so one template serves every replica.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ __all__ = ["CLUSTER_KEY", "PROVIDER"]
 
 DEFAULT_PORT = 2222
 CLUSTER_KEY = "TF_CLUSTER"
-CLUSTER_VAR = "DIHERA_TF_CLUSTER"
+CLUSTER_VAR = "DI_TF_CLUSTER"
 #: Roles outside the cluster spec (TensorFlow's evaluator runs beside the cluster).
 OUTSIDE_CLUSTER = frozenset({"evaluator"})
 
