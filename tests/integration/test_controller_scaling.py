@@ -6,6 +6,7 @@ ServiceAccount, watching the test's namespace only.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -193,3 +194,30 @@ def test_a_stale_spec_written_after_a_newer_commit_is_not_synced_back(
     poll(lambda: state() == (4, 2, {"learner": 1, "collector": 2}, 4), 30, "edit applied and stamped")
     assert int((jobs.get(namespace, name) or {})["metadata"]["generation"]) == edited
 
+
+
+def test_kubectl_edit_of_a_torch_task_is_refused_once_with_a_warning(
+    controller: Controller,  # noqa: F811
+    cluster: client.ApiClient,
+    namespace: str,
+    poll: Poll,
+) -> None:
+    name = "ddp"
+    jobs, core = JobStore(cluster), client.CoreV1Api(cluster)
+    learner = {**task("learner", 2), "envProvider": {"name": "torch"}}
+    learner["template"]["metadata"]["annotations"]["sim.dihera.io/run-seconds"] = "600"
+    jobs.create(manifest(name, namespace, learner))
+    hosts = {f"{name}-learner-0", f"{name}-learner-1"}
+    poll(lambda: set(live_pods(cluster, namespace, name)) == hosts, 60, "2 learners")
+    before = core.read_namespaced_config_map(f"di-{name}", namespace).data
+
+    edit_replicas(cluster, namespace, name, learner=3)
+    warnings = poll(
+        lambda: [m for r, m in dijob_events(cluster, namespace, name) if r == "ScaleRefused"], 60, "ScaleRefused"
+    )
+    assert len(warnings) == 1 and "uses the torch env provider" in warnings[0], warnings
+    assert "allowScaling: true" in warnings[0]
+    time.sleep(5)  # a permanent refusal: said once, not retried on every event
+    assert [m for r, m in dijob_events(cluster, namespace, name) if r == "ScaleRefused"] == warnings
+    assert core.read_namespaced_config_map(f"di-{name}", namespace).data == before
+    assert set(live_pods(cluster, namespace, name)) == hosts
