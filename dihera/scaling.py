@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from dihera.constants import ANNOTATION_GENERATION, TERMINAL_POD_PHASES
 from dihera.membership import Membership, Replica
 from dihera.model import DIJob
 from dihera.naming import ANNOTATION_REPLICAS, LABEL_POD, LABEL_TASK_TYPE, dag_task_name
@@ -43,10 +44,7 @@ __all__ = [
 ]
 
 RETIRED_TEMPLATE = "dihera-retired"
-#: On the Workflow: the membership generation its DAG was last converged to. On the DIJob: the
-#: membership generation its ``spec.tasks[].replicas`` were last written or synced at (its stamp).
-GENERATION_ANNOTATION = "diengine/membership-generation"
-_TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
+GENERATION_ANNOTATION = ANNOTATION_GENERATION
 
 
 class ScaleError(ValueError):
@@ -152,10 +150,6 @@ class ScalePlan:
         return {t.name: t.replicas for t in self.job.tasks}
 
 
-def _counts(job: DIJob, membership: Membership) -> dict[str, int]:
-    return {t.name: len(membership.of_task(t.name)) for t in job.tasks}
-
-
 def _task_of(job: DIJob, name: str | None) -> str:
     names = [t.name for t in job.tasks]
     if name not in names:
@@ -176,7 +170,7 @@ def _named(membership: Membership, names: Sequence[str]) -> list[Replica]:
 
 def target_counts(job: DIJob, membership: Membership, request: ScaleRequest) -> dict[str, int]:
     """Each task's replica count after ``request``, relative to the live membership."""
-    counts = _counts(job, membership)
+    counts = membership.task_counts(t.name for t in job.tasks)
     if request.action is Action.SYNC:
         return {t.name: t.replicas for t in job.tasks}
     if request.action is Action.REMOVE_NAMED:
@@ -229,7 +223,7 @@ def plan_scale(job: DIJob, membership: Membership, workflow: Mapping[str, Any], 
     live = tuple(r for r in membership.replicas if dag_task_name(r.task, r.index) not in slots.retired)
     current = Membership(membership.generation, live)
     counts = target_counts(job, current, request)
-    _check_bounds(job, _counts(job, current), counts)
+    _check_bounds(job, current.task_counts(t.name for t in job.tasks), counts)
     named = {(r.task, r.index) for r in _named(current, request.names)} if request.names else set()
     kept: list[Replica] = []
     for t in job.tasks:
@@ -341,7 +335,7 @@ def pods_to_delete(job_name: str, workflow: Mapping[str, Any], pods: Iterable[Ma
     for pod in pods:
         meta = pod.get("metadata") or {}
         phase = (pod.get("status") or {}).get("phase")
-        alive = phase not in _TERMINAL_POD_PHASES and not meta.get("deletionTimestamp")
+        alive = phase not in TERMINAL_POD_PHASES and not meta.get("deletionTimestamp")
         if alive and (meta.get("labels") or {}).get(LABEL_POD) in retired:
             out.append(str(meta["name"]))
     return sorted(out)

@@ -6,9 +6,11 @@ import threading
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from dihera.constants import Phase
+
 __all__ = ["PHASES", "Metrics"]
 
-PHASES = ("Pending", "Starting", "Running", "Restarting", "Rescheduling", "Succeeded", "Failed")
+PHASES = tuple(p.value for p in Phase)
 
 
 class Metrics:

@@ -17,12 +17,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dihera.constants import FAILED_NODE_PHASES
 from dihera.membership import Membership
 from dihera.naming import LABEL_POD, dag_task_name, hostname
 from dihera.scaling import RETIRED_TEMPLATE
 
 __all__ = [
-    "FAILED_NODE_PHASES",
     "NODE_NAME_ANNOTATION",
     "ReplicaState",
     "attempt_of",
@@ -33,7 +33,6 @@ __all__ = [
 ]
 
 NODE_NAME_ANNOTATION = "workflows.argoproj.io/node-name"
-FAILED_NODE_PHASES = frozenset({"Failed", "Error"})
 _ATTEMPT = re.compile(r"\((\d+)\)$")
 _ARGO_CONTAINERS = frozenset({"wait", "init"})
 

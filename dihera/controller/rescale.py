@@ -34,7 +34,7 @@ from dihera.controller.replicas import live_replicas
 from dihera.membership import Membership
 from dihera.model import DIJob
 
-__all__ = ["EditAction", "SpecEdit", "plan_spec_edit", "task_counts"]
+__all__ = ["EditAction", "SpecEdit", "plan_spec_edit"]
 
 
 class EditAction(StrEnum):
@@ -48,14 +48,6 @@ class EditAction(StrEnum):
 class SpecEdit:
     action: EditAction
     message: str = ""
-
-
-def task_counts(membership: Membership) -> dict[str, int]:
-    """Task → number of replicas in ``membership``."""
-    counts: dict[str, int] = {}
-    for r in membership.replicas:
-        counts[r.task] = counts.get(r.task, 0) + 1
-    return counts
 
 
 def plan_spec_edit(
@@ -73,7 +65,7 @@ def plan_spec_edit(
     if membership is None or workflow is None:
         return SpecEdit(EditAction.NONE)
     unseen = generation > (observed_generation or 0)
-    live = task_counts(live_replicas(membership, workflow))
+    live = live_replicas(membership, workflow).task_counts()
     wanted = {t.name: t.replicas for t in job.tasks}
     if set(wanted) != set(live):
         if not unseen:

@@ -9,11 +9,10 @@ from typing import Any, cast
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from dihera.constants import TERMINAL_PHASES
 from dihera.schema import GROUP, PLURAL, VERSION
 
 __all__ = ["TERMINAL_PHASES", "JobStore", "WaitTimeout"]
-
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
 
 
 class WaitTimeout(TimeoutError):

@@ -165,7 +165,7 @@ class JobScaler:
             raise ScaleError(f"DIJob {namespace}/{name} is invalid: {err}", "conflict") from err
         current = Membership.from_json(configmap["data"][MEMBERSHIP_FILE])
         if request.action is Action.SYNC and not spec_is_current(body, current):
-            return current, current, _counts(current), False
+            return current, current, current.task_counts(), False
         plan = plan_scale(job, current, workflow, request)
         if plan.changed:
             data = membership_configmap(plan.job, plan.membership, self._settings)["data"]
@@ -200,7 +200,7 @@ class JobScaler:
         """Spec counts and stamp from the *latest* membership, in one patch."""
         body, configmap, _ = self._read(namespace, name)
         membership = Membership.from_json(configmap["data"][MEMBERSHIP_FILE])
-        ops = job_spec_patch(body, _counts(membership), membership.generation)
+        ops = job_spec_patch(body, membership.task_counts(), membership.generation)
         if ops:
             ops = [_precondition(body), *ops]
             self._write(
@@ -237,13 +237,6 @@ class JobScaler:
                 raise ScaleError(f"the job's objects went away: {describe_api_error(err)}", "not-found") from err
             raise
         return result
-
-
-def _counts(membership: Membership) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for r in membership.replicas:
-        counts[r.task] = counts.get(r.task, 0) + 1
-    return counts
 
 
 def _precondition(obj: Mapping[str, Any]) -> dict[str, Any]:

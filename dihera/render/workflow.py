@@ -18,6 +18,7 @@ from hera.workflows import Workflow
 from hera.workflows import models as m
 from hera.workflows.protocol import Templatable
 
+from dihera.constants import ANNOTATION_WORKFLOW_DESCRIPTION
 from dihera.membership import Membership
 from dihera.model import CleanPodPolicy, DIJob, Task
 from dihera.naming import (
@@ -43,7 +44,7 @@ from dihera.render.settings import RenderSettings
 __all__ = ["DESCRIPTION_ANNOTATION", "ENTRYPOINT", "MEMBERSHIP_VOLUME", "build_workflow", "dag_task", "describe"]
 
 ENTRYPOINT = "dijob"
-DESCRIPTION_ANNOTATION = "workflows.argoproj.io/description"
+DESCRIPTION_ANNOTATION = ANNOTATION_WORKFLOW_DESCRIPTION
 MEMBERSHIP_VOLUME = "dihera-membership"
 
 #: Pod spec fields an Argo template carries itself (camelCase pod spec name -> template field).
