@@ -19,6 +19,14 @@ from enum import StrEnum
 from typing import Any
 
 from dihera.constants import ANNOTATION_GENERATION, TERMINAL_POD_PHASES
+from dihera.errors import (
+    InvalidScale,
+    NotDiheraWorkflow,
+    OutOfBounds,
+    RetiredReplica,
+    ScaleError,
+    ScaleNotFound,
+)
 from dihera.membership import Membership, Replica
 from dihera.model import DIJob
 from dihera.naming import ANNOTATION_REPLICAS, LABEL_POD, LABEL_TASK_TYPE, dag_task_name
@@ -45,18 +53,6 @@ __all__ = [
 
 RETIRED_TEMPLATE = "dihera-retired"
 GENERATION_ANNOTATION = ANNOTATION_GENERATION
-
-
-class ScaleError(ValueError):
-    """A scale request that cannot be applied; nothing was changed.
-
-    ``reason``: ``invalid`` (bad request), ``not-found`` (no such job, task or replica),
-    ``out-of-bounds`` (min/max replicas), ``conflict`` (the job is not in a state to scale).
-    """
-
-    def __init__(self, message: str, reason: str = "invalid") -> None:
-        super().__init__(message)
-        self.reason = reason
 
 
 class Action(StrEnum):
@@ -123,7 +119,7 @@ def read_dag(workflow: Mapping[str, Any]) -> DagSlots:
     index = positions.get(ENTRYPOINT)
     if index is None or "dag" not in templates[index]:
         name = (workflow.get("metadata") or {}).get("name")
-        raise ScaleError(f"Workflow {name}: no DAG template {ENTRYPOINT!r}; not a dihera Workflow", "conflict")
+        raise NotDiheraWorkflow(f"Workflow {name}: no DAG template {ENTRYPOINT!r}; not a dihera Workflow")
     live: dict[str, int] = {}
     retired: dict[str, int] = {}
     for pos, task in enumerate(templates[index]["dag"].get("tasks") or []):
@@ -153,7 +149,7 @@ class ScalePlan:
 def _task_of(job: DIJob, name: str | None) -> str:
     names = [t.name for t in job.tasks]
     if name not in names:
-        raise ScaleError(f"job {job.id} has no task {name!r} (tasks: {', '.join(names)})", "not-found")
+        raise ScaleNotFound(f"job {job.id} has no task {name!r} (tasks: {', '.join(names)})")
     return name
 
 
@@ -161,9 +157,8 @@ def _named(membership: Membership, names: Sequence[str]) -> list[Replica]:
     by_name = {dag_task_name(r.task, r.index): r for r in membership.replicas}
     unknown = [n for n in names if n not in by_name]
     if unknown:
-        raise ScaleError(
-            f"no live replica named {', '.join(repr(n) for n in unknown)} (replicas: {', '.join(by_name)})",
-            "not-found",
+        raise ScaleNotFound(
+            f"no live replica named {', '.join(repr(n) for n in unknown)} (replicas: {', '.join(by_name)})"
         )
     return [by_name[n] for n in names]
 
@@ -175,14 +170,14 @@ def target_counts(job: DIJob, membership: Membership, request: ScaleRequest) -> 
         return {t.name: t.replicas for t in job.tasks}
     if request.action is Action.REMOVE_NAMED:
         if not request.names:
-            raise ScaleError("replicas: name at least one replica to remove (got [])")
+            raise InvalidScale("replicas: name at least one replica to remove (got [])")
         for r in _named(membership, request.names):
             counts[r.task] -= 1
         return counts
     task = _task_of(job, request.task)
     minimum = 1 if request.action is not Action.SET else 0
     if request.count < minimum or isinstance(request.count, bool):
-        raise ScaleError(f"replicas: must be an integer of at least {max(minimum, 1)} (got {request.count!r})")
+        raise InvalidScale(f"replicas: must be an integer of at least {max(minimum, 1)} (got {request.count!r})")
     if request.action is Action.SET:
         counts[task] = request.count
     elif request.action is Action.ADD:
@@ -195,20 +190,18 @@ def target_counts(job: DIJob, membership: Membership, request: ScaleRequest) -> 
 def _check_bounds(job: DIJob, current: Mapping[str, int], counts: Mapping[str, int]) -> None:
     for i, t in enumerate(job.tasks):
         if counts[t.name] < 1:
-            raise ScaleError(
+            raise OutOfBounds(
                 f"spec.tasks[{i}].replicas: task {t.name!r} has {current[t.name]} replica(s) and must keep at "
-                f"least 1 (asked for {counts[t.name]}); nothing changed",
-                "out-of-bounds",
+                f"least 1 (asked for {counts[t.name]}); nothing changed"
             )
     total = sum(counts.values())
     low = job.min_replicas if job.min_replicas is not None else len(job.tasks)
     high = job.max_replicas
     if total < low or (high is not None and total > high):
         bounds = f"minReplicas={low}, maxReplicas={high if high is not None else 'unbounded'}"
-        raise ScaleError(
+        raise OutOfBounds(
             f"spec.tasks: the job would have {total} replicas in all (now {sum(current.values())}), "
-            f"outside its bounds ({bounds}); nothing changed",
-            "out-of-bounds",
+            f"outside its bounds ({bounds}); nothing changed"
         )
 
 
@@ -267,7 +260,7 @@ def workflow_patch(membership: Membership, workflow: Mapping[str, Any]) -> list[
     wanted = {dag_task_name(r.task, r.index): r for r in membership.replicas}
     back = [n for n in wanted if n in slots.retired]
     if back:
-        raise ScaleError(f"replica(s) {', '.join(back)} were retired from the Workflow and cannot return", "conflict")
+        raise RetiredReplica(f"replica(s) {', '.join(back)} were retired from the Workflow and cannot return")
     ops: list[dict[str, Any]] = []
     retire = [n for n in slots.live if n not in wanted]
     if retire and RETIRED_TEMPLATE not in slots.templates:

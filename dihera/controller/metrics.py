@@ -32,6 +32,11 @@ class Metrics:
         self.errors = Counter(
             "dihera_reconcile_errors", "Reconciles that failed (retried with backoff)", registry=self.registry
         )
+        self.status_conflicts = Counter(
+            "dihera_status_conflicts",
+            "Status writes refused because the DIJob changed since it was read (re-read and recomputed)",
+            registry=self.registry,
+        )
         self.writes = Counter(
             "dihera_api_writes",
             "Kubernetes API writes made by the controller",

@@ -16,25 +16,28 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from dihera.constants import EventReason
 from dihera.controller.cleanup import plan_cleanup
 from dihera.controller.metrics import Metrics
 from dihera.controller.rescale import EditAction, plan_spec_edit
 from dihera.controller.status import TERMINAL, Observation, StatusUpdate, compute_status
-from dihera.errors import InvalidJobError
+from dihera.errors import InvalidJobError, ScaleError
 from dihera.kube.events import EventRecorder
-from dihera.kube.jobs import JobStore
+from dihera.kube.jobs import JobStore, StatusConflict
 from dihera.kube.objects import ObjectStore
 from dihera.membership import Membership, plan_membership
 from dihera.model import DIJob
 from dihera.naming import LABEL_JOB, membership_configmap_name, workflow_name
 from dihera.render import RenderSettings, render
 from dihera.render.env import MEMBERSHIP_FILE
-from dihera.scaling import ScaleError, ScaleRequest, spec_generation
+from dihera.scaling import ScaleRequest, spec_generation
 from dihera.validation import load_job
 
 __all__ = ["Reconciler", "Scaler", "utc_now"]
 
 log = logging.getLogger("dihera.controller")
+#: Reads-and-recomputes of one reconcile whose status write met another writer, before the queue retries.
+STATUS_ATTEMPTS = 5
 
 
 def utc_now() -> str:
@@ -77,11 +80,21 @@ class Reconciler:
         self._metrics = metrics
         self._scaler = scaler
         self._clock = clock
+        #: job → the permanent scale refusal last reported (one ScaleRefused Event per refusal, no retry)
+        self._refused: dict[str, str] = {}
 
     def reconcile(self, namespace: str, name: str) -> None:
+        """One pass; a status write that lost a race with another writer re-reads and recomputes (bounded)."""
         started = time.perf_counter()
         try:
-            self._reconcile(namespace, name)
+            for attempt in range(1, STATUS_ATTEMPTS + 1):
+                try:
+                    self._reconcile(namespace, name)
+                    break
+                except StatusConflict:
+                    self._metrics.status_conflicts.inc()
+                    if attempt == STATUS_ATTEMPTS:
+                        raise
         except Exception:
             self._metrics.errors.inc()
             raise
@@ -94,6 +107,7 @@ class Reconciler:
         body = self._jobs.get(namespace, name)
         if body is None or body["metadata"].get("deletionTimestamp"):
             self._metrics.job_phase(key, None)
+            self._refused.pop(key, None)
             return
         old: dict[str, Any] = dict(body.get("status") or {})
         if old.get("phase") in TERMINAL:
@@ -133,6 +147,7 @@ class Reconciler:
                     refused = edit.message
             if membership is None:
                 membership = plan_membership(job, None)
+        refused = self._first_report(key, refused)
         pods: list[dict[str, Any]] = []
         if workflow is not None and not foreign:
             wf_uid = workflow["metadata"].get("uid")
@@ -151,18 +166,27 @@ class Reconciler:
         update = compute_status(obs, old, self._clock())
         self._apply(body, update, job, workflow if not foreign else None, pods, extra)
 
+    def _first_report(self, key: str, refused: str | None) -> str | None:
+        """``refused`` the first time it is seen for the job, else None (it was reported already)."""
+        if refused is None:
+            self._refused.pop(key, None)
+            return None
+        return None if self._refused.get(key) == refused else refused
+
     def _scale(self, namespace: str, name: str, why: str, extra: Mapping[str, str]) -> str | None:
         """Bring spec and membership together (a hand edit, or a spec left behind by a commit).
 
         None when done, else why it was refused (nothing changed).
 
-        A resourceVersion race the scaler gave up on (``conflict``) is raised: the queue retries it.
+        A retryable error (:class:`dihera.errors.ScaleConflict`: resourceVersion races the scaler
+        gave up on) is raised: the queue retries it with backoff. A permanent one is returned: one
+        ``ScaleRefused`` Event, no retry.
         """
         log.info("%s; syncing the running job", why, extra=extra)
         try:
             result = self._scaler.scale(namespace, name, ScaleRequest.sync(), update_spec=False)
         except ScaleError as err:
-            if err.reason == "conflict":
+            if err.retryable:
                 raise
             log.warning("scale refused: %s", err, extra=extra)
             return f"{why}, refused: {err}"
@@ -202,7 +226,7 @@ class Reconciler:
         if job is not None:
             self._cleanup_now(job, phase, workflow, pods, extra)
         if update.changed:
-            self._jobs.write_status(namespace, name, update.status)
+            self._jobs.write_status(namespace, name, update.status, meta["resourceVersion"])
             self._metrics.wrote("patch", "DIJob/status")
             old_phase = (body.get("status") or {}).get("phase")
             if old_phase != phase:
@@ -211,6 +235,8 @@ class Reconciler:
             self._metrics.restarts.inc(update.restarts_added)
         self._metrics.job_phase(f"{namespace}/{name}", phase)
         for event in update.events:
+            if event.reason == EventReason.SCALE_REFUSED:
+                self._refused[f"{namespace}/{name}"] = event.message
             if self._events.post(body, event.type, event.reason, event.message):
                 self._metrics.wrote("create", "Event")
 

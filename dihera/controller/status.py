@@ -37,7 +37,8 @@ class Observation:
     ``generation``: the DIJob generation the status describes (``observedGeneration``): the one read,
     or the one observed before when a hand edit of the replicas could not be acted on yet.
     ``foreign_workflow``: a Workflow with the job's name exists but another (deleted) DIJob owns it.
-    ``scale_refused``: why a hand edit of ``spec.tasks[].replicas`` was refused (posted as a Warning).
+    ``scale_refused``: why a hand edit of ``spec.tasks[].replicas`` was refused (posted as a Warning; the
+    reconciler sets it only the first time a refusal is seen, so it is one Event).
     """
 
     name: str
@@ -161,5 +162,6 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
     if decision.phase in TERMINAL:
         status["completionTimestamp"] = now
     changed = status != old
-    events = _events(obs, old, decision, restarts - old_restarts, states, live) if changed else []
+    # every event but ScaleRefused follows a change of the status; the reconciler passes a refusal once
+    events = _events(obs, old, decision, restarts - old_restarts, states, live)
     return StatusUpdate(status, changed, tuple(events), restarts - old_restarts, states)

@@ -9,10 +9,10 @@ from typing import Any, cast
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from dihera.constants import TERMINAL_PHASES
+from dihera.constants import FIELD_MANAGER_CONTROLLER, TERMINAL_PHASES
 from dihera.schema import GROUP, PLURAL, VERSION
 
-__all__ = ["TERMINAL_PHASES", "JobStore", "WaitTimeout"]
+__all__ = ["TERMINAL_PHASES", "JobStore", "StatusConflict", "WaitTimeout"]
 
 
 class WaitTimeout(TimeoutError):
@@ -23,6 +23,10 @@ class WaitTimeout(TimeoutError):
         super().__init__(
             f"DIJob {job} did not reach phase {phase} within {timeout:g}s (last phase: {last.get('phase') or '-'})"
         )
+
+
+class StatusConflict(Exception):
+    """The DIJob changed since it was read (another writer): read it again and recompute the status."""
 
 
 class JobStore:
@@ -53,12 +57,34 @@ class JobStore:
             if err.status != 404:
                 raise
 
-    def write_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
-        """Replace ``.status`` (JSON patch on the status subresource: removed keys really go away)."""
-        patch = [{"op": "add", "path": "/status", "value": dict(status)}]
-        self._custom.patch_namespaced_custom_object_status(
-            GROUP, VERSION, namespace, PLURAL, name, patch, _content_type="application/json-patch+json"
-        )
+    def write_status(self, namespace: str, name: str, status: Mapping[str, Any], resource_version: str) -> None:
+        """Replace ``.status`` if the DIJob is still at ``resource_version``, else :class:`StatusConflict`.
+
+        One JSON patch on the status subresource: removed keys really go away, and the patched
+        ``metadata.resourceVersion`` is the API server's precondition (409 when another writer, such
+        as the di-server recording ``status.profilings``, wrote in between: nothing of theirs is lost).
+        """
+        patch = [
+            {"op": "replace", "path": "/metadata/resourceVersion", "value": resource_version},
+            {"op": "add", "path": "/status", "value": dict(status)},
+        ]
+        try:
+            self._custom.patch_namespaced_custom_object_status(
+                GROUP,
+                VERSION,
+                namespace,
+                PLURAL,
+                name,
+                patch,
+                field_manager=FIELD_MANAGER_CONTROLLER,
+                _content_type="application/json-patch+json",
+            )
+        except ApiException as err:
+            if err.status == 409:
+                raise StatusConflict(
+                    f"DIJob {namespace}/{name} changed since resourceVersion {resource_version}"
+                ) from err
+            raise
 
     def wait_for_phase(
         self,

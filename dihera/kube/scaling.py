@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from dihera.errors import InvalidJobError
+from dihera.errors import InvalidJobError, InvalidScale, NotStarted, ScaleConflict, ScaleNotFound
 from dihera.kube.errors import describe_api_error
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import WORKFLOW_GROUP, WORKFLOW_PLURAL, WORKFLOW_VERSION, ObjectStore
@@ -35,7 +35,6 @@ from dihera.render.objects import membership_configmap
 from dihera.render.settings import RenderSettings
 from dihera.scaling import (
     Action,
-    ScaleError,
     ScaleRequest,
     job_spec_patch,
     plan_scale,
@@ -134,18 +133,18 @@ class JobScaler:
                 return step()
             except _Conflict:
                 continue
-        raise ScaleError(f"gave up after {self._attempts} resourceVersion conflicts; try again", "conflict")
+        raise ScaleConflict(f"gave up after {self._attempts} resourceVersion conflicts; try again")
 
     # -- reads ------------------------------------------------------------------------------------
 
     def _read(self, namespace: str, name: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         body = self._jobs.get(namespace, name)
         if body is None:
-            raise ScaleError(f"DIJob {namespace}/{name} not found", "not-found")
+            raise ScaleNotFound(f"DIJob {namespace}/{name} not found")
         configmap = self._objects.get_configmap(namespace, membership_configmap_name(name))
         workflow = self._objects.get_workflow(namespace, workflow_name(name))
         if configmap is None or workflow is None or MEMBERSHIP_FILE not in (configmap.get("data") or {}):
-            raise ScaleError(f"DIJob {namespace}/{name} has not started yet (no Workflow or membership)", "conflict")
+            raise NotStarted(f"DIJob {namespace}/{name} has not started yet (no Workflow or membership)")
         return body, configmap, workflow
 
     # -- steps ------------------------------------------------------------------------------------
@@ -162,7 +161,7 @@ class JobScaler:
         try:
             job = load_job(body)
         except InvalidJobError as err:
-            raise ScaleError(f"DIJob {namespace}/{name} is invalid: {err}", "conflict") from err
+            raise InvalidScale(f"DIJob {namespace}/{name} is invalid: {err}", "conflict") from err
         current = Membership.from_json(configmap["data"][MEMBERSHIP_FILE])
         if request.action is Action.SYNC and not spec_is_current(body, current):
             return current, current, current.task_counts(), False
@@ -217,7 +216,7 @@ class JobScaler:
         """
         body = self._jobs.get(namespace, name)
         if body is None:
-            raise ScaleError(f"DIJob {namespace}/{name} not found", "not-found")
+            raise ScaleNotFound(f"DIJob {namespace}/{name} not found")
         ops = stamp_patch(body, generation)
         if ops:
             ops = [_precondition(body), *ops]
@@ -234,7 +233,7 @@ class JobScaler:
             if err.status == 409:
                 raise _Conflict() from err
             if err.status == 404:
-                raise ScaleError(f"the job's objects went away: {describe_api_error(err)}", "not-found") from err
+                raise ScaleNotFound(f"the job's objects went away: {describe_api_error(err)}") from err
             raise
         return result
 
