@@ -64,7 +64,7 @@ class JobStore:
         ``metadata.resourceVersion`` is the API server's precondition (409 when another writer, such
         as the di-server recording ``status.profilings``, wrote in between: nothing of theirs is lost).
         """
-        patch = [
+        patch: list[dict[str, Any]] = [
             {"op": "replace", "path": "/metadata/resourceVersion", "value": resource_version},
             {"op": "add", "path": "/status", "value": dict(status)},
         ]
