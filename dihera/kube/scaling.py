@@ -72,7 +72,7 @@ class _Conflict(Exception):
 
 
 class JobScaler:
-    """Scales jobs through one API client; holds the per-job locks of this process."""
+    """Scales jobs through one API client; holds the per-job locks of this process (only while in use)."""
 
     def __init__(self, api: client.ApiClient, settings: RenderSettings | None = None, attempts: int = 10) -> None:
         self._api = api
@@ -83,14 +83,30 @@ class JobScaler:
         self._core = client.CoreV1Api(api)
         self._custom = client.CustomObjectsApi(api)
         self._guard = threading.Lock()
-        self._locks: dict[str, threading.Lock] = {}
+        #: job → (its lock, how many requests hold or wait for it); an entry goes when its last user leaves
+        self._locks: dict[str, tuple[threading.Lock, int]] = {}
+
+    @property
+    def locked_jobs(self) -> int:
+        """Jobs with a request in progress or waiting here (the size of the lock table)."""
+        with self._guard:
+            return len(self._locks)
 
     @contextmanager
     def _locked(self, key: str) -> Iterator[None]:
         with self._guard:
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
-            yield
+            lock, users = self._locks.get(key, (threading.Lock(), 0))
+            self._locks[key] = (lock, users + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                lock, users = self._locks[key]
+                if users == 1:
+                    del self._locks[key]
+                else:
+                    self._locks[key] = (lock, users - 1)
 
     def scale(self, namespace: str, name: str, request: ScaleRequest, *, update_spec: bool = True) -> ScaleResult:
         """Apply ``request`` to job ``namespace/name``. ScaleError when refused (nothing changed).

@@ -26,7 +26,7 @@ from dihera.kube.cache import CachedJob
 from dihera.scaling import ScaleError, ScaleRequest
 from dihera.server import views
 from dihera.server.backend import Backend
-from dihera.server.idempotency import IdempotencyStore, KeyReused
+from dihera.server.idempotency import KeyReused
 from dihera.server.metrics import ServerMetrics
 from dihera.server.models import (
     Envelope,
@@ -143,7 +143,6 @@ def create_app(settings: ServerSettings, backend: Backend) -> FastAPI:
     )
     metrics = ServerMetrics()
     app.middleware("http")(metrics.middleware)
-    idempotency = IdempotencyStore(settings.idempotency_seconds)
     bearer = HTTPBearer(auto_error=False, description="a Kubernetes bearer token (e.g. a service account token)")
 
     @app.exception_handler(ApiError)
@@ -206,20 +205,19 @@ def create_app(settings: ServerSettings, backend: Backend) -> FastAPI:
                 metrics.scales.labels(request.action.value, "refused").inc()
                 return _STATUS.get(err.reason, 400), str(err)
             metrics.scales.labels(request.action.value, "scaled" if result.changed else "unchanged").inc()
-            return 200, views.scale_out(result, settings.cluster_domain)
+            return 200, views.scale_out(result, settings.cluster_domain).model_dump(mode="json")
 
         if key:
             fingerprint = json.dumps([request.action.value, request.task, request.count, request.names])
             try:
-                status, body = idempotency.run(str(ref), key, fingerprint, call)
+                status, body = backend.keys.run(str(ref), key, fingerprint, call)
             except KeyReused as err:
                 raise ApiError(409, str(err)) from err
         else:
             status, body = call()
         if status != 200:
             raise ApiError(status, body)
-        out: ScaleOut = body
-        return out
+        return ScaleOut.model_validate(body)
 
     def default_task(job: CachedJob, task: str | None) -> str:
         if task:
