@@ -4,7 +4,7 @@ Creation is idempotent: names are deterministic and "already exists" reads the o
 controller restarted at any point never makes a second Workflow. A Workflow that existed
 (``status.workflowName`` is set) and is gone makes the job Failed; it is never recreated.
 A running job's objects are never rendered again: a hand edit of ``spec.tasks[].replicas``, or a
-spec older than the membership (:mod:`dihera.controller.rescale` decides), goes through the same
+spec older than the membership (:mod:`dihera.scaling.spec_edit` decides), goes through the same
 ``JobScaler`` as the di-server.
 """
 
@@ -19,7 +19,6 @@ from typing import Any, Protocol
 from dihera.constants import EventReason
 from dihera.controller.cleanup import plan_cleanup
 from dihera.controller.metrics import Metrics
-from dihera.controller.rescale import EditAction, plan_spec_edit
 from dihera.controller.status import TERMINAL, Observation, StatusUpdate, compute_status
 from dihera.errors import InvalidJobError, ScaleError
 from dihera.kube.events import EventRecorder
@@ -30,7 +29,7 @@ from dihera.model import DIJob
 from dihera.naming import LABEL_JOB, membership_configmap_name, workflow_name
 from dihera.render import RenderSettings, render
 from dihera.render.env import MEMBERSHIP_FILE
-from dihera.scaling import ScaleRequest, spec_generation
+from dihera.scaling import EditAction, ScaleRequest, plan_spec_edit, spec_generation
 from dihera.validation import load_job
 
 __all__ = ["Reconciler", "Scaler", "utc_now"]
@@ -55,7 +54,7 @@ def _membership(configmap: Mapping[str, Any] | None) -> Membership | None:
 
 
 class Scaler(Protocol):
-    """What the reconciler needs of :class:`dihera.kube.scaling.JobScaler`."""
+    """What the reconciler needs of :class:`dihera.kube.scale_executor.JobScaler`."""
 
     def scale(self, namespace: str, name: str, request: ScaleRequest, *, update_spec: bool = True) -> Any: ...
 

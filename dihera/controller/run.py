@@ -20,7 +20,7 @@ from dihera.kube.connection import kopf_connection
 from dihera.kube.events import EventRecorder
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import ObjectStore
-from dihera.kube.scaling import JobScaler
+from dihera.kube.scale_executor import JobScaler
 from dihera.logs import configure_logging
 
 __all__ = ["kopf_settings", "run_controller"]

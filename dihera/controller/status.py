@@ -22,8 +22,9 @@ from dihera.constants import (
 )
 from dihera.controller.conditions import set_phase_condition
 from dihera.controller.phase import PhaseDecision, decide_phase
-from dihera.controller.replicas import ReplicaState, live_replicas, replica_states
+from dihera.controller.replicas import ReplicaState, replica_states
 from dihera.membership import Membership
+from dihera.scaling.dag import live_replicas
 
 __all__ = ["TERMINAL", "Event", "Observation", "StatusUpdate", "compute_status", "task_status"]
 

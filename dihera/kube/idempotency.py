@@ -22,6 +22,7 @@ from kubernetes.client.exceptions import ApiException
 from dihera.constants import ANNOTATION_IDEMPOTENCY, FIELD_MANAGER_SERVER
 from dihera.idempotency import Answer, KeyBusy, KeyReused, Record, decode, encode, prune
 from dihera.kube.jobs import JobStore
+from dihera.patches import pointer, precondition
 from dihera.schema import GROUP, PLURAL, VERSION
 
 __all__ = ["AnnotationKeyStore"]
@@ -98,12 +99,10 @@ class AnnotationKeyStore:
     def _write(self, body: dict[str, Any], records: dict[str, Record]) -> bool:
         """Replace the records if the DIJob is unchanged since ``body`` was read; False on a 409."""
         meta = body["metadata"]
-        ops: list[dict[str, Any]] = [
-            {"op": "replace", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]}
-        ]
+        ops: list[dict[str, Any]] = [precondition(body)]
         if meta.get("annotations") is None:
             ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
-        path = "/metadata/annotations/" + ANNOTATION_IDEMPOTENCY.replace("~", "~0").replace("/", "~1")
+        path = f"/metadata/annotations/{pointer(ANNOTATION_IDEMPOTENCY)}"
         ops.append({"op": "add", "path": path, "value": encode(records)})
         try:
             self._custom.patch_namespaced_custom_object(

@@ -10,6 +10,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from dihera.constants import FIELD_MANAGER_CONTROLLER, TERMINAL_PHASES
+from dihera.patches import precondition
 from dihera.schema import GROUP, PLURAL, VERSION
 
 __all__ = ["TERMINAL_PHASES", "JobStore", "StatusConflict", "WaitTimeout"]
@@ -65,7 +66,7 @@ class JobStore:
         as the di-server recording ``status.profilings``, wrote in between: nothing of theirs is lost).
         """
         patch: list[dict[str, Any]] = [
-            {"op": "replace", "path": "/metadata/resourceVersion", "value": resource_version},
+            precondition({"metadata": {"resourceVersion": resource_version}}),
             {"op": "add", "path": "/status", "value": dict(status)},
         ]
         try:

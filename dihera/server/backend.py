@@ -9,7 +9,7 @@ from dihera.kube.auth import Authenticator, Identity
 from dihera.kube.cache import CachedJob, JobCache
 from dihera.kube.idempotency import AnnotationKeyStore
 from dihera.kube.profilings import write_profilings
-from dihera.kube.scaling import JobScaler, ScaleResult
+from dihera.kube.scale_executor import JobScaler, ScaleResult
 from dihera.render.settings import RenderSettings
 from dihera.scaling import ScaleRequest
 from dihera.server.idempotency import KeyStore

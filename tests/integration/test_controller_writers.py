@@ -22,7 +22,7 @@ import pytest
 from kubernetes import client
 
 from dihera.kube.jobs import JobStore
-from dihera.kube.scaling import JobScaler
+from dihera.kube.scale_executor import JobScaler
 from dihera.membership import Membership, Replica
 from dihera.scaling import ScaleRequest
 from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)

@@ -7,7 +7,7 @@ import time
 
 from kubernetes import client
 
-from dihera.kube.scaling import JobScaler
+from dihera.kube.scale_executor import JobScaler
 
 
 def test_idle_jobs_leave_no_lock_behind() -> None:

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from dihera import load_job
 from dihera.kube.auth import Identity
 from dihera.kube.cache import CachedJob
-from dihera.kube.scaling import ScaleResult
+from dihera.kube.scale_executor import ScaleResult
 from dihera.membership import Membership
 from dihera.render import render
 from dihera.scaling import ScaleError, ScaleRequest, plan_scale, workflow_patch

@@ -30,6 +30,7 @@ from dihera.kube.jobs import JobStore
 from dihera.kube.objects import WORKFLOW_GROUP, WORKFLOW_PLURAL, WORKFLOW_VERSION, ObjectStore
 from dihera.membership import Membership, Replica
 from dihera.naming import LABEL_JOB, membership_configmap_name, workflow_name
+from dihera.patches import precondition
 from dihera.render.env import MEMBERSHIP_FILE
 from dihera.render.objects import membership_configmap
 from dihera.render.settings import RenderSettings
@@ -194,7 +195,7 @@ class JobScaler:
         membership = Membership.from_json(configmap["data"][MEMBERSHIP_FILE])
         ops = workflow_patch(membership, workflow)
         if ops:
-            ops = [_precondition(workflow), *ops]
+            ops = [precondition(workflow), *ops]
             workflow = self._write(
                 lambda: self._custom.patch_namespaced_custom_object(
                     WORKFLOW_GROUP,
@@ -217,7 +218,7 @@ class JobScaler:
         membership = Membership.from_json(configmap["data"][MEMBERSHIP_FILE])
         ops = job_spec_patch(body, membership.task_counts(), membership.generation)
         if ops:
-            ops = [_precondition(body), *ops]
+            ops = [precondition(body), *ops]
             self._write(
                 lambda: self._custom.patch_namespaced_custom_object(
                     GROUP, VERSION, namespace, PLURAL, name, ops, _content_type=JSON_PATCH
@@ -235,7 +236,7 @@ class JobScaler:
             raise ScaleNotFound(f"DIJob {namespace}/{name} not found")
         ops = stamp_patch(body, generation)
         if ops:
-            ops = [_precondition(body), *ops]
+            ops = [precondition(body), *ops]
             self._write(
                 lambda: self._custom.patch_namespaced_custom_object(
                     GROUP, VERSION, namespace, PLURAL, name, ops, _content_type=JSON_PATCH
@@ -252,11 +253,6 @@ class JobScaler:
                 raise ScaleNotFound(f"the job's objects went away: {describe_api_error(err)}") from err
             raise
         return result
-
-
-def _precondition(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """Setting ``metadata.resourceVersion`` in a patch makes the API server refuse it (409) if it moved."""
-    return {"op": "replace", "path": "/metadata/resourceVersion", "value": obj["metadata"]["resourceVersion"]}
 
 
 def scale_job(

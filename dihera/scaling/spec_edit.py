@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from dihera.controller.replicas import live_replicas
 from dihera.membership import Membership
 from dihera.model import DIJob
+from dihera.scaling.dag import live_replicas
 
 __all__ = ["EditAction", "SpecEdit", "plan_spec_edit"]
 
@@ -60,7 +60,7 @@ def plan_spec_edit(
 ) -> SpecEdit:
     """What to do about the replicas in ``job``'s spec, given the running job's objects.
 
-    ``stamp``: the DIJob's ``diengine/membership-generation`` (``dihera.scaling.spec_generation``).
+    ``stamp``: the DIJob's ``diengine/membership-generation`` (:func:`dihera.scaling.spec_patch.spec_generation`).
     """
     if membership is None or workflow is None:
         return SpecEdit(EditAction.NONE)
