@@ -126,26 +126,7 @@ class Reconciler:
         foreign = False
         refused: str | None = None
         if job is not None:
-            membership = _membership(self._objects.get_configmap(namespace, membership_configmap_name(name)))
-            workflow = self._objects.get_workflow(namespace, workflow_name(name))
-            foreign = workflow is not None and not _owned_by(workflow, job.uid)
-            if workflow is None and not old.get("workflowName"):
-                workflow, membership = self._create(job, membership, extra)
-            elif not foreign:
-                stamp = spec_generation(body)
-                edit = plan_spec_edit(job, stamp, generation, old.get("observedGeneration"), membership, workflow)
-                if edit.action in (EditAction.SCALE, EditAction.CATCH_UP):
-                    refused = self._scale(namespace, name, edit.message, extra)
-                    if refused is None:  # observe what the scaler made
-                        cm = self._objects.get_configmap(namespace, membership_configmap_name(name))
-                        membership, workflow = (
-                            _membership(cm),
-                            self._objects.get_workflow(namespace, workflow_name(name)),
-                        )
-                elif edit.action is EditAction.REFUSE:
-                    refused = edit.message
-            if membership is None:
-                membership = plan_membership(job, None)
+            workflow, membership, foreign, refused = self._converge(job, body, old, generation, extra)
         refused = self._first_report(key, refused)
         pods: list[dict[str, Any]] = []
         if workflow is not None and not foreign:
@@ -164,6 +145,33 @@ class Reconciler:
         )
         update = compute_status(obs, old, self._clock())
         self._apply(body, update, job, workflow if not foreign else None, pods, extra)
+
+    def _converge(
+        self, job: DIJob, body: Mapping[str, Any], old: Mapping[str, Any], generation: int, extra: Mapping[str, str]
+    ) -> tuple[dict[str, Any] | None, Membership, bool, str | None]:
+        """Create the job's objects, or bring a running job's replicas and spec together.
+
+        ``(workflow, membership, foreign, refused)``: what is there now, whether the Workflow belongs to
+        another (deleted) DIJob, and why a scale was refused (None: not refused).
+        """
+        namespace, name = job.namespace, job.name
+        membership = _membership(self._objects.get_configmap(namespace, membership_configmap_name(name)))
+        workflow = self._objects.get_workflow(namespace, workflow_name(name))
+        foreign = workflow is not None and not _owned_by(workflow, job.uid)
+        refused: str | None = None
+        if workflow is None and not old.get("workflowName"):
+            workflow, membership = self._create(job, membership, extra)
+        elif not foreign:
+            stamp = spec_generation(body)
+            edit = plan_spec_edit(job, stamp, generation, old.get("observedGeneration"), membership, workflow)
+            if edit.action in (EditAction.SCALE, EditAction.CATCH_UP):
+                refused = self._scale(namespace, name, edit.message, extra)
+                if refused is None:  # observe what the scaler made
+                    membership = _membership(self._objects.get_configmap(namespace, membership_configmap_name(name)))
+                    workflow = self._objects.get_workflow(namespace, workflow_name(name))
+            elif edit.action is EditAction.REFUSE:
+                refused = edit.message
+        return workflow, membership or plan_membership(job, None), foreign, refused
 
     def _first_report(self, key: str, refused: str | None) -> str | None:
         """``refused`` the first time it is seen for the job, else None (it was reported already)."""
