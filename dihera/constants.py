@@ -11,10 +11,12 @@ from enum import StrEnum
 __all__ = [
     "ANNOTATION_GENERATION",
     "ANNOTATION_IDEMPOTENCY",
+    "ANNOTATION_NODE_NAME",
     "ANNOTATION_RANK",
     "ANNOTATION_REPLICAS",
     "ANNOTATION_TASK_RANK",
     "ANNOTATION_WORKFLOW_DESCRIPTION",
+    "ANNOTATION_WORKFLOW_TITLE",
     "EVENT_NORMAL",
     "EVENT_WARNING",
     "FAILED_NODE_PHASES",
@@ -93,8 +95,11 @@ ANNOTATION_REPLICAS = "diengine/replicas"
 ANNOTATION_GENERATION = "diengine/membership-generation"
 #: On the DIJob: the di-server's recent ``Idempotency-Key`` answers (JSON), shared by its replicas.
 ANNOTATION_IDEMPOTENCY = "diengine/idempotency-keys"
-#: Argo UI's description of a Workflow.
+#: Argo UI's title and description of a Workflow.
+ANNOTATION_WORKFLOW_TITLE = "workflows.argoproj.io/title"
 ANNOTATION_WORKFLOW_DESCRIPTION = "workflows.argoproj.io/description"
+#: Argo's annotation on a pod: the Workflow node it runs (``<workflow>.<dag task>(<attempt>)``).
+ANNOTATION_NODE_NAME = "workflows.argoproj.io/node-name"
 
 # -- who writes (managedFields, Event source) -------------------------------------------------------
 FIELD_MANAGER_CONTROLLER = "dihera-controller"

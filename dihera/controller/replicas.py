@@ -17,7 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dihera.constants import FAILED_NODE_PHASES
+from dihera.constants import ANNOTATION_NODE_NAME, FAILED_NODE_PHASES
 from dihera.membership import Membership
 from dihera.naming import LABEL_POD, dag_task_name, hostname
 from dihera.scaling.dag import live_replicas
@@ -30,7 +30,7 @@ __all__ = [
     "replica_states",
 ]
 
-NODE_NAME_ANNOTATION = "workflows.argoproj.io/node-name"
+NODE_NAME_ANNOTATION = ANNOTATION_NODE_NAME
 _ATTEMPT = re.compile(r"\((\d+)\)$")
 _ARGO_CONTAINERS = frozenset({"wait", "init"})
 

@@ -19,7 +19,7 @@ from hera.workflows import Workflow
 from hera.workflows import models as m
 from hera.workflows.protocol import Templatable
 
-from dihera.constants import ANNOTATION_WORKFLOW_DESCRIPTION
+from dihera.constants import ANNOTATION_WORKFLOW_DESCRIPTION, ANNOTATION_WORKFLOW_TITLE
 from dihera.membership import Membership
 from dihera.model import CleanPodPolicy, DIJob, Task
 from dihera.naming import (
@@ -185,7 +185,7 @@ def build_workflow(job: DIJob, membership: Membership, settings: RenderSettings)
     ]
     labels = {**dict(job.labels), **MANAGED_BY, LABEL_JOB: job.name}
     annotations = {
-        "workflows.argoproj.io/title": f"DIJob {job.name}",
+        ANNOTATION_WORKFLOW_TITLE: f"DIJob {job.name}",
         DESCRIPTION_ANNOTATION: describe(
             job.id, [(t.name, t.type.value, len(membership.of_task(t.name))) for t in job.tasks], membership.generation
         ),
