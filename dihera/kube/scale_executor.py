@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from dihera.constants import FIELD_MANAGER_SERVER
 from dihera.errors import InvalidJobError, InvalidScale, NotStarted, ScaleConflict, ScaleNotFound
 from dihera.kube.errors import describe_api_error
 from dihera.kube.jobs import JobStore
@@ -75,7 +76,14 @@ class _Conflict(Exception):
 class JobScaler:
     """Scales jobs through one API client; holds the per-job locks of this process (only while in use)."""
 
-    def __init__(self, api: client.ApiClient, settings: RenderSettings | None = None, attempts: int = 10) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        settings: RenderSettings | None = None,
+        attempts: int = 10,
+        field_manager: str = FIELD_MANAGER_SERVER,
+    ) -> None:
+        self._manager = field_manager
         self._api = api
         self._settings = settings or RenderSettings()
         self._attempts = attempts
@@ -187,7 +195,14 @@ class JobScaler:
             data = membership_configmap(plan.job, plan.membership, self._settings)["data"]
             meta = configmap["metadata"]
             new = {**configmap, "data": data, "metadata": {**meta, "resourceVersion": meta["resourceVersion"]}}
-            self._write(lambda: self._core.replace_namespaced_config_map(meta["name"], namespace, new))  # type: ignore[arg-type]
+            self._write(
+                lambda: self._core.replace_namespaced_config_map(
+                    meta["name"],
+                    namespace,
+                    new,  # type: ignore[arg-type]
+                    field_manager=self._manager,
+                )
+            )
         return current, plan.membership, plan.replicas, True
 
     def _converge_workflow(self, namespace: str, name: str) -> list[str]:
@@ -204,6 +219,7 @@ class JobScaler:
                     WORKFLOW_PLURAL,
                     workflow_name(name),
                     ops,
+                    field_manager=self._manager,
                     _content_type=JSON_PATCH,
                 )
             )
@@ -221,7 +237,7 @@ class JobScaler:
             ops = [precondition(body), *ops]
             self._write(
                 lambda: self._custom.patch_namespaced_custom_object(
-                    GROUP, VERSION, namespace, PLURAL, name, ops, _content_type=JSON_PATCH
+                    GROUP, VERSION, namespace, PLURAL, name, ops, field_manager=self._manager, _content_type=JSON_PATCH
                 )
             )
 
@@ -239,7 +255,7 @@ class JobScaler:
             ops = [precondition(body), *ops]
             self._write(
                 lambda: self._custom.patch_namespaced_custom_object(
-                    GROUP, VERSION, namespace, PLURAL, name, ops, _content_type=JSON_PATCH
+                    GROUP, VERSION, namespace, PLURAL, name, ops, field_manager=self._manager, _content_type=JSON_PATCH
                 )
             )
 
