@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from dihera.constants import EventReason
 from dihera.controller.cleanup import plan_cleanup
 from dihera.controller.metrics import Metrics
-from dihera.controller.status import TERMINAL, Observation, StatusUpdate, compute_status
+from dihera.controller.status import TERMINAL, Observation, StatusUpdate, compute_status, status_patch
 from dihera.errors import InvalidJobError, ScaleError
 from dihera.kube.events import EventRecorder
 from dihera.kube.jobs import JobStore, StatusConflict
@@ -233,7 +233,7 @@ class Reconciler:
         if job is not None:
             self._cleanup_now(job, phase, workflow, pods, extra)
         if update.changed:
-            self._jobs.write_status(namespace, name, update.status, meta["resourceVersion"])
+            self._jobs.patch_status(namespace, name, status_patch(body, update.status))
             self._metrics.wrote("patch", "DIJob/status")
             old_phase = (body.get("status") or {}).get("phase")
             if old_phase != phase:

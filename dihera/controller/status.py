@@ -24,11 +24,35 @@ from dihera.controller.conditions import set_phase_condition
 from dihera.controller.phase import PhaseDecision, decide_phase
 from dihera.controller.replicas import ReplicaState, replica_states
 from dihera.membership import Membership
+from dihera.patches import precondition
 from dihera.scaling.dag import live_replicas
 
-__all__ = ["TERMINAL", "Event", "Observation", "StatusUpdate", "compute_status", "task_status"]
+__all__ = [
+    "OWN_FIELDS",
+    "TERMINAL",
+    "Event",
+    "Observation",
+    "StatusUpdate",
+    "compute_status",
+    "status_patch",
+    "task_status",
+]
 
 TERMINAL = TERMINAL_PHASES
+#: The status fields the controller writes; every other one (``profilings``: the di-server's) is left alone.
+OWN_FIELDS = (
+    "phase",
+    "conditions",
+    "replicas",
+    "readyReplicas",
+    "taskStatus",
+    "restarts",
+    "reschedules",
+    "observedGeneration",
+    "workflowName",
+    "membershipGeneration",
+    "completionTimestamp",
+)
 
 
 @dataclass(frozen=True)
@@ -166,3 +190,25 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
     # every event but ScaleRefused follows a change of the status; the reconciler passes a refusal once
     events = _events(obs, old, decision, restarts - old_restarts, states, live)
     return StatusUpdate(status, changed, tuple(events), restarts - old_restarts, states)
+
+
+def status_patch(body: Mapping[str, Any], status: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """JSON patch writing the controller's fields of ``status`` over the DIJob ``body`` was read as.
+
+    Only :data:`OWN_FIELDS` that changed are written (``add`` replaces a whole value; a field gone is
+    removed), so a field another writer owns, or wrote since ``body`` was read, is never touched. A
+    job without a status yet gets one created under a resourceVersion precondition (another writer may
+    have created it meanwhile: then the API server answers 409 and the pass reads again).
+    """
+    old = body.get("status")
+    ops: list[dict[str, Any]] = []
+    if old is None:
+        ops.append(precondition(body))
+        ops.append({"op": "add", "path": "/status", "value": {}})
+        old = {}
+    for name in OWN_FIELDS:
+        if name in status and status[name] != old.get(name):
+            ops.append({"op": "add", "path": f"/status/{name}", "value": status[name]})
+        elif name not in status and name in old:
+            ops.append({"op": "remove", "path": f"/status/{name}"})
+    return ops

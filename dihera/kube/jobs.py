@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from dihera.constants import FIELD_MANAGER_CONTROLLER, TERMINAL_PHASES
-from dihera.patches import precondition
 from dihera.schema import GROUP, PLURAL, VERSION
 
 __all__ = ["TERMINAL_PHASES", "JobStore", "StatusConflict", "WaitTimeout"]
@@ -58,17 +57,12 @@ class JobStore:
             if err.status != 404:
                 raise
 
-    def write_status(self, namespace: str, name: str, status: Mapping[str, Any], resource_version: str) -> None:
-        """Replace ``.status`` if the DIJob is still at ``resource_version``, else :class:`StatusConflict`.
+    def patch_status(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> None:
+        """Apply a JSON patch to the status subresource; :class:`StatusConflict` when a precondition in it failed.
 
-        One JSON patch on the status subresource: removed keys really go away, and the patched
-        ``metadata.resourceVersion`` is the API server's precondition (409 when another writer, such
-        as the di-server recording ``status.profilings``, wrote in between: nothing of theirs is lost).
+        The controller's patches (:func:`dihera.controller.status.status_patch`) touch only the fields it
+        owns, so another writer's fields (the di-server's ``status.profilings``) are never overwritten.
         """
-        patch: list[dict[str, Any]] = [
-            precondition({"metadata": {"resourceVersion": resource_version}}),
-            {"op": "add", "path": "/status", "value": dict(status)},
-        ]
         try:
             self._custom.patch_namespaced_custom_object_status(
                 GROUP,
@@ -76,15 +70,13 @@ class JobStore:
                 namespace,
                 PLURAL,
                 name,
-                patch,
+                [dict(op) for op in ops],
                 field_manager=FIELD_MANAGER_CONTROLLER,
                 _content_type="application/json-patch+json",
             )
         except ApiException as err:
             if err.status == 409:
-                raise StatusConflict(
-                    f"DIJob {namespace}/{name} changed since resourceVersion {resource_version}"
-                ) from err
+                raise StatusConflict(f"DIJob {namespace}/{name} changed since it was read") from err
             raise
 
     def wait_for_phase(

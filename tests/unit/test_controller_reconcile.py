@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any, cast
 
+import jsonpatch  # type: ignore[import-untyped]
 import pytest
 
 from dihera.controller.metrics import Metrics
@@ -79,12 +80,12 @@ class Cluster:
     def get(self, namespace: str, name: str) -> dict[str, Any]:
         return copy.deepcopy(self.body)
 
-    def write_status(self, namespace: str, name: str, status: dict[str, Any], resource_version: str) -> None:
+    def patch_status(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> None:
         if self.conflicts:
             self.conflicts -= 1
-            self.body["metadata"]["resourceVersion"] = str(int(resource_version) + 1)
             raise StatusConflict(f"{namespace}/{name} moved")
-        self.statuses.append(status)
+        self.body = jsonpatch.apply_patch(self.body, ops)
+        self.statuses.append(self.body["status"])
 
     # ObjectStore
     def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:
