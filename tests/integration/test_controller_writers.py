@@ -88,7 +88,8 @@ def test_profilings_written_by_the_server_survive_the_controllers_status_writes(
     writer.start()
     scaler = JobScaler(cluster)
     try:  # each scale makes the controller rewrite the status several times (Rescheduling, Running)
-        for generation, step in enumerate([ScaleRequest.add("collector", 2), ScaleRequest.remove("collector", 1)], 2):
+        steps = [ScaleRequest.add("collector", 2), ScaleRequest.remove("collector", 1)] * 2
+        for generation, step in enumerate(steps, 2):
             scaler.scale(namespace, name, step)
             poll(lambda g=generation: running(jobs, namespace, name, g), 90, f"generation {generation} Running")
     finally:
@@ -96,8 +97,10 @@ def test_profilings_written_by_the_server_survive_the_controllers_status_writes(
         writer.join(30)
     status_writes = metric(controller, "dihera_api_writes_total") - writes_before
     conflicts = metric(controller, "dihera_status_conflicts_total")
-    print(f"{len(sent)} profilings; controller writes meanwhile: {status_writes:.0f}; status conflicts {conflicts:.0f}")
-    assert len(sent) >= 20 and status_writes >= 4
+    print(
+        f"{len(sent)} profilings; controller API writes: {status_writes:.0f}; status conflicts {conflicts:.0f}"
+    )
+    assert len(sent) >= 10 and status_writes >= 8
     profilings = ((jobs.get(namespace, name) or {}).get("status") or {}).get("profilings") or {}
     lost = [k for k in sent if k not in profilings]
     assert not lost, f"{len(lost)} of {len(sent)} profilings erased by status writes: {lost[:10]}"
