@@ -5,7 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["InvalidJobError", "Problem", "format_value"]
+__all__ = [
+    "InvalidJobError",
+    "InvalidScale",
+    "NotDiheraWorkflow",
+    "NotStarted",
+    "OutOfBounds",
+    "Problem",
+    "RetiredReplica",
+    "ScaleConflict",
+    "ScaleError",
+    "ScaleNotFound",
+    "format_value",
+]
 
 
 def format_value(value: Any) -> str:
@@ -33,3 +45,61 @@ class InvalidJobError(ValueError):
         self.source = source
         lines = "\n".join(f"  {p}" for p in self.problems)
         super().__init__(f"{source} is invalid ({len(self.problems)} problem(s)):\n{lines}")
+
+
+class ScaleError(ValueError):
+    """A scale request that was not applied; nothing was changed.
+
+    ``retryable``: the same request may succeed later (:class:`ScaleConflict`); every other kind is
+    permanent: retrying it changes nothing (one ``ScaleRefused`` Event, never a retry loop).
+    ``reason`` (the di-server's HTTP status): ``invalid`` and ``out-of-bounds`` 400, ``not-found`` 404,
+    ``conflict`` 409.
+    """
+
+    retryable = False
+    default_reason = "invalid"
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or self.default_reason
+
+
+class ScaleConflict(ScaleError):
+    """Lost resourceVersion races more often than the scaler retries: try again (retryable)."""
+
+    retryable = True
+    default_reason = "conflict"
+
+
+class InvalidScale(ScaleError):
+    """The request (or the stored DIJob) is malformed."""
+
+
+class OutOfBounds(ScaleError):
+    """The job would leave its minReplicas/maxReplicas, or a task would have no replica."""
+
+    default_reason = "out-of-bounds"
+
+
+class ScaleNotFound(ScaleError):
+    """No such job, task or replica (or the job's objects went away)."""
+
+    default_reason = "not-found"
+
+
+class NotStarted(ScaleError):
+    """The job has no Workflow or membership yet."""
+
+    default_reason = "conflict"
+
+
+class NotDiheraWorkflow(ScaleError):
+    """The job's Workflow has no dihera entry DAG."""
+
+    default_reason = "conflict"
+
+
+class RetiredReplica(ScaleError):
+    """A replica retired from the Workflow was asked back (a DAG task name is never reused)."""
+
+    default_reason = "conflict"

@@ -37,6 +37,13 @@ class Membership:
     def of_task(self, task: str) -> tuple[Replica, ...]:
         return tuple(r for r in self.replicas if r.task == task)
 
+    def task_counts(self, tasks: Iterable[str] = ()) -> dict[str, int]:
+        """Task → number of replicas; ``tasks`` first, in their order (0 when absent), then the others."""
+        counts = dict.fromkeys(tasks, 0)
+        for r in self.replicas:
+            counts[r.task] = counts.get(r.task, 0) + 1
+        return counts
+
     def to_json(self) -> str:
         """Canonical JSON (what the membership ConfigMap stores)."""
         return json.dumps(

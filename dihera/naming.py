@@ -1,6 +1,18 @@
-"""Names of everything a DIJob creates, in one place (pure)."""
+"""Names of everything a DIJob creates, in one place (pure). Label and annotation keys live in
+:mod:`dihera.constants` and are re-exported here for the renderers."""
 
 from __future__ import annotations
+
+from dihera.constants import (
+    ANNOTATION_RANK,
+    ANNOTATION_REPLICAS,
+    ANNOTATION_TASK_RANK,
+    LABEL_JOB,
+    LABEL_POD,
+    LABEL_TASK_NAME,
+    LABEL_TASK_TYPE,
+    MANAGED_BY,
+)
 
 __all__ = [
     "ANNOTATION_RANK",
@@ -23,15 +35,6 @@ __all__ = [
 
 DI_PORT = 22270
 DI_PORT_NAME = "di-port"
-
-LABEL_JOB = "diengine/job"
-LABEL_TASK_TYPE = "diengine/task-type"
-LABEL_TASK_NAME = "diengine/task-name"
-LABEL_POD = "diengine/pod"
-ANNOTATION_RANK = "diengine/rank"
-ANNOTATION_TASK_RANK = "diengine/task-rank"
-ANNOTATION_REPLICAS = "diengine/replicas"
-MANAGED_BY = {"app.kubernetes.io/managed-by": "dihera"}
 
 
 def service_name(job: str) -> str:

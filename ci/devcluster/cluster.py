@@ -23,6 +23,19 @@ __all__ = ["Cluster", "ClusterError"]
 log = logging.getLogger("devcluster")
 
 
+#: Audit what dihera's own ServiceAccounts (namespace dihera-system, the chart's release namespace) ask
+#: of the API server, at Metadata level (who, verb, resource; no bodies); nothing else.
+AUDIT_POLICY = """\
+apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    userGroups: ["system:serviceaccounts:dihera-system"]
+  - level: None
+"""
+
+
 class ClusterError(RuntimeError):
     """The dev cluster could not be brought up (the message says which part and shows its log)."""
 
@@ -134,6 +147,7 @@ class Cluster:
             state.save_ports(ports)
         log.info("ports: %s", ", ".join(f"{k} {v}" for k, v in ports.items()))
         certs.ensure_pki(state.pki)
+        state.audit_policy.write_text(AUDIT_POLICY)
         server = f"https://127.0.0.1:{ports['kube-apiserver']}"
         for client in certs.CLIENTS:
             config = render_kubeconfig(server, state.pki, client.stem, client.user)

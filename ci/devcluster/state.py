@@ -53,6 +53,15 @@ class StateDir:
         """The admin kubeconfig handed to people and tests."""
         return self.root / "kubeconfig"
 
+    @property
+    def audit_policy(self) -> Path:
+        return self.root / "audit-policy.yaml"
+
+    @property
+    def audit_log(self) -> Path:
+        """The API server's audit log: requests of dihera's ServiceAccounts (tests/integration/test_rbac_audit.py)."""
+        return self.logs / "audit.log"
+
     def component_kubeconfig(self, user: str) -> Path:
         return self.root / "kubeconfigs" / f"{user}.kubeconfig"
 

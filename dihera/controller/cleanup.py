@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dihera.constants import TERMINAL_PHASES, Phase
 from dihera.model import CleanPodPolicy
 
 __all__ = ["CleanupPlan", "plan_cleanup"]
@@ -43,10 +44,10 @@ def plan_cleanup(
     pods: Sequence[Mapping[str, Any]],
 ) -> CleanupPlan:
     """What to do for a job in ``phase``; nothing unless it is Succeeded or Failed."""
-    if phase not in ("Succeeded", "Failed") or policy is CleanPodPolicy.NONE:
+    if phase not in TERMINAL_PHASES or policy is CleanPodPolicy.NONE:
         return CleanupPlan()
     shutdown = False
-    if workflow is not None and phase == "Failed":
+    if workflow is not None and phase == Phase.FAILED:
         wf_phase = (workflow.get("status") or {}).get("phase")
         shutdown = wf_phase not in _COMPLETED_WORKFLOW and (workflow.get("spec") or {}).get("shutdown") != "Terminate"
     doomed = []

@@ -9,12 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["reason_of", "set_phase_condition"]
+from dihera.constants import condition_reason
 
-
-def reason_of(phase: str) -> str:
-    """``Running`` → ``JobRunning`` (DI-orchestrator's reasons)."""
-    return f"Job{phase}"
+__all__ = ["set_phase_condition"]
 
 
 def set_phase_condition(
@@ -29,7 +26,7 @@ def set_phase_condition(
             found = True
             if cond.get("status") != "True":
                 cond.update(status="True", lastTransitionTime=now, lastUpdateTime=now)
-                cond.update(reason=reason_of(phase), message=message)
+                cond.update(reason=condition_reason(phase), message=message)
             elif cond.get("message") != message:
                 cond.update(message=message, lastUpdateTime=now)
         elif cond.get("status") == "True":
@@ -40,7 +37,7 @@ def set_phase_condition(
             {
                 "type": phase,
                 "status": "True",
-                "reason": reason_of(phase),
+                "reason": condition_reason(phase),
                 "message": message,
                 "lastUpdateTime": now,
                 "lastTransitionTime": now,

@@ -6,9 +6,11 @@ import threading
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from dihera.constants import Phase
+
 __all__ = ["PHASES", "Metrics"]
 
-PHASES = ("Pending", "Starting", "Running", "Restarting", "Rescheduling", "Succeeded", "Failed")
+PHASES = tuple(p.value for p in Phase)
 
 
 class Metrics:
@@ -29,6 +31,11 @@ class Metrics:
         )
         self.errors = Counter(
             "dihera_reconcile_errors", "Reconciles that failed (retried with backoff)", registry=self.registry
+        )
+        self.status_conflicts = Counter(
+            "dihera_status_conflicts",
+            "Status writes refused because the DIJob changed since it was read (re-read and recomputed)",
+            registry=self.registry,
         )
         self.writes = Counter(
             "dihera_api_writes",

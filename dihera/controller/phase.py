@@ -1,36 +1,71 @@
 """Which phase a job is in, and why (pure): the failure, success and restart policies in one place.
 
-Order of the rules (first match wins):
+Each policy is one small function named after it; :data:`POLICIES` lists them in order and the
+first that answers wins:
 
-1. invalid stored object                    → Failed (the validation problems)
-2. Workflow known to have existed, now gone  → Failed (WorkflowDeleted; nothing is recreated)
-3. no Workflow yet                           → Pending
-4. restarts > backoffLimit, or a replica's current attempt failed with no retry left → Failed
-5. Workflow Failed / Error                   → Failed
-6. Workflow Succeeded, or every replica Succeeded → Succeeded
-7. membership changed (generation grew; until every replica is up again) → Rescheduling
-8. a replica failed and will be retried, or a retry's pod is not up yet → Restarting
-9. some replica has no pod                   → Pending
-10. every replica Running and ready (or done) → Running, else Starting
+1. invalid_job             invalid stored object → Failed (the validation problems)
+2. workflow_deleted        Workflow known to have existed, now gone → Failed (nothing is recreated)
+3. workflow_not_created    no Workflow yet → Pending
+4. foreign_workflow        a deleted DIJob's Workflow holds the name → Pending
+5. backoff_exceeded        restarts > backoffLimit → Failed
+6. retries_exhausted       a replica's current attempt failed with no retry left → Failed
+7. workflow_failed         Workflow Failed / Error → Failed
+8. all_succeeded           Workflow Succeeded, or every replica Succeeded → Succeeded
+9. rescheduling            membership changed (until every replica is up again) → Rescheduling
+10. replica_failed         a replica failed and will be retried → Restarting
+11. retry_not_up           a retry's pod is not up yet → Restarting
+12. pods_missing           some replica has no pod → Pending
+13. all_up / starting      every replica Running and ready (or done) → Running, else Starting
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dihera.controller.replicas import FAILED_NODE_PHASES, ReplicaState
+from dihera.constants import FAILED_NODE_PHASES, EventReason, Phase
+from dihera.controller.replicas import ReplicaState
 
-__all__ = ["PhaseDecision", "decide_phase", "describe_failure"]
+__all__ = ["POLICIES", "PhaseDecision", "PhaseInputs", "decide_phase", "describe_failure"]
 
 
 @dataclass(frozen=True)
 class PhaseDecision:
-    phase: str
+    phase: Phase
     message: str
     #: Machine-readable cause for Events (``WorkflowDeleted``, ``BackoffLimitExceeded``...), else None.
     cause: str | None = None
+
+
+@dataclass(frozen=True)
+class PhaseInputs:
+    """What the policies look at. ``restarts`` already includes this observation."""
+
+    states: Sequence[ReplicaState]
+    workflow: Mapping[str, Any] | None
+    backoff_limit: int
+    restarts: int
+    workflow_existed: bool
+    workflow_name: str
+    rescheduling: bool
+    invalid: str | None = None
+    foreign_workflow: bool = False
+
+    @property
+    def failed(self) -> list[ReplicaState]:
+        return [s for s in self.states if s.failed]
+
+    @property
+    def workflow_status(self) -> Mapping[str, Any]:
+        return (self.workflow or {}).get("status") or {}
+
+    @property
+    def all_up(self) -> bool:
+        return bool(self.states) and all(s.up for s in self.states)
+
+
+Policy = Callable[[PhaseInputs], PhaseDecision | None]
 
 
 def describe_failure(state: ReplicaState) -> str:
@@ -46,6 +81,131 @@ def describe_failure(state: ReplicaState) -> str:
     return f"replica {state.name} ({where}) {how}"
 
 
+def invalid_job(i: PhaseInputs) -> PhaseDecision | None:
+    if i.invalid is None:
+        return None
+    return PhaseDecision(
+        Phase.FAILED, f"the DIJob is invalid; nothing was created: {i.invalid}", EventReason.INVALID_JOB
+    )
+
+
+def workflow_deleted(i: PhaseInputs) -> PhaseDecision | None:
+    if i.workflow is not None or not i.workflow_existed:
+        return None
+    return PhaseDecision(
+        Phase.FAILED,
+        f"the Workflow {i.workflow_name} was deleted while the job was running; dihera does not recreate it",
+        EventReason.WORKFLOW_DELETED,
+    )
+
+
+def workflow_not_created(i: PhaseInputs) -> PhaseDecision | None:
+    return PhaseDecision(Phase.PENDING, "creating the job's Workflow") if i.workflow is None else None
+
+
+def foreign_workflow(i: PhaseInputs) -> PhaseDecision | None:
+    if not i.foreign_workflow:
+        return None
+    return PhaseDecision(Phase.PENDING, f"waiting for the Workflow {i.workflow_name} of a deleted DIJob to go away")
+
+
+def backoff_exceeded(i: PhaseInputs) -> PhaseDecision | None:
+    if i.restarts <= i.backoff_limit:
+        return None
+    who = "; ".join(describe_failure(s) for s in i.states if s.failed or s.attempt > 0)
+    return PhaseDecision(
+        Phase.FAILED,
+        f"{i.restarts} restarts exceed backoffLimit {i.backoff_limit}: {who}",
+        EventReason.BACKOFF_LIMIT_EXCEEDED,
+    )
+
+
+def retries_exhausted(i: PhaseInputs) -> PhaseDecision | None:
+    exhausted = [s for s in i.failed if s.attempt >= i.backoff_limit or i.restarts >= i.backoff_limit]
+    if not exhausted:
+        return None
+    who = "; ".join(describe_failure(s) for s in exhausted)
+    return PhaseDecision(
+        Phase.FAILED,
+        f"{who} after {i.restarts} restart(s); backoffLimit {i.backoff_limit} reached",
+        EventReason.BACKOFF_LIMIT_EXCEEDED,
+    )
+
+
+def workflow_failed(i: PhaseInputs) -> PhaseDecision | None:
+    wf_phase = i.workflow_status.get("phase") or ""
+    if wf_phase not in FAILED_NODE_PHASES:
+        return None
+    who = "; ".join(describe_failure(s) for s in i.failed)
+    detail = who or i.workflow_status.get("message") or "no replica reported a failure"
+    return PhaseDecision(
+        Phase.FAILED, f"the Workflow {i.workflow_name} {wf_phase.lower()}ed: {detail}", EventReason.WORKFLOW_FAILED
+    )
+
+
+def all_succeeded(i: PhaseInputs) -> PhaseDecision | None:
+    done = i.workflow_status.get("phase") == "Succeeded"
+    if not done and not (i.states and all(s.pod_phase == "Succeeded" for s in i.states)):
+        return None
+    return PhaseDecision(Phase.SUCCEEDED, f"all {len(i.states)} replicas succeeded")
+
+
+def rescheduling(i: PhaseInputs) -> PhaseDecision | None:
+    if not i.rescheduling or i.all_up:
+        return None
+    up = sum(1 for s in i.states if s.up)
+    return PhaseDecision(
+        Phase.RESCHEDULING, f"the replicas changed; {up}/{len(i.states)} up, waiting for the new ones to be ready"
+    )
+
+
+def replica_failed(i: PhaseInputs) -> PhaseDecision | None:
+    if not i.failed:
+        return None
+    s = i.failed[0]
+    return PhaseDecision(
+        Phase.RESTARTING,
+        f"{describe_failure(s)}; restarting it in place as retry {s.attempt + 1} (same rank and FQDN)",
+    )
+
+
+def retry_not_up(i: PhaseInputs) -> PhaseDecision | None:
+    retrying = [s.name for s in i.states if s.attempt > 0 and not s.up]
+    if not retrying:
+        return None
+    return PhaseDecision(Phase.RESTARTING, f"restarting {', '.join(retrying)} in place (same rank and FQDN)")
+
+
+def pods_missing(i: PhaseInputs) -> PhaseDecision | None:
+    missing = sum(1 for s in i.states if s.pod_phase is None)
+    if not missing:
+        return None
+    return PhaseDecision(Phase.PENDING, f"{len(i.states) - missing}/{len(i.states)} pods created")
+
+
+def running_or_starting(i: PhaseInputs) -> PhaseDecision:
+    if i.all_up:
+        return PhaseDecision(Phase.RUNNING, f"all {len(i.states)} replicas are running")
+    return PhaseDecision(Phase.STARTING, f"all {len(i.states)} pods created; waiting for them to be ready")
+
+
+#: The policies in order; the first that returns a decision wins, else :func:`running_or_starting`.
+POLICIES: tuple[Policy, ...] = (
+    invalid_job,
+    workflow_deleted,
+    workflow_not_created,
+    foreign_workflow,
+    backoff_exceeded,
+    retries_exhausted,
+    workflow_failed,
+    all_succeeded,
+    rescheduling,
+    replica_failed,
+    retry_not_up,
+    pods_missing,
+)
+
+
 def decide_phase(
     *,
     states: Sequence[ReplicaState],
@@ -58,62 +218,20 @@ def decide_phase(
     invalid: str | None = None,
     foreign_workflow: bool = False,
 ) -> PhaseDecision:
-    """The phase for what was observed. ``restarts`` already includes this observation."""
-    if invalid is not None:
-        return PhaseDecision("Failed", f"the DIJob is invalid; nothing was created: {invalid}", "InvalidJob")
-    if workflow is None:
-        if workflow_existed:
-            return PhaseDecision(
-                "Failed",
-                f"the Workflow {workflow_name} was deleted while the job was running; dihera does not recreate it",
-                "WorkflowDeleted",
-            )
-        return PhaseDecision("Pending", "creating the job's Workflow")
-    if foreign_workflow:
-        return PhaseDecision("Pending", f"waiting for the Workflow {workflow_name} of a deleted DIJob to go away")
-
-    failed = [s for s in states if s.failed]
-    if restarts > backoff_limit:
-        who = "; ".join(describe_failure(s) for s in states if s.failed or s.attempt > 0)
-        return PhaseDecision(
-            "Failed", f"{restarts} restarts exceed backoffLimit {backoff_limit}: {who}", "BackoffLimitExceeded"
-        )
-    exhausted = [s for s in failed if s.attempt >= backoff_limit or restarts >= backoff_limit]
-    if exhausted:
-        who = "; ".join(describe_failure(s) for s in exhausted)
-        return PhaseDecision(
-            "Failed",
-            f"{who} after {restarts} restart(s); backoffLimit {backoff_limit} reached",
-            "BackoffLimitExceeded",
-        )
-    wf_phase = (workflow.get("status") or {}).get("phase") or ""
-    if wf_phase in FAILED_NODE_PHASES:
-        who = "; ".join(describe_failure(s) for s in failed)
-        wf_msg = (workflow.get("status") or {}).get("message") or ""
-        detail = who or wf_msg or "no replica reported a failure"
-        return PhaseDecision("Failed", f"the Workflow {workflow_name} {wf_phase.lower()}ed: {detail}", "WorkflowFailed")
-    if wf_phase == "Succeeded" or (states and all(s.pod_phase == "Succeeded" for s in states)):
-        return PhaseDecision("Succeeded", f"all {len(states)} replicas succeeded")
-
-    all_up = bool(states) and all(s.up for s in states)
-    if rescheduling and not all_up:
-        up = sum(1 for s in states if s.up)
-        return PhaseDecision(
-            "Rescheduling", f"the replicas changed; {up}/{len(states)} up, waiting for the new ones to be ready"
-        )
-    if failed:
-        s = failed[0]
-        return PhaseDecision(
-            "Restarting",
-            f"{describe_failure(s)}; restarting it in place as retry {s.attempt + 1} (same rank and FQDN)",
-        )
-    retrying = [s for s in states if s.attempt > 0 and not s.up]
-    if retrying:
-        names = ", ".join(s.name for s in retrying)
-        return PhaseDecision("Restarting", f"restarting {names} in place (same rank and FQDN)")
-    missing = [s for s in states if s.pod_phase is None]
-    if missing:
-        return PhaseDecision("Pending", f"{len(states) - len(missing)}/{len(states)} pods created")
-    if all_up:
-        return PhaseDecision("Running", f"all {len(states)} replicas are running")
-    return PhaseDecision("Starting", f"all {len(states)} pods created; waiting for them to be ready")
+    """The phase for what was observed: the first of :data:`POLICIES` that answers, else Running/Starting."""
+    inputs = PhaseInputs(
+        states,
+        workflow,
+        backoff_limit,
+        restarts,
+        workflow_existed,
+        workflow_name,
+        rescheduling,
+        invalid,
+        foreign_workflow,
+    )
+    for policy in POLICIES:
+        decision = policy(inputs)
+        if decision is not None:
+            return decision
+    return running_or_starting(inputs)

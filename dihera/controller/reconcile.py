@@ -4,7 +4,7 @@ Creation is idempotent: names are deterministic and "already exists" reads the o
 controller restarted at any point never makes a second Workflow. A Workflow that existed
 (``status.workflowName`` is set) and is gone makes the job Failed; it is never recreated.
 A running job's objects are never rendered again: a hand edit of ``spec.tasks[].replicas``, or a
-spec older than the membership (:mod:`dihera.controller.rescale` decides), goes through the same
+spec older than the membership (:mod:`dihera.scaling.spec_edit` decides), goes through the same
 ``JobScaler`` as the di-server.
 """
 
@@ -16,25 +16,27 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
+from dihera.constants import EventReason
 from dihera.controller.cleanup import plan_cleanup
 from dihera.controller.metrics import Metrics
-from dihera.controller.rescale import EditAction, plan_spec_edit
-from dihera.controller.status import TERMINAL, Observation, StatusUpdate, compute_status
-from dihera.errors import InvalidJobError
+from dihera.controller.status import TERMINAL, Observation, StatusUpdate, compute_status, status_patch
+from dihera.errors import InvalidJobError, ScaleError
 from dihera.kube.events import EventRecorder
-from dihera.kube.jobs import JobStore
+from dihera.kube.jobs import JobStore, StatusConflict
 from dihera.kube.objects import ObjectStore
 from dihera.membership import Membership, plan_membership
 from dihera.model import DIJob
 from dihera.naming import LABEL_JOB, membership_configmap_name, workflow_name
 from dihera.render import RenderSettings, render
 from dihera.render.env import MEMBERSHIP_FILE
-from dihera.scaling import ScaleError, ScaleRequest, spec_generation
+from dihera.scaling import EditAction, ScaleRequest, plan_spec_edit, spec_generation
 from dihera.validation import load_job
 
 __all__ = ["Reconciler", "Scaler", "utc_now"]
 
 log = logging.getLogger("dihera.controller")
+#: Reads-and-recomputes of one reconcile whose status write met another writer, before the queue retries.
+STATUS_ATTEMPTS = 5
 
 
 def utc_now() -> str:
@@ -52,7 +54,7 @@ def _membership(configmap: Mapping[str, Any] | None) -> Membership | None:
 
 
 class Scaler(Protocol):
-    """What the reconciler needs of :class:`dihera.kube.scaling.JobScaler`."""
+    """What the reconciler needs of :class:`dihera.kube.scale_executor.JobScaler`."""
 
     def scale(self, namespace: str, name: str, request: ScaleRequest, *, update_spec: bool = True) -> Any: ...
 
@@ -77,11 +79,21 @@ class Reconciler:
         self._metrics = metrics
         self._scaler = scaler
         self._clock = clock
+        #: job → the permanent scale refusal last reported (one ScaleRefused Event per refusal, no retry)
+        self._refused: dict[str, str] = {}
 
     def reconcile(self, namespace: str, name: str) -> None:
+        """One pass; a status write that lost a race with another writer re-reads and recomputes (bounded)."""
         started = time.perf_counter()
         try:
-            self._reconcile(namespace, name)
+            for attempt in range(1, STATUS_ATTEMPTS + 1):
+                try:
+                    self._reconcile(namespace, name)
+                    break
+                except StatusConflict:
+                    self._metrics.status_conflicts.inc()
+                    if attempt == STATUS_ATTEMPTS:
+                        raise
         except Exception:
             self._metrics.errors.inc()
             raise
@@ -94,6 +106,7 @@ class Reconciler:
         body = self._jobs.get(namespace, name)
         if body is None or body["metadata"].get("deletionTimestamp"):
             self._metrics.job_phase(key, None)
+            self._refused.pop(key, None)
             return
         old: dict[str, Any] = dict(body.get("status") or {})
         if old.get("phase") in TERMINAL:
@@ -113,26 +126,8 @@ class Reconciler:
         foreign = False
         refused: str | None = None
         if job is not None:
-            membership = _membership(self._objects.get_configmap(namespace, membership_configmap_name(name)))
-            workflow = self._objects.get_workflow(namespace, workflow_name(name))
-            foreign = workflow is not None and not _owned_by(workflow, job.uid)
-            if workflow is None and not old.get("workflowName"):
-                workflow, membership = self._create(job, membership, extra)
-            elif not foreign:
-                stamp = spec_generation(body)
-                edit = plan_spec_edit(job, stamp, generation, old.get("observedGeneration"), membership, workflow)
-                if edit.action in (EditAction.SCALE, EditAction.CATCH_UP):
-                    refused = self._scale(namespace, name, edit.message, extra)
-                    if refused is None:  # observe what the scaler made
-                        cm = self._objects.get_configmap(namespace, membership_configmap_name(name))
-                        membership, workflow = (
-                            _membership(cm),
-                            self._objects.get_workflow(namespace, workflow_name(name)),
-                        )
-                elif edit.action is EditAction.REFUSE:
-                    refused = edit.message
-            if membership is None:
-                membership = plan_membership(job, None)
+            workflow, membership, foreign, refused = self._converge(job, body, old, generation, extra)
+        refused = self._first_report(key, refused)
         pods: list[dict[str, Any]] = []
         if workflow is not None and not foreign:
             wf_uid = workflow["metadata"].get("uid")
@@ -151,18 +146,54 @@ class Reconciler:
         update = compute_status(obs, old, self._clock())
         self._apply(body, update, job, workflow if not foreign else None, pods, extra)
 
+    def _converge(
+        self, job: DIJob, body: Mapping[str, Any], old: Mapping[str, Any], generation: int, extra: Mapping[str, str]
+    ) -> tuple[dict[str, Any] | None, Membership, bool, str | None]:
+        """Create the job's objects, or bring a running job's replicas and spec together.
+
+        ``(workflow, membership, foreign, refused)``: what is there now, whether the Workflow belongs to
+        another (deleted) DIJob, and why a scale was refused (None: not refused).
+        """
+        namespace, name = job.namespace, job.name
+        membership = _membership(self._objects.get_configmap(namespace, membership_configmap_name(name)))
+        workflow = self._objects.get_workflow(namespace, workflow_name(name))
+        foreign = workflow is not None and not _owned_by(workflow, job.uid)
+        refused: str | None = None
+        if workflow is None and not old.get("workflowName"):
+            workflow, membership = self._create(job, membership, extra)
+        elif not foreign:
+            stamp = spec_generation(body)
+            edit = plan_spec_edit(job, stamp, generation, old.get("observedGeneration"), membership, workflow)
+            if edit.action in (EditAction.SCALE, EditAction.CATCH_UP):
+                refused = self._scale(namespace, name, edit.message, extra)
+                if refused is None:  # observe what the scaler made
+                    membership = _membership(self._objects.get_configmap(namespace, membership_configmap_name(name)))
+                    workflow = self._objects.get_workflow(namespace, workflow_name(name))
+            elif edit.action is EditAction.REFUSE:
+                refused = edit.message
+        return workflow, membership or plan_membership(job, None), foreign, refused
+
+    def _first_report(self, key: str, refused: str | None) -> str | None:
+        """``refused`` the first time it is seen for the job, else None (it was reported already)."""
+        if refused is None:
+            self._refused.pop(key, None)
+            return None
+        return None if self._refused.get(key) == refused else refused
+
     def _scale(self, namespace: str, name: str, why: str, extra: Mapping[str, str]) -> str | None:
         """Bring spec and membership together (a hand edit, or a spec left behind by a commit).
 
         None when done, else why it was refused (nothing changed).
 
-        A resourceVersion race the scaler gave up on (``conflict``) is raised: the queue retries it.
+        A retryable error (:class:`dihera.errors.ScaleConflict`: resourceVersion races the scaler
+        gave up on) is raised: the queue retries it with backoff. A permanent one is returned: one
+        ``ScaleRefused`` Event, no retry.
         """
         log.info("%s; syncing the running job", why, extra=extra)
         try:
             result = self._scaler.scale(namespace, name, ScaleRequest.sync(), update_spec=False)
         except ScaleError as err:
-            if err.reason == "conflict":
+            if err.retryable:
                 raise
             log.warning("scale refused: %s", err, extra=extra)
             return f"{why}, refused: {err}"
@@ -202,7 +233,7 @@ class Reconciler:
         if job is not None:
             self._cleanup_now(job, phase, workflow, pods, extra)
         if update.changed:
-            self._jobs.write_status(namespace, name, update.status)
+            self._jobs.patch_status(namespace, name, status_patch(body, update.status))
             self._metrics.wrote("patch", "DIJob/status")
             old_phase = (body.get("status") or {}).get("phase")
             if old_phase != phase:
@@ -211,6 +242,8 @@ class Reconciler:
             self._metrics.restarts.inc(update.restarts_added)
         self._metrics.job_phase(f"{namespace}/{name}", phase)
         for event in update.events:
+            if event.reason == EventReason.SCALE_REFUSED:
+                self._refused[f"{namespace}/{name}"] = event.message
             if self._events.post(body, event.type, event.reason, event.message):
                 self._metrics.wrote("create", "Event")
 

@@ -17,23 +17,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from dihera.constants import ANNOTATION_NODE_NAME, FAILED_NODE_PHASES
 from dihera.membership import Membership
 from dihera.naming import LABEL_POD, dag_task_name, hostname
-from dihera.scaling import RETIRED_TEMPLATE
+from dihera.scaling.dag import live_replicas
 
 __all__ = [
-    "FAILED_NODE_PHASES",
     "NODE_NAME_ANNOTATION",
     "ReplicaState",
     "attempt_of",
     "exit_code",
-    "live_replicas",
     "replica_states",
-    "retired_dag_tasks",
 ]
 
-NODE_NAME_ANNOTATION = "workflows.argoproj.io/node-name"
-FAILED_NODE_PHASES = frozenset({"Failed", "Error"})
+NODE_NAME_ANNOTATION = ANNOTATION_NODE_NAME
 _ATTEMPT = re.compile(r"\((\d+)\)$")
 _ARGO_CONTAINERS = frozenset({"wait", "init"})
 
@@ -118,25 +115,6 @@ def _by_hostname(pods: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[st
         if host:
             out.setdefault(host, []).append(pod)
     return out
-
-
-def retired_dag_tasks(workflow: Mapping[str, Any] | None) -> frozenset[str]:
-    """Names of the DAG tasks scaling retired (template ``dihera-retired``) in the Workflow's spec."""
-    out: set[str] = set()
-    for template in ((workflow or {}).get("spec") or {}).get("templates") or []:
-        for task in (template.get("dag") or {}).get("tasks") or []:
-            if task.get("template") == RETIRED_TEMPLATE:
-                out.add(str(task.get("name")))
-    return frozenset(out)
-
-
-def live_replicas(membership: Membership, workflow: Mapping[str, Any] | None) -> Membership:
-    """``membership`` without the replicas whose DAG task is retired (same generation)."""
-    retired = retired_dag_tasks(workflow)
-    if not retired:
-        return membership
-    kept = tuple(r for r in membership.replicas if dag_task_name(r.task, r.index) not in retired)
-    return Membership(membership.generation, kept)
 
 
 def replica_states(

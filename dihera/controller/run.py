@@ -9,6 +9,7 @@ from typing import Any
 
 import kopf
 
+from dihera.constants import FIELD_MANAGER_CONTROLLER
 from dihera.controller.handlers import build_registry, configure_watching
 from dihera.controller.metrics import Metrics
 from dihera.controller.queue import ReconcileQueue
@@ -20,7 +21,7 @@ from dihera.kube.connection import kopf_connection
 from dihera.kube.events import EventRecorder
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import ObjectStore
-from dihera.kube.scaling import JobScaler
+from dihera.kube.scale_executor import JobScaler
 from dihera.logs import configure_logging
 
 __all__ = ["kopf_settings", "run_controller"]
@@ -52,7 +53,8 @@ def run_controller(settings: ControllerSettings) -> int:
     logging.getLogger("kopf._core.engines.peering").setLevel(logging.INFO)
     api = api_client(settings.kubeconfig, settings.context)
     metrics = Metrics()
-    scaler = JobScaler(api, settings.render)  # one per controller: its per-job locks serialise scaling
+    # one per controller: its per-job locks serialise scaling
+    scaler = JobScaler(api, settings.render, field_manager=FIELD_MANAGER_CONTROLLER)
     reconciler = Reconciler(JobStore(api), ObjectStore(api), EventRecorder(api), settings.render, metrics, scaler)
     queue = ReconcileQueue(reconciler.reconcile, settings.retry_delays)
     readiness = Readiness()

@@ -11,15 +11,48 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dihera.controller.conditions import reason_of, set_phase_condition
+from dihera.constants import (
+    EVENT_NORMAL,
+    EVENT_WARNING,
+    TERMINAL_PHASES,
+    WARNING_PHASES,
+    EventReason,
+    Phase,
+    condition_reason,
+)
+from dihera.controller.conditions import set_phase_condition
 from dihera.controller.phase import PhaseDecision, decide_phase
-from dihera.controller.replicas import ReplicaState, live_replicas, replica_states
+from dihera.controller.replicas import ReplicaState, replica_states
 from dihera.membership import Membership
+from dihera.patches import precondition
+from dihera.scaling.dag import live_replicas
 
-__all__ = ["TERMINAL", "Event", "Observation", "StatusUpdate", "compute_status", "task_status"]
+__all__ = [
+    "OWN_FIELDS",
+    "TERMINAL",
+    "Event",
+    "Observation",
+    "StatusUpdate",
+    "compute_status",
+    "status_patch",
+    "task_status",
+]
 
-TERMINAL = frozenset({"Succeeded", "Failed"})
-_WARNING_PHASES = frozenset({"Failed", "Restarting"})
+TERMINAL = TERMINAL_PHASES
+#: The status fields the controller writes; every other one (``profilings``: the di-server's) is left alone.
+OWN_FIELDS = (
+    "phase",
+    "conditions",
+    "replicas",
+    "readyReplicas",
+    "taskStatus",
+    "restarts",
+    "reschedules",
+    "observedGeneration",
+    "workflowName",
+    "membershipGeneration",
+    "completionTimestamp",
+)
 
 
 @dataclass(frozen=True)
@@ -29,7 +62,8 @@ class Observation:
     ``generation``: the DIJob generation the status describes (``observedGeneration``): the one read,
     or the one observed before when a hand edit of the replicas could not be acted on yet.
     ``foreign_workflow``: a Workflow with the job's name exists but another (deleted) DIJob owns it.
-    ``scale_refused``: why a hand edit of ``spec.tasks[].replicas`` was refused (posted as a Warning).
+    ``scale_refused``: why a hand edit of ``spec.tasks[].replicas`` was refused (posted as a Warning; the
+    reconciler sets it only the first time a refusal is seen, so it is one Event).
     """
 
     name: str
@@ -72,13 +106,10 @@ def task_status(states: Sequence[ReplicaState]) -> dict[str, dict[str, int]]:
 
 
 def _membership_event(membership: Membership) -> Event:
-    counts: dict[str, int] = {}
-    for r in membership.replicas:
-        counts[r.task] = counts.get(r.task, 0) + 1
-    tasks = ", ".join(f"{task} {n}" for task, n in counts.items())
+    tasks = ", ".join(f"{task} {n}" for task, n in membership.task_counts().items())
     return Event(
-        "Normal",
-        "ReplicasChanged",
+        EVENT_NORMAL,
+        EventReason.REPLICAS_CHANGED,
         f"membership generation {membership.generation}: {len(membership.replicas)} replicas ({tasks})",
     )
 
@@ -93,7 +124,7 @@ def _events(
 ) -> list[Event]:
     events = []
     if obs.scale_refused:
-        events.append(Event("Warning", "ScaleRefused", obs.scale_refused))
+        events.append(Event(EVENT_WARNING, EventReason.SCALE_REFUSED, obs.scale_refused))
     old_mg = old.get("membershipGeneration")
     if live is not None and old_mg is not None and live.generation > int(old_mg):
         events.append(_membership_event(live))
@@ -101,10 +132,10 @@ def _events(
         again = ", ".join(
             f"{s.name} (retry {s.attempt}, rank {s.rank}, hostname {s.hostname})" for s in states if s.attempt > 0
         )
-        events.append(Event("Warning", "ReplicaRestarted", f"restarted in place: {again}"))
+        events.append(Event(EVENT_WARNING, EventReason.REPLICA_RESTARTED, f"restarted in place: {again}"))
     if decision.phase != old.get("phase"):
-        kind = "Warning" if decision.phase in _WARNING_PHASES else "Normal"
-        events.append(Event(kind, decision.cause or reason_of(decision.phase), decision.message))
+        kind = EVENT_WARNING if decision.phase in WARNING_PHASES else EVENT_NORMAL
+        events.append(Event(kind, decision.cause or condition_reason(decision.phase), decision.message))
     return events
 
 
@@ -122,7 +153,7 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
     new_mg = live.generation if live else old_mg
     # every committed membership change (scale-up or down, server or spec edit) is one reschedule
     changes = max(int(new_mg) - int(old_mg), 0) if old_mg is not None and new_mg is not None else 0
-    rescheduling = changes > 0 or old.get("phase") == "Rescheduling"
+    rescheduling = changes > 0 or old.get("phase") == Phase.RESCHEDULING
     wf_name = old.get("workflowName") or ""
     if ours is not None:
         wf_name = ours["metadata"]["name"]
@@ -138,7 +169,7 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
         foreign_workflow=obs.foreign_workflow,
     )
     status: dict[str, Any] = {
-        "phase": decision.phase,
+        "phase": decision.phase.value,
         "conditions": set_phase_condition(old.get("conditions") or [], decision.phase, decision.message, now),
         "replicas": len(live.replicas) if live else 0,
         "readyReplicas": sum(1 for s in states if s.ready),
@@ -156,5 +187,28 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
     if decision.phase in TERMINAL:
         status["completionTimestamp"] = now
     changed = status != old
-    events = _events(obs, old, decision, restarts - old_restarts, states, live) if changed else []
+    # every event but ScaleRefused follows a change of the status; the reconciler passes a refusal once
+    events = _events(obs, old, decision, restarts - old_restarts, states, live)
     return StatusUpdate(status, changed, tuple(events), restarts - old_restarts, states)
+
+
+def status_patch(body: Mapping[str, Any], status: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """JSON patch writing the controller's fields of ``status`` over the DIJob ``body`` was read as.
+
+    Only :data:`OWN_FIELDS` that changed are written (``add`` replaces a whole value; a field gone is
+    removed), so a field another writer owns, or wrote since ``body`` was read, is never touched. A
+    job without a status yet gets one created under a resourceVersion precondition (another writer may
+    have created it meanwhile: then the API server answers 409 and the pass reads again).
+    """
+    old = body.get("status")
+    ops: list[dict[str, Any]] = []
+    if old is None:
+        ops.append(precondition(body))
+        ops.append({"op": "add", "path": "/status", "value": {}})
+        old = {}
+    for name in OWN_FIELDS:
+        if name in status and status[name] != old.get(name):
+            ops.append({"op": "add", "path": f"/status/{name}", "value": status[name]})
+        elif name not in status and name in old:
+            ops.append({"op": "remove", "path": f"/status/{name}"})
+    return ops

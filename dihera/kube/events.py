@@ -15,6 +15,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from dihera.constants import FIELD_MANAGER_CONTROLLER
 from dihera.kube.errors import describe_api_error
 
 __all__ = ["EventRecorder"]
@@ -25,7 +26,7 @@ log = logging.getLogger("dihera.controller")
 class EventRecorder:
     """Posts core/v1 Events whose involvedObject is a DIJob."""
 
-    def __init__(self, api: client.ApiClient, component: str = "dihera-controller") -> None:
+    def __init__(self, api: client.ApiClient, component: str = FIELD_MANAGER_CONTROLLER) -> None:
         self._core = client.CoreV1Api(api)
         self._component = component
 

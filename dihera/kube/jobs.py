@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from dihera.constants import FIELD_MANAGER_CONTROLLER, TERMINAL_PHASES
 from dihera.schema import GROUP, PLURAL, VERSION
 
-__all__ = ["TERMINAL_PHASES", "JobStore", "WaitTimeout"]
-
-TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+__all__ = ["TERMINAL_PHASES", "JobStore", "StatusConflict", "WaitTimeout"]
 
 
 class WaitTimeout(TimeoutError):
@@ -24,6 +23,10 @@ class WaitTimeout(TimeoutError):
         super().__init__(
             f"DIJob {job} did not reach phase {phase} within {timeout:g}s (last phase: {last.get('phase') or '-'})"
         )
+
+
+class StatusConflict(Exception):
+    """The DIJob changed since it was read (another writer): read it again and recompute the status."""
 
 
 class JobStore:
@@ -54,12 +57,27 @@ class JobStore:
             if err.status != 404:
                 raise
 
-    def write_status(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
-        """Replace ``.status`` (JSON patch on the status subresource: removed keys really go away)."""
-        patch = [{"op": "add", "path": "/status", "value": dict(status)}]
-        self._custom.patch_namespaced_custom_object_status(
-            GROUP, VERSION, namespace, PLURAL, name, patch, _content_type="application/json-patch+json"
-        )
+    def patch_status(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> None:
+        """Apply a JSON patch to the status subresource; :class:`StatusConflict` when a precondition in it failed.
+
+        The controller's patches (:func:`dihera.controller.status.status_patch`) touch only the fields it
+        owns, so another writer's fields (the di-server's ``status.profilings``) are never overwritten.
+        """
+        try:
+            self._custom.patch_namespaced_custom_object_status(
+                GROUP,
+                VERSION,
+                namespace,
+                PLURAL,
+                name,
+                [dict(op) for op in ops],
+                field_manager=FIELD_MANAGER_CONTROLLER,
+                _content_type="application/json-patch+json",
+            )
+        except ApiException as err:
+            if err.status == 409:
+                raise StatusConflict(f"DIJob {namespace}/{name} changed since it was read") from err
+            raise
 
     def wait_for_phase(
         self,

@@ -14,10 +14,12 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import pydantic
 from hera.workflows import Workflow
 from hera.workflows import models as m
 from hera.workflows.protocol import Templatable
 
+from dihera.constants import ANNOTATION_WORKFLOW_DESCRIPTION, ANNOTATION_WORKFLOW_TITLE
 from dihera.membership import Membership
 from dihera.model import CleanPodPolicy, DIJob, Task
 from dihera.naming import (
@@ -40,25 +42,26 @@ from dihera.render.env import INDEX, RANK, di_env
 from dihera.render.objects import owner_references
 from dihera.render.providers import provider_ports
 from dihera.render.settings import RenderSettings
+from dihera.render.strict import strict, strict_list
 
 __all__ = ["DESCRIPTION_ANNOTATION", "ENTRYPOINT", "MEMBERSHIP_VOLUME", "build_workflow", "dag_task", "describe"]
 
 ENTRYPOINT = "dijob"
-DESCRIPTION_ANNOTATION = "workflows.argoproj.io/description"
+DESCRIPTION_ANNOTATION = ANNOTATION_WORKFLOW_DESCRIPTION
 MEMBERSHIP_VOLUME = "dihera-membership"
 
-#: Pod spec fields an Argo template carries itself (camelCase pod spec name -> template field).
-_TEMPLATE_FIELDS: Mapping[str, str] = {
-    "initContainers": "initContainers",
-    "nodeSelector": "nodeSelector",
-    "affinity": "affinity",
-    "tolerations": "tolerations",
-    "serviceAccountName": "serviceAccountName",
-    "securityContext": "securityContext",
-    "automountServiceAccountToken": "automountServiceAccountToken",
-    "hostAliases": "hostAliases",
-    "priorityClassName": "priorityClassName",
-    "schedulerName": "schedulerName",
+#: Pod spec fields an Argo template carries itself: camelCase pod spec name -> (Template field, its model).
+_TEMPLATE_FIELDS: Mapping[str, tuple[str, type[pydantic.BaseModel] | None]] = {
+    "initContainers": ("init_containers", m.UserContainer),
+    "nodeSelector": ("node_selector", None),
+    "affinity": ("affinity", m.Affinity),
+    "tolerations": ("tolerations", m.Toleration),
+    "serviceAccountName": ("service_account_name", None),
+    "securityContext": ("security_context", m.PodSecurityContext),
+    "automountServiceAccountToken": ("automount_service_account_token", None),
+    "hostAliases": ("host_aliases", m.HostAlias),
+    "priorityClassName": ("priority_class_name", None),
+    "schedulerName": ("scheduler_name", None),
 }
 #: Handled on their own: containers (containerSet), volumes (merged), restartPolicy (Argo's: Never).
 _OWN_FIELDS = frozenset({"containers", "volumes", "restartPolicy"})
@@ -89,7 +92,7 @@ def _with_ports(containers: list[dict[str, Any]], ports: list[dict[str, Any]]) -
     return [{**first, "ports": [*have, *extra]}, *containers[1:]] if extra else containers
 
 
-def _pod_metadata(job: DIJob, task: Task, replicas: int) -> dict[str, Any]:
+def _pod_metadata(job: DIJob, task: Task, replicas: int) -> m.Metadata:
     meta = task.template.get("metadata") or {}
     labels = {
         **dict(meta.get("labels") or {}),
@@ -102,7 +105,7 @@ def _pod_metadata(job: DIJob, task: Task, replicas: int) -> dict[str, Any]:
         ANNOTATION_TASK_RANK: INDEX,
         ANNOTATION_REPLICAS: str(replicas),
     }
-    return {"labels": labels, "annotations": annotations}
+    return m.Metadata(labels=labels, annotations=annotations)
 
 
 def _job_pod_labels(job: DIJob, task: Task) -> dict[str, str]:
@@ -120,22 +123,44 @@ def _task_template(job: DIJob, task: Task, replicas: int, settings: RenderSettin
         *(dict(v) for v in job.volumes),
         {"name": MEMBERSHIP_VOLUME, "configMap": {"name": membership_configmap_name(job.name)}},
     ]
-    template: dict[str, Any] = {
-        "name": task.name,
-        "inputs": {"parameters": [{"name": "index"}, {"name": "rank"}]},
-        "metadata": _pod_metadata(job, task, replicas),
-        "containerSet": {
-            "containers": _with_ports(
-                [_container(c, env, settings.membership_dir) for c in spec["containers"]], provider_ports(task)
-            ),
-        },
-        "volumes": volumes,
-        "podSpecPatch": json.dumps(patch, sort_keys=True, separators=(",", ":")),
-        **{target: spec[source] for source, target in _TEMPLATE_FIELDS.items() if source in spec},
-    }
-    if job.backoff_limit > 0:
-        template["retryStrategy"] = {"limit": job.backoff_limit, "retryPolicy": "Always"}
-    return m.Template.model_validate(template)
+    return m.Template(
+        name=task.name,
+        inputs=m.Inputs(parameters=[m.Parameter(name="index"), m.Parameter(name="rank")]),
+        metadata=_pod_metadata(job, task, replicas),
+        container_set=m.ContainerSetTemplate(
+            containers=strict_list(
+                m.ContainerNode,
+                _with_ports(
+                    [_container(c, env, settings.membership_dir) for c in spec["containers"]], provider_ports(task)
+                ),
+                "spec.containers",
+            )
+        ),
+        volumes=strict_list(m.Volume, volumes, "spec.volumes"),
+        pod_spec_patch=json.dumps(patch, sort_keys=True, separators=(",", ":")),
+        retry_strategy=(
+            m.RetryStrategy(limit=m.IntOrString(job.backoff_limit), retry_policy="Always")
+            if job.backoff_limit > 0
+            else None
+        ),
+        **_template_fields(spec),
+    )
+
+
+def _template_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod spec fields an Argo template carries itself, as Hera models (unknown keys fail)."""
+    out: dict[str, Any] = {}
+    for source, (field, model) in _TEMPLATE_FIELDS.items():
+        if source not in spec:
+            continue
+        value = spec[source]
+        if model is None:
+            out[field] = value
+        elif isinstance(value, list):
+            out[field] = strict_list(model, value, f"spec.{source}")
+        else:
+            out[field] = strict(model, value, f"spec.{source}")
+    return out
 
 
 def dag_task(task_name: str, index: int, rank: int) -> m.DAGTask:
@@ -174,7 +199,7 @@ def build_workflow(job: DIJob, membership: Membership, settings: RenderSettings)
     ]
     labels = {**dict(job.labels), **MANAGED_BY, LABEL_JOB: job.name}
     annotations = {
-        "workflows.argoproj.io/title": f"DIJob {job.name}",
+        ANNOTATION_WORKFLOW_TITLE: f"DIJob {job.name}",
         DESCRIPTION_ANNOTATION: describe(
             job.id, [(t.name, t.type.value, len(membership.of_task(t.name))) for t in job.tasks], membership.generation
         ),
@@ -192,5 +217,15 @@ def build_workflow(job: DIJob, membership: Membership, settings: RenderSettings)
         pod_gc=m.PodGC(strategy=pod_gc) if pod_gc else None,
     )
     if owners := owner_references(job):
-        wf.owner_references = [m.OwnerReference.model_validate(o) for o in owners]
+        wf.owner_references = [
+            m.OwnerReference(
+                api_version=o["apiVersion"],
+                kind=o["kind"],
+                name=o["name"],
+                uid=o["uid"],
+                controller=o["controller"],
+                block_owner_deletion=o["blockOwnerDeletion"],
+            )
+            for o in owners
+        ]
     return wf

@@ -7,10 +7,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from dihera.kube.auth import Authenticator, Identity
 from dihera.kube.cache import CachedJob, JobCache
+from dihera.kube.idempotency import AnnotationKeyStore
 from dihera.kube.profilings import write_profilings
-from dihera.kube.scaling import JobScaler, ScaleResult
+from dihera.kube.scale_executor import JobScaler, ScaleResult
 from dihera.render.settings import RenderSettings
 from dihera.scaling import ScaleRequest
+from dihera.server.idempotency import KeyStore
 from dihera.server.settings import ServerSettings
 
 if TYPE_CHECKING:
@@ -32,17 +34,28 @@ class Backend(Protocol):
 
     def authenticate(self, token: str) -> Identity | None: ...
 
+    @property
+    def keys(self) -> KeyStore:
+        """Where ``Idempotency-Key`` answers are remembered."""
+        ...
+
     def allowed(self, identity: Identity, verb: str, namespace: str, name: str) -> bool: ...
 
 
 class KubeBackend:
-    """The cluster through one API client: a watch-backed JobCache, TokenReview/SAR, JobScaler."""
+    """The cluster through one API client: a watch-backed JobCache, TokenReview/SAR, JobScaler, keys on the DIJob."""
 
     def __init__(self, api: client.ApiClient, settings: ServerSettings) -> None:
         self._api = api
         self._cache = JobCache(api, settings.namespaces)
         self._auth = Authenticator(api, ttl=settings.auth_cache_seconds)
         self._scaler = JobScaler(api, RenderSettings(cluster_domain=settings.cluster_domain))
+        self._keys = AnnotationKeyStore(api, ttl=settings.idempotency_seconds)
+
+    @property
+    def keys(self) -> KeyStore:
+        """On the DIJob: shared by every replica of the di-server."""
+        return self._keys
 
     def start(self) -> KubeBackend:
         self._cache.start()

@@ -21,7 +21,7 @@ from typing import Any
 from dihera.kube.cache import CachedJob
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import ObjectStore
-from dihera.kube.scaling import JobScaler
+from dihera.kube.scale_executor import JobScaler
 from dihera.naming import LABEL_JOB, membership_configmap_name
 from dihera.render.settings import RenderSettings
 from dihera.scaling import ScaleError, ScaleRequest

@@ -3,6 +3,13 @@
 Keys are remembered per job for ``ttl`` seconds with a fingerprint of the request; the same key
 with a different request is refused (409). A request in flight with the same key is waited for.
 Server errors (5xx) are forgotten, so the client may retry them.
+
+Two stores answer the same :class:`KeyStore` protocol, over the records of :mod:`dihera.idempotency`:
+
+- the di-server's, :class:`dihera.kube.idempotency.AnnotationKeyStore`, keeps them on the DIJob
+  itself (annotation ``diengine/idempotency-keys``, written with a resourceVersion precondition), so
+  every replica of the di-server sees every key;
+- :class:`IdempotencyStore` keeps them in this process (in-memory backends, tests).
 """
 
 from __future__ import annotations
@@ -11,56 +18,60 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Protocol
 
-__all__ = ["IdempotencyStore", "KeyReused", "Stored"]
+from dihera.idempotency import Answer, KeyBusy, KeyReused, Record
+
+__all__ = ["IdempotencyStore", "KeyBusy", "KeyReused", "KeyStore"]
+
+
+class KeyStore(Protocol):
+    def run(self, job: str, key: str, fingerprint: str, call: Callable[[], Answer]) -> Answer:
+        """``call()`` once per (job, key) while remembered; later calls with the key get its answer."""
+        ...
 
 
 @dataclass
-class Stored:
-    fingerprint: str
-    expires: float
+class _Entry:
+    record: Record
     done: threading.Event = field(default_factory=threading.Event)
-    status: int = 0
-    body: Any = None
-
-
-class KeyReused(Exception):
-    """The key was used before for another request."""
 
 
 class IdempotencyStore:
+    """The keys of this process only (a second di-server replica would not see them)."""
+
     def __init__(self, ttl: float, clock: Callable[[], float] = time.monotonic, size: int = 10_000) -> None:
         self._ttl, self._clock, self._size = ttl, clock, size
-        self._entries: dict[tuple[str, str], Stored] = {}
+        self._entries: dict[tuple[str, str], _Entry] = {}
         self._lock = threading.Lock()
 
-    def run(self, job: str, key: str, fingerprint: str, call: Callable[[], tuple[int, Any]]) -> tuple[int, Any]:
-        """``call()`` once per (job, key); later calls with the same key get its (status, body)."""
+    def run(self, job: str, key: str, fingerprint: str, call: Callable[[], Answer]) -> Answer:
         now = self._clock()
         with self._lock:
-            self._entries = {k: v for k, v in self._entries.items() if v.expires > now or not v.done.is_set()}
+            self._entries = {k: v for k, v in self._entries.items() if v.record.expires > now or not v.done.is_set()}
             entry = self._entries.get((job, key))
             owner = entry is None
             if entry is None:
                 if len(self._entries) >= self._size:
-                    raise KeyReused("too many idempotency keys in use; retry later")
-                entry = self._entries[(job, key)] = Stored(fingerprint, now + self._ttl)
-        if entry.fingerprint != fingerprint:
+                    raise KeyBusy("too many idempotency keys in use; retry later")
+                entry = self._entries[(job, key)] = _Entry(Record(fingerprint, now + self._ttl, now))
+        if entry.record.fingerprint != fingerprint:
             raise KeyReused(f"Idempotency-Key {key!r} was already used for a different request on this job")
         if not owner:
             entry.done.wait()
-            return entry.status, entry.body
+            return entry.record.status or 500, entry.record.body
         try:
-            entry.status, entry.body = call()
+            status, body = call()
         except BaseException:
-            with self._lock:
-                self._entries.pop((job, key), None)
-            entry.status, entry.body = 500, None
-            entry.done.set()
+            self._forget(job, key, entry)
             raise
-        if entry.status >= 500:
-            with self._lock:
-                self._entries.pop((job, key), None)
+        entry.record = entry.record.answer(status, body)
+        if status >= 500:
+            self._forget(job, key, entry)
         entry.done.set()
-        return entry.status, entry.body
+        return status, body
+
+    def _forget(self, job: str, key: str, entry: _Entry) -> None:
+        with self._lock:
+            self._entries.pop((job, key), None)
+        entry.done.set()

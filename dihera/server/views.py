@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dihera.kube.cache import CachedJob
-from dihera.kube.scaling import ScaleResult
+from dihera.kube.scale_executor import ScaleResult
 from dihera.membership import Membership, Replica
 from dihera.naming import LABEL_POD, dag_task_name, fqdn, hostname
 from dihera.render.env import MEMBERSHIP_FILE

@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client
 
 from dihera.kube.jobs import JobStore
-from dihera.kube.scaling import JobScaler
+from dihera.kube.scale_executor import JobScaler
 from dihera.membership import Membership
 from dihera.scaling import GENERATION_ANNOTATION, ScaleRequest, read_dag, spec_generation
 from dihera.schema import GROUP, PLURAL, VERSION

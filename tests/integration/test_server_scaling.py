@@ -31,7 +31,7 @@ from kubernetes.client.exceptions import ApiException
 
 from dihera import load_job
 from dihera.kube import api_client
-from dihera.kube.scaling import JobScaler
+from dihera.kube.scale_executor import JobScaler
 from dihera.membership import Membership
 from dihera.render import render
 from dihera.scaling import RETIRED_TEMPLATE, ScaleError, ScaleRequest, read_dag

@@ -5,13 +5,16 @@ from __future__ import annotations
 import copy
 from typing import Any, cast
 
+import jsonpatch  # type: ignore[import-untyped]
 import pytest
 
 from dihera.controller.metrics import Metrics
 from dihera.controller.reconcile import Reconciler
+from dihera.errors import NotDiheraWorkflow, RetiredReplica, ScaleConflict, ScaleError
+from dihera.kube.jobs import StatusConflict
 from dihera.membership import Membership, Replica
 from dihera.render import RenderSettings
-from dihera.scaling import ScaleError, ScaleRequest
+from dihera.scaling import ScaleRequest
 from tests.unit.builders import job, task
 
 NS, NAME, T1 = "ns", "j", "2026-01-01T00:01:00Z"
@@ -21,7 +24,7 @@ GROWN = Membership(2, (*LIVE.replicas, Replica(3, "collector", 2)))
 
 def dijob(collectors: int, generation: int, observed: int, stamp: int | None = None) -> dict[str, Any]:
     body = job(task("learner", replicas=1), task("collector", replicas=collectors), name=NAME)
-    body["metadata"].update(namespace=NS, uid="job-uid", generation=generation)
+    body["metadata"].update(namespace=NS, uid="job-uid", generation=generation, resourceVersion="1")
     if stamp is not None:
         body["metadata"]["annotations"] = {"diengine/membership-generation": str(stamp)}
     body["status"] = {
@@ -71,13 +74,18 @@ class Cluster:
         self.scale_calls: list[tuple[str, str, ScaleRequest, bool]] = []
         self.scale_error: ScaleError | None = None
         self.scale_result = (GROWN, workflow(2, GROWN))
+        self.conflicts = 0
 
     # JobStore
     def get(self, namespace: str, name: str) -> dict[str, Any]:
         return copy.deepcopy(self.body)
 
-    def write_status(self, namespace: str, name: str, status: dict[str, Any]) -> None:
-        self.statuses.append(status)
+    def patch_status(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> None:
+        if self.conflicts:
+            self.conflicts -= 1
+            raise StatusConflict(f"{namespace}/{name} moved")
+        self.body = jsonpatch.apply_patch(self.body, ops)
+        self.statuses.append(self.body["status"])
 
     # ObjectStore
     def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:
@@ -166,7 +174,42 @@ def test_a_refused_edit_is_a_warning_event_and_is_not_retried() -> None:
 
 def test_a_lost_resource_version_race_is_retried() -> None:
     cluster = Cluster(dijob(collectors=3, generation=2, observed=1), LIVE, converged=1)
-    cluster.scale_error = ScaleError("gave up after 10 resourceVersion conflicts; try again", "conflict")
+    cluster.scale_error = ScaleConflict("gave up after 10 resourceVersion conflicts; try again")
     with pytest.raises(ScaleError):
         reconcile(cluster)
     assert cluster.statuses == []
+
+
+def test_a_status_write_that_lost_a_race_is_recomputed_from_a_fresh_read() -> None:
+    cluster = Cluster(dijob(collectors=2, generation=2, observed=1), LIVE, converged=1)
+    cluster.conflicts = 2
+    reconcile(cluster)
+    assert len(cluster.statuses) == 1 and cluster.conflicts == 0
+
+
+def test_status_conflicts_without_end_go_back_to_the_queue() -> None:
+    cluster = Cluster(dijob(collectors=2, generation=2, observed=1), LIVE, converged=1)
+    cluster.conflicts = 100
+    with pytest.raises(StatusConflict):
+        reconcile(cluster)
+    assert cluster.statuses == [] and cluster.conflicts == 95
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        RetiredReplica("replica(s) collector-1 were retired from the Workflow and cannot return"),
+        NotDiheraWorkflow("Workflow j: no DAG template 'dijob'; not a dihera Workflow"),
+    ],
+)
+def test_a_permanent_refusal_is_one_event_and_never_raised_for_a_retry(error: ScaleError) -> None:
+    # a spec older than the membership is caught up on every pass: the refusal comes back each time
+    cluster = Cluster(dijob(collectors=2, generation=2, observed=2, stamp=1), GROWN, converged=1)
+    cluster.scale_error = error
+    store = cast(Any, cluster)
+    reconciler = Reconciler(store, store, store, RenderSettings(), Metrics(), store, clock=lambda: T1)
+    for _ in range(3):
+        reconciler.reconcile(NS, NAME)
+    assert len(cluster.scale_calls) == 3
+    refusals = [m for r, m in cluster.events if r == "ScaleRefused"]
+    assert len(refusals) == 1 and str(error) in refusals[0]

@@ -392,3 +392,48 @@ def test_exit_code_skips_argo_containers() -> None:
     assert exit_code(pod("collector", 1, "Failed", code=7)) == 7
     assert exit_code(pod("collector", 1, "Succeeded", code=0)) == 0
     assert exit_code(pod("collector", 1)) is None
+
+
+# -- status_patch: the controller writes only its own fields --------------------------------------
+
+
+def _body(status: dict[str, Any] | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"metadata": {"name": "j", "resourceVersion": "41"}}
+    if status is not None:
+        body["status"] = status
+    return body
+
+
+def test_status_patch_never_touches_a_field_the_controller_does_not_own() -> None:
+    import jsonpatch  # type: ignore[import-untyped]
+
+    from dihera.controller.status import status_patch
+
+    read = _body({"phase": "Starting", "replicas": 2, "profilings": {"a": 1}})
+    ops = status_patch(read, {"phase": "Running", "replicas": 2, "profilings": {"a": 1}})
+    assert ops == [{"op": "add", "path": "/status/phase", "value": "Running"}]
+    # the di-server recorded more profilings after the controller's read: they survive the patch
+    now = _body({"phase": "Starting", "replicas": 2, "profilings": {"a": 1, "b": 2}})
+    after = jsonpatch.apply_patch(now, ops)["status"]
+    assert after == {"phase": "Running", "replicas": 2, "profilings": {"a": 1, "b": 2}}
+
+
+def test_status_patch_removes_a_field_that_went_away_and_skips_unchanged_ones() -> None:
+    from dihera.controller.status import status_patch
+
+    read = _body({"phase": "Running", "workflowName": "j", "completionTimestamp": "t"})
+    assert status_patch(read, {"phase": "Running", "workflowName": "j"}) == [
+        {"op": "remove", "path": "/status/completionTimestamp"}
+    ]
+    assert status_patch(read, dict(read["status"])) == []
+
+
+def test_the_first_status_is_created_under_a_resource_version_precondition() -> None:
+    from dihera.controller.status import status_patch
+
+    ops = status_patch(_body(None), {"phase": "Pending"})
+    assert ops == [
+        {"op": "replace", "path": "/metadata/resourceVersion", "value": "41"},
+        {"op": "add", "path": "/status", "value": {}},
+        {"op": "add", "path": "/status/phase", "value": "Pending"},
+    ]

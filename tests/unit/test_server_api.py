@@ -13,11 +13,12 @@ from fastapi.testclient import TestClient
 from dihera import load_job
 from dihera.kube.auth import Identity
 from dihera.kube.cache import CachedJob
-from dihera.kube.scaling import ScaleResult
+from dihera.kube.scale_executor import ScaleResult
 from dihera.membership import Membership
 from dihera.render import render
 from dihera.scaling import ScaleError, ScaleRequest, plan_scale, workflow_patch
 from dihera.server import ServerSettings, create_app
+from dihera.server.idempotency import IdempotencyStore
 from tests.unit.builders import job as job_doc
 from tests.unit.builders import task
 
@@ -32,6 +33,7 @@ class FakeBackend:
         self.scale_calls = 0
         self.profilings: dict[tuple[str, str], Mapping[str, Any]] = {}
         self.lock = threading.Lock()
+        self.keys = IdempotencyStore(600)
 
     def add(self, doc: dict[str, Any], namespace: str = "team-a") -> None:
         doc["metadata"]["namespace"] = namespace

@@ -15,7 +15,7 @@ import schemathesis
 from hypothesis import HealthCheck, settings
 
 from dihera.kube.cache import CachedJob
-from dihera.kube.scaling import ScaleResult
+from dihera.kube.scale_executor import ScaleResult
 from dihera.scaling import ScaleRequest
 from dihera.server import ServerSettings, create_app
 from tests.unit.builders import job as job_doc

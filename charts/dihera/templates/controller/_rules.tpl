@@ -1,5 +1,6 @@
 {{/*
-THE controller's permissions: the one place to amend them. No wildcards; only what the controller uses.
+THE controller's permissions: the one place to amend them. No wildcards; exactly what the controller uses
+(tests/integration/test_rbac_audit.py compares them with the API server's audit log of its requests).
 
 dihera.controller.namespacedRules: namespaced resources. Granted cluster-wide (ClusterRole) by default,
 or by a Role in each of .Values.watchNamespaces.
@@ -8,48 +9,53 @@ no ClusterRole: kopf then logs that it cannot watch CRDs or namespaces and uses 
 */}}
 
 {{- define "dihera.controller.namespacedRules" -}}
-# The DIJobs it reconciles (kopf patches finalizers and its own annotations; status is the job's state).
+# The DIJobs it reconciles (watched by kopf; patched by a synced hand edit's stamp) and their status.
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs]
-  verbs: [get, list, watch, patch, update]
+  verbs: [get, list, watch, patch]
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs/status]
-  verbs: [get, patch, update]
+  verbs: [patch]
+# ownerReferences with blockOwnerDeletion on a DIJob (checked by OwnerReferencesPermissionEnforcement).
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs/finalizers]
   verbs: [update]
-# The Argo Workflow that runs each DIJob.
+# The Argo Workflow that runs each DIJob (created, converged by scaling, stopped by cleanPodPolicy).
 - apiGroups: [argoproj.io]
   resources: [workflows]
-  verbs: [get, list, watch, create, patch, update, delete]
-# Pods of the job (status, cleanPodPolicy, stop without a kubelet).
+  verbs: [get, list, watch, create, patch]
+# Pods of the job (watched for status; deleted by cleanPodPolicy and scale-down).
 - apiGroups: [""]
   resources: [pods]
-  verbs: [get, list, watch, delete]
-# The job's headless Service and its membership ConfigMap.
+  verbs: [list, watch, delete]
+# The job's headless Service (created; read back when it already exists).
 - apiGroups: [""]
-  resources: [services, configmaps]
-  verbs: [get, list, watch, create, patch, update, delete]
-# Events about DIJobs (kopf posts per-object logs as events).
-- apiGroups: ["", events.k8s.io]
+  resources: [services]
+  verbs: [get, create]
+# The job's membership ConfigMap (created; replaced with a resourceVersion when scaling).
+- apiGroups: [""]
+  resources: [configmaps]
+  verbs: [get, create, update]
+# Events about DIJobs.
+- apiGroups: [""]
   resources: [events]
-  verbs: [create, patch]
+  verbs: [create]
 # kopf peering in namespaced mode.
 - apiGroups: [kopf.dev]
   resources: [kopfpeerings]
-  verbs: [get, list, watch, patch]
+  verbs: [list, watch, patch]
 {{- end }}
 
 {{- define "dihera.controller.clusterRules" -}}
 # kopf peering in cluster-wide mode.
 - apiGroups: [kopf.dev]
   resources: [clusterkopfpeerings]
-  verbs: [get, list, watch, patch]
+  verbs: [list, watch, patch]
 # kopf scans the served resources and the namespaces.
 - apiGroups: [apiextensions.k8s.io]
   resources: [customresourcedefinitions]
-  verbs: [get, list, watch]
+  verbs: [list, watch]
 - apiGroups: [""]
   resources: [namespaces]
-  verbs: [get, list, watch]
+  verbs: [list, watch]
 {{- end }}

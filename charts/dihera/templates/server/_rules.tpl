@@ -1,5 +1,6 @@
 {{/*
-THE di-server's permissions: the one place to amend them. No wildcards; only what the server uses.
+THE di-server's permissions: the one place to amend them. No wildcards; exactly what the server uses
+(tests/integration/test_rbac_audit.py compares them with the API server's audit log of its requests).
 
 dihera.server.namespacedRules: granted cluster-wide (ClusterRole) by default, or by a Role in each of
 .Values.watchNamespaces.
@@ -8,25 +9,25 @@ its callers with TokenReviews and SubjectAccessReviews).
 */}}
 
 {{- define "dihera.server.namespacedRules" -}}
-# Jobs: read them, scale them (spec.tasks[].replicas), record profilings in status.
+# Jobs: read them (watch cache), scale them (spec.tasks[].replicas, stamp, Idempotency-Keys), record profilings.
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs]
-  verbs: [get, list, watch, patch, update]
+  verbs: [get, list, watch, patch]
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs/status]
-  verbs: [get, patch]
-# The job's Workflow (replica addresses, scale-down of running nodes).
+  verbs: [patch]
+# The job's Workflow (read and converged when scaling).
 - apiGroups: [argoproj.io]
   resources: [workflows]
-  verbs: [get, list, watch, patch, update]
-# The job's membership ConfigMap.
+  verbs: [get, patch]
+# The job's membership ConfigMap (watch cache; replaced with a resourceVersion when scaling).
 - apiGroups: [""]
   resources: [configmaps]
-  verbs: [get, list, watch, patch, update]
-# Replica pods: addresses, and deletion on scale-down.
+  verbs: [get, list, watch, update]
+# Replica pods: addresses (watch cache), and deletion on scale-down.
 - apiGroups: [""]
   resources: [pods]
-  verbs: [get, list, watch, delete]
+  verbs: [list, watch, delete]
 {{- end }}
 
 {{- define "dihera.server.clusterRules" -}}

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from dihera.controller.rescale import EditAction, plan_spec_edit
 from dihera.membership import Membership, Replica
 from dihera.model import DIJob
+from dihera.scaling.spec_edit import EditAction, plan_spec_edit
 from dihera.validation import load_job
 from tests.unit.builders import job, task
 

@@ -24,18 +24,19 @@ from typing import Any, TypeVar
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from dihera.errors import InvalidJobError
+from dihera.constants import FIELD_MANAGER_SERVER
+from dihera.errors import InvalidJobError, InvalidScale, NotStarted, ScaleConflict, ScaleNotFound
 from dihera.kube.errors import describe_api_error
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import WORKFLOW_GROUP, WORKFLOW_PLURAL, WORKFLOW_VERSION, ObjectStore
 from dihera.membership import Membership, Replica
 from dihera.naming import LABEL_JOB, membership_configmap_name, workflow_name
+from dihera.patches import precondition
 from dihera.render.env import MEMBERSHIP_FILE
 from dihera.render.objects import membership_configmap
 from dihera.render.settings import RenderSettings
 from dihera.scaling import (
     Action,
-    ScaleError,
     ScaleRequest,
     job_spec_patch,
     plan_scale,
@@ -73,9 +74,16 @@ class _Conflict(Exception):
 
 
 class JobScaler:
-    """Scales jobs through one API client; holds the per-job locks of this process."""
+    """Scales jobs through one API client; holds the per-job locks of this process (only while in use)."""
 
-    def __init__(self, api: client.ApiClient, settings: RenderSettings | None = None, attempts: int = 10) -> None:
+    def __init__(
+        self,
+        api: client.ApiClient,
+        settings: RenderSettings | None = None,
+        attempts: int = 10,
+        field_manager: str = FIELD_MANAGER_SERVER,
+    ) -> None:
+        self._manager = field_manager
         self._api = api
         self._settings = settings or RenderSettings()
         self._attempts = attempts
@@ -84,14 +92,30 @@ class JobScaler:
         self._core = client.CoreV1Api(api)
         self._custom = client.CustomObjectsApi(api)
         self._guard = threading.Lock()
-        self._locks: dict[str, threading.Lock] = {}
+        #: job → (its lock, how many requests hold or wait for it); an entry goes when its last user leaves
+        self._locks: dict[str, tuple[threading.Lock, int]] = {}
+
+    @property
+    def locked_jobs(self) -> int:
+        """Jobs with a request in progress or waiting here (the size of the lock table)."""
+        with self._guard:
+            return len(self._locks)
 
     @contextmanager
     def _locked(self, key: str) -> Iterator[None]:
         with self._guard:
-            lock = self._locks.setdefault(key, threading.Lock())
-        with lock:
-            yield
+            lock, users = self._locks.get(key, (threading.Lock(), 0))
+            self._locks[key] = (lock, users + 1)
+        try:
+            with lock:
+                yield
+        finally:
+            with self._guard:
+                lock, users = self._locks[key]
+                if users == 1:
+                    del self._locks[key]
+                else:
+                    self._locks[key] = (lock, users - 1)
 
     def scale(self, namespace: str, name: str, request: ScaleRequest, *, update_spec: bool = True) -> ScaleResult:
         """Apply ``request`` to job ``namespace/name``. ScaleError when refused (nothing changed).
@@ -134,18 +158,18 @@ class JobScaler:
                 return step()
             except _Conflict:
                 continue
-        raise ScaleError(f"gave up after {self._attempts} resourceVersion conflicts; try again", "conflict")
+        raise ScaleConflict(f"gave up after {self._attempts} resourceVersion conflicts; try again")
 
     # -- reads ------------------------------------------------------------------------------------
 
     def _read(self, namespace: str, name: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
         body = self._jobs.get(namespace, name)
         if body is None:
-            raise ScaleError(f"DIJob {namespace}/{name} not found", "not-found")
+            raise ScaleNotFound(f"DIJob {namespace}/{name} not found")
         configmap = self._objects.get_configmap(namespace, membership_configmap_name(name))
         workflow = self._objects.get_workflow(namespace, workflow_name(name))
         if configmap is None or workflow is None or MEMBERSHIP_FILE not in (configmap.get("data") or {}):
-            raise ScaleError(f"DIJob {namespace}/{name} has not started yet (no Workflow or membership)", "conflict")
+            raise NotStarted(f"DIJob {namespace}/{name} has not started yet (no Workflow or membership)")
         return body, configmap, workflow
 
     # -- steps ------------------------------------------------------------------------------------
@@ -162,16 +186,23 @@ class JobScaler:
         try:
             job = load_job(body)
         except InvalidJobError as err:
-            raise ScaleError(f"DIJob {namespace}/{name} is invalid: {err}", "conflict") from err
+            raise InvalidScale(f"DIJob {namespace}/{name} is invalid: {err}", "conflict") from err
         current = Membership.from_json(configmap["data"][MEMBERSHIP_FILE])
         if request.action is Action.SYNC and not spec_is_current(body, current):
-            return current, current, _counts(current), False
+            return current, current, current.task_counts(), False
         plan = plan_scale(job, current, workflow, request)
         if plan.changed:
             data = membership_configmap(plan.job, plan.membership, self._settings)["data"]
             meta = configmap["metadata"]
             new = {**configmap, "data": data, "metadata": {**meta, "resourceVersion": meta["resourceVersion"]}}
-            self._write(lambda: self._core.replace_namespaced_config_map(meta["name"], namespace, new))  # type: ignore[arg-type]
+            self._write(
+                lambda: self._core.replace_namespaced_config_map(
+                    meta["name"],
+                    namespace,
+                    new,  # type: ignore[arg-type]
+                    field_manager=self._manager,
+                )
+            )
         return current, plan.membership, plan.replicas, True
 
     def _converge_workflow(self, namespace: str, name: str) -> list[str]:
@@ -179,7 +210,7 @@ class JobScaler:
         membership = Membership.from_json(configmap["data"][MEMBERSHIP_FILE])
         ops = workflow_patch(membership, workflow)
         if ops:
-            ops = [_precondition(workflow), *ops]
+            ops = [precondition(workflow), *ops]
             workflow = self._write(
                 lambda: self._custom.patch_namespaced_custom_object(
                     WORKFLOW_GROUP,
@@ -188,6 +219,7 @@ class JobScaler:
                     WORKFLOW_PLURAL,
                     workflow_name(name),
                     ops,
+                    field_manager=self._manager,
                     _content_type=JSON_PATCH,
                 )
             )
@@ -200,12 +232,12 @@ class JobScaler:
         """Spec counts and stamp from the *latest* membership, in one patch."""
         body, configmap, _ = self._read(namespace, name)
         membership = Membership.from_json(configmap["data"][MEMBERSHIP_FILE])
-        ops = job_spec_patch(body, _counts(membership), membership.generation)
+        ops = job_spec_patch(body, membership.task_counts(), membership.generation)
         if ops:
-            ops = [_precondition(body), *ops]
+            ops = [precondition(body), *ops]
             self._write(
                 lambda: self._custom.patch_namespaced_custom_object(
-                    GROUP, VERSION, namespace, PLURAL, name, ops, _content_type=JSON_PATCH
+                    GROUP, VERSION, namespace, PLURAL, name, ops, field_manager=self._manager, _content_type=JSON_PATCH
                 )
             )
 
@@ -217,13 +249,13 @@ class JobScaler:
         """
         body = self._jobs.get(namespace, name)
         if body is None:
-            raise ScaleError(f"DIJob {namespace}/{name} not found", "not-found")
+            raise ScaleNotFound(f"DIJob {namespace}/{name} not found")
         ops = stamp_patch(body, generation)
         if ops:
-            ops = [_precondition(body), *ops]
+            ops = [precondition(body), *ops]
             self._write(
                 lambda: self._custom.patch_namespaced_custom_object(
-                    GROUP, VERSION, namespace, PLURAL, name, ops, _content_type=JSON_PATCH
+                    GROUP, VERSION, namespace, PLURAL, name, ops, field_manager=self._manager, _content_type=JSON_PATCH
                 )
             )
 
@@ -234,21 +266,9 @@ class JobScaler:
             if err.status == 409:
                 raise _Conflict() from err
             if err.status == 404:
-                raise ScaleError(f"the job's objects went away: {describe_api_error(err)}", "not-found") from err
+                raise ScaleNotFound(f"the job's objects went away: {describe_api_error(err)}") from err
             raise
         return result
-
-
-def _counts(membership: Membership) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for r in membership.replicas:
-        counts[r.task] = counts.get(r.task, 0) + 1
-    return counts
-
-
-def _precondition(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """Setting ``metadata.resourceVersion`` in a patch makes the API server refuse it (409) if it moved."""
-    return {"op": "replace", "path": "/metadata/resourceVersion", "value": obj["metadata"]["resourceVersion"]}
 
 
 def scale_job(

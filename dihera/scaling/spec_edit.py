@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from dihera.controller.replicas import live_replicas
 from dihera.membership import Membership
 from dihera.model import DIJob
+from dihera.scaling.dag import live_replicas
 
-__all__ = ["EditAction", "SpecEdit", "plan_spec_edit", "task_counts"]
+__all__ = ["EditAction", "SpecEdit", "plan_spec_edit"]
 
 
 class EditAction(StrEnum):
@@ -50,14 +50,6 @@ class SpecEdit:
     message: str = ""
 
 
-def task_counts(membership: Membership) -> dict[str, int]:
-    """Task → number of replicas in ``membership``."""
-    counts: dict[str, int] = {}
-    for r in membership.replicas:
-        counts[r.task] = counts.get(r.task, 0) + 1
-    return counts
-
-
 def plan_spec_edit(
     job: DIJob,
     stamp: int,
@@ -68,12 +60,12 @@ def plan_spec_edit(
 ) -> SpecEdit:
     """What to do about the replicas in ``job``'s spec, given the running job's objects.
 
-    ``stamp``: the DIJob's ``diengine/membership-generation`` (``dihera.scaling.spec_generation``).
+    ``stamp``: the DIJob's ``diengine/membership-generation`` (:func:`dihera.scaling.spec_patch.spec_generation`).
     """
     if membership is None or workflow is None:
         return SpecEdit(EditAction.NONE)
     unseen = generation > (observed_generation or 0)
-    live = task_counts(live_replicas(membership, workflow))
+    live = live_replicas(membership, workflow).task_counts()
     wanted = {t.name: t.replicas for t in job.tasks}
     if set(wanted) != set(live):
         if not unseen:

@@ -1,0 +1,106 @@
+"""The API's names in one place (like JobSet's ``pkg/constants``): phases, reasons, keys, field managers.
+
+Phases are a ``str`` enum, so ``Phase.RUNNING == "Running"`` and a status serialises unchanged.
+Nothing here computes; every module that writes or reads one of these names imports it from here.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+__all__ = [
+    "ANNOTATION_GENERATION",
+    "ANNOTATION_IDEMPOTENCY",
+    "ANNOTATION_NODE_NAME",
+    "ANNOTATION_RANK",
+    "ANNOTATION_REPLICAS",
+    "ANNOTATION_TASK_RANK",
+    "ANNOTATION_WORKFLOW_DESCRIPTION",
+    "ANNOTATION_WORKFLOW_TITLE",
+    "EVENT_NORMAL",
+    "EVENT_WARNING",
+    "FAILED_NODE_PHASES",
+    "FIELD_MANAGER_CONTROLLER",
+    "FIELD_MANAGER_SERVER",
+    "LABEL_JOB",
+    "LABEL_MANAGED_BY",
+    "LABEL_POD",
+    "LABEL_TASK_NAME",
+    "LABEL_TASK_TYPE",
+    "MANAGED_BY",
+    "TERMINAL_PHASES",
+    "TERMINAL_POD_PHASES",
+    "WARNING_PHASES",
+    "EventReason",
+    "Phase",
+    "condition_reason",
+]
+
+
+class Phase(StrEnum):
+    """``status.phase`` of a DIJob (and the ``type`` of its conditions)."""
+
+    PENDING = "Pending"
+    STARTING = "Starting"
+    RUNNING = "Running"
+    RESTARTING = "Restarting"
+    RESCHEDULING = "Rescheduling"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+#: A job in one of these phases is finished; its status is final.
+TERMINAL_PHASES = frozenset({Phase.SUCCEEDED, Phase.FAILED})
+#: Entering one of these phases posts a Warning Event (others a Normal one).
+WARNING_PHASES = frozenset({Phase.FAILED, Phase.RESTARTING})
+
+
+class EventReason(StrEnum):
+    """``reason`` of the Events about a DIJob (phase changes use ``Job<Phase>``, see :func:`condition_reason`)."""
+
+    SCALE_REFUSED = "ScaleRefused"
+    REPLICAS_CHANGED = "ReplicasChanged"
+    REPLICA_RESTARTED = "ReplicaRestarted"
+    INVALID_JOB = "InvalidJob"
+    WORKFLOW_DELETED = "WorkflowDeleted"
+    WORKFLOW_FAILED = "WorkflowFailed"
+    BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
+
+
+def condition_reason(phase: str) -> str:
+    """A condition's (and a phase change Event's) reason: ``Running`` → ``JobRunning`` (DI-orchestrator's)."""
+    return f"Job{phase}"
+
+
+EVENT_NORMAL = "Normal"
+EVENT_WARNING = "Warning"
+
+#: Pod phases after which a pod runs no more.
+TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
+#: Argo node (and Workflow) phases that mean failure.
+FAILED_NODE_PHASES = frozenset({"Failed", "Error"})
+
+# -- labels and annotations on what a DIJob creates -------------------------------------------------
+LABEL_JOB = "diengine/job"
+LABEL_TASK_TYPE = "diengine/task-type"
+LABEL_TASK_NAME = "diengine/task-name"
+LABEL_POD = "diengine/pod"
+LABEL_MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGED_BY = {LABEL_MANAGED_BY: "dihera"}
+ANNOTATION_RANK = "diengine/rank"
+ANNOTATION_TASK_RANK = "diengine/task-rank"
+ANNOTATION_REPLICAS = "diengine/replicas"
+#: On the Workflow: the membership generation its DAG was last converged to. On the DIJob: the
+#: membership generation its ``spec.tasks[].replicas`` were last written or synced at (its stamp).
+ANNOTATION_GENERATION = "diengine/membership-generation"
+#: On the DIJob: the di-server's recent ``Idempotency-Key`` answers (JSON), shared by its replicas.
+ANNOTATION_IDEMPOTENCY = "diengine/idempotency-keys"
+#: Argo UI's title and description of a Workflow.
+ANNOTATION_WORKFLOW_TITLE = "workflows.argoproj.io/title"
+ANNOTATION_WORKFLOW_DESCRIPTION = "workflows.argoproj.io/description"
+#: Argo's annotation on a pod: the Workflow node it runs (``<workflow>.<dag task>(<attempt>)``).
+ANNOTATION_NODE_NAME = "workflows.argoproj.io/node-name"
+
+# -- who writes (managedFields, Event source) -------------------------------------------------------
+FIELD_MANAGER_CONTROLLER = "dihera-controller"
+FIELD_MANAGER_SERVER = "dihera-server"

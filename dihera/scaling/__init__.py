@@ -1,0 +1,54 @@
+"""Scaling a running job, pure: what a request asks, the plan, the Workflow patch, the DIJob patch.
+
+The job's membership ConfigMap is the commitment; the Workflow is converged to it (measured on Argo
+v3.7, see docs/scaling.md). The parts, each a module named for its job:
+
+- :mod:`~dihera.scaling.request`: what a scale request asks (``ScaleRequest``);
+- :mod:`~dihera.scaling.dag`: the Workflow's DAG as scaling sees it (live slots, retired tombstones);
+- :mod:`~dihera.scaling.plan`: the new counts and membership (``plan_scale``), refusals as typed errors;
+- :mod:`~dihera.scaling.workflow_patch`: the JSON patch converging the Workflow, pods left to delete;
+- :mod:`~dihera.scaling.spec_patch`: the DIJob's stamp and the patch writing counts and stamp;
+- :mod:`~dihera.scaling.spec_edit`: whether a hand edit of the spec is to be applied or caught up.
+
+The one place that applies them to the cluster is :mod:`dihera.kube.scale_executor` (``JobScaler``).
+"""
+
+from __future__ import annotations
+
+from dihera.errors import ScaleError
+from dihera.scaling.dag import RETIRED_TEMPLATE, DagSlots, live_replicas, read_dag, retired_dag_tasks
+from dihera.scaling.plan import ScalePlan, plan_scale, target_counts
+from dihera.scaling.request import Action, ScaleRequest
+from dihera.scaling.spec_edit import EditAction, SpecEdit, plan_spec_edit
+from dihera.scaling.spec_patch import (
+    GENERATION_ANNOTATION,
+    job_spec_patch,
+    spec_generation,
+    spec_is_current,
+    stamp_patch,
+)
+from dihera.scaling.workflow_patch import pods_to_delete, workflow_patch
+
+__all__ = [
+    "GENERATION_ANNOTATION",
+    "RETIRED_TEMPLATE",
+    "Action",
+    "DagSlots",
+    "EditAction",
+    "ScaleError",
+    "ScalePlan",
+    "ScaleRequest",
+    "SpecEdit",
+    "job_spec_patch",
+    "live_replicas",
+    "plan_scale",
+    "plan_spec_edit",
+    "pods_to_delete",
+    "read_dag",
+    "retired_dag_tasks",
+    "spec_generation",
+    "spec_is_current",
+    "stamp_patch",
+    "target_counts",
+    "workflow_patch",
+]

@@ -1,0 +1,72 @@
+"""A running job's Workflow DAG as scaling sees it (pure): live replica slots and retired tombstones.
+
+A removed replica's DAG task stays in the DAG with its template swapped for ``dihera-retired``
+(``suspend: {duration: "0"}``): Argo marks it Succeeded at once and never retries it. A DAG task
+name is never used twice in one Workflow.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dihera.errors import NotDiheraWorkflow
+from dihera.membership import Membership
+from dihera.naming import dag_task_name
+from dihera.render.workflow import ENTRYPOINT
+
+__all__ = ["RETIRED_TEMPLATE", "DagSlots", "live_replicas", "read_dag", "retired_dag_tasks"]
+
+RETIRED_TEMPLATE = "dihera-retired"
+
+
+@dataclass(frozen=True)
+class DagSlots:
+    """The entry DAG of a job's Workflow: where it is and which replica slots it holds."""
+
+    template_index: int
+    live: Mapping[str, int]  # DAG task name -> position, for replicas still running
+    retired: Mapping[str, int]  # DAG task name -> position, for tombstones
+    templates: Mapping[str, int]  # template name -> position in spec.templates
+
+    @property
+    def tasks_path(self) -> str:
+        return f"/spec/templates/{self.template_index}/dag/tasks"
+
+    def used(self, name: str) -> bool:
+        return name in self.live or name in self.retired
+
+
+def read_dag(workflow: Mapping[str, Any]) -> DagSlots:
+    """Find the entry DAG ``dijob`` of a rendered Workflow; ScaleError(conflict) if it has none."""
+    templates = list((workflow.get("spec") or {}).get("templates") or [])
+    positions = {t.get("name"): i for i, t in enumerate(templates)}
+    index = positions.get(ENTRYPOINT)
+    if index is None or "dag" not in templates[index]:
+        name = (workflow.get("metadata") or {}).get("name")
+        raise NotDiheraWorkflow(f"Workflow {name}: no DAG template {ENTRYPOINT!r}; not a dihera Workflow")
+    live: dict[str, int] = {}
+    retired: dict[str, int] = {}
+    for pos, task in enumerate(templates[index]["dag"].get("tasks") or []):
+        (retired if task.get("template") == RETIRED_TEMPLATE else live)[task["name"]] = pos
+    return DagSlots(index, live, retired, {str(k): v for k, v in positions.items()})
+
+
+def retired_dag_tasks(workflow: Mapping[str, Any] | None) -> frozenset[str]:
+    """Names of the DAG tasks scaling retired (template ``dihera-retired``) in the Workflow's spec."""
+    out: set[str] = set()
+    for template in ((workflow or {}).get("spec") or {}).get("templates") or []:
+        for task in (template.get("dag") or {}).get("tasks") or []:
+            if task.get("template") == RETIRED_TEMPLATE:
+                out.add(str(task.get("name")))
+    return frozenset(out)
+
+
+def live_replicas(membership: Membership, workflow: Mapping[str, Any] | None) -> Membership:
+    """``membership`` without the replicas whose DAG task is retired (same generation)."""
+    retired = retired_dag_tasks(workflow)
+    if not retired:
+        return membership
+    kept = tuple(r for r in membership.replicas if dag_task_name(r.task, r.index) not in retired)
+    return Membership(membership.generation, kept)

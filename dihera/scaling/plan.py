@@ -1,0 +1,141 @@
+"""Plan a change of a running job's replicas (pure): the new counts and the membership to commit.
+
+Scale-down removes the named replicas, else the task's highest-ranked; scale-up takes, per new
+replica, the lowest index whose DAG task name the Workflow never used and the lowest free rank.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dihera.errors import InvalidScale, OutOfBounds, ScaleNotFound
+from dihera.membership import Membership, Replica
+from dihera.model import DIJob
+from dihera.naming import dag_task_name
+from dihera.render.providers import scaling_refusal
+from dihera.scaling.dag import read_dag
+from dihera.scaling.request import Action, ScaleRequest
+
+__all__ = ["ScalePlan", "plan_scale", "target_counts"]
+
+
+@dataclass(frozen=True)
+class ScalePlan:
+    """The outcome of a request: the job with its new counts and the membership to commit."""
+
+    job: DIJob
+    previous: Membership
+    membership: Membership
+    added: tuple[Replica, ...] = field(default=())
+    removed: tuple[Replica, ...] = field(default=())
+
+    @property
+    def changed(self) -> bool:
+        return self.membership != self.previous
+
+    @property
+    def replicas(self) -> dict[str, int]:
+        return {t.name: t.replicas for t in self.job.tasks}
+
+
+def _task_of(job: DIJob, name: str | None) -> str:
+    names = [t.name for t in job.tasks]
+    if name not in names:
+        raise ScaleNotFound(f"job {job.id} has no task {name!r} (tasks: {', '.join(names)})")
+    return name
+
+
+def _named(membership: Membership, names: Sequence[str]) -> list[Replica]:
+    by_name = {dag_task_name(r.task, r.index): r for r in membership.replicas}
+    unknown = [n for n in names if n not in by_name]
+    if unknown:
+        raise ScaleNotFound(
+            f"no live replica named {', '.join(repr(n) for n in unknown)} (replicas: {', '.join(by_name)})"
+        )
+    return [by_name[n] for n in names]
+
+
+def target_counts(job: DIJob, membership: Membership, request: ScaleRequest) -> dict[str, int]:
+    """Each task's replica count after ``request``, relative to the live membership."""
+    counts = membership.task_counts(t.name for t in job.tasks)
+    if request.action is Action.SYNC:
+        return {t.name: t.replicas for t in job.tasks}
+    if request.action is Action.REMOVE_NAMED:
+        if not request.names:
+            raise InvalidScale("replicas: name at least one replica to remove (got [])")
+        for r in _named(membership, request.names):
+            counts[r.task] -= 1
+        return counts
+    task = _task_of(job, request.task)
+    minimum = 1 if request.action is not Action.SET else 0
+    if request.count < minimum or isinstance(request.count, bool):
+        raise InvalidScale(f"replicas: must be an integer of at least {max(minimum, 1)} (got {request.count!r})")
+    if request.action is Action.SET:
+        counts[task] = request.count
+    elif request.action is Action.ADD:
+        counts[task] += request.count
+    else:
+        counts[task] -= request.count
+    return counts
+
+
+def _check_bounds(job: DIJob, current: Mapping[str, int], counts: Mapping[str, int]) -> None:
+    for i, t in enumerate(job.tasks):
+        if counts[t.name] < 1:
+            raise OutOfBounds(
+                f"spec.tasks[{i}].replicas: task {t.name!r} has {current[t.name]} replica(s) and must keep at "
+                f"least 1 (asked for {counts[t.name]}); nothing changed"
+            )
+    total = sum(counts.values())
+    low = job.min_replicas if job.min_replicas is not None else len(job.tasks)
+    high = job.max_replicas
+    if total < low or (high is not None and total > high):
+        bounds = f"minReplicas={low}, maxReplicas={high if high is not None else 'unbounded'}"
+        raise OutOfBounds(
+            f"spec.tasks: the job would have {total} replicas in all (now {sum(current.values())}), "
+            f"outside its bounds ({bounds}); nothing changed"
+        )
+
+
+def plan_scale(job: DIJob, membership: Membership, workflow: Mapping[str, Any], request: ScaleRequest) -> ScalePlan:
+    """What ``request`` does to a running job. Raises ScaleError (nothing to change) when refused.
+
+    Scale-down removes the named replicas, else the task's highest-ranked; scale-up takes, per new
+    replica, the lowest index whose DAG task name the Workflow never used and the lowest free rank.
+    """
+    slots = read_dag(workflow)
+    # A replica whose DAG task is already a tombstone is gone, whatever the ConfigMap says.
+    live = tuple(r for r in membership.replicas if dag_task_name(r.task, r.index) not in slots.retired)
+    current = Membership(membership.generation, live)
+    counts = target_counts(job, current, request)
+    _check_bounds(job, current.task_counts(t.name for t in job.tasks), counts)
+    if refusal := scaling_refusal(job, current.task_counts(t.name for t in job.tasks), counts):
+        raise InvalidScale(refusal)  # permanent: the same request is refused every time
+    named = {(r.task, r.index) for r in _named(current, request.names)} if request.names else set()
+    kept: list[Replica] = []
+    for t in job.tasks:
+        mine = sorted(current.of_task(t.name), key=lambda r: ((r.task, r.index) not in named, -r.rank))
+        drop = max(len(mine) - counts[t.name], 0)
+        kept.extend(mine[drop:])
+    ranks = {r.rank for r in kept}
+    added: list[Replica] = []
+    for t in job.tasks:
+        have = {r.index for r in kept if r.task == t.name}
+        index = 0
+        for _ in range(counts[t.name] - len(have)):
+            while index in have or slots.used(dag_task_name(t.name, index)):
+                index += 1
+            rank = min(set(range(len(ranks) + 1)) - ranks)
+            ranks.add(rank)
+            added.append(Replica(rank, t.name, index))
+            index += 1
+    replicas = tuple(sorted(kept + added))
+    removed = tuple(r for r in membership.replicas if r not in replicas)
+    generation = membership.generation + (1 if replicas != membership.replicas else 0)
+    new_job = job
+    for t in job.tasks:
+        if t.replicas != counts[t.name]:
+            new_job = new_job.with_replicas(t.name, counts[t.name])
+    return ScalePlan(new_job, membership, Membership(generation, replicas), tuple(added), removed)

@@ -1,0 +1,79 @@
+"""The DIJob side of scaling (pure): its stamp and the JSON patches writing counts and stamp.
+
+The stamp ``diengine/membership-generation`` is the membership generation the spec's
+``spec.tasks[].replicas`` were last written or synced at; it never decreases (docs/scaling.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from dihera.constants import ANNOTATION_GENERATION
+from dihera.membership import Membership
+from dihera.patches import pointer
+
+__all__ = ["GENERATION_ANNOTATION", "job_spec_patch", "spec_generation", "spec_is_current", "stamp_patch"]
+
+GENERATION_ANNOTATION = ANNOTATION_GENERATION
+
+
+def spec_generation(manifest: Mapping[str, Any]) -> int:
+    """The DIJob's stamp: the membership generation its spec's replicas were written or synced at.
+
+    No stamp: 1 (a job's first membership is rendered from its spec); an unreadable one: 0 (older
+    than any membership, so the spec follows the membership).
+    """
+    text = ((manifest.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_GENERATION)
+    try:
+        return int(text) if text is not None else 1
+    except ValueError:
+        return 0
+
+
+def spec_is_current(manifest: Mapping[str, Any], membership: Membership) -> bool:
+    """Whether the DIJob's spec is at least as new as ``membership`` (its stamp ≥ the generation).
+
+    A current spec whose counts differ from the membership is a hand edit: the membership follows it.
+    An older one was written before ``membership`` was committed (by a scaler since overtaken, or by
+    hand while a request was in flight): it is never applied; the spec follows the membership.
+    """
+    return spec_generation(manifest) >= membership.generation
+
+
+def _stamp_ops(manifest: Mapping[str, Any], generation: int) -> list[dict[str, Any]]:
+    if spec_generation(manifest) >= generation:
+        return []  # the stamp never goes back
+    ops: list[dict[str, Any]] = []
+    if (manifest.get("metadata") or {}).get("annotations") is None:
+        ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
+    key = f"/metadata/annotations/{pointer(ANNOTATION_GENERATION)}"
+    ops.append({"op": "add", "path": key, "value": str(generation)})
+    return ops
+
+
+def job_spec_patch(
+    manifest: Mapping[str, Any], counts: Mapping[str, int], generation: int | None = None
+) -> list[dict[str, Any]]:
+    """JSON patch setting ``spec.tasks[i].replicas`` of a DIJob manifest to ``counts`` ([] if equal).
+
+    With ``generation`` (the membership ``counts`` were read from) it also stamps the DIJob with it,
+    in the same patch; a stamp is never lowered, and a stale ``generation`` writes nothing at all.
+    """
+    if generation is not None and spec_generation(manifest) > generation:
+        return []  # a newer writer already put a newer membership in the spec
+    ops: list[dict[str, Any]] = []
+    for i, t in enumerate(manifest["spec"]["tasks"]):
+        name = t.get("name") or t.get("type")
+        if name in counts and t.get("replicas", 1) != counts[name]:
+            if "name" in t:
+                ops.append({"op": "test", "path": f"/spec/tasks/{i}/name", "value": t["name"]})
+            ops.append({"op": "replace", "path": f"/spec/tasks/{i}/replicas", "value": counts[name]})
+    if generation is not None:
+        ops += _stamp_ops(manifest, generation)
+    return ops
+
+
+def stamp_patch(manifest: Mapping[str, Any], generation: int) -> list[dict[str, Any]]:
+    """JSON patch stamping a DIJob (metadata only) with ``generation`` ([] if its stamp is as new)."""
+    return _stamp_ops(manifest, generation)

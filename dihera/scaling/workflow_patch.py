@@ -1,0 +1,106 @@
+"""The JSON patch converging a running Workflow to a membership (pure), and the pods it leaves to delete.
+
+New replicas are DAG tasks appended to the entry DAG (Argo schedules them on its next pass); removed
+ones become tombstones (see :mod:`dihera.scaling.dag`); every positional operation is guarded by a
+``test`` of the DAG task's name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from dihera.constants import ANNOTATION_GENERATION, TERMINAL_POD_PHASES
+from dihera.errors import RetiredReplica
+from dihera.membership import Membership
+from dihera.naming import ANNOTATION_REPLICAS, LABEL_POD, LABEL_TASK_TYPE, dag_task_name
+from dihera.patches import pointer
+from dihera.render.workflow import DESCRIPTION_ANNOTATION, dag_task, describe
+from dihera.scaling.dag import RETIRED_TEMPLATE, read_dag
+
+__all__ = ["pods_to_delete", "workflow_patch"]
+
+
+def workflow_patch(membership: Membership, workflow: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """JSON patch converging the Workflow's DAG to ``membership`` ([] when it already matches).
+
+    Retires live DAG tasks that left the membership, appends DAG tasks for new replicas, keeps
+    every other DAG task untouched. Each positional operation is guarded by a ``test`` of the name.
+    """
+    slots = read_dag(workflow)
+    spec = workflow["spec"]
+    wanted = {dag_task_name(r.task, r.index): r for r in membership.replicas}
+    back = [n for n in wanted if n in slots.retired]
+    if back:
+        raise RetiredReplica(f"replica(s) {', '.join(back)} were retired from the Workflow and cannot return")
+    ops: list[dict[str, Any]] = []
+    retire = [n for n in slots.live if n not in wanted]
+    if retire and RETIRED_TEMPLATE not in slots.templates:
+        ops.append(
+            {
+                "op": "add",
+                "path": "/spec/templates/-",
+                "value": {"name": RETIRED_TEMPLATE, "suspend": {"duration": "0"}},
+            }
+        )
+    for name in retire:
+        path = f"{slots.tasks_path}/{slots.live[name]}"
+        ops += [
+            {"op": "test", "path": f"{path}/name", "value": name},
+            {"op": "replace", "path": f"{path}/template", "value": RETIRED_TEMPLATE},
+        ]
+    for name, r in wanted.items():
+        if not slots.used(name):
+            entry = dag_task(r.task, r.index, r.rank).model_dump(by_alias=True, exclude_none=True, mode="json")
+            ops.append({"op": "add", "path": f"{slots.tasks_path}/-", "value": entry})
+    total = str(len(membership.replicas))
+    tasks = {r.task for r in membership.replicas}
+    for name in sorted(tasks):
+        pos = slots.templates.get(name)
+        annotations = (
+            ((spec["templates"][pos].get("metadata") or {}).get("annotations") or {}) if pos is not None else {}
+        )
+        if ANNOTATION_REPLICAS in annotations and annotations[ANNOTATION_REPLICAS] != total:
+            key = f"/spec/templates/{pos}/metadata/annotations/{pointer(ANNOTATION_REPLICAS)}"
+            ops.append({"op": "replace", "path": key, "value": total})
+    meta_annotations = (workflow.get("metadata") or {}).get("annotations")
+    generation = str(membership.generation)
+    if ops or (meta_annotations or {}).get(ANNOTATION_GENERATION) != generation:
+        if meta_annotations is None:
+            ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
+        ops.append(
+            {"op": "add", "path": f"/metadata/annotations/{pointer(ANNOTATION_GENERATION)}", "value": generation}
+        )
+        ops.append(
+            {
+                "op": "add",
+                "path": f"/metadata/annotations/{pointer(DESCRIPTION_ANNOTATION)}",
+                "value": _description(membership, workflow),
+            }
+        )
+    return ops
+
+
+def _description(membership: Membership, workflow: Mapping[str, Any]) -> str:
+    """The Argo UI description for ``membership``: task types read from the task templates' labels."""
+    meta = workflow.get("metadata") or {}
+    tasks = [
+        (str(t["name"]), str(labels[LABEL_TASK_TYPE]), len(membership.of_task(str(t["name"]))))
+        for t in workflow["spec"]["templates"]
+        if LABEL_TASK_TYPE in (labels := (t.get("metadata") or {}).get("labels") or {})
+    ]
+    return describe(f"{meta.get('namespace')}/{meta.get('name')}", tasks, membership.generation)
+
+
+def pods_to_delete(job_name: str, workflow: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> list[str]:
+    """Names of the job's pods still alive on a retired DAG task (safe: a retired slot never returns)."""
+    # a replica's hostname is ``<job>-<task>-<index>``, its DAG task name ``<task>-<index>``
+    retired = {f"{job_name}-{n}" for n in read_dag(workflow).retired}
+    out = []
+    for pod in pods:
+        meta = pod.get("metadata") or {}
+        phase = (pod.get("status") or {}).get("phase")
+        alive = phase not in TERMINAL_POD_PHASES and not meta.get("deletionTimestamp")
+        if alive and (meta.get("labels") or {}).get(LABEL_POD) in retired:
+            out.append(str(meta["name"]))
+    return sorted(out)

@@ -1,0 +1,164 @@
+"""What every job route depends on: the caller's identity and right (TokenReview, SubjectAccessReview),
+the job's reference from the path, the cached job, and scaling with an optional Idempotency-Key.
+
+The app's settings, backend and metrics are one :class:`ServerContext` on ``app.state`` (no globals).
+"""
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import Depends, Header, Path, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from dihera.kube.cache import CachedJob
+from dihera.scaling import ScaleError, ScaleRequest
+from dihera.server import views
+from dihera.server.backend import Backend
+from dihera.server.errors import ApiError
+from dihera.server.idempotency import KeyReused
+from dihera.server.metrics import ServerMetrics
+from dihera.server.models import ScaleOut
+from dihera.server.settings import ServerSettings
+
+__all__ = [
+    "V1_PATH",
+    "V2_PATH",
+    "Context",
+    "IdempotencyKey",
+    "JobRef",
+    "Reader",
+    "ServerContext",
+    "Writer",
+    "cached",
+    "default_task",
+    "scale",
+]
+
+_STATUS = {"invalid": 400, "out-of-bounds": 400, "not-found": 404, "conflict": 409}
+_NS, _NAME = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?"
+JobId = Annotated[
+    str, Path(pattern=rf"^{_NS}\.{_NAME}$", max_length=317, description="<namespace>.<name>, split on the first dot")
+]
+Namespace = Annotated[str, Path(pattern=rf"^{_NS}$", max_length=63, description="the job's namespace")]
+Name = Annotated[str, Path(pattern=rf"^{_NAME}$", max_length=253, description="the DIJob's name")]
+IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)]
+bearer = HTTPBearer(auto_error=False, description="a Kubernetes bearer token (e.g. a service account token)")
+
+
+@dataclass(frozen=True)
+class ServerContext:
+    settings: ServerSettings
+    backend: Backend
+    metrics: ServerMetrics
+
+
+def _context(request: Request) -> ServerContext:
+    ctx: ServerContext = request.app.state.dihera
+    return ctx
+
+
+Context = Annotated[ServerContext, Depends(_context)]
+
+
+def _v2_path(job_id: JobId) -> None:
+    """Declares and validates the path of a ``/v2alpha1`` job route (the guard reads it, after the token)."""
+
+
+def _v1_path(namespace: Namespace, name: Name) -> None:
+    """Declares and validates the path of a ``/v1`` job route (the guard reads it, after the token)."""
+
+
+V2_PATH, V1_PATH = [Depends(_v2_path)], [Depends(_v1_path)]
+
+
+@dataclass(frozen=True)
+class JobRef:
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name}"
+
+
+def _job_ref(request: Request) -> JobRef:
+    params = request.path_params
+    if "job_id" in params:
+        namespace, dot, name = str(params["job_id"]).partition(".")  # a namespace has no dot; a name may
+        if not dot or not namespace or not name:
+            raise ApiError(400, f"job id {params['job_id']!r}: must be <namespace>.<name>")
+        return JobRef(namespace, name)
+    return JobRef(str(params["namespace"]), str(params["name"]))
+
+
+def _guard(verb: str) -> Callable[..., JobRef]:
+    def check(
+        request: Request, ctx: Context, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+    ) -> JobRef:
+        if not ctx.settings.auth:
+            return _job_ref(request)
+        if credentials is None or not credentials.credentials:
+            raise ApiError(401, "missing bearer token (header 'Authorization: Bearer <token>')")
+        identity = ctx.backend.authenticate(credentials.credentials)
+        if identity is None:
+            raise ApiError(401, "the bearer token was not accepted by the Kubernetes API server")
+        ref = _job_ref(request)
+        if not ctx.backend.allowed(identity, verb, ref.namespace, ref.name):
+            raise ApiError(
+                403, f"{identity.username} may not {verb} dijobs.diengine.opendilab.org in namespace {ref.namespace}"
+            )
+        return ref
+
+    return check
+
+
+Reader = Annotated[JobRef, Depends(_guard("get"))]
+Writer = Annotated[JobRef, Depends(_guard("patch"))]
+
+
+def cached(ctx: ServerContext, ref: JobRef) -> CachedJob:
+    """The job from the backend's cache; 404 when it is not there or not in a served namespace."""
+    if not ctx.settings.watches(ref.namespace):
+        raise ApiError(404, f"DIJob {ref} not found: this di-server serves {ctx.settings.scope()} only")
+    job = ctx.backend.job(ref.namespace, ref.name)
+    if job is None:
+        raise ApiError(404, f"DIJob {ref} not found")
+    return job
+
+
+def scale(ctx: ServerContext, ref: JobRef, request: ScaleRequest, key: str | None) -> ScaleOut:
+    """Apply ``request`` (once per Idempotency-Key, across every di-server replica)."""
+
+    def call() -> tuple[int, Any]:
+        try:
+            result = ctx.backend.scale(ref.namespace, ref.name, request)
+        except ScaleError as err:
+            ctx.metrics.scales.labels(request.action.value, "refused").inc()
+            return _STATUS.get(err.reason, 400), str(err)
+        ctx.metrics.scales.labels(request.action.value, "scaled" if result.changed else "unchanged").inc()
+        return 200, views.scale_out(result, ctx.settings.cluster_domain).model_dump(mode="json")
+
+    if key:
+        fingerprint = json.dumps([request.action.value, request.task, request.count, request.names])
+        try:
+            status, body = ctx.backend.keys.run(str(ref), key, fingerprint, call)
+        except KeyReused as err:
+            raise ApiError(409, str(err)) from err
+    else:
+        status, body = call()
+    if status != 200:
+        raise ApiError(status, body)
+    return ScaleOut.model_validate(body)
+
+
+def default_task(job: CachedJob, task: str | None) -> str:
+    """``task``, else the job's collector task (DI-orchestrator's routes scale collectors)."""
+    if task:
+        return task
+    tasks = (job.body.get("spec") or {}).get("tasks") or []
+    for t in tasks:
+        if t.get("type") == "collector":
+            return str(t.get("name") or "collector")
+    names = ", ".join(str(t.get("name") or t.get("type")) for t in tasks)
+    raise ApiError(400, f"job has no collector task; pass ?task=NAME (tasks: {names})")

@@ -1,0 +1,7 @@
+"""The di-server's routes, one router per API: operations, DI-orchestrator's ``/v2alpha1``, the clean ``/v1``."""
+
+from dihera.server.routes.operations import router as operations
+from dihera.server.routes.v1 import router as v1
+from dihera.server.routes.v2alpha1 import router as v2alpha1
+
+__all__ = ["operations", "v1", "v2alpha1"]

@@ -1,0 +1,41 @@
+"""The clean API: a job's summary and replicas, set a task's replicas, remove named replicas."""
+
+from fastapi import APIRouter
+
+from dihera.scaling import ScaleRequest
+from dihera.server import views
+from dihera.server.dependencies import V1_PATH, Context, IdempotencyKey, Reader, Writer, cached, scale
+from dihera.server.errors import ERRORS
+from dihera.server.models import JobSummary, RemoveReplicasBody, ReplicaOut, ReplicasBody, ScaleOut
+
+__all__ = ["router"]
+
+router = APIRouter(
+    prefix="/v1/namespaces/{namespace}/dijobs/{name}", tags=["v1"], responses=ERRORS, dependencies=V1_PATH
+)
+
+
+@router.get("", response_model=JobSummary)
+def v1_job(ref: Reader, ctx: Context) -> JobSummary:
+    """Tasks, live replica counts, phase and membership generation."""
+    return views.summary(cached(ctx, ref))
+
+
+@router.get("/replicas", response_model=list[ReplicaOut])
+def v1_replicas(ref: Reader, ctx: Context) -> list[ReplicaOut]:
+    """Live replicas in rank order: name, rank, task, index, FQDN, pod and its phase."""
+    return views.replica_rows(cached(ctx, ref), ctx.settings.cluster_domain)
+
+
+@router.put("/tasks/{task}/replicas", response_model=ScaleOut)
+def v1_set(ref: Writer, ctx: Context, task: str, body: ReplicasBody, key: IdempotencyKey = None) -> ScaleOut:
+    """Set a task's replica count. Survivors keep running; removed are the highest-ranked."""
+    cached(ctx, ref)
+    return scale(ctx, ref, ScaleRequest.set_replicas(task, body.replicas), key)
+
+
+@router.post("/replicas:remove", response_model=ScaleOut)
+def v1_remove(ref: Writer, ctx: Context, body: RemoveReplicasBody, key: IdempotencyKey = None) -> ScaleOut:
+    """Remove exactly the named replicas (``<task>-<index>``)."""
+    cached(ctx, ref)
+    return scale(ctx, ref, ScaleRequest.remove_named(body.replicas), key)
