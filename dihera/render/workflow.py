@@ -119,6 +119,8 @@ def _task_template(job: DIJob, task: Task, replicas: int, settings: RenderSettin
         "podSpecPatch": json.dumps(patch, sort_keys=True, separators=(",", ":")),
         **{target: spec[source] for source, target in _TEMPLATE_FIELDS.items() if source in spec},
     }
+    if "initContainers" in spec:  # init containers get the same DI_* env: one may wait for its peers (DI_NODES)
+        template["initContainers"] = [_container(c, env, settings.membership_dir) for c in spec["initContainers"]]
     if job.backoff_limit > 0:
         template["retryStrategy"] = {"limit": job.backoff_limit, "retryPolicy": "Always"}
     return m.Template.model_validate(template)
