@@ -160,3 +160,36 @@ def test_unknown_fields_are_errors_in_every_command(tmp_path: Path, capsys: pyte
     assert main(["render", path]) == 1
     out = capsys.readouterr()
     assert out.out == "" and "spec.backofflimit: unknown field of the DIJob spec; did you mean backoffLimit?" in out.err
+
+
+HEAVY = ("fastapi", "kopf", "uvicorn", "kubernetes", "starlette", "httpx", "prometheus_client")
+
+
+@pytest.mark.parametrize(
+    ("argv", "forbidden"),
+    [
+        pytest.param(["validate", "-q", "workflows/atari-dqn.yaml"], (*HEAVY, "hera", "pydantic"), id="validate"),
+        pytest.param(["render", "workflows/atari-dqn.yaml"], HEAVY, id="render"),
+        pytest.param(["crd"], (*HEAVY, "hera", "pydantic"), id="crd"),
+    ],
+)
+def test_commands_import_only_what_they_need(argv: list[str], forbidden: tuple[str, ...]) -> None:
+    """A fresh process runs the command, then lists the top-level packages it loaded."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from dihera.cli import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()): code = main({argv!r})\n"
+        "print(code, sorted({m.split('.')[0] for m in sys.modules}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    code_text, _, loaded = out.stdout.partition(" ")
+    assert code_text == "0", out
+    assert [m for m in forbidden if f"'{m}'" in loaded] == []
+
+
+def test_operator_command_without_the_extras_names_the_install(monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "kopf", None)  # import kopf raises ModuleNotFoundError, as without the extra
+    assert main(["controller", "--standalone"]) == 2
+    assert "dihera controller needs the operator extras (module 'kopf' is missing): pip install 'dihera[operator]'" \
+        in capsys.readouterr().err
