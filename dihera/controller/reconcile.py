@@ -117,6 +117,8 @@ class Reconciler:
             workflow = self._objects.get_workflow(namespace, workflow_name(name))
             foreign = workflow is not None and not _owned_by(workflow, job.uid)
             if workflow is None and not old.get("workflowName"):
+                if not old.get("phase"):  # a new job: Pending is recorded before its objects exist
+                    old = self._record_pending(body, job, membership, generation, extra)
                 workflow, membership = self._create(job, membership, extra)
             elif not foreign:
                 stamp = spec_generation(body)
@@ -171,6 +173,31 @@ class Reconciler:
             self._metrics.wrote("patch", "Workflow")
         self._metrics.wrote("delete", "Pod", len(result.deleted_pods))
         return None
+
+    def _record_pending(
+        self,
+        body: Mapping[str, Any],
+        job: DIJob,
+        previous: Membership | None,
+        generation: int,
+        extra: Mapping[str, str],
+    ) -> dict[str, Any]:
+        """Write the Pending status (condition, JobPending event) of a job whose objects are not created yet.
+
+        Every job's history starts with Pending, as DI-orchestrator's did: a watcher sees it however
+        fast the pods run, and the first condition does not depend on the controller's speed.
+        Returns the status written, the ``old`` status of the rest of the reconcile.
+        """
+        obs = Observation(
+            name=job.name,
+            generation=generation,
+            membership=previous or plan_membership(job, None),
+            backoff_limit=job.backoff_limit,
+            workflow=None,
+        )
+        update = compute_status(obs, body.get("status") or {}, self._clock())
+        self._apply(body, update, None, None, [], extra)
+        return dict(update.status)
 
     def _create(
         self, job: DIJob, previous: Membership | None, extra: Mapping[str, str]
