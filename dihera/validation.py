@@ -208,6 +208,7 @@ def load_job(manifest: Any, namespace: str | None = None, source: str = "DIJob")
         clean_pod_policy=CleanPodPolicy(spec["cleanPodPolicy"]),
         preemptible=spec["preemptible"],
         backoff_limit=spec["backoffLimit"],
+        group=spec.get("group"),
         min_replicas=spec.get("minReplicas"),
         max_replicas=spec.get("maxReplicas"),
         volumes=tuple(spec.get("volumes") or ()),

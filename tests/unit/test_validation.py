@@ -196,6 +196,11 @@ def test_unknown_fields_name_the_path_and_the_nearest_field(path: tuple[Any, ...
     assert len(got) == 1 and got[0].startswith(expected), got
 
 
+def test_di_orchestrators_group_field_is_kept() -> None:
+    j = load_job(job(task("learner"), group="team-a"))
+    assert j.group == "team-a" and j.to_manifest()["spec"]["group"] == "team-a"
+
+
 def test_metadata_and_status_of_a_stored_job_stay_open() -> None:
     manifest = job(task("learner"))
     manifest["metadata"].update(uid="u-1", resourceVersion="7", managedFields=[{"manager": "kubectl"}])
