@@ -9,7 +9,7 @@ PYTHON ?= $(VENV)/bin/python
 export DIHERA_CACHE ?= $(HOME)/.cache/dihera
 export PATH := $(DIHERA_CACHE)/bin:$(PATH)
 
-.PHONY: help setup tools generate check-generated lint typecheck unit test bench clean
+.PHONY: help setup tools generate check-generated lint typecheck unit packaging test bench clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -42,13 +42,17 @@ lint: setup ## ruff, yamllint, import contracts (only dihera/kube talks to Kuber
 typecheck: setup ## mypy --strict
 	$(VENV)/bin/mypy
 
-unit: setup ## unit tests only (no cluster)
-	$(VENV)/bin/pytest -m "not cluster" tests
+unit: setup ## unit tests only (no cluster, no package index)
+	$(VENV)/bin/pytest -m "not cluster and not packaging" tests
+
+packaging: setup ## the wheel installed without extras into a fresh venv runs validate/render/crd (needs the package index)
+	$(VENV)/bin/pytest -m packaging tests
 
 test: setup tools check-generated lint typecheck chart-lint ## everything CI runs: checks, unit, chart and cluster tests
 	$(VENV)/bin/pytest tests
 
-bench: setup ## benchmarks (print figures): rendering, then the controller and the di-server on the local control plane
+bench: setup ## benchmarks (print figures): CLI start-up, rendering, then the controller and the di-server on the local control plane
+	$(PYTHON) bench/bench_cli.py
 	$(PYTHON) bench/bench_render.py
 	@if [ -z "$$KUBECONFIG" ]; then $(MAKE) --no-print-directory cluster-up; fi
 	$(PYTHON) bench/bench_controller.py

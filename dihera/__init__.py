@@ -1,4 +1,8 @@
-"""dihera: DI-engine reinforcement-learning jobs (DIJob v2alpha1) on Argo Workflows, rendered with Hera."""
+"""dihera: DI-engine reinforcement-learning jobs (DIJob v2alpha1) on Argo Workflows, rendered with Hera.
+
+Importing dihera is cheap: Hera is loaded by the first :func:`render`, the Kubernetes client only by
+the modules that talk to the API (``dihera.kube``).
+"""
 
 from __future__ import annotations
 

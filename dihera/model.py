@@ -99,6 +99,7 @@ class DIJob:
     clean_pod_policy: CleanPodPolicy = CleanPodPolicy.RUNNING
     preemptible: bool = False
     backoff_limit: int = 3
+    group: str | None = None
     min_replicas: int | None = None
     max_replicas: int | None = None
     volumes: tuple[Mapping[str, Any], ...] = ()
@@ -140,6 +141,8 @@ class DIJob:
             "preemptible": self.preemptible,
             "backoffLimit": self.backoff_limit,
         }
+        if self.group is not None:
+            spec["group"] = self.group
         if self.min_replicas is not None:
             spec["minReplicas"] = self.min_replicas
         if self.max_replicas is not None:

@@ -1,31 +1,32 @@
-"""Check a task's pod template against the typed core/v1 models, field by field (pure).
+"""Check a task's pod template against core/v1 PodTemplateSpec, field by field (pure).
 
-Containers, init containers, volumes and the other typed parts go through Hera's Argo/Kubernetes
-models; a key those models do not know is reported as an unknown field (a typo such as ``comand``
-would otherwise vanish silently). Top-level pod spec keys are checked against core/v1 PodSpec.
+The template is checked against a strict JSON schema of core/v1 PodTemplateSpec generated from the
+Kubernetes client's models (``dihera/schema/podtemplate.v1.json``): a key core/v1 does not know is
+an unknown field, named with the nearest valid one (a typo such as ``comand`` would otherwise vanish
+silently); wrong types and missing required fields are reported with their path. On top of core/v1:
+every container and init container needs an ``image``, ``restartPolicy`` is ``Never``, and the
+fields dihera sets itself may not be set. Neither the Kubernetes client nor Hera is imported here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from typing import Any
 
-import pydantic
-from hera.workflows import models as m
-from kubernetes.client import V1PodSpec
+import jsonschema
 
 from dihera.errors import Problem, format_value
+from dihera.schema.podtemplate import pod_template_schema
+from dihera.schema_problems import schema_problems
 
 __all__ = [
-    "POD_SPEC_FIELDS",
+    "CONTAINER_KEYS",
     "RESERVED_POD_SPEC_FIELDS",
-    "TYPED_LIST_FIELDS",
-    "TYPED_OBJECT_FIELDS",
     "check_pod_template",
+    "check_volume",
     "normalize_pod_spec",
 ]
-
-POD_SPEC_FIELDS: frozenset[str] = frozenset(V1PodSpec.attribute_map.values())
 
 #: Set by dihera on every replica; a template may not set them.
 RESERVED_POD_SPEC_FIELDS: Mapping[str, str] = {
@@ -34,19 +35,8 @@ RESERVED_POD_SPEC_FIELDS: Mapping[str, str] = {
     "nodeName": "pods are placed by the scheduler",
 }
 
-TYPED_LIST_FIELDS: Mapping[str, type[pydantic.BaseModel]] = {
-    "containers": m.ContainerNode,
-    "initContainers": m.UserContainer,
-    "volumes": m.Volume,
-    "tolerations": m.Toleration,
-    "hostAliases": m.HostAlias,
-    "imagePullSecrets": m.LocalObjectReference,
-}
-TYPED_OBJECT_FIELDS: Mapping[str, type[pydantic.BaseModel]] = {
-    "affinity": m.Affinity,
-    "securityContext": m.PodSecurityContext,
-    "dnsConfig": m.PodDNSConfig,
-}
+#: The pod spec keys holding containers; each container needs an image.
+CONTAINER_KEYS = ("initContainers", "containers")
 _RESOURCE_KEYS = ("limits", "requests")
 
 
@@ -96,97 +86,64 @@ def normalize_pod_spec(spec: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _loc(path: str, loc: tuple[int | str, ...]) -> str:
-    out = path
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else f".{_alias(part)}"
-    return out
+@cache
+def _validator(model: str | None = None) -> Any:
+    """The strict PodTemplateSpec validator, or with ``model`` the one of a core/v1 part (``V1Volume``)."""
+    schema = pod_template_schema()
+    if model is not None:
+        schema = {"$schema": schema["$schema"], "$ref": f"#/$defs/{model}", "$defs": schema["$defs"]}
+    return jsonschema.validators.validator_for(schema)(schema)
 
 
-def _alias(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+def check_volume(volume: Any, path: str) -> list[Problem]:
+    """Every problem of one job-level volume (``spec.volumes[i]``), a core/v1 Volume."""
+    return schema_problems(_validator("V1Volume"), _without_nulls(volume), path, "core/v1 Volume")
 
 
-def _dropped(given: Any, kept: Any, path: str) -> list[Problem]:
-    """Keys present in ``given`` that the typed model did not keep: unknown fields."""
+def _without_nulls(value: Any) -> Any:
+    """``field: null`` means the field is not set, as the API server reads it."""
+    if isinstance(value, Mapping):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def _rule_problems(spec: Mapping[str, Any], spath: str) -> list[Problem]:
+    """dihera's rules on top of core/v1: reserved fields, restartPolicy, an image per container."""
     problems: list[Problem] = []
-    if isinstance(given, Mapping) and isinstance(kept, Mapping):
-        for key, value in given.items():
-            if key not in kept:
-                if value is not None:
-                    problems.append(Problem(f"{path}.{key}", "unknown field (not part of the core/v1 pod spec)"))
-            else:
-                problems.extend(_dropped(value, kept[key], f"{path}.{key}"))
-    elif isinstance(given, list) and isinstance(kept, list):
-        for i, (g, k) in enumerate(zip(given, kept, strict=False)):
-            problems.extend(_dropped(g, k, f"{path}[{i}]"))
+    for key, why in RESERVED_POD_SPEC_FIELDS.items():
+        if key in spec:
+            problems.append(Problem(f"{spath}.{key}", f"must not be set ({why}); got {format_value(spec[key])}"))
+    if spec.get("restartPolicy", "Never") != "Never":
+        problems.append(
+            Problem(
+                f"{spath}.restartPolicy",
+                f"must be Never, got {format_value(spec['restartPolicy'])}: "
+                "a failed replica is restarted by the job (see backoffLimit)",
+            )
+        )
+    for key in CONTAINER_KEYS:
+        items = spec.get(key)
+        for i, c in enumerate(items if isinstance(items, list) else []):
+            if isinstance(c, Mapping) and not c.get("image"):
+                problems.append(Problem(f"{spath}.{key}[{i}].image", "is required: the container image to run"))
     return problems
-
-
-def _check_typed(value: Any, model: type[pydantic.BaseModel], path: str) -> list[Problem]:
-    if not isinstance(value, Mapping):
-        return [Problem(path, f"must be an object, got {format_value(value)}")]
-    try:
-        kept = model.model_validate(value).model_dump(by_alias=True, exclude_none=True, mode="json")
-    except pydantic.ValidationError as err:
-        return [
-            Problem(_loc(path, tuple(e["loc"])), f"{e['msg'].lower()} (got {format_value(e.get('input'))})")
-            for e in err.errors()
-        ]
-    return _dropped(value, kept, path)
-
-
-def _check_string_map(value: Any, path: str) -> list[Problem]:
-    if not isinstance(value, Mapping):
-        return [Problem(path, f"must be a map of strings, got {format_value(value)}")]
-    return [
-        Problem(f"{path}.{k}", f"must be a string, got {format_value(v)}")
-        for k, v in value.items()
-        if not isinstance(v, str)
-    ]
 
 
 def check_pod_template(template: Any, path: str) -> list[Problem]:
     """Every problem of one task's pod template; ``path`` is where it sits in the DIJob."""
     if not isinstance(template, Mapping):
         return [Problem(path, f"must be a pod template object, got {format_value(template)}")]
-    problems: list[Problem] = []
-    metadata = template.get("metadata") or {}
-    for key in ("labels", "annotations"):
-        if key in metadata:
-            problems += _check_string_map(metadata[key], f"{path}.metadata.{key}")
     spec = template.get("spec")
+    checked = dict(template)
+    if isinstance(spec, Mapping):
+        checked["spec"] = normalize_pod_spec(spec)
+    problems = schema_problems(_validator(), _without_nulls(checked), path, "core/v1 PodTemplateSpec")
     if not isinstance(spec, Mapping):
         return [*problems, Problem(f"{path}.spec", "is required: a pod spec with at least one container")]
-    spec = normalize_pod_spec(spec)
     spath = f"{path}.spec"
-    for key, value in spec.items():
-        where = f"{spath}.{key}"
-        if key not in POD_SPEC_FIELDS:
-            problems.append(Problem(where, "unknown field (not part of the core/v1 pod spec)"))
-        elif key in RESERVED_POD_SPEC_FIELDS:
-            problems.append(
-                Problem(where, f"must not be set ({RESERVED_POD_SPEC_FIELDS[key]}); got {format_value(value)}")
-            )
-        elif key == "restartPolicy" and value != "Never":
-            problems.append(
-                Problem(
-                    where,
-                    f"must be Never, got {format_value(value)}: "
-                    "a failed replica is restarted by the job (see backoffLimit)",
-                )
-            )
-        elif key in TYPED_LIST_FIELDS:
-            if not isinstance(value, list):
-                problems.append(Problem(where, f"must be a list, got {format_value(value)}"))
-                continue
-            for i, item in enumerate(value):
-                problems += _check_typed(item, TYPED_LIST_FIELDS[key], f"{where}[{i}]")
-        elif key in TYPED_OBJECT_FIELDS:
-            problems += _check_typed(value, TYPED_OBJECT_FIELDS[key], where)
-        elif key == "nodeSelector":
-            problems += _check_string_map(value, where)
+    problems += _rule_problems(spec, spath)
     problems += _check_unique_names(spec, spath)
     return problems
 

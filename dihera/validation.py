@@ -2,6 +2,9 @@
 
 The same rules run at admission as CEL ``x-kubernetes-validations`` in the CRD; here they report
 **all** problems at once, each naming the field path, the bad value and what would be valid.
+Input is strict: a field the schema does not know (``spec.backofflimit``, ``tasks[].replica``, a
+misspelt pod template field) is an error naming the nearest valid field, as ``kubectl apply
+--validate=strict`` does at the API server.
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ import jsonschema
 
 from dihera.errors import InvalidJobError, Problem, format_value
 from dihera.model import CleanPodPolicy, DIJob, Priority, Task, TaskType
-from dihera.podtemplate import check_pod_template
+from dihera.podtemplate import check_pod_template, check_volume
 from dihera.render.providers import parse_env_provider, provider_problems
 from dihera.schema import API_VERSION, KIND, dijob_schema
+from dihera.schema_problems import schema_problems
 
 __all__ = ["DEFAULT_NAMESPACE", "MAX_HOSTNAME", "apply_defaults", "load_job", "validate"]
 
@@ -29,41 +33,34 @@ _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _SINGLETON_TYPES = (TaskType.LEARNER, TaskType.COLLECTOR, TaskType.EVALUATOR)
 
 
+def _strict(schema: dict[str, Any]) -> dict[str, Any]:
+    """Objects with declared fields allow no others, except where the CRD keeps unknown fields."""
+    if schema.get("type") == "object" and "properties" in schema:
+        if not schema.get("x-kubernetes-preserve-unknown-fields"):
+            schema.setdefault("additionalProperties", False)
+        for key, sub in schema["properties"].items():
+            if key != "template":  # checked against core/v1 by check_pod_template
+                _strict(sub)
+    if isinstance(schema.get("items"), dict):
+        _strict(schema["items"])
+    return schema
+
+
 @cache
-def _validator() -> jsonschema.protocols.Validator:
+def _validator() -> Any:
     schema = dijob_schema()
-    schema["properties"].pop("status", None)  # status is the controller's, never the user's
+    schema["properties"]["status"] = {}  # status is the controller's, never the user's: not checked
+    schema["additionalProperties"] = False  # metadata stays open: it is the API server's ObjectMeta
+    schema["title"] = "a DIJob"
+    spec = _strict(schema["properties"]["spec"])
+    spec["title"] = "the DIJob spec"
+    spec["properties"]["tasks"]["items"]["title"] = "a DIJob task"
     cls = jsonschema.validators.validator_for(schema)
     return cls(schema)
 
 
-def _path(parts: Any) -> str:
-    out = ""
-    for part in parts:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(root)"
-
-
 def _schema_problems(manifest: Mapping[str, Any]) -> list[Problem]:
-    problems = []
-    for err in _validator().iter_errors(manifest):
-        path = _path(err.absolute_path)
-        if err.validator == "required":
-            problems.append(Problem(path, err.message))
-        elif err.validator == "enum":
-            allowed = ", ".join(str(v) for v in (err.validator_value if isinstance(err.validator_value, list) else []))
-            problems.append(Problem(path, f"{format_value(err.instance)} is not valid; valid values: {allowed}"))
-        elif err.validator == "pattern":
-            problems.append(
-                Problem(
-                    path,
-                    f"{format_value(err.instance)} is not a DNS label "
-                    "(lower-case letters, digits and '-', starting and ending with a letter or digit)",
-                )
-            )
-        else:
-            problems.append(Problem(path, err.message))
-    return problems
+    return schema_problems(_validator(), manifest, "", "a DIJob")
 
 
 def _fill(schema: Mapping[str, Any], value: Any) -> Any:
@@ -181,6 +178,7 @@ def validate(manifest: Any) -> list[Problem]:
             problems += check_pod_template(task["template"], f"spec.tasks[{i}].template")
     volume_names = Counter(v.get("name") for v in spec.get("volumes") or [] if isinstance(v, Mapping))
     for i, v in enumerate(spec.get("volumes") or []):
+        problems += check_volume(v, f"spec.volumes[{i}]")
         if isinstance(v, Mapping) and volume_names[v.get("name")] > 1:
             problems.append(
                 Problem(
@@ -218,6 +216,7 @@ def load_job(manifest: Any, namespace: str | None = None, source: str = "DIJob")
         clean_pod_policy=CleanPodPolicy(spec["cleanPodPolicy"]),
         preemptible=spec["preemptible"],
         backoff_limit=spec["backoffLimit"],
+        group=spec.get("group"),
         min_replicas=spec.get("minReplicas"),
         max_replicas=spec.get("maxReplicas"),
         volumes=tuple(spec.get("volumes") or ()),

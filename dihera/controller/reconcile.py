@@ -125,6 +125,9 @@ class Reconciler:
         membership: Membership | None = None
         foreign = False
         refused: str | None = None
+        if job is not None and not old.get("phase"):  # a new job: Pending is recorded before its objects exist
+            body = self._record_pending(body, job, generation, extra)
+            old = dict(body["status"])
         if job is not None:
             workflow, membership, foreign, refused = self._converge(job, body, old, generation, extra)
         refused = self._first_report(key, refused)
@@ -172,6 +175,26 @@ class Reconciler:
             elif edit.action is EditAction.REFUSE:
                 refused = edit.message
         return workflow, membership or plan_membership(job, None), foreign, refused
+
+    def _record_pending(
+        self, body: Mapping[str, Any], job: DIJob, generation: int, extra: Mapping[str, str]
+    ) -> dict[str, Any]:
+        """Write the Pending status (condition, JobPending event) of a job that has no status yet.
+
+        Every job's history starts with Pending, as DI-orchestrator's did: a watcher sees it however
+        fast the pods run, and the first condition does not depend on the controller's speed.
+        Returns ``body`` with that status, so the rest of the pass writes only what changes after it.
+        """
+        obs = Observation(
+            name=job.name,
+            generation=generation,
+            membership=plan_membership(job, None),
+            backoff_limit=job.backoff_limit,
+            workflow=None,
+        )
+        update = compute_status(obs, body.get("status") or {}, self._clock())
+        self._apply(body, update, None, None, [], extra)
+        return {**body, "status": dict(update.status)}
 
     def _first_report(self, key: str, refused: str | None) -> str | None:
         """``refused`` the first time it is seen for the job, else None (it was reported already)."""

@@ -1,6 +1,7 @@
 """Render a DIJob into the objects the cluster needs (pure, deterministic).
 
 Same job, membership and settings: byte-identical output. No clock, environment or I/O.
+Importing this package is cheap; Hera is loaded by the first :func:`render`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from dihera.membership import Membership, plan_membership
 from dihera.model import DIJob
 from dihera.render.objects import membership_configmap, node_lists, service
 from dihera.render.settings import RenderSettings
-from dihera.render.workflow import build_workflow
 
 __all__ = ["RenderSettings", "RenderedJob", "node_lists", "render"]
 
@@ -36,6 +36,8 @@ def render(
     membership: Membership | None = None,
 ) -> RenderedJob:
     """Render ``job``; ``membership`` defaults to the job's first membership (spec order ranks)."""
+    from dihera.render.workflow import build_workflow  # Hera's models: loaded only when rendering
+
     settings = settings or RenderSettings()
     membership = membership or plan_membership(job, None)
     return RenderedJob(

@@ -52,7 +52,6 @@ MEMBERSHIP_VOLUME = "dihera-membership"
 
 #: Pod spec fields an Argo template carries itself: camelCase pod spec name -> (Template field, its model).
 _TEMPLATE_FIELDS: Mapping[str, tuple[str, type[pydantic.BaseModel] | None]] = {
-    "initContainers": ("init_containers", m.UserContainer),
     "nodeSelector": ("node_selector", None),
     "affinity": ("affinity", m.Affinity),
     "tolerations": ("tolerations", m.Toleration),
@@ -63,8 +62,9 @@ _TEMPLATE_FIELDS: Mapping[str, tuple[str, type[pydantic.BaseModel] | None]] = {
     "priorityClassName": ("priority_class_name", None),
     "schedulerName": ("scheduler_name", None),
 }
-#: Handled on their own: containers (containerSet), volumes (merged), restartPolicy (Argo's: Never).
-_OWN_FIELDS = frozenset({"containers", "volumes", "restartPolicy"})
+#: Handled on their own: containers (containerSet) and init containers (both get the DI_* env), volumes
+#: (merged), restartPolicy (Argo's: Never).
+_OWN_FIELDS = frozenset({"containers", "initContainers", "volumes", "restartPolicy"})
 
 _POD_GC: Mapping[CleanPodPolicy, str | None] = {
     CleanPodPolicy.ALL: "OnWorkflowCompletion",
@@ -135,6 +135,15 @@ def _task_template(job: DIJob, task: Task, replicas: int, settings: RenderSettin
                 ),
                 "spec.containers",
             )
+        ),
+        init_containers=(
+            strict_list(
+                m.UserContainer,
+                [_container(c, env, settings.membership_dir) for c in spec["initContainers"]],
+                "spec.initContainers",
+            )
+            if "initContainers" in spec  # the same DI_* env: an init container may wait for its peers (DI_NODES)
+            else None
         ),
         volumes=strict_list(m.Volume, volumes, "spec.volumes"),
         pod_spec_patch=json.dumps(patch, sort_keys=True, separators=(",", ":")),

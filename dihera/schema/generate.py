@@ -1,4 +1,4 @@
-"""Regenerate (or, with ``--check``, verify) every file derived from ``schemas/``.
+"""Regenerate (or, with ``--check``, verify) every file derived from ``schemas/`` and the core/v1 models.
 
 python -m dihera.schema.generate          # write
 python -m dihera.schema.generate --check  # exit 1 and name the files that drifted
@@ -14,12 +14,14 @@ from typing import Any
 
 from dihera.manifests import dump_yaml
 from dihera.schema.crd import crd_manifest
+from dihera.schema.podtemplate import POD_TEMPLATE_FILE, build_pod_template_schema
 
 __all__ = ["generated_files", "main"]
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "schemas" / "dijob.v2alpha1.json"
 PACKAGE_COPY = ROOT / "dihera" / "schema" / "dijob.v2alpha1.json"
+POD_TEMPLATE = ROOT / "dihera" / "schema" / POD_TEMPLATE_FILE
 CHART_CRD = ROOT / "charts" / "dihera" / "templates" / "crd-dijob.yaml"
 
 _HEADER = "# Generated from schemas/dijob.v2alpha1.json by `make generate`: do not edit.\n"
@@ -54,6 +56,7 @@ def generated_files() -> dict[Path, str]:
     schema = json.loads(source_text)
     return {
         PACKAGE_COPY: source_text,
+        POD_TEMPLATE: json.dumps(build_pod_template_schema(), indent=1) + "\n",
         CHART_CRD: _chart_crd(crd_manifest(schema)),
     }
 

@@ -97,3 +97,36 @@ def test_every_example_is_accepted(dijob_crd: None, cluster: client.ApiClient, n
         manifest = yaml.safe_load(path.read_text())
         manifest["metadata"].pop("namespace", None)
         create(cluster, namespace, manifest)
+
+
+def _set(manifest: dict[str, Any], path: tuple[Any, ...], value: Any) -> dict[str, Any]:
+    node: Any = manifest
+    for part in path[:-1]:
+        node = node[part]
+    node[path[-1]] = value
+    return manifest
+
+
+UNKNOWN_FIELDS = [
+    pytest.param(("spec", "backofflimit"), 2, "spec.backofflimit", id="spec-typo"),
+    pytest.param(("spec", "tasks", 0, "replica"), 2, "spec.tasks[0].replica", id="task-typo"),
+    pytest.param(("spec", "tasks", 0, "template", "spek"), {}, "spec.tasks[0].template.spek", id="template-typo"),
+    pytest.param(("specc",), {}, "specc", id="root-typo"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "field"), UNKNOWN_FIELDS)
+def test_strict_field_validation_refuses_unknown_dijob_fields(dijob_crd: None, cluster: client.ApiClient,
+                                                              namespace: str, path: tuple[Any, ...], value: Any,
+                                                              field: str) -> None:
+    """What `kubectl apply --validate=strict` asks for (fieldValidation=Strict): the schema keeps no unknown field."""
+    manifest = _set(job(task("learner")), path, value)
+    with pytest.raises(ApiException) as err:
+        client.CustomObjectsApi(cluster).create_namespaced_custom_object(
+            GROUP, VERSION, namespace, PLURAL, manifest, dry_run="All", field_validation="Strict")
+    assert err.value.status == 400
+    text = json.loads(err.value.body)["message"]
+    assert f'unknown field "{field}"' in text, text
+    # dihera validate refuses the same field, naming it
+    with pytest.raises(ValueError, match=field.replace("[", r"\[").replace("]", r"\]") + ": unknown field"):
+        load_job(manifest)

@@ -71,3 +71,9 @@ def container_env(rendered: RenderedJob, dag_task: str, container_name: str) -> 
 def dag_task_names(rendered: RenderedJob) -> list[str]:
     dag = next(t for t in rendered.workflow["spec"]["templates"] if "dag" in t)
     return [t["name"] for t in dag["dag"]["tasks"]]
+
+
+def configmap(name: str = "config-py", **data: str) -> dict[str, Any]:
+    """A companion object as published DIJob files carry it: the DI-engine config in a ConfigMap."""
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
+            "data": data or {"config.py": "main_config = dict(exp_name='x')\n"}}

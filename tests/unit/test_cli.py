@@ -45,8 +45,9 @@ def test_validate_unreadable_and_broken_files(tmp_path: Path, capsys: pytest.Cap
     broken = tmp_path / "broken.yaml"
     broken.write_text("spec: [\n")
     assert main(["validate", str(tmp_path / "missing.yaml"), str(broken)]) == 1
-    err = capsys.readouterr().err
-    assert "missing.yaml: cannot read" in err and "broken.yaml: not valid YAML" in err
+    out = capsys.readouterr()
+    assert "missing.yaml: cannot read" in out.err
+    assert f"{broken}: line 2: not valid YAML" in out.out
 
 
 def test_render_writes_a_yaml_stream(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -78,3 +79,117 @@ def test_python_m_dihera_and_crd() -> None:
     crd = yaml.safe_load(out)
     assert crd["kind"] == "CustomResourceDefinition"
     assert crd["metadata"]["name"] == "dijobs.diengine.opendilab.org"
+
+
+COMPANIONS = sorted((ROOT / "tests" / "fixtures" / "companions").glob("*.yaml"))
+EMPTY_INPUTS = {"empty": "", "comments": "# nothing\n# at all\n", "separator": "---\n", "two": "---\n---\n"}
+
+
+@pytest.mark.parametrize("command", ["validate", "render", "submit"])
+@pytest.mark.parametrize("text", list(EMPTY_INPUTS.values()), ids=list(EMPTY_INPUTS))
+def test_empty_input_is_an_error_for_every_command(tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str,
+                                                   text: str) -> None:
+    path = tmp_path / "empty.yaml"
+    path.write_text(text)
+    assert main([command, str(path)]) == 1
+    out = capsys.readouterr()
+    assert "no YAML document: the input is empty or only comments" in out.out + out.err
+    assert out.out.count("---") == 0
+
+
+@pytest.mark.parametrize("command", ["validate", "render", "submit"])
+def test_duplicate_keys_are_errors_naming_key_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       command: str) -> None:
+    path = tmp_path / "dup.yaml"
+    path.write_text(yaml.safe_dump(job(task("learner"))) + "spec:\n  tasks: []\n")
+    lines = path.read_text().splitlines()
+    first = lines.index("spec:") + 1
+    second = lines.index("spec:", first) + 1
+    assert main([command, str(path)]) == 1
+    out = capsys.readouterr()
+    assert f"line {second}: duplicate key 'spec' (first at line {first}); give each key once" in out.out + out.err
+
+
+@pytest.mark.parametrize("path", COMPANIONS, ids=[p.name for p in COMPANIONS])
+def test_companion_objects_are_validated_and_passed_through(path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", "-q", str(path)]) == 0
+    assert capsys.readouterr().out == ""
+    assert main(["render", str(path)]) == 0
+    rendered = list(yaml.safe_load_all(capsys.readouterr().out))
+    given = list(yaml.safe_load_all(path.read_text()))
+    others = [d for d in given if d["kind"] != "DIJob"]
+    assert rendered[: len(others)] == others  # untouched, first
+    assert [d["kind"] for d in rendered[len(others):]] == ["ConfigMap", "Service", "Workflow"]
+
+
+@pytest.mark.parametrize(
+    ("documents", "expected"),
+    [
+        pytest.param([{"kind": "ConfigMap", "metadata": {"name": "c"}}], "document 2 (line 14): is not a Kubernetes "
+                     "object: apiVersion missing", id="no-api-version"),
+        pytest.param([{"data": {"a": "b"}}], "document 2 (line 14): is not a Kubernetes object: apiVersion and kind "
+                     "missing", id="no-api-version-no-kind"),
+        pytest.param([["a"]], "document 2 (line 14): must be a Kubernetes object (a mapping), got ['a']",
+                     id="not-a-mapping"),
+    ],
+)
+def test_a_document_that_is_no_object_is_named_by_position(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                           documents: list[object], expected: str) -> None:
+    path = tmp_path / "multi.yaml"
+    path.write_text(yaml.safe_dump_all([job(task("learner")), *documents]))
+    assert main(["validate", str(path)]) == 1
+    assert f"{path}: {expected}" in capsys.readouterr().out.splitlines()
+
+
+def test_a_file_without_a_dijob_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "cm.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}))
+    assert main(["render", str(path)]) == 1
+    out = capsys.readouterr()
+    assert "(file): no DIJob (kind: DIJob) among its 1 document(s)" in out.err and out.out == ""
+
+
+def test_unknown_fields_are_errors_in_every_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path, job(task("learner", nodeSelektor={}), backofflimit=1))
+    assert main(["validate", "-q", path]) == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"{path} (job): spec.backofflimit: unknown field of the DIJob spec; did you mean backoffLimit?",
+        f"{path} (job): spec.tasks[0].template.spec.nodeSelektor: unknown field of core/v1 PodSpec; "
+        "did you mean nodeSelector?",
+    ]
+    assert main(["render", path]) == 1
+    out = capsys.readouterr()
+    assert out.out == "" and "spec.backofflimit: unknown field of the DIJob spec; did you mean backoffLimit?" in out.err
+
+
+HEAVY = ("fastapi", "kopf", "uvicorn", "kubernetes", "starlette", "httpx", "prometheus_client")
+
+
+@pytest.mark.parametrize(
+    ("argv", "forbidden"),
+    [
+        pytest.param(["validate", "-q", "workflows/atari-dqn.yaml"], (*HEAVY, "hera", "pydantic"), id="validate"),
+        pytest.param(["render", "workflows/atari-dqn.yaml"], HEAVY, id="render"),
+        pytest.param(["crd"], (*HEAVY, "hera", "pydantic"), id="crd"),
+    ],
+)
+def test_commands_import_only_what_they_need(argv: list[str], forbidden: tuple[str, ...]) -> None:
+    """A fresh process runs the command, then lists the top-level packages it loaded."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from dihera.cli import main\n"
+        f"with contextlib.redirect_stdout(io.StringIO()): code = main({argv!r})\n"
+        "print(code, sorted({m.split('.')[0] for m in sys.modules}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    code_text, _, loaded = out.stdout.partition(" ")
+    assert code_text == "0", out
+    assert [m for m in forbidden if f"'{m}'" in loaded] == []
+
+
+def test_operator_command_without_the_extras_names_the_install(monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setitem(sys.modules, "kopf", None)  # import kopf raises ModuleNotFoundError, as without the extra
+    assert main(["controller", "--standalone"]) == 2
+    assert "dihera controller needs the operator extras (module 'kopf' is missing): pip install 'dihera[operator]'" \
+        in capsys.readouterr().err

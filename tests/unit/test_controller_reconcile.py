@@ -213,3 +213,51 @@ def test_a_permanent_refusal_is_one_event_and_never_raised_for_a_retry(error: Sc
     assert len(cluster.scale_calls) == 3
     refusals = [m for r, m in cluster.events if r == "ScaleRefused"]
     assert len(refusals) == 1 and str(error) in refusals[0]
+
+
+class NewJobCluster(Cluster):
+    """A DIJob just created: no status, no objects; records the order of writes."""
+
+    def __init__(self) -> None:
+        body = job(task("learner", replicas=1), task("collector", replicas=2), name=NAME)
+        body["metadata"].update(namespace=NS, uid="job-uid", generation=1, resourceVersion="1")
+        super().__init__(body, LIVE, converged=1)
+        self.configmap, self.workflow = None, None  # type: ignore[assignment]
+        self.writes: list[str] = []
+
+    def patch_status(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> None:
+        super().patch_status(namespace, name, ops)
+        self.writes.append(f"status {self.body['status']['phase']}")
+
+    def create(self, obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        self.writes.append(f"create {obj['kind']}")
+        if obj["kind"] == "Workflow":
+            self.workflow = {**workflow(1, LIVE), "status": {"phase": "Running", "nodes": {}}}
+            return copy.deepcopy(self.workflow), True
+        return copy.deepcopy(obj), True
+
+    def get_configmap(self, namespace: str, name: str) -> Any:
+        return None
+
+    def get_workflow(self, namespace: str, name: str) -> Any:
+        return None
+
+
+def test_a_new_job_records_pending_before_its_objects_exist() -> None:
+    cluster = NewJobCluster()
+    reconcile(cluster)
+    assert cluster.writes[:2] == ["status Pending", "create ConfigMap"]
+    assert cluster.writes[2:4] == ["create Service", "create Workflow"]
+    first, last = cluster.statuses[0], cluster.statuses[-1]
+    assert [c["type"] for c in first["conditions"]] == ["Pending"]
+    assert first["observedGeneration"] == 1 and "workflowName" not in first
+    assert last["conditions"][0]["type"] == "Pending" and last["phase"] == "Running"
+    assert [r for r, _ in cluster.events][:1] == ["JobPending"]
+
+
+def test_a_job_with_a_status_is_not_set_back_to_pending() -> None:
+    cluster = NewJobCluster()
+    cluster.body["status"] = {"phase": "Pending", "conditions": [], "observedGeneration": 1}
+    reconcile(cluster)
+    assert "status Pending" not in cluster.writes[:1]
+    assert cluster.writes[0] == "create ConfigMap"

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from dihera.cli import build_parser
-from dihera.controller.cli import settings_from_args
+from dihera.cli.controller import settings_from_args
 from dihera.controller.queue import ReconcileQueue
 
 

@@ -83,6 +83,22 @@ def test_every_container_gets_the_env_before_its_own() -> None:
     assert names.count("DI_RANK") == 1  # the user's DI_RANK cannot shadow the real rank
 
 
+def test_init_containers_get_the_env_and_the_membership_mount() -> None:
+    manifest = job({"type": "none", "name": "worker", "replicas": 2, "template": {"spec": {
+        "initContainers": [container("wait-for-peers", command=["sh", "-c", "echo $DI_NODES"],
+                                     env=[{"name": "DI_RANK", "value": "9"}, {"name": "Y", "value": "1"}])],
+        "containers": [container("main")]}}})
+    rendered = render(load_job(manifest))
+    t = replica_template(rendered, "worker-1")
+    (init,) = t["initContainers"]
+    main_env = t["containerSet"]["containers"][0]["env"]
+    assert init["env"][: len(main_env)] == main_env  # the same DI_* variables, in the same order, first
+    assert init["env"][len(main_env):] == [{"name": "Y", "value": "1"}]  # the user's DI_RANK cannot shadow it
+    assert {e["name"]: e.get("value") for e in init["env"]}["DI_RANK"] == "1"
+    assert init["volumeMounts"] == [
+        {"name": "dihera-membership", "mountPath": "/etc/dihera/membership", "readOnly": True}]
+
+
 def test_task_name_with_dash_becomes_env_name() -> None:
     rendered = render(load_job(job(task("none", name="replay-buffer", replicas=2))))
     assert container_env(rendered, "replay-buffer-1", "main")["DI_REPLAY_BUFFER_NODES"].count(",") == 1
@@ -103,7 +119,10 @@ def test_pod_template_is_kept_whole() -> None:
     assert {"name": "MY_ADDRESS", "value": "$(DI_FQDN):22270"} in learner["env"]
     assert {"name": "work", "mountPath": "/work"} in learner["volumeMounts"]
     assert containers[1]["ports"] == [{"containerPort": 9100, "name": "metrics"}]
-    assert t["initContainers"] == source["spec"]["initContainers"]
+    (init,), (src_init,) = t["initContainers"], source["spec"]["initContainers"]
+    assert {k: init[k] for k in src_init if k != "volumeMounts"} == {k: v for k, v in src_init.items()
+                                                                     if k != "volumeMounts"}
+    assert init["volumeMounts"][0] == src_init["volumeMounts"][0]  # kept, the membership mount added after
     assert t["nodeSelector"] == {"accelerator": "a100"}
     assert t["tolerations"] == source["spec"]["tolerations"]
     assert t["serviceAccountName"] == "learner"

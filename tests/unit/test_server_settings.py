@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dihera.cli import build_parser
+from dihera.cli.server import settings_from_args
 from dihera.server import ServerSettings
-from dihera.server.cli import settings_from_args
 
 #: What the chart's settings ConfigMap gives the server's container (envFrom), watching two namespaces.
 CHART_ENV = {

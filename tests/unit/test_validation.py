@@ -113,7 +113,7 @@ def test_all_problems_are_reported_at_once() -> None:
     [
         ({"containers": [container(comand=["x"])]}, "spec.tasks[0].template.spec.containers[0].comand: unknown field"),
         ({"containers": [container(env=[{"name": "A", "value": 1}])]},
-         "spec.tasks[0].template.spec.containers[0].env[0].value: input should be a valid string (got 1)"),
+         "spec.tasks[0].template.spec.containers[0].env[0].value: must be of type string, got 1"),
         ({"containers": [container()], "nodeSelektor": {}}, "spec.tasks[0].template.spec.nodeSelektor: unknown field"),
         ({"containers": [container()], "restartPolicy": "Always"},
          "spec.tasks[0].template.spec.restartPolicy: must be Never, got 'Always'"),
@@ -153,3 +153,85 @@ def test_task_types_are_typed() -> None:
     assert [t.type for t in j.tasks] == [TaskType.LEARNER, TaskType.EVALUATOR, TaskType.COLLECTOR, TaskType.NONE]
     assert j.total_replicas == 5
     assert j.id == "default/job"
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "expected"),
+    [
+        pytest.param(("spec", "backofflimit"), 2,
+                     "spec.backofflimit: unknown field of the DIJob spec; did you mean backoffLimit?", id="spec-case"),
+        pytest.param(("spec", "cleanpodPolicy"), "All",
+                     "spec.cleanpodPolicy: unknown field of the DIJob spec; did you mean cleanPodPolicy?",
+                     id="spec-typo"),
+        pytest.param(("spec", "tasks", 0, "replica"), 2,
+                     "spec.tasks[0].replica: unknown field of a DIJob task; did you mean replicas?", id="task-typo"),
+        pytest.param(("spec", "tasks", 0, "template", "spek"), {},
+                     "spec.tasks[0].template.spek: unknown field of core/v1 PodTemplateSpec; did you mean spec?",
+                     id="template-typo"),
+        pytest.param(("spec", "tasks", 0, "template", "metadata", "lables"), {},
+                     "spec.tasks[0].template.metadata.lables: unknown field of core/v1 ObjectMeta; "
+                     "did you mean labels?", id="template-metadata-typo"),
+        pytest.param(("spec", "tasks", 0, "template", "spec", "containers", 0, "imagePullPolicyy"), "Always",
+                     "spec.tasks[0].template.spec.containers[0].imagePullPolicyy: unknown field of core/v1 Container; "
+                     "did you mean imagePullPolicy?", id="container-typo"),
+        pytest.param(("spec", "tasks", 0, "template", "spec", "containers", 0, "resources", "limts"), {},
+                     "spec.tasks[0].template.spec.containers[0].resources.limts: unknown field of core/v1 "
+                     "ResourceRequirements; did you mean limits?", id="nested-typo"),
+        pytest.param(("spec", "volumes"), [{"name": "v", "hostpath": {"path": "/x"}}],
+                     "spec.volumes[0].hostpath: unknown field of core/v1 Volume; did you mean hostPath?",
+                     id="job-volume-typo"),
+        pytest.param(("spek",), {}, "spek: unknown field of a DIJob; did you mean spec?", id="root-typo"),
+        pytest.param(("spec", "zzz"), 1, "spec.zzz: unknown field of the DIJob spec; valid fields: backoffLimit, ",
+                     id="no-near-field"),
+    ],
+)
+def test_unknown_fields_name_the_path_and_the_nearest_field(path: tuple[Any, ...], value: Any,
+                                                           expected: str) -> None:
+    manifest = job(task("learner"))
+    node: Any = manifest
+    for part in path[:-1]:
+        node = node[part] if isinstance(part, int) else node.setdefault(part, {})
+    node[path[-1]] = value
+    got = messages(manifest)
+    assert len(got) == 1 and got[0].startswith(expected), got
+
+
+def test_di_orchestrators_group_field_is_kept() -> None:
+    j = load_job(job(task("learner"), group="team-a"))
+    assert j.group == "team-a" and j.to_manifest()["spec"]["group"] == "team-a"
+
+
+def test_metadata_and_status_of_a_stored_job_stay_open() -> None:
+    manifest = job(task("learner"))
+    manifest["metadata"].update(uid="u-1", resourceVersion="7", managedFields=[{"manager": "kubectl"}])
+    manifest["status"] = {"phase": "Running", "anything": 1}
+    assert validate(manifest) == []
+
+
+@pytest.mark.parametrize(
+    ("key", "make"),
+    [
+        pytest.param("containers", lambda: {"name": "main"}, id="container"),
+        pytest.param("initContainers", lambda: {"name": "wait", "command": ["true"]}, id="init-container"),
+        pytest.param("containers", lambda: {"name": "main", "image": ""}, id="empty-image"),
+    ],
+)
+def test_every_container_needs_an_image(key: str, make: Any) -> None:
+    spec: dict[str, Any] = {"containers": [container()], key: [make()]}
+    got = messages(job({"type": "learner", "template": {"spec": spec}}))
+    assert got == [f"spec.tasks[0].template.spec.{key}[0].image: is required: the container image to run"]
+
+
+def test_unknown_fields_everywhere_are_reported_at_once() -> None:
+    manifest = job(task("learner"), backofflimit=1)
+    manifest["spec"]["tasks"][0]["replica"] = 2
+    manifest["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["comand"] = ["x"]
+    manifest["spec"]["tasks"][0]["template"]["spec"]["containers"][0].pop("image")
+    with pytest.raises(InvalidJobError) as err:
+        load_job(manifest)
+    assert [p.path for p in err.value.problems] == [
+        "spec.backofflimit",
+        "spec.tasks[0].replica",
+        "spec.tasks[0].template.spec.containers[0].comand",
+        "spec.tasks[0].template.spec.containers[0].image",
+    ]

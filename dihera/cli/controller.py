@@ -1,4 +1,4 @@
-"""``dihera controller`` (run the status-sync controller) and ``dihera submit`` (create a DIJob, wait for a phase)."""
+"""``dihera controller``: run the status-sync controller (needs the operator extras: kopf)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import argparse
 import random
 import sys
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dihera.controller.settings import ControllerSettings
+if TYPE_CHECKING:
+    from dihera.controller.settings import ControllerSettings
 
 __all__ = ["register", "settings_from_args"]
 
@@ -21,7 +22,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     standalone), ``DIHERA_CONTROLLER_METRICS_PORT``, ``DIHERA_CONTROLLER_HEALTH_PORT``, ``DIHERA_BIND_ADDRESS``,
     ``DIHERA_POD_NAME`` (the replica's peering identity).
     """
-    from dihera.render import RenderSettings
+    from dihera.controller.settings import ControllerSettings
+    from dihera.render.settings import RenderSettings
 
     def env(name: str) -> str | None:
         return environ.get(name) or None
@@ -75,43 +77,8 @@ def _cmd_controller(args: argparse.Namespace) -> int:
     return run_controller(settings)
 
 
-def _cmd_submit(args: argparse.Namespace) -> int:
-    from kubernetes.client.exceptions import ApiException
-
-    from dihera.cli import read_documents
-    from dihera.errors import InvalidJobError
-    from dihera.kube import api_client
-    from dihera.kube.errors import describe_api_error
-    from dihera.kube.jobs import JobStore, WaitTimeout
-    from dihera.submit import format_progress, submit
-
-    def show(status: Mapping[str, Any]) -> None:
-        print(f"  {format_progress(status)}", file=sys.stderr, flush=True)
-
-    try:
-        docs = read_documents(args.file)
-        api = api_client(args.kubeconfig, args.context)
-        for doc in docs:
-            created = submit(doc, api=api, namespace=args.namespace)
-            meta = created["metadata"]
-            print(f"dijob {meta['namespace']}/{meta['name']} created")
-            if args.wait:
-                status = JobStore(api).wait_for_phase(meta["namespace"], meta["name"], args.wait, args.timeout, show)
-                print(f"dijob {meta['namespace']}/{meta['name']} {status.get('phase')}")
-    except (ValueError, InvalidJobError) as err:
-        print(err, file=sys.stderr)
-        return 1
-    except ApiException as err:
-        print(f"the API server refused the DIJob: {describe_api_error(err)}", file=sys.stderr)
-        return 1
-    except (WaitTimeout, RuntimeError) as err:
-        print(err, file=sys.stderr)
-        return 1
-    return 0
-
-
 def register(sub: Any) -> None:
-    """Add ``controller`` and ``submit`` to the ``dihera`` command."""
+    """Add ``controller`` to the ``dihera`` command."""
     p = sub.add_parser("controller", help="run the DIJob status-sync controller (kopf)")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
     p.add_argument("--context", help="kubeconfig context")
@@ -143,12 +110,3 @@ def register(sub: Any) -> None:
     p.add_argument("--health-port", type=int, help="kopf liveness /healthz (default 8081; 0: off)")
     p.add_argument("--workers", type=int, default=16, help="threads reconciling jobs")
     p.set_defaults(func=_cmd_controller)
-
-    p = sub.add_parser("submit", help="create DIJobs through the Kubernetes API; optionally wait for a phase")
-    p.add_argument("file", metavar="FILE", help="YAML file ('-' for stdin)")
-    p.add_argument("-n", "--namespace", help="namespace (overrides metadata.namespace)")
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
-    p.add_argument("--context", help="kubeconfig context")
-    p.add_argument("--wait", metavar="PHASE", help="wait until the job reaches PHASE (e.g. Running, Succeeded)")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds to wait (default 600)")
-    p.set_defaults(func=_cmd_submit)

@@ -1,6 +1,5 @@
-"""``dihera server``, ``dihera scale`` and ``dihera status``.
+"""``dihera scale`` and ``dihera status``: change or show a running DIJob's replicas.
 
-    dihera server [--host H] [--port P] [--kubeconfig F] [-n NS[,NS...]] [--log-level L] [--no-auth]
     dihera scale NS/NAME --task collector --replicas N      (or --add N, --remove N, --remove-replica NAME...)
     dihera status NS/NAME [--watch]
 
@@ -15,20 +14,15 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dihera.kube.cache import CachedJob
-from dihera.kube.jobs import JobStore
-from dihera.kube.objects import ObjectStore
-from dihera.kube.scale_executor import JobScaler
-from dihera.naming import LABEL_JOB, membership_configmap_name
-from dihera.render.settings import RenderSettings
-from dihera.scaling import ScaleError, ScaleRequest
-from dihera.server import views
-from dihera.server.settings import ServerSettings
+if TYPE_CHECKING:
+    from dihera.kube.cache import CachedJob
+    from dihera.kube.jobs import JobStore
+    from dihera.kube.objects import ObjectStore
+    from dihera.scaling import ScaleRequest
 
-__all__ = ["register", "settings_from_args"]
+__all__ = ["register"]
 
 
 def _job_id(text: str) -> tuple[str, str]:
@@ -39,6 +33,8 @@ def _job_id(text: str) -> tuple[str, str]:
 
 
 def _request(args: argparse.Namespace) -> ScaleRequest:
+    from dihera.scaling import ScaleError, ScaleRequest
+
     if args.remove_replica:
         return ScaleRequest.remove_named(args.remove_replica)
     if not args.task:
@@ -48,58 +44,6 @@ def _request(args: argparse.Namespace) -> ScaleRequest:
     if args.add is not None:
         return ScaleRequest.add(args.task, args.add)
     return ScaleRequest.remove(args.task, args.remove)
-
-
-def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> ServerSettings:
-    """The one settings object: flags first, then the chart's ``DIHERA_*`` variables, then defaults.
-
-    Read at the entry point only: ``DIHERA_WATCH_NAMESPACES`` (comma-separated; empty: all),
-    ``DIHERA_LOG_LEVEL``, ``DIHERA_BIND_ADDRESS``, ``DIHERA_SERVER_PORT``, ``DIHERA_CLUSTER_DOMAIN``.
-    Raises ValueError naming every bad variable or flag and its value.
-    """
-
-    def env(name: str) -> str | None:
-        return (environ.get(name) or "").strip() or None
-
-    problems: list[str] = []
-    port = args.port
-    if port is None and env("DIHERA_SERVER_PORT"):
-        text = env("DIHERA_SERVER_PORT") or ""
-        if text.isdigit():
-            port = int(text)
-        else:
-            problems.append(f"DIHERA_SERVER_PORT: {text!r} is not a port number")
-    listed = args.namespace or environ.get("DIHERA_WATCH_NAMESPACES") or ""
-    namespaces = tuple(n.strip() for n in listed.split(",") if n.strip())
-    level = (args.log_level or env("DIHERA_LOG_LEVEL") or "info").lower()
-    try:
-        settings = ServerSettings(
-            host=args.host or env("DIHERA_BIND_ADDRESS") or "127.0.0.1",
-            port=8081 if port is None else port,
-            kubeconfig=args.kubeconfig,
-            auth=not args.no_auth,
-            namespaces=namespaces,
-            cluster_domain=args.cluster_domain or env("DIHERA_CLUSTER_DOMAIN") or "cluster.local",
-            log_level=level,
-        )
-    except ValueError as err:
-        problems.append(str(err))
-    else:
-        if not problems:
-            return settings
-    raise ValueError("; ".join(problems))
-
-
-def _cmd_server(args: argparse.Namespace) -> int:
-    from dihera.server.run import serve
-
-    try:
-        settings = settings_from_args(args, os.environ)
-    except ValueError as err:
-        print(f"dihera server: {err}", file=sys.stderr)
-        return 2
-    serve(settings)
-    return 0
 
 
 def _scale_via_server(args: argparse.Namespace, request: ScaleRequest) -> int:
@@ -128,6 +72,10 @@ def _scale_via_server(args: argparse.Namespace, request: ScaleRequest) -> int:
 
 def _cmd_scale(args: argparse.Namespace) -> int:
     from dihera.kube import api_client
+    from dihera.kube.scale_executor import JobScaler
+    from dihera.render.settings import RenderSettings
+    from dihera.scaling import ScaleError
+    from dihera.server import views
 
     try:
         request = _request(args)
@@ -145,6 +93,9 @@ def _cmd_scale(args: argparse.Namespace) -> int:
 
 
 def _snapshot(jobs: JobStore, objects: ObjectStore, namespace: str, name: str) -> CachedJob | None:
+    from dihera.kube.cache import CachedJob
+    from dihera.naming import LABEL_JOB, membership_configmap_name
+
     body = jobs.get(namespace, name)
     if body is None:
         return None
@@ -154,6 +105,8 @@ def _snapshot(jobs: JobStore, objects: ObjectStore, namespace: str, name: str) -
 
 
 def _render_status(job: CachedJob, domain: str) -> str:
+    from dihera.server import views
+
     s = views.summary(job)
     lines = [
         f"DIJob {s.namespace}/{s.name}: phase {s.phase or '-'}, {s.replicas} replicas, "
@@ -168,6 +121,8 @@ def _render_status(job: CachedJob, domain: str) -> str:
 
 def _cmd_status(args: argparse.Namespace) -> int:
     from dihera.kube import api_client
+    from dihera.kube.jobs import JobStore
+    from dihera.kube.objects import ObjectStore
 
     api = api_client(args.kubeconfig)
     jobs, objects = JobStore(api), ObjectStore(api)
@@ -187,22 +142,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    """Add ``server``, ``scale`` and ``status`` to the ``dihera`` command."""
-    p = sub.add_parser("server", help="run the di-server (HTTP API to read and scale jobs)")
-    p.add_argument("--host", help="address to listen on (default $DIHERA_BIND_ADDRESS, else 127.0.0.1)")
-    p.add_argument("--port", type=int, help="port (default $DIHERA_SERVER_PORT, else 8081)")
-    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
-    p.add_argument(
-        "-n",
-        "--namespace",
-        metavar="NS[,NS...]",
-        help="serve only these namespaces, comma-separated (default $DIHERA_WATCH_NAMESPACES; empty: all)",
-    )
-    p.add_argument("--cluster-domain", help="cluster DNS domain (default $DIHERA_CLUSTER_DOMAIN, else cluster.local)")
-    p.add_argument("--log-level", help="debug, info, warning or error (default $DIHERA_LOG_LEVEL, else info)")
-    p.add_argument("--no-auth", action="store_true", help="accept every caller (local demo only)")
-    p.set_defaults(func=_cmd_server)
-
+    """Add ``scale`` and ``status`` to the ``dihera`` command."""
     p = sub.add_parser("scale", help="change the replicas of a running DIJob")
     p.add_argument("job", type=_job_id, metavar="NAMESPACE/NAME")
     p.add_argument("--task", help="task to scale")

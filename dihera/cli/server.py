@@ -1,0 +1,89 @@
+"""``dihera server``: run the di-server, the HTTP API to read and scale jobs (needs the operator extras).
+
+dihera server [--host H] [--port P] [--kubeconfig F] [-n NS[,NS...]] [--log-level L] [--no-auth]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dihera.server.settings import ServerSettings
+
+__all__ = ["register", "settings_from_args"]
+
+
+def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> ServerSettings:
+    """The one settings object: flags first, then the chart's ``DIHERA_*`` variables, then defaults.
+
+    Read at the entry point only: ``DIHERA_WATCH_NAMESPACES`` (comma-separated; empty: all),
+    ``DIHERA_LOG_LEVEL``, ``DIHERA_BIND_ADDRESS``, ``DIHERA_SERVER_PORT``, ``DIHERA_CLUSTER_DOMAIN``.
+    Raises ValueError naming every bad variable or flag and its value.
+    """
+
+    from dihera.server.settings import ServerSettings
+
+    def env(name: str) -> str | None:
+        return (environ.get(name) or "").strip() or None
+
+    problems: list[str] = []
+    port = args.port
+    if port is None and env("DIHERA_SERVER_PORT"):
+        text = env("DIHERA_SERVER_PORT") or ""
+        if text.isdigit():
+            port = int(text)
+        else:
+            problems.append(f"DIHERA_SERVER_PORT: {text!r} is not a port number")
+    listed = args.namespace or environ.get("DIHERA_WATCH_NAMESPACES") or ""
+    namespaces = tuple(n.strip() for n in listed.split(",") if n.strip())
+    level = (args.log_level or env("DIHERA_LOG_LEVEL") or "info").lower()
+    try:
+        settings = ServerSettings(
+            host=args.host or env("DIHERA_BIND_ADDRESS") or "127.0.0.1",
+            port=8081 if port is None else port,
+            kubeconfig=args.kubeconfig,
+            auth=not args.no_auth,
+            namespaces=namespaces,
+            cluster_domain=args.cluster_domain or env("DIHERA_CLUSTER_DOMAIN") or "cluster.local",
+            log_level=level,
+        )
+    except ValueError as err:
+        problems.append(str(err))
+    else:
+        if not problems:
+            return settings
+    raise ValueError("; ".join(problems))
+
+
+def _cmd_server(args: argparse.Namespace) -> int:
+    from dihera.server.run import serve
+
+    try:
+        settings = settings_from_args(args, os.environ)
+    except ValueError as err:
+        print(f"dihera server: {err}", file=sys.stderr)
+        return 2
+    serve(settings)
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``server`` to the ``dihera`` command."""
+    p = sub.add_parser("server", help="run the di-server (HTTP API to read and scale jobs)")
+    p.add_argument("--host", help="address to listen on (default $DIHERA_BIND_ADDRESS, else 127.0.0.1)")
+    p.add_argument("--port", type=int, help="port (default $DIHERA_SERVER_PORT, else 8081)")
+    p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)")
+    p.add_argument(
+        "-n",
+        "--namespace",
+        metavar="NS[,NS...]",
+        help="serve only these namespaces, comma-separated (default $DIHERA_WATCH_NAMESPACES; empty: all)",
+    )
+    p.add_argument("--cluster-domain", help="cluster DNS domain (default $DIHERA_CLUSTER_DOMAIN, else cluster.local)")
+    p.add_argument("--log-level", help="debug, info, warning or error (default $DIHERA_LOG_LEVEL, else info)")
+    p.add_argument("--no-auth", action="store_true", help="accept every caller (local demo only)")
+    p.set_defaults(func=_cmd_server)
