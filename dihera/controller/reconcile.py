@@ -90,8 +90,9 @@ class Reconciler:
                 try:
                     self._reconcile(namespace, name)
                     break
-                except StatusConflict:
+                except StatusConflict as err:
                     self._metrics.status_conflicts.inc()
+                    log.info("%s; reading it again", err, extra={"job": f"{namespace}/{name}"})
                     if attempt == STATUS_ATTEMPTS:
                         raise
         except Exception:
