@@ -6,8 +6,8 @@ Four processes (rank 0 learner, 1 evaluator, 2 and 3 collectors), each with DI_R
 `--topology mesh --labels <role> --ports <port>`, its own loopback address (127.0.0.2..5, the entries
 of DI_NODES, the same port on each, like one port per pod) and its own writable working directory.
 Prints the seconds from start to all replicas connected (every `dihera-connected` line), to the first
-learner iteration (`dihera-progress`) and to the stop value (`dihera-stop-value-reached`), then each
-process's exit code. Asserts nothing; the DIJob run on the cluster is measured against these figures.
+learner iteration (`dihera-progress`) and to the stop value (`dihera-stop-value-reached`), and to every
+process exited, then each process's exit code. Asserts nothing; the DIJob run on the cluster is measured against these figures.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ class Replica:
     proc: subprocess.Popen[bytes]
     log: Path
     exit_code: int | None = None
+    exited_at: float | None = None
     seen: dict[str, float] = field(default_factory=dict)
 
 
@@ -59,13 +60,31 @@ def _bindable(address: str, port: int) -> bool:
 
 def start(rank: int, port: int, workdir: Path, ditask: str) -> Replica:
     role = ROLES[rank]
-    env = {**os.environ, "DI_RANK": str(rank), "DI_NODES": ",".join(ADDRESSES),
-           "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1"}
+    env = {
+        **os.environ,
+        "DI_RANK": str(rank),
+        "DI_NODES": ",".join(ADDRESSES),
+        "OMP_NUM_THREADS": "1",
+        "PYTHONUNBUFFERED": "1",
+    }
     cwd = workdir / f"rank-{rank}"
     cwd.mkdir(parents=True)
     log = workdir / f"rank-{rank}-{role}.log"
-    command = [ditask, "--platform", "k8s", "--topology", "mesh", "--labels", role,
-               "--package", str(EXAMPLE_DIR), "--main", MAIN, "--ports", str(port)]
+    command = [
+        ditask,
+        "--platform",
+        "k8s",
+        "--topology",
+        "mesh",
+        "--labels",
+        role,
+        "--package",
+        str(EXAMPLE_DIR),
+        "--main",
+        MAIN,
+        "--ports",
+        str(port),
+    ]
     with log.open("wb") as out:
         proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT)
     return Replica(rank, role, proc, log)
@@ -88,6 +107,7 @@ def run(timeout: float, workdir: Path, ditask: str) -> tuple[list[Replica], floa
             scan(replica, now)
             if replica.exit_code is None:
                 replica.exit_code = replica.proc.poll()
+                replica.exited_at = now if replica.exit_code is not None else None
         if all(r.exit_code is not None for r in replicas):
             break
         if any(r.exit_code not in (None, 0) for r in replicas):
@@ -119,8 +139,12 @@ def main() -> int:
     print(f"  all connected          {first(replicas, 'dihera-connected', every=True)}")
     print(f"  first learner iter     {first(replicas, 'dihera-progress')}")
     print(f"  stop value reached     {first(replicas, 'dihera-stop-value-reached')}")
-    print(f"  collectors with model  {sum('dihera-collect' in r.seen for r in replicas if r.role == 'collector')}"
-          f" of {ROLES.count('collector')}")
+    print(
+        f"  collectors with model  {sum('dihera-collect' in r.seen for r in replicas if r.role == 'collector')}"
+        f" of {ROLES.count('collector')}"
+    )
+    ended = [r.exited_at for r in replicas if r.exited_at is not None]
+    print(f"  all exited             {f'{max(ended):.1f} s' if len(ended) == len(replicas) else 'no'}")
     for r in replicas:
         code = "killed at timeout" if r.exit_code is None else str(r.exit_code)
         print(f"  rank {r.rank} {r.role:<9} exit {code}")

@@ -18,11 +18,12 @@ by the platform and the tests; other DI-engine output is interleaved and must be
     dihera-barrier-timeout role=<role> node=<node id> waited=<seconds>
         once, when the barrier timed out (e.g. a replica joining a running job); training goes on.
     dihera-progress role=learner iter=<learner iterations> env_step=<env steps received>
-        on the learner, at its first iteration and every PROGRESS_EVERY iterations.
+        on the learner, at its first iteration and every PROGRESS_EVERY (20) iterations.
     dihera-collect role=collector node=<node id> model_iter=<learner iteration> env_step=<steps>
-        on a collector, each time it collects with a model newer than the last one it logged;
-        model_iter is the learner iteration of the model received over the mesh (0: its own initial
-        model, before any model arrived).
+        on a collector: at its first iteration (model_iter=0, its own initial model), at the first
+        model received from the learner over the mesh, then whenever the model it collects with is
+        PROGRESS_EVERY (20) or more learner iterations newer than the last one logged. model_iter is
+        the learner iteration of the model in use.
     dihera-eval return=<mean return> iter=<learner iteration>
         on the evaluator, after each evaluation.
     dihera-stop-value-reached return=<mean return> iter=<learner iteration>

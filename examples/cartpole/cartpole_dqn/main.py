@@ -47,8 +47,9 @@ def _config() -> Any:
 
 
 def _envs(count: int, cfg: Any) -> BaseEnvManagerV2:
-    return BaseEnvManagerV2(env_fn=[lambda: DingEnvWrapper(gym.make("CartPole-v0")) for _ in range(count)],
-                            cfg=cfg.env.manager)
+    return BaseEnvManagerV2(
+        env_fn=[lambda: DingEnvWrapper(gym.make("CartPole-v0")) for _ in range(count)], cfg=cfg.env.manager
+    )
 
 
 def main() -> None:
@@ -74,7 +75,7 @@ def main() -> None:
         task.use(evaluator_report(STOP_VALUE))
         task.use(eps_greedy_handler(cfg))
         task.use(StepCollector(cfg, policy.collect_mode, _envs(cfg.env.collector_env_num, cfg)))
-        task.use(collector_report())
+        task.use(collector_report(PROGRESS_EVERY))
         task.use(data_pusher(cfg, buffer_))
         task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer_))
         task.use(learner_progress(PROGRESS_EVERY, budget))

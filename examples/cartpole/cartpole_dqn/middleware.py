@@ -44,8 +44,7 @@ class StartupBarrier:
         try:
             next(entry)
         except TimeoutError:
-            emit("barrier-timeout", role=self._role, node=task.router.node_id,
-                 waited=time.monotonic() - started)
+            emit("barrier-timeout", role=self._role, node=task.router.node_id, waited=time.monotonic() - started)
             return
         finally:
             entry.close()
@@ -69,8 +68,9 @@ def learner_progress(every: int, budget: int) -> Middleware:
     return _report
 
 
-def collector_report() -> Middleware:
-    """On a collector: `dihera-collect` when it collects with a model newer than the last logged one.
+def collector_report(every: int) -> Middleware:
+    """On a collector: `dihera-collect` at its first iteration, its first model from the learner, then
+    whenever the model it collects with is `every` or more learner iterations newer than the last logged.
 
     ContextExchanger sets `ctx.train_iter` from the learner's broadcast and ModelExchanger loads the
     learner's weights sent with it, both before the collector steps, so `train_iter` names the model.
@@ -81,11 +81,11 @@ def collector_report() -> Middleware:
 
     def _report(ctx: Any) -> None:
         nonlocal logged
-        if ctx.train_iter == logged:
+        first_model = logged <= 0 < ctx.train_iter
+        if logged >= 0 and not first_model and ctx.train_iter < logged + every:
             return
         logged = ctx.train_iter
-        emit("collect", role="collector", node=task.router.node_id, model_iter=ctx.train_iter,
-             env_step=ctx.env_step)
+        emit("collect", role="collector", node=task.router.node_id, model_iter=ctx.train_iter, env_step=ctx.env_step)
 
     return _report
 
