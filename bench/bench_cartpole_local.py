@@ -7,7 +7,8 @@ Four processes (rank 0 learner, 1 evaluator, 2 and 3 collectors), each with DI_R
 of DI_NODES, the same port on each, like one port per pod) and its own writable working directory.
 Prints the seconds from start to all replicas connected (every `dihera-connected` line), to the first
 learner iteration (`dihera-progress`) and to the stop value (`dihera-stop-value-reached`), and to every
-process exited, then each process's exit code. Asserts nothing; the DIJob run on the cluster is measured against these figures.
+process exited, then each process's exit code. Asserts nothing; the DIJob run on the cluster is
+measured against these figures.
 """
 
 from __future__ import annotations
