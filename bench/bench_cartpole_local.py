@@ -153,7 +153,7 @@ def main() -> int:
     print(f"  stop value reached     {first(replicas, 'dihera-stop-value-reached')}")
     print(
         f"  collectors with model  {sum('learner-model' in r.seen for r in replicas if r.role == 'collector')}"
-        f" of {ROLES.count('collector')} (first after {first(replicas, 'learner-model')})"
+        f" of {sum(r.role == 'collector' for r in replicas)} (first after {first(replicas, 'learner-model')})"
     )
     ended = [r.exited_at for r in replicas if r.exited_at is not None]
     print(f"  all exited             {f'{max(ended):.1f} s' if len(ended) == len(replicas) else 'no'}")
