@@ -34,7 +34,7 @@ check-generated: setup ## fail when a generated file drifted from its source (CR
 	$(PYTHON) -m tests.golden
 
 lint: setup ## ruff, yamllint, import contracts (only dihera/kube talks to Kubernetes)
-	$(VENV)/bin/ruff check dihera tests bench ci
+	$(VENV)/bin/ruff check dihera tests bench ci examples
 	$(VENV)/bin/ruff format --check dihera
 	$(VENV)/bin/yamllint -s .
 	$(VENV)/bin/lint-imports
