@@ -30,6 +30,7 @@ __all__ = [
     "MANAGED_BY",
     "TERMINAL_PHASES",
     "TERMINAL_POD_PHASES",
+    "VACANT_RANK_ADDRESS",
     "WARNING_PHASES",
     "EventReason",
     "Phase",
@@ -104,3 +105,11 @@ ANNOTATION_NODE_NAME = "workflows.argoproj.io/node-name"
 # -- who writes (managedFields, Event source) -------------------------------------------------------
 FIELD_MANAGER_CONTROLLER = "dihera-controller"
 FIELD_MANAGER_SERVER = "dihera-server"
+
+#: The ``DI_NODES`` entry of a rank no replica holds (a replica removed from the middle). DI-engine
+#: 0.5.3 dials every lower rank's entry: an empty entry (``tcp://:PORT``) or a name that does not
+#: resolve raises in its listener thread and leaves the process silently deaf, while an address
+#: that refuses connections is redialled quietly. Nothing in a pod listens on its own loopback at
+#: the mesh port (ding listens on the pod's FQDN), so 127.0.0.1 refuses (measured:
+#: bench/probe_vacant_rank_dial.py).
+VACANT_RANK_ADDRESS = "127.0.0.1"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from dihera.constants import VACANT_RANK_ADDRESS
 from dihera.membership import Membership
 from dihera.model import DIJob, task_env_name
 from dihera.naming import (
@@ -73,14 +74,15 @@ def node_lists(job: DIJob, membership: Membership, settings: RenderSettings) -> 
     """``DI_NODES`` and every ``DI_<TASK>_NODES``, comma-joined FQDNs in rank order.
 
     In ``DI_NODES`` the entry at position r is rank r's FQDN, so ``DI_NODES[DI_RANK]`` is the pod's
-    own address; a rank left vacant by a scale-down is an empty entry until a new replica takes it.
+    own address; a rank left vacant by a scale-down holds :data:`VACANT_RANK_ADDRESS` (an address
+    that refuses DI-engine's dial instead of breaking it) until a new replica takes it.
     """
 
     def address(task: str, index: int) -> str:
         return fqdn(job.name, job.namespace, task, index, settings.cluster_domain)
 
     top = max((r.rank for r in membership.replicas), default=-1)
-    by_rank = [""] * (top + 1)
+    by_rank = [VACANT_RANK_ADDRESS] * (top + 1)
     for r in membership.replicas:
         by_rank[r.rank] = address(r.task, r.index)
     lists = {NODES_KEY: ",".join(by_rank)}

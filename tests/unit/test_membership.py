@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dihera import Membership, Replica, load_job, plan_membership
+from dihera.constants import VACANT_RANK_ADDRESS
 from dihera.render import RenderSettings, node_lists
 
 from .builders import job, task
@@ -51,7 +52,9 @@ def test_vacant_ranks_are_refilled_first_and_stay_indexable() -> None:
     m4 = plan_membership(dqn(4), m5, remove=[("collector", 0)])  # frees rank 1 and index 0
     j4 = dqn(4)
     nodes = node_lists(j4, m4, RenderSettings())["DI_NODES"].split(",")
-    assert nodes[1] == ""  # vacant rank keeps its position so DI_NODES[DI_RANK] stays right
+    # a vacant rank keeps its position, so DI_NODES[DI_RANK] stays right, and holds an address that
+    # refuses DI-engine's dial (an empty entry makes ding's listener thread raise and go deaf)
+    assert nodes[1] == VACANT_RANK_ADDRESS == "127.0.0.1"
     for r in m4.replicas:
         assert nodes[r.rank].startswith(f"job-{r.task}-{r.index}.")
     m5b = plan_membership(dqn(5), m4)
