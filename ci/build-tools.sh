@@ -43,11 +43,13 @@ install_mod() { # install_mod NAME VERSION MODULE_PATH [LDFLAGS]
   log "built $name in $((SECONDS - start))s"
 }
 
-k8s_ldflags() {
-  local v=$KUBERNETES_VERSION minor
+k8s_ldflags() { # k8s_ldflags [VERSION]: defaults to the control plane's KUBERNETES_VERSION
+  local v=${1:-$KUBERNETES_VERSION} minor
   minor=$(echo "$v" | cut -d. -f2)
   echo "-X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
 }
+
+argo_major() { echo "${ARGO_VERSION%%.*}"; } # v3 or v4: the Go module's major suffix
 
 want=${*:-etcd kube-apiserver kube-controller-manager kube-scheduler kwok workflow-controller helm ct helm-docs}
 for tool in $want; do
@@ -69,6 +71,16 @@ for tool in $want; do
     helm-docs) install_mod helm-docs "$HELM_DOCS_VERSION" github.com/norwoodj/helm-docs/cmd/helm-docs ;;
     ct) build_in ct ct "$CT_VERSION" github.com/helm/chart-testing/v3/ct \
           "-X github.com/helm/chart-testing/v3/ct/cmd.Version=$CT_VERSION" ;;
+    kubelet) # the real node's kubelet: its own wrapper module and version (cgroup v1 needs 1.35)
+      build_in kubelet kubelet "$KUBELET_VERSION" k8s.io/kubernetes/cmd/kubelet "$(k8s_ldflags "$KUBELET_VERSION")" ;;
+    coredns) # a small CoreDNS: only the plugins the real node's Corefile uses (see tools/coredns)
+      build_in coredns coredns "$COREDNS_VERSION" ./corednsmain ;;
+    argoexec) # Argo's executor (init/wait containers), static so it runs in a scratch image
+      CGO_ENABLED=0 build_in argo argoexec "$ARGO_VERSION static" \
+        "github.com/argoproj/argo-workflows/$(argo_major)/cmd/argoexec" \
+        "-X github.com/argoproj/argo-workflows/$(argo_major).version=$ARGO_VERSION" ;;
+    pause) CGO_ENABLED=0 build_in pause pause "pause-1" . ;;
+    netns-forward) CGO_ENABLED=0 build_in netns-forward netns-forward "netns-forward-1" . ;;
     *) log "unknown tool: $tool"; exit 2 ;;
   esac
 done

@@ -14,7 +14,15 @@ from pathlib import Path
 __all__ = ["PORT_NAMES", "StateDir", "pick_ports"]
 
 MARKER = ".dihera-devcluster"
-PORT_NAMES = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "workflow-controller")
+PORT_NAMES = (
+    "etcd",
+    "etcd-peer",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "workflow-controller",
+    "kubelet",  # the real node's kubelet, forwarded from the host's loopback into its network namespace
+)
 
 
 @dataclass(frozen=True)
