@@ -79,8 +79,8 @@ for tool in $want; do
       CGO_ENABLED=0 build_in argo argoexec "$ARGO_VERSION static" \
         "github.com/argoproj/argo-workflows/$(argo_major)/cmd/argoexec" \
         "-X github.com/argoproj/argo-workflows/$(argo_major).version=$ARGO_VERSION" ;;
-    pause) CGO_ENABLED=0 build_in pause pause "pause-1" . ;;
-    netns-forward) CGO_ENABLED=0 build_in netns-forward netns-forward "netns-forward-1" . ;;
+    pause|netns-forward) # small programs of this repository: rebuilt when their source changes
+      CGO_ENABLED=0 build_in "$tool" "$tool" "src-$(cat "$here/tools/$tool"/*.go | sha256sum | cut -c1-16)" . ;;
     *) log "unknown tool: $tool"; exit 2 ;;
   esac
 done

@@ -17,6 +17,7 @@ SERVER_SANS = (
     "DNS:kubernetes.default",
     "DNS:kubernetes.default.svc",
     "DNS:kubernetes.default.svc.cluster.local",
+    "IP:10.213.1.1",  # the real node's address (realnode.NODE_IP): the kubelet serves this certificate too
 )
 
 

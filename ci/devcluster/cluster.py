@@ -147,6 +147,10 @@ class Cluster:
             config = render_kubeconfig(server, state.pki, client.stem, client.user)
             write_kubeconfig(state.component_kubeconfig(client.stem), config)
         write_kubeconfig(state.kubeconfig, render_kubeconfig(server, state.pki, "admin", "dihera-admin"))
+        if self.settings.real_node:
+            for path, text in realnode.render(state).items():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
 
     def _prepare_real_node(self) -> None:
         """Claim the machine's real node, make its network namespace and write its configuration."""
@@ -155,10 +159,6 @@ class Cluster:
         except nodehost.NodeBusy as err:
             raise ClusterError(str(err)) from err
         nodehost.create_netns()
-        ports = self.state.load_ports() or {}
-        for path, text in realnode.render(self.state, ports).items():
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
 
     def _start(self, c: Component) -> None:
         log.info("starting %s", c.name)

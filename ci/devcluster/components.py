@@ -62,9 +62,11 @@ def components(settings: Settings, state: StateDir, ports: dict[str, int]) -> li
 def _real_node(settings: Settings, state: StateDir, ports: dict[str, int]) -> list[Component]:
     """The real node: forwarders, then containerd, the kubelet and CoreDNS inside its network namespace."""
     files, binary, ns = realnode.node_files(state), settings.binary, realnode.NETNS_PATH
-    forwards = realnode.forwards(ports["kube-apiserver"], ports["kubelet"])
+    forwards = [f"-f={f}" for f in realnode.forwards(ports["kube-apiserver"])]
     return [
-        Component("netns-forward", [str(binary("netns-forward")), *(f"-f={f}" for f in forwards)]),
+        Component(
+            "netns-forward", [str(binary("netns-forward")), *forwards, f"-connect={realnode.connect_proxy(files)}"]
+        ),
         Component("containerd", ["/usr/bin/containerd", f"--config={files.containerd_config}"], netns=ns),
         Component(
             "kubelet",
@@ -74,7 +76,7 @@ def _real_node(settings: Settings, state: StateDir, ports: dict[str, int]) -> li
                 f"--kubeconfig={state.component_kubeconfig('kubelet')}",
                 f"--root-dir={files.kubelet_root}",
                 f"--hostname-override={realnode.NODE_NAME}",
-                "--node-ip=127.0.0.1",
+                f"--node-ip={realnode.NODE_IP}",
                 "--node-labels={}={}".format(*realnode.NODE_LABEL),
                 "--v=1",
             ],
@@ -82,6 +84,11 @@ def _real_node(settings: Settings, state: StateDir, ports: dict[str, int]) -> li
         ),
         Component("coredns", [str(binary("coredns")), f"-conf={files.corefile}"], netns=ns),
     ]
+
+
+def _egress(settings: Settings, state: StateDir) -> list[str]:
+    """With a real node, the API server dials nodes and pods through its network namespace's proxy."""
+    return [f"--egress-selector-config-file={realnode.node_files(state).egress_config}"] if settings.real_node else []
 
 
 def _control_plane(settings: Settings, state: StateDir, ports: dict[str, int]) -> list[Component]:
@@ -121,6 +128,7 @@ def _control_plane(settings: Settings, state: StateDir, ports: dict[str, int]) -
                 f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
                 f"--kubelet-certificate-authority={ca}",
                 "--kubelet-preferred-address-types=InternalIP",
+                *_egress(settings, state),
                 f"--service-account-issuer={SA_ISSUER}",
                 f"--service-account-key-file={pki / 'sa.pub'}",
                 f"--service-account-signing-key-file={pki / 'sa.key'}",
@@ -164,7 +172,7 @@ def _control_plane(settings: Settings, state: StateDir, ports: dict[str, int]) -
                 f"--kubeconfig={state.component_kubeconfig('kwok')}",
                 *(f"--config={path}" for path in settings.kwok_configs),
                 "--manage-nodes-with-annotation-selector={}={}".format(*KWOK_NODE_ANNOTATION),
-                "--node-ip=127.0.0.1",  # anything dialling a "kubelet" stays on loopback
+                f"--node-ip={realnode.NODE_IP}",  # anything dialling a "kubelet" stays on loopback
                 f"--cidr={POD_CIDR}",
                 "--node-lease-duration-seconds=40",
             ],

@@ -105,17 +105,15 @@ def release() -> None:
 
 
 def create_netns() -> None:
-    """NETNS with loopback up and a dummy interface holding the API server's and CoreDNS's Service IPs."""
+    """NETNS with loopback up, carrying the node's address and the two Service IPs as local addresses."""
     if not realnode.NETNS_PATH.exists():
         _run("ip", "netns", "add", realnode.NETNS)
     ns = ("ip", "-n", realnode.NETNS)
     _run(*ns, "link", "set", "lo", "up")
-    links = subprocess.run([*ns, "-o", "link", "show"], check=True, capture_output=True, text=True).stdout
-    if f" {realnode.SERVICE_DEVICE}:" not in links:
-        _run(*ns, "link", "add", realnode.SERVICE_DEVICE, "type", "dummy")
-        for ip in (realnode.API_SERVICE_IP, realnode.DNS_SERVICE_IP):
-            _run(*ns, "addr", "add", f"{ip}/32", "dev", realnode.SERVICE_DEVICE)
-    _run(*ns, "link", "set", realnode.SERVICE_DEVICE, "up")
+    addresses = subprocess.run([*ns, "-o", "addr", "show", "dev", "lo"], check=True, capture_output=True, text=True)
+    for ip in (realnode.NODE_IP, realnode.API_SERVICE_IP, realnode.DNS_SERVICE_IP):
+        if f" {ip}/32 " not in addresses.stdout:
+            _run(*ns, "addr", "add", f"{ip}/32", "dev", "lo")
 
 
 # -- teardown -------------------------------------------------------------------------------------

@@ -3,8 +3,9 @@
 The real node is a kubelet with containerd, runc, the CNI bridge plugin and CoreDNS, all inside one
 network namespace of its own (NETNS). That namespace has no route out: pods reach one another on the
 bridge, the API server through NETNS's API_SERVICE_IP (the `kubernetes` Service address) and CoreDNS
-on DNS_SERVICE_IP, both local addresses of NETNS. `netns-forward` relays those and the kubelet's port
-between NETNS and the host's loopback, which is the only place the two meet.
+on DNS_SERVICE_IP, both local addresses of NETNS. `netns-forward` relays the API server's port from the
+host's loopback into NETNS, and the other way an HTTP CONNECT proxy on a unix socket (the API server's
+egress selector) dials the kubelet (NODE_IP) and pods inside NETNS: the two meet nowhere else.
 """
 
 from __future__ import annotations
@@ -38,10 +39,13 @@ NODE_NAME = "dihera-real-node"
 NETNS = "dihera-node"
 NETNS_PATH = Path("/run/netns") / NETNS
 BRIDGE = "dihera0"
-POD_SUBNET = "10.213.0.0/24"  # nothing else on the machine uses it; it exists only inside NETNS
+NODE_SUBNET = "10.213.0.0/16"  # nothing else on the machine uses it; it exists only inside NETNS
+POD_SUBNET = "10.213.0.0/24"  # the bridge's
+NODE_IP = "10.213.1.1"  # the node's InternalIP, where the kubelet listens (the kubelet refuses loopback)
+KUBELET_PORT = 10250
 API_SERVICE_IP = "10.96.0.1"  # first address of the service range: the `kubernetes` Service
 DNS_SERVICE_IP = "10.96.0.10"  # the kubelet's clusterDNS; CoreDNS binds it inside NETNS
-SERVICE_DEVICE = "dihera-svc"  # dummy interface of NETNS carrying the two service addresses
+# NODE_IP and both Service IPs are addresses of NETNS's loopback device: pods reach them through the bridge.
 # Real workloads tolerate the taint and select the label; everything else lands on kwok's nodes.
 NODE_LABEL = ("dihera.io/real-node", "true")
 NODE_TAINT = {"key": "dihera.io/real-node", "value": "true", "effect": "NoSchedule"}
@@ -94,6 +98,14 @@ class NodeFiles:
     @property
     def corefile(self) -> Path:
         return self.root / "Corefile"
+
+    @property
+    def egress_config(self) -> Path:
+        return self.root / "egress-selector.yaml"
+
+    @property
+    def egress_socket(self) -> Path:
+        return self.root / "egress.sock"
 
 
 def node_files(state: StateDir) -> NodeFiles:
@@ -167,7 +179,7 @@ def cni_config(files: NodeFiles) -> str:
     return json.dumps(config, indent=2) + "\n"
 
 
-def kubelet_config(files: NodeFiles, state: StateDir, port: int) -> str:
+def kubelet_config(files: NodeFiles, state: StateDir) -> str:
     """KubeletConfiguration (JSON is YAML): cgroup v1 allowed, cgroupfs, webhook authn/authz, loose eviction."""
     pki = state.pki
     config = {
@@ -177,14 +189,14 @@ def kubelet_config(files: NodeFiles, state: StateDir, port: int) -> str:
         "cgroupDriver": "cgroupfs",
         "containerRuntimeEndpoint": f"unix://{files.containerd_socket}",
         "failSwapOn": False,
-        "address": "127.0.0.1",
-        "port": port,
+        "address": NODE_IP,
+        "port": KUBELET_PORT,
         "readOnlyPort": 0,
         "healthzBindAddress": "127.0.0.1",
         "clusterDomain": "cluster.local",
         "clusterDNS": [DNS_SERVICE_IP],
         "resolvConf": str(files.resolv_conf),
-        "tlsCertFile": str(pki / "serving.crt"),  # its SANs include 127.0.0.1, the node's address
+        "tlsCertFile": str(pki / "serving.crt"),  # its SANs include NODE_IP
         "tlsPrivateKeyFile": str(pki / "serving.key"),
         "authentication": {
             "anonymous": {"enabled": False},
@@ -224,23 +236,43 @@ def resolv_conf() -> str:
     return f"nameserver {DNS_SERVICE_IP}\n"
 
 
-def forwards(api_port: int, kubelet_port: int) -> list[str]:
-    """netns-forward's -f arguments: the API server into NETNS (loopback and the Service IP), the kubelet out."""
+def forwards(api_port: int) -> list[str]:
+    """netns-forward's -f arguments: the API server into NETNS, on loopback and on the Service IP."""
     ns, api = str(NETNS_PATH), f"127.0.0.1:{api_port}"
-    return [
-        f"{ns},127.0.0.1:{api_port},host,{api}",
-        f"{ns},{API_SERVICE_IP}:443,host,{api}",
-        f"host,127.0.0.1:{kubelet_port},{ns},127.0.0.1:{kubelet_port}",
-    ]
+    return [f"{ns},127.0.0.1:{api_port},host,{api}", f"{ns},{API_SERVICE_IP}:443,host,{api}"]
 
 
-def render(state: StateDir, ports: dict[str, int]) -> dict[Path, str]:
+def connect_proxy(files: NodeFiles) -> str:
+    """netns-forward's -connect argument: NODE_SUBNET dialled in NETNS, loopback on the host."""
+    return f"{files.egress_socket},{NETNS_PATH},{NODE_SUBNET}"
+
+
+def egress_selector(files: NodeFiles) -> str:
+    """The API server dials nodes and pods (logs, exec, port-forward, proxy) through the CONNECT proxy."""
+    config = {
+        "apiVersion": "apiserver.k8s.io/v1beta1",
+        "kind": "EgressSelectorConfiguration",
+        "egressSelections": [
+            {
+                "name": "cluster",
+                "connection": {
+                    "proxyProtocol": "HTTPConnect",
+                    "transport": {"uds": {"udsName": str(files.egress_socket)}},
+                },
+            }
+        ],
+    }
+    return json.dumps(config, indent=2) + "\n"
+
+
+def render(state: StateDir) -> dict[Path, str]:
     """Every configuration file of the real node, by path."""
     files = node_files(state)
     return {
         files.containerd_config: containerd_config(files),
         files.cni_conf_dir / "10-dihera.conflist": cni_config(files),
-        files.kubelet_config: kubelet_config(files, state, ports["kubelet"]),
+        files.kubelet_config: kubelet_config(files, state),
         files.resolv_conf: resolv_conf(),
         files.corefile: corefile(state.component_kubeconfig("coredns")),
+        files.egress_config: egress_selector(files),
     }

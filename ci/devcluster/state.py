@@ -21,7 +21,6 @@ PORT_NAMES = (
     "kube-controller-manager",
     "kube-scheduler",
     "workflow-controller",
-    "kubelet",  # the real node's kubelet, forwarded from the host's loopback into its network namespace
 )
 
 

@@ -77,8 +77,7 @@ def test_node_network_has_no_route_out() -> None:
         ["ip", "-n", realnode.NETNS, "-4", "route", "show", "table", "all"],
         capture_output=True, text=True, check=True,
     ).stdout.splitlines()  # fmt: skip
-    subnet = ipaddress.ip_network(realnode.POD_SUBNET)
-    allowed = [subnet, ipaddress.ip_network("127.0.0.0/8"), ipaddress.ip_network("10.96.0.0/24")]
+    allowed = [ipaddress.ip_network(n) for n in (realnode.NODE_SUBNET, "127.0.0.0/8", "10.96.0.0/24")]
     for route in routes:
         words = route.split()
         dest = words[1] if words[0] in ("local", "broadcast") else words[0]
