@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -102,6 +103,7 @@ def _cmd_crd(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dihera", description="DI-engine jobs on Argo Workflows.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {importlib.metadata.version('dihera')}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     p = sub.add_parser("validate", help="check DIJob files; one line per problem")
     p.add_argument("files", nargs="+", metavar="FILE", help="YAML files ('-' for stdin)")

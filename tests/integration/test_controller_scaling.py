@@ -192,4 +192,3 @@ def test_a_stale_spec_written_after_a_newer_commit_is_not_synced_back(
     edited = int((jobs.get(namespace, name) or {})["metadata"]["generation"])
     poll(lambda: state() == (4, 2, {"learner": 1, "collector": 2}, 4), 30, "edit applied and stamped")
     assert int((jobs.get(namespace, name) or {})["metadata"]["generation"]) == edited
-

@@ -6,16 +6,20 @@ built by ci/devcluster/images.py (imported into containerd, never pulled).
 
 from __future__ import annotations
 
+import importlib.metadata
 import ipaddress
 import subprocess
 import textwrap
 from typing import Any
 
 import pytest
+import yaml
 from kubernetes import client
 
 from ci.devcluster import realnode
-from ci.devcluster.images import PYTHON_IMAGE
+from ci.devcluster.images import DIHERA_IMAGE, PYTHON_IMAGE, package_version
+from ci.devcluster.settings import Settings
+from tests.chart.helm import CHART
 from tests.integration.conftest import Poll
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
@@ -159,3 +163,23 @@ def test_memory_limit_is_enforced(cluster: client.ApiClient, namespace: str, pol
     terminated = pod.status.container_statuses[0].state.terminated
     assert pod.status.phase == "Failed"
     assert (terminated.reason, terminated.exit_code) == ("OOMKilled", 137)
+
+
+def test_project_image_runs_as_non_root_with_the_charts_security_context(
+    cluster: client.ApiClient, namespace: str, poll: Poll
+) -> None:
+    """The image built from the Dockerfile: `dihera --version` is the package's, as uid 65532, read-only root."""
+    core = client.CoreV1Api(cluster)
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    container = {
+        "image": f"{DIHERA_IMAGE}:{package_version(Settings())}",
+        "command": ["/bin/sh", "-c", "dihera --version && id -u && ! touch /opt/dihera/x 2>/dev/null"],
+        "securityContext": values["securityContext"],
+    }
+    pod = real_pod("version", "", container=container)
+    pod["spec"]["securityContext"] = values["podSecurityContext"]
+    core.create_namespaced_pod(namespace, pod)
+    done = finished(core, "version", namespace, poll)
+    log = core.read_namespaced_pod_log("version", namespace)
+    assert done.status.phase == "Succeeded", log
+    assert log == f"dihera {importlib.metadata.version('dihera')}\n65532\n"

@@ -78,3 +78,11 @@ def test_python_m_dihera_and_crd() -> None:
     crd = yaml.safe_load(out)
     assert crd["kind"] == "CustomResourceDefinition"
     assert crd["metadata"]["name"] == "dijobs.diengine.opendilab.org"
+
+
+def test_version_is_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    project = next(line for line in (ROOT / "pyproject.toml").read_text().splitlines() if line.startswith("version"))
+    assert capsys.readouterr().out == f"dihera {project.split('=')[1].strip().strip(chr(34))}\n"

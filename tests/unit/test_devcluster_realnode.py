@@ -16,6 +16,7 @@ if str(REPO) not in sys.path:
 from ci.devcluster import images, realnode  # noqa: E402
 from ci.devcluster.state import StateDir  # noqa: E402
 
+
 def rendered(tmp_path: Path) -> dict[str, str]:
     return {p.name: text for p, text in realnode.render(StateDir(tmp_path)).items()}
 
