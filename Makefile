@@ -45,7 +45,7 @@ typecheck: setup ## mypy --strict
 unit: setup ## unit tests only (no cluster)
 	$(VENV)/bin/pytest -m "not cluster" tests
 
-test: setup tools check-generated lint typecheck chart-lint ## everything CI runs: checks, unit, chart and cluster tests
+test: setup setup-node tools check-generated lint typecheck chart-lint ## everything CI runs: checks, unit, chart and cluster tests
 	$(VENV)/bin/pytest tests
 
 bench: setup ## benchmarks (print figures): rendering, then the controller and the di-server on the local control plane

@@ -257,6 +257,14 @@ class Cluster:
         if api_ready:
             listing = self._api().get("/api/v1/nodes") or {}
             report["nodes_ready"] = sum(_node_schedulable(n) for n in listing.get("items", []))
+            report["nodes"] = {
+                n["metadata"]["name"]: {
+                    "ready": _node_schedulable(n),
+                    "runtime": n.get("status", {}).get("nodeInfo", {}).get("containerRuntimeVersion", ""),
+                    "real": realnode.NODE_LABEL[0] in n["metadata"].get("labels", {}),
+                }
+                for n in listing.get("items", [])
+            }
             report["kubeconfig"] = str(self.kubeconfig)
         return report
 
