@@ -117,6 +117,14 @@ def _single_binary_layer(binary: Path, target: str, layer: Path) -> None:
 # -- the images -----------------------------------------------------------------------------------
 
 
+def _prune(archive: Path) -> None:
+    """Delete older archives of the same image (`<kind>-<hash>.tar`) once `archive` exists."""
+    kind = archive.name.rsplit("-", 1)[0]
+    for old in archive.parent.glob(f"{kind}-*.tar"):
+        if old != archive and old.name.rsplit("-", 1)[0] == kind:
+            old.unlink()
+
+
 def _binary_image(settings: Settings, program: str, name: str, entrypoint: list[str]) -> Image:
     binary = settings.binary(program)
     key = _digest([name.encode(), binary.read_bytes()])[:16]
@@ -127,6 +135,7 @@ def _binary_image(settings: Settings, program: str, name: str, entrypoint: list[
             _single_binary_layer(binary, entrypoint[0].lstrip("/"), layer)
             config = {"Entrypoint": entrypoint, "Env": [f"PATH={IMAGE_PATH}"], "WorkingDir": "/"}
             write_docker_archive(archive, name, layer, config)
+        _prune(archive)
     return Image(name, archive)
 
 
@@ -151,6 +160,7 @@ def _python_image(settings: Settings) -> Image:
                 "Cmd": ["python3"],
             }
             write_docker_archive(archive, PYTHON_IMAGE, rootfs, config)
+        _prune(archive)
         log.info("built %s in %.0fs", PYTHON_IMAGE, time.monotonic() - start)
     return Image(PYTHON_IMAGE, archive)
 
@@ -198,6 +208,7 @@ def _dihera_image(settings: Settings, base: Image) -> Image:
         tmp_archive = Path(tmp) / "image.tar"
         subprocess.run([*buildah, "push", "--quiet", name, f"docker-archive:{tmp_archive}:{name}"], check=True)
         shutil.move(tmp_archive, archive)
+        _prune(archive)
         subprocess.run([*buildah, "rmi", "--prune"], check=False, capture_output=True)
     log.info("built %s in %.0fs", name, time.monotonic() - start)
     return Image(name, archive)
