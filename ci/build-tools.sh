@@ -51,6 +51,23 @@ k8s_ldflags() { # k8s_ldflags [VERSION]: defaults to the control plane's KUBERNE
 
 argo_major() { echo "${ARGO_VERSION%%.*}"; } # v3 or v4: the Go module's major suffix
 
+# Argo's workflow/executor/osspecific/signal_linux.go is a symlink to signal_darwin.go upstream, and
+# module zips drop symlinks (argoexec does not build from the proxy's zip). argoexec is built from a
+# copy of the module with that file restored: a modfile of its own (tools/argo's, plus a replace line).
+argoexec_modfile() {
+  local mod src modfile="$cache/src/argoexec.go.mod"
+  mod="github.com/argoproj/argo-workflows/$(argo_major)"
+  src="$cache/src/argo-workflows-$ARGO_VERSION"
+  if [[ ! -f "$src/workflow/executor/osspecific/signal_linux.go" ]]; then
+    rm -rf "$src" && mkdir -p "$cache/src"
+    cp -r "$(cd "$here/tools/argo" && go list -m -f '{{.Dir}}' "$mod")" "$src" && chmod -R u+w "$src"
+    cp "$src/workflow/executor/osspecific/signal_darwin.go" "$src/workflow/executor/osspecific/signal_linux.go"
+  fi
+  cp "$here/tools/argo/go.mod" "$modfile" && cp "$here/tools/argo/go.sum" "${modfile%.mod}.sum"
+  echo "replace $mod => $src" >> "$modfile"
+  echo "$modfile"
+}
+
 want=${*:-etcd kube-apiserver kube-controller-manager kube-scheduler kwok workflow-controller helm ct helm-docs}
 for tool in $want; do
   case $tool in
@@ -76,7 +93,7 @@ for tool in $want; do
     coredns) # a small CoreDNS: only the plugins the real node's Corefile uses (see tools/coredns)
       build_in coredns coredns "$COREDNS_VERSION" ./corednsmain ;;
     argoexec) # Argo's executor (init/wait containers), static so it runs in a scratch image
-      CGO_ENABLED=0 build_in argo argoexec "$ARGO_VERSION static" \
+      CGO_ENABLED=0 GOFLAGS="$GOFLAGS -modfile=$(argoexec_modfile)" build_in argo argoexec "$ARGO_VERSION static" \
         "github.com/argoproj/argo-workflows/$(argo_major)/cmd/argoexec" \
         "-X github.com/argoproj/argo-workflows/$(argo_major).version=$ARGO_VERSION" ;;
     pause|netns-forward) # small programs of this repository: rebuilt when their source changes
