@@ -77,7 +77,7 @@ for tool in $want; do
     kwok) install_mod kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok \
             "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" ;;
     workflow-controller) # Argo's controller package in a loopback-only process shell (see its main.go)
-      build_in argo workflow-controller "$ARGO_VERSION+loopback" ./workflowcontroller \
+      build_in argo workflow-controller "$ARGO_VERSION+loopback-$(cat "$here"/tools/argo/workflowcontroller/*.go | sha256sum | cut -c1-12)" ./workflowcontroller \
         "-X github.com/argoproj/argo-workflows/v3.version=$ARGO_VERSION" ;;
     helm) # without the Kubernetes version ldflags helm assumes v1.20 for .Capabilities and kubeVersion checks
       kminor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2)
