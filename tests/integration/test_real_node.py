@@ -10,13 +10,14 @@ import importlib.metadata
 import ipaddress
 import subprocess
 import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from kubernetes import client
 
-from ci.devcluster import realnode
+from ci.devcluster import nodehost, realnode
 from ci.devcluster.images import DIHERA_IMAGE, PYTHON_IMAGE, package_version
 from ci.devcluster.settings import Settings
 from tests.chart.helm import CHART
@@ -183,3 +184,12 @@ def test_project_image_runs_as_non_root_with_the_charts_security_context(
     log = core.read_namespaced_pod_log("version", namespace)
     assert done.status.phase == "Succeeded", log
     assert log == f"dihera {importlib.metadata.version('dihera')}\n65532\n"
+
+
+def test_a_second_cluster_cannot_take_the_real_node(cluster: client.ApiClient, tmp_path: Path) -> None:
+    """One real node per machine: a cluster in another state directory is refused, naming the owner."""
+    owner = nodehost.owner()
+    assert owner is not None
+    with pytest.raises(nodehost.NodeBusy, match=f"belongs to the cluster in {owner}"):
+        nodehost.claim(tmp_path / ".devcluster")
+    assert nodehost.owner() == owner
