@@ -47,7 +47,7 @@ EXECUTOR_RULES = [
 
 
 @pytest.fixture(scope="module")
-def real_release(kubeconfig: Path, cluster: client.ApiClient) -> Iterator[Release]:
+def real_release(kubeconfig: Path, cluster: client.ApiClient, poll: Poll) -> Iterator[Release]:
     rel = Release.new("dihera-real", kubeconfig)
     before = {name: read_crd(cluster, name) for name in (DIJOB_CRD, *KOPF_CRDS)}
     tag = package_version(Settings())
@@ -59,6 +59,8 @@ def real_release(kubeconfig: Path, cluster: client.ApiClient) -> Iterator[Releas
         yield rel
     finally:
         rel.remove(cluster)
+        # Real pods take a moment to stop: a controller still running would act on later tests' DIJobs.
+        poll(lambda: not component_pods(cluster, rel), 90, f"the pods of release {rel.name} to be gone")
         delete_peering(cluster, rel.name)
         restore_crds(cluster, before)
 
