@@ -2,6 +2,9 @@
 real node (probes really served), and a DIJob runs through them to Succeeded on that node with Argo's
 real executor (init and wait containers).
 
+Named to run after test_controller_*: right after this release's controller really ran, their timing-
+sensitive check that a job's first condition is Pending failed (the first status already said Running).
+
 The release is installed like test_chart_install's (own name and namespace, CRDs taken over and restored
 afterwards) with charts/dihera/ci/realnode-values.yaml: the local image, never pulled, and the real
 node's selector and toleration.
@@ -131,7 +134,15 @@ def test_dijob_runs_through_the_chart_on_the_real_node(
         status = (jobs.get(namespace, "real") or {}).get("status", {})
         return status if status.get("phase") in ("Succeeded", "Failed") else None
 
-    status = poll(succeeded, 240, "DIJob real to finish")
+    try:
+        status = poll(succeeded, 240, "DIJob real to finish")
+        check_job(cluster, namespace, status)
+    finally:  # while the release's controller runs: it removes its finalizer, so nothing is left for later tests
+        jobs.delete(namespace, "real")
+        poll(lambda: jobs.get(namespace, "real") is None, 90, "DIJob real to be deleted")
+
+
+def check_job(cluster: client.ApiClient, namespace: str, status: dict[str, Any]) -> None:
     pods = client.CoreV1Api(cluster).list_namespaced_pod(namespace).items
     assert status["phase"] == "Succeeded", (status, [(p.metadata.name, p.status.phase) for p in pods])
     assert pods, "the job's pods are gone"
