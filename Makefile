@@ -53,6 +53,7 @@ bench: setup ## benchmarks (print figures): rendering, then the controller and t
 	@if [ -z "$$KUBECONFIG" ]; then $(MAKE) --no-print-directory cluster-up; fi
 	$(PYTHON) bench/bench_controller.py
 	$(PYTHON) bench/bench_server.py
+	$(PYTHON) bench/bench_realnode.py
 
 clean: ## remove caches in the checkout (not the Go build cache)
 	rm -rf .pytest_cache .mypy_cache .ruff_cache build dist
