@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # The one dihera image: `dihera controller` and `dihera server` (the chart passes the sub-command as args).
 # Build: docker build -t <registry>/dihera:0.1.0 .
-# (The project's development environment has no container engine: this file is not built there.)
+# The local control plane builds it with buildah and a Debian base (PYTHON_IMAGE): docs/local-cluster.md.
 
 ARG PYTHON_IMAGE=python:3.11-slim
 

@@ -48,7 +48,7 @@ unit: setup ## unit tests only (no cluster, no package index)
 packaging: setup ## the wheel installed without extras into a fresh venv runs validate/render/crd (needs the package index)
 	$(VENV)/bin/pytest -m packaging tests
 
-test: setup tools check-generated lint typecheck chart-lint ## everything CI runs: checks, unit, chart and cluster tests
+test: setup setup-node tools check-generated lint typecheck chart-lint ## everything CI runs: checks, unit, chart and cluster tests
 	$(VENV)/bin/pytest tests
 
 bench: setup ## benchmarks (print figures): CLI start-up, rendering, then the controller and the di-server on the local control plane
@@ -57,6 +57,7 @@ bench: setup ## benchmarks (print figures): CLI start-up, rendering, then the co
 	@if [ -z "$$KUBECONFIG" ]; then $(MAKE) --no-print-directory cluster-up; fi
 	$(PYTHON) bench/bench_controller.py
 	$(PYTHON) bench/bench_server.py
+	$(PYTHON) bench/bench_realnode.py
 
 clean: ## remove caches in the checkout (not the Go build cache)
 	rm -rf .pytest_cache .mypy_cache .ruff_cache build dist

@@ -43,10 +43,29 @@ install_mod() { # install_mod NAME VERSION MODULE_PATH [LDFLAGS]
   log "built $name in $((SECONDS - start))s"
 }
 
-k8s_ldflags() {
-  local v=$KUBERNETES_VERSION minor
+k8s_ldflags() { # k8s_ldflags [VERSION]: defaults to the control plane's KUBERNETES_VERSION
+  local v=${1:-$KUBERNETES_VERSION} minor
   minor=$(echo "$v" | cut -d. -f2)
   echo "-X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
+}
+
+argo_major() { echo "${ARGO_VERSION%%.*}"; } # v3 or v4: the Go module's major suffix
+
+# Argo's workflow/executor/osspecific/signal_linux.go is a symlink to signal_darwin.go upstream, and
+# module zips drop symlinks (argoexec does not build from the proxy's zip). argoexec is built from a
+# copy of the module with that file restored: a modfile of its own (tools/argo's, plus a replace line).
+argoexec_modfile() {
+  local mod src modfile="$cache/src/argoexec.go.mod"
+  mod="github.com/argoproj/argo-workflows/$(argo_major)"
+  src="$cache/src/argo-workflows-$ARGO_VERSION"
+  if [[ ! -f "$src/workflow/executor/osspecific/signal_linux.go" ]]; then
+    rm -rf "$src" && mkdir -p "$cache/src"
+    cp -r "$(cd "$here/tools/argo" && go list -m -f '{{.Dir}}' "$mod")" "$src" && chmod -R u+w "$src"
+    cp "$src/workflow/executor/osspecific/signal_darwin.go" "$src/workflow/executor/osspecific/signal_linux.go"
+  fi
+  cp "$here/tools/argo/go.mod" "$modfile" && cp "$here/tools/argo/go.sum" "${modfile%.mod}.sum"
+  echo "replace $mod => $src" >> "$modfile"
+  echo "$modfile"
 }
 
 want=${*:-etcd kube-apiserver kube-controller-manager kube-scheduler kwok workflow-controller helm ct helm-docs}
@@ -58,7 +77,7 @@ for tool in $want; do
     kwok) install_mod kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok \
             "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" ;;
     workflow-controller) # Argo's controller package in a loopback-only process shell (see its main.go)
-      build_in argo workflow-controller "$ARGO_VERSION+loopback" ./workflowcontroller \
+      build_in argo workflow-controller "$ARGO_VERSION+loopback-$(cat "$here"/tools/argo/workflowcontroller/*.go | sha256sum | cut -c1-12)" ./workflowcontroller \
         "-X github.com/argoproj/argo-workflows/v3.version=$ARGO_VERSION" ;;
     helm) # without the Kubernetes version ldflags helm assumes v1.20 for .Capabilities and kubeVersion checks
       kminor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2)
@@ -69,6 +88,16 @@ for tool in $want; do
     helm-docs) install_mod helm-docs "$HELM_DOCS_VERSION" github.com/norwoodj/helm-docs/cmd/helm-docs ;;
     ct) build_in ct ct "$CT_VERSION" github.com/helm/chart-testing/v3/ct \
           "-X github.com/helm/chart-testing/v3/ct/cmd.Version=$CT_VERSION" ;;
+    kubelet) # the real node's kubelet: its own wrapper module and version (cgroup v1 needs 1.35)
+      build_in kubelet kubelet "$KUBELET_VERSION" k8s.io/kubernetes/cmd/kubelet "$(k8s_ldflags "$KUBELET_VERSION")" ;;
+    coredns) # a small CoreDNS: only the plugins the real node's Corefile uses (see tools/coredns)
+      build_in coredns coredns "$COREDNS_VERSION" ./corednsmain ;;
+    argoexec) # Argo's executor (init/wait containers), static so it runs in a scratch image
+      CGO_ENABLED=0 GOFLAGS="$GOFLAGS -modfile=$(argoexec_modfile)" build_in argo argoexec "$ARGO_VERSION static" \
+        "github.com/argoproj/argo-workflows/$(argo_major)/cmd/argoexec" \
+        "-X github.com/argoproj/argo-workflows/$(argo_major).version=$ARGO_VERSION" ;;
+    pause|netns-forward) # small programs of this repository: rebuilt when their source changes
+      CGO_ENABLED=0 build_in "$tool" "$tool" "src-$(cat "$here/tools/$tool"/*.go | sha256sum | cut -c1-16)" . ;;
     *) log "unknown tool: $tool"; exit 2 ;;
   esac
 done

@@ -1,11 +1,14 @@
 # Local control plane (ci/devcluster): etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
-# kwok and Argo's workflow-controller on 127.0.0.1; state, logs and kubeconfig in .devcluster/.
-# Included by the top-level Makefile.
+# kwok and Argo's workflow-controller on 127.0.0.1, and a real node (kubelet + containerd, see
+# docs/local-cluster.md); state, logs and kubeconfig in .devcluster/. Included by the top-level Makefile.
 PYTHON ?= .venv/bin/python
 
-.PHONY: cluster-up cluster-down cluster-status
+.PHONY: setup-node cluster-up cluster-down cluster-status
 
-cluster-up: setup ## start the local control plane (builds its programs first when missing); idempotent
+setup-node: ## Debian packages of the real node and its image builds (containerd, runc, CNI plugins, buildah, mmdebstrap)
+	@if [ "$${DIHERA_REAL_NODE:-1}" != 0 ]; then bash ci/install-node-packages.sh; fi
+
+cluster-up: setup setup-node ## start the local control plane (builds its programs and images first when missing); idempotent
 	$(PYTHON) -m ci.devcluster up
 
 cluster-down: ## stop what `make demo` and cluster-up started and delete .devcluster/

@@ -1,6 +1,6 @@
 """Golden files: every example in workflows/ has its rendered objects in workflows/rendered/.
 
-    python -m tests.golden --write   # regenerate after an intended change
+python -m tests.golden --write   # regenerate after an intended change
 """
 
 from __future__ import annotations

@@ -23,6 +23,11 @@ def _print_status(report: dict[str, object]) -> None:
         port = f"127.0.0.1:{info['port']}" if info["port"] else "-"
         print(f"{name:<24} {state:<20} {port}")
     print(f"api ready: {report['api_ready']}  nodes ready: {report.get('nodes_ready', 0)}")
+    nodes = report.get("nodes", {})
+    assert isinstance(nodes, dict)
+    for name, node in nodes.items():
+        kind = f"real ({node['runtime']})" if node["real"] else "simulated (kwok)"
+        print(f"  node {name:<22} {'Ready' if node['ready'] else 'NotReady':<9} {kind}")
     if report.get("kubeconfig"):
         print(f"export KUBECONFIG={report['kubeconfig']}")
 

@@ -17,6 +17,7 @@ SERVER_SANS = (
     "DNS:kubernetes.default",
     "DNS:kubernetes.default.svc",
     "DNS:kubernetes.default.svc.cluster.local",
+    "IP:10.213.1.1",  # the real node's address (realnode.NODE_IP): the kubelet serves this certificate too
 )
 
 
@@ -36,6 +37,10 @@ CLIENTS = (
     Client("kube-scheduler", "system:kube-scheduler"),
     Client("kwok", "kwok-controller", ("system:masters",)),
     Client("workflow-controller", "argo-workflow-controller", ("system:masters",)),
+    # The real node: its kubelet (Node authorizer), CoreDNS, and the API server calling the kubelet.
+    Client("kubelet", "system:node:dihera-real-node", ("system:nodes",)),
+    Client("coredns", "dihera-coredns", ("system:masters",)),
+    Client("apiserver-kubelet-client", "kube-apiserver-kubelet-client", ("system:masters",)),
 )
 
 _REQ_CONFIG = """[req]

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import certs, kube, manifests, processes
+from . import certs, images, kube, manifests, nodehost, processes, realnode
 from .components import Component, components
 from .kubeconfig import render_kubeconfig, write_kubeconfig
-from .settings import TOOLS, Settings
+from .settings import Settings
 from .state import StateDir, pick_ports
 
 __all__ = ["Cluster", "ClusterError"]
@@ -94,11 +94,14 @@ class Cluster:
             log.info("already up: KUBECONFIG=%s", self.kubeconfig)
             return
         self._build_tools()
+        node_images = images.build_all(self.settings) if self.settings.real_node else []
         if not any(self._running().values()):
             self.state.reset()  # nothing of ours runs: start afresh on free ports
         self._prepare()
         api = self._api()
         for c in self._components():
+            if c.name == "netns-forward":  # the first process of the real node
+                self._prepare_real_node()
             ready = functools.partial(self._component_ready, c, api)
             if processes.alive(self._pidfile(c), c.binary):
                 try:  # already running: let it finish starting
@@ -115,7 +118,11 @@ class Cluster:
                 api.kubectl_run("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
             self._start(c)
             self._wait(c, ready)
-        self._wait(None, lambda: self._nodes_ready(api), what=f"{self.settings.nodes} nodes Ready")
+            if c.name == "containerd":
+                log.info("importing %d images into containerd", len(node_images))
+                files = realnode.node_files(self.state)
+                images.import_all(node_images, files.containerd_socket, realnode.CONTAINERD_NAMESPACE)
+        self._wait(None, lambda: self._nodes_ready(api), what="nodes Ready")
         self._wait(
             None,
             lambda: api.get("/api/v1/namespaces/default/serviceaccounts/default") is not None,
@@ -124,7 +131,8 @@ class Cluster:
         log.info("up in %.0fs: export KUBECONFIG=%s", time.monotonic() - start, self.kubeconfig)
 
     def _build_tools(self) -> None:
-        if all((self.settings.binary(t)).exists() for t in TOOLS) and self.settings.argo_crd_dir.is_dir():
+        tools = self.settings.tools
+        if all((self.settings.binary(t)).exists() for t in tools) and self.settings.argo_crd_dir.is_dir():
             log.info("checking tools (ci/build-tools.sh)")
         else:
             log.info("building tools with ci/build-tools.sh (cold: ~10 minutes on 2 cores)")
@@ -134,7 +142,7 @@ class Cluster:
             "DIHERA_CACHE": str(self.settings.cache_dir),
         }
         # Its own progress lines ("[build-tools] ...") go straight to stderr.
-        result = subprocess.run(["bash", str(self.settings.build_script), *TOOLS], env=env, stdout=subprocess.DEVNULL)
+        result = subprocess.run(["bash", str(self.settings.build_script), *tools], env=env, stdout=subprocess.DEVNULL)
         if result.returncode != 0:
             raise ClusterError(f"ci/build-tools.sh failed (exit {result.returncode}); its output is above")
 
@@ -153,18 +161,41 @@ class Cluster:
             config = render_kubeconfig(server, state.pki, client.stem, client.user)
             write_kubeconfig(state.component_kubeconfig(client.stem), config)
         write_kubeconfig(state.kubeconfig, render_kubeconfig(server, state.pki, "admin", "dihera-admin"))
+        if self.settings.real_node:
+            for path, text in realnode.render(state).items():
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+
+    def _prepare_real_node(self) -> None:
+        """Claim the machine's real node, make its network namespace and write its configuration."""
+        try:
+            nodehost.claim(self.state.root)
+        except nodehost.NodeBusy as err:
+            raise ClusterError(str(err)) from err
+        nodehost.create_netns()
 
     def _start(self, c: Component) -> None:
         log.info("starting %s", c.name)
         env = {"PATH": self.settings.path_env, "HOME": str(self.state.home), **c.env}
-        processes.start(c.argv, self._pidfile(c), self.state.logs / f"{c.name}.log", env, self.state.root)
+        argv, program = c.argv, None
+        if c.netns is not None:  # nsenter execs the program inside the namespace: same pid
+            argv, program = ["nsenter", f"--net={c.netns}", "--", *c.argv], c.argv[0]
+        processes.start(argv, self._pidfile(c), self.state.logs / f"{c.name}.log", env, self.state.root, program)
 
     def _component_ready(self, c: Component, api: kube.Api) -> bool:
+        if c.name == "containerd":
+            return _containerd_ready(realnode.node_files(self.state).containerd_socket)
+        if c.name == "kubelet":
+            return self._node_ready(api, realnode.NODE_NAME)
         if c.health_url is None:
             return True
         if c.name == "kube-apiserver":
             return api.ready()
         return kube.http_ok(c.health_url, c.health_ca)
+
+    def _node_ready(self, api: kube.Api, name: str) -> bool:
+        node = api.get(f"/api/v1/nodes/{name}")
+        return isinstance(node, dict) and _node_schedulable(node)
 
     def _install_objects(self, api: kube.Api) -> None:
         files = []
@@ -181,6 +212,8 @@ class Cluster:
     def _nodes_ready(self, api: kube.Api) -> bool:
         listing = api.get("/api/v1/nodes")
         names = {manifests.node_name(i) for i in range(self.settings.nodes)}
+        if self.settings.real_node:
+            names.add(realnode.NODE_NAME)
         ready = {n["metadata"]["name"] for n in (listing or {}).get("items", []) if _node_schedulable(n)}
         return names <= ready
 
@@ -213,10 +246,14 @@ class Cluster:
             if pid is not None:
                 log.info("stopping %s (pid %d)", c.name, pid)
                 processes.stop(pid, grace=3.0)  # the state is deleted next: no need for a drawn-out drain
-        binaries = [self.settings.binary(t) for t in TOOLS]
-        for pid in processes.strays(self.state.root, binaries):
+        binaries = [self.settings.binary(t) for t in self.settings.tools]
+        for pid in processes.strays(self.state.root, [*binaries, Path("/usr/bin/containerd")]):
             log.info("stopping stray process %d", pid)
             processes.stop(pid, grace=5.0)
+        if nodehost.owner() == self.state.root:
+            log.info("removing the real node: containers, mounts, network namespaces, cgroups, host paths")
+            nodehost.teardown(realnode.node_files(self.state).root)
+            nodehost.release()
         self.state.remove()
         log.info("down: removed %s", self.settings.state_dir)
 
@@ -234,8 +271,23 @@ class Cluster:
         if api_ready:
             listing = self._api().get("/api/v1/nodes") or {}
             report["nodes_ready"] = sum(_node_schedulable(n) for n in listing.get("items", []))
+            report["nodes"] = {
+                n["metadata"]["name"]: {
+                    "ready": _node_schedulable(n),
+                    "runtime": n.get("status", {}).get("nodeInfo", {}).get("containerRuntimeVersion", ""),
+                    "real": realnode.NODE_LABEL[0] in n["metadata"].get("labels", {}),
+                }
+                for n in listing.get("items", [])
+            }
             report["kubeconfig"] = str(self.kubeconfig)
         return report
+
+
+def _containerd_ready(socket: Path) -> bool:
+    if not socket.exists():
+        return False
+    result = subprocess.run(["ctr", f"--address={socket}", "version"], capture_output=True, timeout=10)
+    return result.returncode == 0
 
 
 def _node_schedulable(node: dict[str, Any]) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from . import realnode
 from .manifests import ARGO_NAMESPACE, KWOK_NODE_ANNOTATION
 from .settings import Settings
 from .state import StateDir
@@ -25,6 +26,7 @@ class Component:
     health_url: str | None = None  # None: readiness is checked through the API (kwok: nodes Ready)
     health_ca: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
+    netns: Path | None = None  # run inside this network namespace (the real node's)
 
     @property
     def binary(self) -> Path:
@@ -53,6 +55,43 @@ def _delegated(kubeconfig: Path) -> list[str]:
 
 def components(settings: Settings, state: StateDir, ports: dict[str, int]) -> list[Component]:
     """All processes, in start order."""
+    real = _real_node(settings, state, ports) if settings.real_node else []
+    return [*_control_plane(settings, state, ports), *real]
+
+
+def _real_node(settings: Settings, state: StateDir, ports: dict[str, int]) -> list[Component]:
+    """The real node: forwarders, then containerd, the kubelet and CoreDNS inside its network namespace."""
+    files, binary, ns = realnode.node_files(state), settings.binary, realnode.NETNS_PATH
+    forwards = [f"-f={f}" for f in realnode.forwards(ports["kube-apiserver"])]
+    return [
+        Component(
+            "netns-forward", [str(binary("netns-forward")), *forwards, f"-connect={realnode.connect_proxy(files)}"]
+        ),
+        Component("containerd", ["/usr/bin/containerd", f"--config={files.containerd_config}"], netns=ns),
+        Component(
+            "kubelet",
+            [
+                str(binary("kubelet")),
+                f"--config={files.kubelet_config}",
+                f"--kubeconfig={state.component_kubeconfig('kubelet')}",
+                f"--root-dir={files.kubelet_root}",
+                f"--hostname-override={realnode.NODE_NAME}",
+                f"--node-ip={realnode.NODE_IP}",
+                "--node-labels={}={}".format(*realnode.NODE_LABEL),
+                "--v=1",
+            ],
+            netns=ns,
+        ),
+        Component("coredns", [str(binary("coredns")), f"-conf={files.corefile}"], netns=ns),
+    ]
+
+
+def _egress(settings: Settings, state: StateDir) -> list[str]:
+    """With a real node, the API server dials nodes and pods through its network namespace's proxy."""
+    return [f"--egress-selector-config-file={realnode.node_files(state).egress_config}"] if settings.real_node else []
+
+
+def _control_plane(settings: Settings, state: StateDir, ports: dict[str, int]) -> list[Component]:
     pki, binary = state.pki, settings.binary
     etcd_url = f"http://127.0.0.1:{ports['etcd']}"
     peer_url = f"http://127.0.0.1:{ports['etcd-peer']}"
@@ -82,7 +121,14 @@ def components(settings: Settings, state: StateDir, ports: dict[str, int]) -> li
                 "--advertise-address=127.0.0.1",
                 *_serving(state, ports["kube-apiserver"]),
                 f"--client-ca-file={ca}",
-                "--authorization-mode=RBAC",
+                "--authorization-mode=Node,RBAC",
+                "--enable-admission-plugins=NodeRestriction",
+                # logs, exec and port-forward reach the real node's kubelet, verified against the cluster CA
+                f"--kubelet-client-certificate={pki / 'apiserver-kubelet-client.crt'}",
+                f"--kubelet-client-key={pki / 'apiserver-kubelet-client.key'}",
+                f"--kubelet-certificate-authority={ca}",
+                "--kubelet-preferred-address-types=InternalIP",
+                *_egress(settings, state),
                 f"--service-account-issuer={SA_ISSUER}",
                 f"--service-account-key-file={pki / 'sa.pub'}",
                 f"--service-account-signing-key-file={pki / 'sa.key'}",
@@ -131,7 +177,7 @@ def components(settings: Settings, state: StateDir, ports: dict[str, int]) -> li
                 f"--kubeconfig={state.component_kubeconfig('kwok')}",
                 *(f"--config={path}" for path in settings.kwok_configs),
                 "--manage-nodes-with-annotation-selector={}={}".format(*KWOK_NODE_ANNOTATION),
-                "--node-ip=127.0.0.1",  # anything dialling a "kubelet" stays on loopback
+                f"--node-ip={realnode.NODE_IP}",  # anything dialling a "kubelet" stays on loopback
                 f"--cidr={POD_CIDR}",
                 "--node-lease-duration-seconds=40",
             ],

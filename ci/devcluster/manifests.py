@@ -37,9 +37,12 @@ def nodes(count: int) -> list[dict[str, Any]]:
 
 
 # The controller refuses to start without its ConfigMap. Metrics stay off: no listener beyond loopback.
+# The executor (init and wait containers) is the argoexec image built here: on the real node it runs
+# for real; on kwok's nodes it is only a name.
 ARGO_CONFIG = {
     "metricsConfig": "enabled: false\n",
     "telemetryConfig": "enabled: false\n",
+    "executor": "image: dihera.local/argoexec:local\nimagePullPolicy: IfNotPresent\n",
 }
 
 

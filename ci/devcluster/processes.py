@@ -49,8 +49,13 @@ def alive(pidfile: Path, binary: Path) -> bool:
     return pid_of(pidfile, binary) is not None
 
 
-def start(argv: Sequence[str], pidfile: Path, logfile: Path, env: Mapping[str, str], cwd: Path) -> int:
-    """Start `argv` in its own session (it outlives the caller), output appended to `logfile`."""
+def start(
+    argv: Sequence[str], pidfile: Path, logfile: Path, env: Mapping[str, str], cwd: Path, program: str | None = None
+) -> int:
+    """Start `argv` in its own session (it outlives the caller), output appended to `logfile`.
+
+    `program`: the program `argv` ends up running when argv[0] is a launcher that execs it (nsenter).
+    """
     with logfile.open("ab") as log:
         proc = subprocess.Popen(
             list(argv), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
@@ -58,7 +63,8 @@ def start(argv: Sequence[str], pidfile: Path, logfile: Path, env: Mapping[str, s
         )  # fmt: skip
     pidfile.write_text(f"{proc.pid}\n")
     deadline = time.monotonic() + 5.0  # /proc/PID/cmdline is empty until the exec completes
-    while not _cmdline(proc.pid) and proc.poll() is None and time.monotonic() < deadline:
+    expected = program or argv[0]
+    while _cmdline(proc.pid)[:1] != [expected] and proc.poll() is None and time.monotonic() < deadline:
         time.sleep(0.01)
     return proc.pid
 

@@ -7,12 +7,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["TOOLS", "Settings"]
+__all__ = ["REAL_NODE_TOOLS", "TOOLS", "Settings"]
 
 REPO = Path(__file__).resolve().parents[2]
 
 # Programs built by ci/build-tools.sh that the dev cluster runs.
 TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "workflow-controller")
+# Programs of the real node (and of its images: pause, argoexec).
+REAL_NODE_TOOLS = ("kubelet", "coredns", "netns-forward", "pause", "argoexec")
 
 
 @dataclass(frozen=True)
@@ -27,10 +29,12 @@ class Settings:
     first_port: int = 21000  # ports are picked upward from here, below Linux's ephemeral range
     path_env: str = "/usr/local/bin:/usr/bin:/bin"
     build_env: Mapping[str, str] = field(default_factory=dict)  # environment of ci/build-tools.sh (Go settings)
+    real_node: bool = True  # a kubelet + containerd node beside kwok's (one per machine)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ, state_dir: Path | None = None) -> Settings:
-        """$DIHERA_CACHE: where ci/build-tools.sh put the programs; $DIHERA_DEVCLUSTER_DIR: the state directory."""
+        """$DIHERA_CACHE: where ci/build-tools.sh put the programs; $DIHERA_DEVCLUSTER_DIR: the state directory;
+        $DIHERA_REAL_NODE=0: no real node (kwok's simulated nodes only)."""
         cache, state = environ.get("DIHERA_CACHE"), environ.get("DIHERA_DEVCLUSTER_DIR")
         return cls(
             state_dir=state_dir or (Path(state).resolve() if state else REPO / ".devcluster"),
@@ -38,7 +42,17 @@ class Settings:
             kubectl=environ.get("KUBECTL", "kubectl"),
             path_env=environ.get("PATH", cls.path_env),
             build_env=dict(environ),
+            real_node=environ.get("DIHERA_REAL_NODE", "1") != "0",
         )
+
+    @property
+    def tools(self) -> tuple[str, ...]:
+        return TOOLS + REAL_NODE_TOOLS if self.real_node else TOOLS
+
+    @property
+    def images_dir(self) -> Path:
+        """Image archives built for the real node, named after a hash of their inputs."""
+        return self.cache_dir / "images"
 
     @property
     def bin_dir(self) -> Path:

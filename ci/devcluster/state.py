@@ -14,7 +14,14 @@ from pathlib import Path
 __all__ = ["PORT_NAMES", "StateDir", "pick_ports"]
 
 MARKER = ".dihera-devcluster"
-PORT_NAMES = ("etcd", "etcd-peer", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "workflow-controller")
+PORT_NAMES = (
+    "etcd",
+    "etcd-peer",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "workflow-controller",
+)
 
 
 @dataclass(frozen=True)

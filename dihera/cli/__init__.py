@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.metadata
 import sys
 from collections.abc import Sequence
 
@@ -37,6 +38,7 @@ OPERATOR_MODULES = frozenset({"kopf", "fastapi", "uvicorn", "prometheus_client",
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dihera", description="DI-engine jobs on Argo Workflows.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {importlib.metadata.version('dihera')}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMAND_MODULES:
         importlib.import_module(module).register(sub)

@@ -18,29 +18,56 @@ pytestmark = pytest.mark.cluster
 
 def create(api: client.ApiClient, namespace: str, manifest: dict[str, Any], dry_run: bool = True) -> Any:
     return client.CustomObjectsApi(api).create_namespaced_custom_object(
-        GROUP, VERSION, namespace, PLURAL, manifest, dry_run="All" if dry_run else None)
+        GROUP, VERSION, namespace, PLURAL, manifest, dry_run="All" if dry_run else None
+    )
 
 
 REJECTED = [
-    pytest.param(job(task("collector"), task("collector", name="c2")), "spec.tasks",
-                 "at most one task of each type learner, collector and evaluator", id="two-tasks-of-one-type"),
-    pytest.param(job(task("none", name="x"), task("none", name="x")), "spec.tasks", "task names must be unique",
-                 id="one-name-twice"),
-    pytest.param(job(task("learner"), task("none", name="learner")), "spec.tasks", "task names must be unique",
-                 id="defaulted-name-clash"),
+    pytest.param(
+        job(task("collector"), task("collector", name="c2")),
+        "spec.tasks",
+        "at most one task of each type learner, collector and evaluator",
+        id="two-tasks-of-one-type",
+    ),
+    pytest.param(
+        job(task("none", name="x"), task("none", name="x")),
+        "spec.tasks",
+        "task names must be unique",
+        id="one-name-twice",
+    ),
+    pytest.param(
+        job(task("learner"), task("none", name="learner")),
+        "spec.tasks",
+        "task names must be unique",
+        id="defaulted-name-clash",
+    ),
     pytest.param(job(task("none")), "spec.tasks[0].name", "a task of type none must have a name", id="unnamed-none"),
-    pytest.param(job(task("learner"), minReplicas=3, maxReplicas=2), "spec.minReplicas",
-                 "minReplicas must not exceed maxReplicas", id="min-above-max"),
-    pytest.param(job(task("collector", replicas=6), maxReplicas=5), "spec.tasks",
-                 "must be at most maxReplicas", id="above-max"),
-    pytest.param(job(task("collector", replicas=1), minReplicas=2), "spec.tasks",
-                 "must be at least minReplicas", id="below-min"),
-    pytest.param(job(task("none", name="a" * 31), name="j" * 30), "spec.tasks",
-                 "pod hostnames <job>-<task>-<index> must be at most 63 characters", id="hostname-too-long"),
+    pytest.param(
+        job(task("learner"), minReplicas=3, maxReplicas=2),
+        "spec.minReplicas",
+        "minReplicas must not exceed maxReplicas",
+        id="min-above-max",
+    ),
+    pytest.param(
+        job(task("collector", replicas=6), maxReplicas=5), "spec.tasks", "must be at most maxReplicas", id="above-max"
+    ),
+    pytest.param(
+        job(task("collector", replicas=1), minReplicas=2), "spec.tasks", "must be at least minReplicas", id="below-min"
+    ),
+    pytest.param(
+        job(task("none", name="a" * 31), name="j" * 30),
+        "spec.tasks",
+        "pod hostnames <job>-<task>-<index> must be at most 63 characters",
+        id="hostname-too-long",
+    ),
     pytest.param(job(task("learner"), name="j" * 61), "metadata.name", "may not be more than 60", id="name-too-long"),
     pytest.param(job(task("bogus", name="x")), "spec.tasks[0].type", "Unsupported value", id="bad-type"),
-    pytest.param(job(task("learner", replicas=0)), "spec.tasks[0].replicas", "should be greater than or equal to 1",
-                 id="zero-replicas"),
+    pytest.param(
+        job(task("learner", replicas=0)),
+        "spec.tasks[0].replicas",
+        "should be greater than or equal to 1",
+        id="zero-replicas",
+    ),
     pytest.param(job(task("none", name="Bad_Name")), "spec.tasks[0].name", "should match", id="task-name-not-dns"),
     pytest.param(job({**task("learner"), "envProvider": {"name": "pytorch"}}), "spec.tasks[0].envProvider.name",
                  "Unsupported value", id="unknown-env-provider"),
@@ -54,8 +81,9 @@ REJECTED = [
 
 
 @pytest.mark.parametrize(("manifest", "field", "message"), REJECTED)
-def test_api_server_refuses_bad_jobs(dijob_crd: None, cluster: client.ApiClient, namespace: str,
-                                     manifest: dict[str, Any], field: str, message: str) -> None:
+def test_api_server_refuses_bad_jobs(
+    dijob_crd: None, cluster: client.ApiClient, namespace: str, manifest: dict[str, Any], field: str, message: str
+) -> None:
     with pytest.raises(ApiException) as err:
         create(cluster, namespace, manifest)
     assert err.value.status == 422
@@ -66,8 +94,9 @@ def test_api_server_refuses_bad_jobs(dijob_crd: None, cluster: client.ApiClient,
         load_job(manifest)
 
 
-def test_api_server_applies_defaults_like_the_python_model(dijob_crd: None, cluster: client.ApiClient,
-                                                           namespace: str) -> None:
+def test_api_server_applies_defaults_like_the_python_model(
+    dijob_crd: None, cluster: client.ApiClient, namespace: str
+) -> None:
     manifest = job(task("learner"), task("collector", replicas=2), task("none", name="replay"), name="defaults")
     stored = create(cluster, namespace, manifest, dry_run=False)
     assert stored["spec"]["backoffLimit"] == 3

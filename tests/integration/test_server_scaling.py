@@ -99,11 +99,14 @@ def sa_token(api: client.ApiClient, namespace: str, name: str, verbs: list[str] 
     if verbs is not None:
         rule = {"apiGroups": [GROUP], "resources": ["dijobs"], "verbs": verbs}
         rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": [rule]})
-        rbac.create_namespaced_role_binding(namespace, {
-            "metadata": {"name": name},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-            "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
-        })
+        rbac.create_namespaced_role_binding(
+            namespace,
+            {
+                "metadata": {"name": name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+                "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+            },
+        )
     request = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))
     token: str = core.create_namespaced_service_account_token(name, namespace, request).status.token
     return token
@@ -152,19 +155,24 @@ def identity_kubeconfig(admin: Path, api: client.ApiClient, sa: str, folder: Pat
     context = next(c for c in config["contexts"] if c["name"] == config["current-context"])["context"]
     entry = next(c for c in config["clusters"] if c["name"] == context["cluster"])
     path = folder / f"{sa}.kubeconfig"
-    path.write_text(yaml.safe_dump({
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [entry],
-        "users": [{"name": sa, "user": {"token": token}}],
-        "contexts": [{"name": sa, "context": {"cluster": entry["name"], "user": sa}}],
-        "current-context": sa,
-    }))
+    path.write_text(
+        yaml.safe_dump(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [entry],
+                "users": [{"name": sa, "user": {"token": token}}],
+                "contexts": [{"name": sa, "context": {"cluster": entry["name"], "user": sa}}],
+                "current-context": sa,
+            }
+        )
+    )
     return path
 
 
-def install_server_rbac(kubeconfig: Path, api: client.ApiClient, folder: Path, values: Manifest | None = None
-                        ) -> tuple[Path, list[Manifest]]:
+def install_server_rbac(
+    kubeconfig: Path, api: client.ApiClient, folder: Path, values: Manifest | None = None
+) -> tuple[Path, list[Manifest]]:
     """Apply the chart's server RBAC for ``values``; a kubeconfig of its ServiceAccount, and what was applied."""
     try:
         client.CoreV1Api(api).create_namespace({"metadata": {"name": RELEASE_NAMESPACE}})
@@ -232,16 +240,20 @@ def test_collectors_go_2_5_3_and_survivors_are_untouched(
     # 2 -> 5 through the clean API
     up = http.put(f"/v1/namespaces/{namespace}/dijobs/{name}/tasks/collector/replicas", json={"replicas": 5})
     assert up.status_code == 200, up.text
-    assert [(r["name"], r["rank"]) for r in up.json()["added"]] == [("collector-2", 3), ("collector-3", 4),
-                                                                     ("collector-4", 5)]
+    assert [(r["name"], r["rank"]) for r in up.json()["added"]] == [
+        ("collector-2", 3),
+        ("collector-3", 4),
+        ("collector-4", 5),
+    ]
     hosts |= {f"{name}-collector-{i}" for i in (2, 3, 4)}
     after = poll(lambda: running(cluster, namespace, name, hosts), 60, "6 pods Running")
     assert {h: after[h].metadata.uid for h in uids} == uids, "a surviving pod was replaced"
     members, data = membership(cluster, namespace, name)
     assert members.generation == 2
-    assert data["DI_NODES"].split(",") == [f"{name}-{n}.{fq}" for n in
-                                           ("learner-0", "collector-0", "collector-1", "collector-2", "collector-3",
-                                            "collector-4")]
+    assert data["DI_NODES"].split(",") == [
+        f"{name}-{n}.{fq}"
+        for n in ("learner-0", "collector-0", "collector-1", "collector-2", "collector-3", "collector-4")
+    ]
     for i, rank in ((2, "3"), (3, "4"), (4, "5")):
         pod = after[f"{name}-collector-{i}"]
         env = _env(pod)
@@ -275,7 +287,10 @@ def test_collectors_go_2_5_3_and_survivors_are_untouched(
     assert [w["metadata"]["name"] for w in workflows["items"]] == [name]
     rows = http.get(f"/v1/namespaces/{namespace}/dijobs/{name}/replicas").json()
     assert [(r["rank"], r["name"], r["phase"]) for r in rows] == [
-        (0, "learner-0", "Running"), (2, "collector-1", "Running"), (3, "collector-2", "Running")]
+        (0, "learner-0", "Running"),
+        (2, "collector-1", "Running"),
+        (3, "collector-2", "Running"),
+    ]
     retired = [t for t in wf["spec"]["templates"] if t["name"] == RETIRED_TEMPLATE]
     assert [t["suspend"] for t in retired] == [{"duration": "0"}]
 
@@ -293,8 +308,14 @@ def test_refused_requests_get_the_right_4xx_and_change_nothing(
     before = (membership(cluster, namespace, name), spec_replicas(cluster, namespace, name))
     cases = [
         ("PUT", put, {"replicas": 9}, good, 400, "outside its bounds (minReplicas=2, maxReplicas=4)"),
-        ("PUT", f"/v1/namespaces/{namespace}/dijobs/missing/tasks/collector/replicas", {"replicas": 3}, good, 404,
-         f"DIJob {namespace}/missing not found"),
+        (
+            "PUT",
+            f"/v1/namespaces/{namespace}/dijobs/missing/tasks/collector/replicas",
+            {"replicas": 3},
+            good,
+            404,
+            f"DIJob {namespace}/missing not found",
+        ),
         ("PUT", put, {"replicas": "three"}, good, 400, "body.replicas"),
         ("PUT", put, {"replicas": 3, "namespace": "kube-system"}, good, 400, "body.namespace"),
         ("PUT", put, {"replicas": 3}, None, 401, "missing bearer token"),
@@ -322,8 +343,13 @@ def test_concurrent_requests_leave_a_consistent_count(
 
     def via_server(i: int) -> bool:
         method = "POST" if i % 3 else "DELETE"
-        resp = httpx.request(method, f"{server}/v2alpha1/job/{namespace}.{name}/replicas", json={"replicas": 1},
-                             headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        resp = httpx.request(
+            method,
+            f"{server}/v2alpha1/job/{namespace}.{name}/replicas",
+            json={"replicas": 1},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=60,
+        )
         assert resp.status_code in (200, 400), resp.text
         return resp.status_code == 200 and resp.json()["data"]["changed"]
 

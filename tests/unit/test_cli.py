@@ -193,3 +193,9 @@ def test_operator_command_without_the_extras_names_the_install(monkeypatch: pyte
     assert main(["controller", "--standalone"]) == 2
     assert "dihera controller needs the operator extras (module 'kopf' is missing): pip install 'dihera[operator]'" \
         in capsys.readouterr().err
+def test_version_is_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    project = next(line for line in (ROOT / "pyproject.toml").read_text().splitlines() if line.startswith("version"))
+    assert capsys.readouterr().out == f"dihera {project.split('=')[1].strip().strip(chr(34))}\n"

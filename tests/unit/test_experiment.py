@@ -24,15 +24,31 @@ def test_python_example_equals_the_yaml_example() -> None:
 
 
 def test_task_from_image_and_command() -> None:
-    job = ex.dijob("cartpole", [
-        ex.task("learner", image="ding:1", command=["ditask"], args=["--labels", "learner"], env={"A": "1"},
-                resources={"limits": {"cpu": "2"}}),
-        ex.task("collector", replicas=3, image="ding:1", command=["ditask"]),
-    ], backoffLimit=1)
+    job = ex.dijob(
+        "cartpole",
+        [
+            ex.task(
+                "learner",
+                image="ding:1",
+                command=["ditask"],
+                args=["--labels", "learner"],
+                env={"A": "1"},
+                resources={"limits": {"cpu": "2"}},
+            ),
+            ex.task("collector", replicas=3, image="ding:1", command=["ditask"]),
+        ],
+        backoffLimit=1,
+    )
     assert [t.replicas for t in job.tasks] == [1, 3]
     c = job.tasks[0].template["spec"]["containers"][0]
-    assert c == {"name": "main", "image": "ding:1", "command": ["ditask"], "args": ["--labels", "learner"],
-                 "env": [{"name": "A", "value": "1"}], "resources": {"limits": {"cpu": "2"}}}
+    assert c == {
+        "name": "main",
+        "image": "ding:1",
+        "command": ["ditask"],
+        "args": ["--labels", "learner"],
+        "env": [{"name": "A", "value": "1"}],
+        "resources": {"limits": {"cpu": "2"}},
+    }
     manifest = job.to_manifest()
     assert manifest["spec"]["backoffLimit"] == 1
     assert load_job(manifest) == job

@@ -27,7 +27,9 @@ def test_default_timeout_except_for_watches_and_explicit_timeouts() -> None:
 
 def test_api_client_applies_the_default(tmp_path: Path) -> None:
     cfg = {
-        "apiVersion": "v1", "kind": "Config", "current-context": "c",
+        "apiVersion": "v1",
+        "kind": "Config",
+        "current-context": "c",
         "clusters": [{"name": "k", "cluster": {"server": "https://127.0.0.1:1"}}],
         "users": [{"name": "u", "user": {"token": "t"}}],
         "contexts": [{"name": "c", "context": {"cluster": "k", "user": "u"}}],

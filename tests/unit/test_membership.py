@@ -29,7 +29,10 @@ def test_scale_up_appends_ranks_and_keeps_everyone() -> None:
     assert m.generation == 2
     assert set(first.replicas) <= set(m.replicas)
     assert [r for r in m.replicas if r not in first.replicas] == [
-        Replica(4, "collector", 2), Replica(5, "collector", 3), Replica(6, "collector", 4)]
+        Replica(4, "collector", 2),
+        Replica(5, "collector", 3),
+        Replica(6, "collector", 4),
+    ]
 
 
 def test_scale_down_removes_the_highest_ranked_by_default() -> None:

@@ -63,16 +63,31 @@ def test_hostname_subdomain_labels_and_rank_annotation_per_replica() -> None:
     assert patch["hostname"] == "dqn-collector-2"
     assert patch["subdomain"] == "di-dqn"
     assert t["metadata"]["labels"] == {
-        "app.kubernetes.io/managed-by": "dihera", "diengine/job": "dqn", "diengine/task-name": "collector",
-        "diengine/task-type": "collector", "diengine/pod": "dqn-collector-2"}
+        "app.kubernetes.io/managed-by": "dihera",
+        "diengine/job": "dqn",
+        "diengine/task-name": "collector",
+        "diengine/task-type": "collector",
+        "diengine/pod": "dqn-collector-2",
+    }
     assert t["metadata"]["annotations"]["diengine/rank"] == "4"
     assert t["metadata"]["annotations"]["diengine/task-rank"] == "2"
 
 
 def test_every_container_gets_the_env_before_its_own() -> None:
-    manifest = job({"type": "none", "name": "worker", "template": {"spec": {
-        "containers": [container("a", env=[{"name": "X", "value": "$(DI_RANK)"}, {"name": "DI_RANK", "value": "9"}]),
-                       container("b")]}}})
+    manifest = job(
+        {
+            "type": "none",
+            "name": "worker",
+            "template": {
+                "spec": {
+                    "containers": [
+                        container("a", env=[{"name": "X", "value": "$(DI_RANK)"}, {"name": "DI_RANK", "value": "9"}]),
+                        container("b"),
+                    ]
+                }
+            },
+        }
+    )
     rendered = render(load_job(manifest))
     for name in ("a", "b"):
         env = container_env(rendered, "worker-0", name)
@@ -188,8 +203,10 @@ def test_argo_ui_annotations_and_labels() -> None:
 
 
 def test_rendering_is_deterministic() -> None:
-    texts = {dump_yaml_stream(render(load_job(yaml.safe_load((EXAMPLES / "atari-dqn.yaml").read_text()))).objects())
-             for _ in range(3)}
+    texts = {
+        dump_yaml_stream(render(load_job(yaml.safe_load((EXAMPLES / "atari-dqn.yaml").read_text()))).objects())
+        for _ in range(3)
+    }
     assert len(texts) == 1
 
 
@@ -216,10 +233,22 @@ def test_scaled_membership_renders_new_ranks_and_keeps_old_ones() -> None:
 
 
 def test_extended_resources_only_requested_get_the_same_limit() -> None:
-    manifest = job({"type": "learner", "template": {"spec": {"containers": [
-        container(resources={"requests": {"cpu": "1", "nvidia.com/gpu": 1}}),
-        container("b", resources={"requests": {"nvidia.com/gpu": 2}, "limits": {"memory": "1Gi"}})]}}})
+    manifest = job(
+        {
+            "type": "learner",
+            "template": {
+                "spec": {
+                    "containers": [
+                        container(resources={"requests": {"cpu": "1", "nvidia.com/gpu": 1}}),
+                        container("b", resources={"requests": {"nvidia.com/gpu": 2}, "limits": {"memory": "1Gi"}}),
+                    ]
+                }
+            },
+        }
+    )
     containers = replica_template(render(load_job(manifest)), "learner-0")["containerSet"]["containers"]
-    assert containers[0]["resources"] == {"requests": {"cpu": "1", "nvidia.com/gpu": "1"},
-                                          "limits": {"nvidia.com/gpu": "1"}}
+    assert containers[0]["resources"] == {
+        "requests": {"cpu": "1", "nvidia.com/gpu": "1"},
+        "limits": {"nvidia.com/gpu": "1"},
+    }
     assert containers[1]["resources"]["limits"] == {"memory": "1Gi", "nvidia.com/gpu": "2"}

@@ -52,8 +52,15 @@ def _names(membership: Membership) -> list[tuple[int, str]]:
 CASES = [
     pytest.param(
         ScaleRequest.set_replicas("collector", 5),
-        [(0, "learner-0"), (1, "collector-0"), (2, "collector-1"), (3, "evaluator-0"),
-         (4, "collector-2"), (5, "collector-3"), (6, "collector-4")],
+        [
+            (0, "learner-0"),
+            (1, "collector-0"),
+            (2, "collector-1"),
+            (3, "evaluator-0"),
+            (4, "collector-2"),
+            (5, "collector-3"),
+            (6, "collector-4"),
+        ],
         id="set-up",
     ),
     pytest.param(
@@ -91,21 +98,49 @@ def test_membership_after_request(request_: ScaleRequest, expected: list[tuple[i
 
 
 REFUSED = [
-    pytest.param({"maxReplicas": 5}, ScaleRequest.add("collector", 2), "out-of-bounds",
-                 "6 replicas in all (now 4), outside its bounds (minReplicas=3, maxReplicas=5)", id="above-max"),
-    pytest.param({"minReplicas": 4}, ScaleRequest.remove("collector", 1), "out-of-bounds",
-                 "3 replicas in all (now 4), outside its bounds (minReplicas=4, maxReplicas=unbounded)",
-                 id="below-min"),
-    pytest.param({}, ScaleRequest.remove("collector", 2), "out-of-bounds",
-                 "spec.tasks[1].replicas: task 'collector' has 2 replica(s) and must keep at least 1", id="task-to-0"),
-    pytest.param({}, ScaleRequest.set_replicas("collector", 0), "out-of-bounds", "must keep at least 1",
-                 id="set-0"),
-    pytest.param({}, ScaleRequest.add("replay", 1), "not-found",
-                 "job default/j has no task 'replay' (tasks: learner, collector, evaluator)", id="unknown-task"),
-    pytest.param({}, ScaleRequest.remove_named(["collector-7"]), "not-found",
-                 "no live replica named 'collector-7' (replicas: learner-0, collector-0", id="unknown-replica"),
-    pytest.param({}, ScaleRequest.add("collector", 0), "invalid", "replicas: must be an integer of at least 1 (got 0)",
-                 id="add-0"),
+    pytest.param(
+        {"maxReplicas": 5},
+        ScaleRequest.add("collector", 2),
+        "out-of-bounds",
+        "6 replicas in all (now 4), outside its bounds (minReplicas=3, maxReplicas=5)",
+        id="above-max",
+    ),
+    pytest.param(
+        {"minReplicas": 4},
+        ScaleRequest.remove("collector", 1),
+        "out-of-bounds",
+        "3 replicas in all (now 4), outside its bounds (minReplicas=4, maxReplicas=unbounded)",
+        id="below-min",
+    ),
+    pytest.param(
+        {},
+        ScaleRequest.remove("collector", 2),
+        "out-of-bounds",
+        "spec.tasks[1].replicas: task 'collector' has 2 replica(s) and must keep at least 1",
+        id="task-to-0",
+    ),
+    pytest.param({}, ScaleRequest.set_replicas("collector", 0), "out-of-bounds", "must keep at least 1", id="set-0"),
+    pytest.param(
+        {},
+        ScaleRequest.add("replay", 1),
+        "not-found",
+        "job default/j has no task 'replay' (tasks: learner, collector, evaluator)",
+        id="unknown-task",
+    ),
+    pytest.param(
+        {},
+        ScaleRequest.remove_named(["collector-7"]),
+        "not-found",
+        "no live replica named 'collector-7' (replicas: learner-0, collector-0",
+        id="unknown-replica",
+    ),
+    pytest.param(
+        {},
+        ScaleRequest.add("collector", 0),
+        "invalid",
+        "replicas: must be an integer of at least 1 (got 0)",
+        id="add-0",
+    ),
     pytest.param({}, ScaleRequest.set_replicas("collector", -1), "invalid", "(got -1)", id="negative"),
     pytest.param({}, ScaleRequest.remove_named([]), "invalid", "name at least one replica", id="no-names"),
 ]
@@ -150,7 +185,9 @@ def test_scale_down_retires_dag_tasks_in_place_and_new_replicas_never_reuse_thei
     down = plan_scale(job, membership, workflow, ScaleRequest.remove_named(["collector-0"]))
     patched = _apply(workflow, down.membership)
     assert [(n, t) for n, t, _ in _dag(patched)] == [
-        ("learner-0", "learner"), ("collector-0", RETIRED_TEMPLATE), ("collector-1", "collector"),
+        ("learner-0", "learner"),
+        ("collector-0", RETIRED_TEMPLATE),
+        ("collector-1", "collector"),
         ("evaluator-0", "evaluator"),
     ]
     assert {"name": RETIRED_TEMPLATE, "suspend": {"duration": "0"}} in patched["spec"]["templates"]
@@ -302,7 +339,10 @@ def test_the_argo_ui_description_follows_the_membership() -> None:
     bigger = plan_membership(dqn.with_replicas("collector", 5), plan_membership(dqn, None))
     ops = workflow_patch(bigger, first)
     (description,) = [o["value"] for o in ops if o["path"].endswith("workflows.argoproj.io~1description")]
-    assert description == render(dqn.with_replicas("collector", 5), membership=bigger).workflow["metadata"][
-        "annotations"
-    ]["workflows.argoproj.io/description"]
+    assert (
+        description
+        == render(dqn.with_replicas("collector", 5), membership=bigger).workflow["metadata"]["annotations"][
+            "workflows.argoproj.io/description"
+        ]
+    )
     assert "| collector | collector | 5 |" in description and "6 replicas (membership generation 2)" in description

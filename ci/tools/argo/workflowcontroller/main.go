@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	wfclientset "github.com/argoproj/argo-workflows/v3/pkg/client/clientset/versioned"
+	cmdutil "github.com/argoproj/argo-workflows/v3/util/cmd"
 	"github.com/argoproj/argo-workflows/v3/workflow/common"
 	"github.com/argoproj/argo-workflows/v3/workflow/controller"
 )
@@ -41,6 +42,9 @@ func run() error {
 	workers := flag.Int("workflow-workers", 4, "number of workflow workers")
 	logLevel := flag.String("loglevel", "info", "debug|info|warn|error")
 	flag.Parse()
+	// Registers klog's -v, which the controller copies into every executor's --gloglevel (empty otherwise,
+	// and argoexec refuses an empty value).
+	cmdutil.SetGLogLevel(0)
 
 	level, err := log.ParseLevel(*logLevel)
 	if err != nil {

@@ -1,0 +1,235 @@
+"""Container images of the real node, built here without a registry or a Docker engine.
+
+Each image is a docker-archive in the cache (`$DIHERA_CACHE/images/`), its file name carrying a hash
+of its inputs, so a second build is a file lookup; `ctr images import` loads them into containerd.
+- pause: the static `pause` program alone (the sandbox of every pod);
+- argoexec: Argo's executor, static, alone (the init and wait containers of Argo's pods);
+- python: Debian bookworm minbase with Python 3.11 (mmdebstrap), the base of the project's image and
+  of the test pods;
+- dihera: the project's own image, from its Dockerfile (buildah, chroot isolation), on that base.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import shutil
+import subprocess
+import tarfile
+import tempfile
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .realnode import PAUSE_IMAGE
+from .settings import Settings
+
+__all__ = ["ARGOEXEC_IMAGE", "DIHERA_IMAGE", "PYTHON_IMAGE", "Image", "build_all", "import_all"]
+
+log = logging.getLogger("devcluster")
+
+PYTHON_IMAGE = "dihera.local/python:3.11"
+ARGOEXEC_IMAGE = "dihera.local/argoexec:local"
+DIHERA_IMAGE = "dihera.local/dihera"  # tagged with the package version
+DEBIAN_SUITE = "bookworm"  # Debian 12: python3 is 3.11
+BASE_PACKAGES = ("python3", "python3-venv", "python3-pip", "python-is-python3", "ca-certificates", "passwd")
+BASE_EXCLUDES = ("/usr/share/man/*", "/usr/share/locale/*", "/usr/share/doc/*")
+HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")  # TLS to the package index is intercepted here
+IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # Argo runs `argoexec` from PATH
+DOCKERFILE_INPUTS = ("Dockerfile", "pyproject.toml", "README.md", "dihera")  # what the Dockerfile COPYs
+
+
+@dataclass(frozen=True)
+class Image:
+    name: str  # repository:tag as containerd knows it
+    archive: Path  # docker-archive in the cache
+
+
+def _digest(chunks: Iterable[bytes]) -> str:
+    h = hashlib.sha256()
+    for chunk in chunks:
+        h.update(chunk)
+    return h.hexdigest()
+
+
+def _file_digest(path: Path) -> str:
+    with path.open("rb") as f:
+        return hashlib.file_digest(f, "sha256").hexdigest()
+
+
+def _file_chunks(paths: Iterable[Path], root: Path) -> Iterable[bytes]:
+    for path in sorted(paths):
+        yield str(path.relative_to(root)).encode() + b"\0"
+        yield path.read_bytes()
+
+
+def _tree_files(root: Path, names: Iterable[str]) -> list[Path]:
+    found: list[Path] = []
+    for name in names:
+        path = root / name
+        tree = path.rglob("*") if path.is_dir() else [path]
+        found += [p for p in tree if p.is_file() and "__pycache__" not in p.parts]
+    return found
+
+
+# -- docker-archive -----------------------------------------------------------------------------------
+
+
+def write_docker_archive(out: Path, name: str, layer: Path, config: dict[str, object]) -> None:
+    """A docker-archive of one layer tar: manifest.json, the image config (rootfs.diff_ids) and the layer."""
+    diff_id = _file_digest(layer)
+    image_config = {
+        "architecture": "amd64",
+        "os": "linux",
+        "config": config,
+        "rootfs": {"type": "layers", "diff_ids": [f"sha256:{diff_id}"]},
+    }
+    config_bytes = json.dumps(image_config).encode()
+    config_name = f"{_digest([config_bytes])}.json"
+    manifest = [{"Config": config_name, "RepoTags": [name], "Layers": [f"{diff_id}/layer.tar"]}]
+    tmp = out.with_suffix(".tmp")
+    with tarfile.open(tmp, "w") as archive:
+        for member, data in (("manifest.json", json.dumps(manifest).encode()), (config_name, config_bytes)):
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+        archive.add(layer, arcname=f"{diff_id}/layer.tar")
+    tmp.rename(out)
+
+
+def _single_binary_layer(binary: Path, target: str, layer: Path) -> None:
+    """A layer holding `binary` at /`target` and an empty, world-writable /tmp."""
+    with tarfile.open(layer, "w") as tar:
+        tmp = tarfile.TarInfo("tmp")
+        tmp.type, tmp.mode = tarfile.DIRTYPE, 0o1777
+        tar.addfile(tmp)
+        info = tar.gettarinfo(str(binary), arcname=target)
+        info.uid = info.gid = 0
+        info.uname = info.gname = "root"
+        info.mode = 0o755
+        with binary.open("rb") as f:
+            tar.addfile(info, f)
+
+
+# -- the images -----------------------------------------------------------------------------------
+
+
+def _prune(archive: Path) -> None:
+    """Delete older archives of the same image (`<kind>-<hash>.tar`) once `archive` exists."""
+    kind = archive.name.rsplit("-", 1)[0]
+    for old in archive.parent.glob(f"{kind}-*.tar"):
+        if old != archive and old.name.rsplit("-", 1)[0] == kind:
+            old.unlink()
+
+
+def _binary_image(settings: Settings, program: str, name: str, entrypoint: list[str]) -> Image:
+    binary = settings.binary(program)
+    key = _digest([name.encode(), binary.read_bytes()])[:16]
+    archive = settings.images_dir / f"{program}-{key}.tar"
+    if not archive.exists():
+        with tempfile.TemporaryDirectory() as tmp:
+            layer = Path(tmp) / "layer.tar"
+            _single_binary_layer(binary, entrypoint[0].lstrip("/"), layer)
+            config = {"Entrypoint": entrypoint, "Env": [f"PATH={IMAGE_PATH}"], "WorkingDir": "/"}
+            write_docker_archive(archive, name, layer, config)
+        _prune(archive)
+    return Image(name, archive)
+
+
+def _python_image(settings: Settings) -> Image:
+    command = [
+        "mmdebstrap", "--variant=minbase", "--mode=root", "--format=tar",
+        f"--include={','.join(BASE_PACKAGES)}",
+        "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr",
+        *(f"--dpkgopt=path-exclude={p}" for p in BASE_EXCLUDES),
+        DEBIAN_SUITE,
+    ]  # fmt: skip
+    key = _digest([json.dumps(command).encode()])[:16]
+    archive = settings.images_dir / f"python-{key}.tar"
+    if not archive.exists():
+        log.info("building %s with mmdebstrap (cold: about 1-5 minutes)", PYTHON_IMAGE)
+        start = time.monotonic()
+        with tempfile.TemporaryDirectory() as tmp:
+            rootfs = Path(tmp) / "rootfs.tar"
+            subprocess.run([*command, str(rootfs)], check=True, stdout=subprocess.DEVNULL)
+            config = {
+                "Env": [f"PATH={IMAGE_PATH}", "LANG=C.UTF-8"],
+                "Cmd": ["python3"],
+            }
+            write_docker_archive(archive, PYTHON_IMAGE, rootfs, config)
+        _prune(archive)
+        log.info("built %s in %.0fs", PYTHON_IMAGE, time.monotonic() - start)
+    return Image(PYTHON_IMAGE, archive)
+
+
+def package_version(settings: Settings) -> str:
+    for line in (settings.repo / "pyproject.toml").read_text().splitlines():
+        if line.startswith("version = "):
+            return line.split("=", 1)[1].strip().strip('"')
+    raise RuntimeError("no version in pyproject.toml")
+
+
+def _dihera_image(settings: Settings, base: Image) -> Image:
+    repo = settings.repo
+    inputs = _tree_files(repo, DOCKERFILE_INPUTS)
+    key = _digest([base.archive.name.encode(), *_file_chunks(inputs, repo)])[:16]
+    name = f"{DIHERA_IMAGE}:{package_version(settings)}"
+    archive = settings.images_dir / f"dihera-{key}.tar"
+    if archive.exists():
+        return Image(name, archive)
+    log.info("building %s from the Dockerfile with buildah (cold: about 2 minutes)", name)
+    start = time.monotonic()
+    buildah = [
+        "buildah",
+        f"--root={settings.cache_dir / 'buildah' / 'storage'}",
+        f"--runroot={settings.cache_dir / 'buildah' / 'run'}",
+        "--storage-driver=overlay",
+    ]
+    with tempfile.TemporaryDirectory() as tmp:
+        context = Path(tmp) / "context"
+        for path in inputs:  # only what the Dockerfile copies: the checkout holds sockets and mounts
+            (context / path.relative_to(repo)).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, context / path.relative_to(repo))
+        base_ref = f"docker-archive:{base.archive}"
+        subprocess.run([*buildah, "pull", "--quiet", base_ref], check=True, stdout=subprocess.DEVNULL)
+        # No --layers: with the Dockerfile's bind mount from the builder stage buildah reuses stale layers.
+        subprocess.run(
+            [
+                *buildah, "bud", "--isolation=chroot", "--quiet",
+                f"--build-arg=PYTHON_IMAGE={base.name}",
+                f"--volume={HOST_CA_BUNDLE}:/etc/ssl/certs/ca-certificates.crt:ro",
+                f"--tag={name}", str(context),
+            ],
+            check=True, stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        tmp_archive = Path(tmp) / "image.tar"
+        subprocess.run([*buildah, "push", "--quiet", name, f"docker-archive:{tmp_archive}:{name}"], check=True)
+        shutil.move(tmp_archive, archive)
+        _prune(archive)
+        subprocess.run([*buildah, "rmi", "--prune"], check=False, capture_output=True)
+    log.info("built %s in %.0fs", name, time.monotonic() - start)
+    return Image(name, archive)
+
+
+def build_all(settings: Settings) -> list[Image]:
+    """Every image of the real node, built when its inputs changed (else found in the cache)."""
+    settings.images_dir.mkdir(parents=True, exist_ok=True)
+    python = _python_image(settings)
+    return [
+        _binary_image(settings, "pause", PAUSE_IMAGE, ["/pause"]),
+        _binary_image(settings, "argoexec", ARGOEXEC_IMAGE, ["/bin/argoexec"]),
+        python,
+        _dihera_image(settings, python),
+    ]
+
+
+def import_all(images: list[Image], socket: Path, namespace: str) -> None:
+    """Load the archives into containerd's `namespace` (the CRI plugin's: k8s.io)."""
+    for image in images:
+        subprocess.run(
+            ["ctr", f"--address={socket}", f"--namespace={namespace}", "images", "import", str(image.archive)],
+            check=True, capture_output=True,
+        )  # fmt: skip

@@ -1,0 +1,156 @@
+"""The chart for real: the image built from the Dockerfile runs the controller and the di-server on the
+real node (probes really served), and a DIJob runs through them to Succeeded on that node with Argo's
+real executor (init and wait containers).
+
+Named to run after test_controller_*: right after this release's controller really ran, their timing-
+sensitive check that a job's first condition is Pending failed (the first status already said Running).
+
+The release is installed like test_chart_install's (own name and namespace, CRDs taken over and restored
+afterwards) with charts/dihera/ci/realnode-values.yaml: the local image, never pulled, and the real
+node's selector and toleration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from ci.devcluster import realnode
+from ci.devcluster.images import PYTHON_IMAGE, package_version
+from ci.devcluster.settings import Settings
+from dihera.kube.jobs import JobStore
+from dihera.schema import GROUP, PLURAL, VERSION
+from tests.chart.helm import CHART
+from tests.integration.conftest import Poll
+from tests.integration.test_chart_install import (
+    DIJOB_CRD,
+    KOPF_CRDS,
+    TIMEOUT,
+    Release,
+    delete_peering,
+    read_crd,
+    restore_crds,
+)
+
+pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+
+VALUES = CHART / "ci" / "realnode-values.yaml"
+ON_REAL_NODE = {
+    "nodeSelector": dict([realnode.NODE_LABEL]),
+    "tolerations": [{**realnode.NODE_TAINT, "operator": "Equal"}],
+}
+# What Argo's wait container does with the pod's service account (Argo's "Workflow RBAC").
+EXECUTOR_RULES = [
+    {"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"], "verbs": ["create", "patch"]},
+]
+
+
+@pytest.fixture(scope="module")
+def real_release(kubeconfig: Path, cluster: client.ApiClient, poll: Poll) -> Iterator[Release]:
+    rel = Release.new("dihera-real", kubeconfig)
+    before = {name: read_crd(cluster, name) for name in (DIJOB_CRD, *KOPF_CRDS)}
+    tag = package_version(Settings())
+    try:
+        rel.must(
+            "install", rel.name, str(CHART), "-f", str(VALUES), "--set", f"image.tag={tag}",
+            "--create-namespace", "--take-ownership", "--wait", "--timeout", TIMEOUT,
+        )  # fmt: skip
+        yield rel
+    finally:
+        rel.remove(cluster)
+        # Real pods take a moment to stop: a controller still running would act on later tests' DIJobs.
+        poll(lambda: not component_pods(cluster, rel), 90, f"the pods of release {rel.name} to be gone")
+        delete_peering(cluster, rel.name)
+        restore_crds(cluster, before)
+
+
+def component_pods(cluster: client.ApiClient, release: Release) -> list[client.V1Pod]:
+    pods: list[client.V1Pod] = client.CoreV1Api(cluster).list_namespaced_pod(release.namespace).items
+    return pods
+
+
+def test_controller_and_server_run_on_the_real_node(real_release: Release, cluster: client.ApiClient) -> None:
+    pods = component_pods(cluster, real_release)
+    components = sorted(p.metadata.labels["app.kubernetes.io/component"] for p in pods)
+    assert components == ["controller", "server"], components
+    for pod in pods:
+        assert pod.spec.node_name == realnode.NODE_NAME, pod.metadata.name
+        assert pod.status.phase == "Running"
+        main = pod.status.container_statuses[0]
+        assert main.ready and main.started, main
+        assert main.image.startswith("dihera.local/dihera:"), main.image
+        spec = pod.spec.containers[0]
+        assert spec.readiness_probe is not None and spec.liveness_probe is not None
+        assert spec.security_context.read_only_root_filesystem is True
+        assert pod.spec.security_context.run_as_non_root is True
+
+
+def executor_account(cluster: client.ApiClient, namespace: str) -> str:
+    name = "dijob-executor"
+    client.CoreV1Api(cluster).create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+    rbac = client.RbacAuthorizationV1Api(cluster)
+    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": EXECUTOR_RULES})
+    binding = {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    }
+    rbac.create_namespaced_role_binding(namespace, binding)
+    return name
+
+
+def real_job(name: str, account: str) -> dict[str, Any]:
+    container = {
+        "name": "di-container",
+        "image": PYTHON_IMAGE,
+        "imagePullPolicy": "Never",
+        "command": ["python3", "-c", "import os; print(os.environ['DI_FQDN'], os.environ['DI_RANK'])"],
+    }
+    template = {"spec": {"containers": [container], "serviceAccountName": account, **ON_REAL_NODE}}
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "DIJob",
+        "metadata": {"name": name},
+        "spec": {
+            "cleanPodPolicy": "None",  # keep the pods to look at
+            "tasks": [{"type": "none", "name": "serial", "replicas": 1, "template": template}],
+        },
+    }
+
+
+def test_dijob_runs_through_the_chart_on_the_real_node(
+    real_release: Release, cluster: client.ApiClient, namespace: str, poll: Poll
+) -> None:
+    account = executor_account(cluster, namespace)
+    objects = client.CustomObjectsApi(cluster)
+    objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, real_job("real", account))
+    jobs = JobStore(cluster)
+
+    def succeeded() -> dict[str, Any] | None:
+        status = (jobs.get(namespace, "real") or {}).get("status", {})
+        return status if status.get("phase") in ("Succeeded", "Failed") else None
+
+    try:
+        status = poll(succeeded, 240, "DIJob real to finish")
+        check_job(cluster, namespace, status)
+    finally:  # while the release's controller runs: it removes its finalizer, so nothing is left for later tests
+        jobs.delete(namespace, "real")
+        poll(lambda: jobs.get(namespace, "real") is None, 90, "DIJob real to be deleted")
+
+
+def check_job(cluster: client.ApiClient, namespace: str, status: dict[str, Any]) -> None:
+    pods = client.CoreV1Api(cluster).list_namespaced_pod(namespace).items
+    assert status["phase"] == "Succeeded", (status, [(p.metadata.name, p.status.phase) for p in pods])
+    assert pods, "the job's pods are gone"
+    for pod in pods:
+        assert pod.spec.node_name == realnode.NODE_NAME
+        assert [c.name for c in pod.spec.init_containers] == ["init"]  # Argo's executor, for real
+        assert "wait" in [c.name for c in pod.spec.containers]
+        assert pod.status.phase == "Succeeded"
+        log = client.CoreV1Api(cluster).read_namespaced_pod_log(pod.metadata.name, namespace, container="di-container")
+        # The first line is the job's own (Argo's emissary logs after it): its FQDN and rank, from dihera's env.
+        assert log.splitlines()[0] == f"real-serial-0.di-real.{namespace}.svc.cluster.local 0", log
