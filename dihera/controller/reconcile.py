@@ -134,7 +134,8 @@ class Reconciler:
             if membership is None:
                 membership = plan_membership(job, None)
         pods: list[dict[str, Any]] = []
-        if workflow is not None and not foreign:
+        created = workflow is not None and not workflow.get("status")  # made in this pass: the job is Pending
+        if workflow is not None and not foreign and not created:
             wf_uid = workflow["metadata"].get("uid")
             pods = [p for p in self._objects.list_pods(namespace, f"{LABEL_JOB}={name}") if _owned_by(p, wf_uid)]
         obs = Observation(
