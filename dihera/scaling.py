@@ -1,7 +1,7 @@
 """Plan a change of a running job's replicas (pure): new membership, Workflow patch, pods to delete.
 
 The job's membership ConfigMap is the commitment; the Workflow is converged to it. How a running
-Argo Workflow is changed (measured on Argo v3.7, see docs/scaling.md):
+Argo Workflow is changed (measured on Argo v3.7.18 and v4.1.4, see docs/scaling.md):
 
 - a new replica is a new DAG task appended to the entry DAG: Argo schedules it on its next pass;
 - a removed replica's DAG task stays in the DAG as a tombstone whose template is swapped for
