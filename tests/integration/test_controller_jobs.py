@@ -296,7 +296,12 @@ def test_collector_always_failing_fails_the_job_naming_the_replica(
     )
     wf = ObjectStore(cluster).get_workflow(namespace, "doomed")
     assert wf is not None and wf["spec"].get("shutdown") == "Terminate"
-    assert any(r == "BackoffLimitExceeded" for r, _ in dijob_events(cluster, namespace, "doomed"))
+    # The event is posted right after the status write the poll above saw: wait for it, do not race it.
+    poll(
+        lambda: any(r == "BackoffLimitExceeded" for r, _ in dijob_events(cluster, namespace, "doomed")),
+        30,
+        "a BackoffLimitExceeded event",
+    )
 
 
 @pytest.mark.compat
