@@ -9,7 +9,7 @@ PYTHON ?= $(VENV)/bin/python
 export DIHERA_CACHE ?= $(HOME)/.cache/dihera
 export PATH := $(DIHERA_CACHE)/bin:$(PATH)
 
-.PHONY: help setup tools generate check-generated lint typecheck unit packaging test bench clean
+.PHONY: help setup tools generate check-generated lint typecheck unit packaging test test-default test-compat argo-behaviour bench clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -48,8 +48,26 @@ unit: setup ## unit tests only (no cluster, no package index)
 packaging: setup ## the wheel installed without extras into a fresh venv runs validate/render/crd (needs the package index)
 	$(VENV)/bin/pytest -m packaging tests
 
-test: setup setup-node tools check-generated lint typecheck chart-lint ## everything CI runs: checks, unit, chart and cluster tests
-	$(VENV)/bin/pytest tests
+
+# The version matrix: the whole suite on the default pair (ci/versions.env KUBERNETES_VERSION/ARGO_VERSION),
+# then the tests marked `compat` on the compat pair (COMPAT_*), each on its own local control plane.
+# The compat row runs on kwok nodes only (DIHERA_REAL_NODE=0): one real node per machine, and the default row has it.
+COMPAT_PAIR := $(shell . ci/versions.env && echo DIHERA_KUBERNETES_VERSION=$$COMPAT_KUBERNETES_VERSION DIHERA_ARGO_VERSION=$$COMPAT_ARGO_VERSION) DIHERA_REAL_NODE=0
+
+test: setup setup-node tools check-generated lint typecheck chart-lint ## everything CI runs: checks, unit, chart and cluster tests on both rows of the version matrix
+	$(MAKE) --no-print-directory test-default
+	$(MAKE) --no-print-directory test-compat
+
+test-default: setup ## every test (unit, chart, cluster) on the default Kubernetes/Argo pair
+	@start=$$SECONDS; $(VENV)/bin/pytest tests; rc=$$?; \
+	  echo "[matrix] default pair ($$(. ci/versions.env && echo $$KUBERNETES_VERSION / Argo $$ARGO_VERSION)): $$((SECONDS - start))s"; exit $$rc
+
+test-compat: setup ## the `compat` cluster tests on the compat pair (older Kubernetes/Argo; own state dir, built on first use)
+	@start=$$SECONDS; env $(COMPAT_PAIR) $(VENV)/bin/pytest -m "cluster and compat" tests/integration; rc=$$?; \
+	  echo "[matrix] compat pair ($(COMPAT_PAIR)): $$((SECONDS - start))s"; exit $$rc
+
+argo-behaviour: setup ## re-measure what Argo does with scaling's changes to a running Workflow (docs/scaling.md); DIHERA_ARGO_VERSION / DIHERA_KUBERNETES_VERSION pick the pair
+	$(VENV)/bin/pytest -s -rA tests/integration/test_argo_behaviour.py
 
 bench: setup ## benchmarks (print figures): CLI start-up, rendering, then the controller and the di-server on the local control plane
 	$(PYTHON) bench/bench_cli.py

@@ -1,84 +1,236 @@
 #!/usr/bin/env bash
-# Builds the local control plane's programs from the Go module proxy into a cache
-# outside the checkout ($DIHERA_CACHE, default ~/.cache/dihera). A program whose
-# pinned version is already built is skipped, so a second run takes seconds.
+# Builds the local control plane's programs from the Go module proxy into a cache outside the
+# checkout ($DIHERA_CACHE, default ~/.cache/dihera). Versions are inputs, not copies:
+#
+#   ci/build-tools.sh [--kubernetes VERSION] [--argo VERSION] [TOOL...]
+#   ci/build-tools.sh [--kubernetes VERSION] [--argo VERSION] --pair-dir
+#
+# (defaults: ci/versions.env). The wrapper modules that build Kubernetes, etcd and Argo are generated
+# per version into $cache/src/<component>-<version>/ from the upstream module's own go.mod (Kubernetes'
+# staging `replace` lines become their published v0.x twins; Argo's own replace lines are repeated).
+# Binaries land in $cache/bin/<component>-<version>/, so several versions stay built side by side and
+# share one Go build cache; $cache/pairs/<kubernetes>_<argo>/ links the set one control plane runs
+# (the dev cluster starts the programs from there). Version-independent tools (kwok, helm, ct,
+# helm-docs) go to $cache/bin, which the Makefile puts on PATH. A program already built with the same
+# stamp (version, ldflags, loopback main) is skipped, so a warm run takes seconds.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=ci/versions.env
 source "$here/versions.env"
+print_pair_dir=
+while [[ $# -gt 0 && $1 == --* ]]; do
+  case $1 in
+    --kubernetes) KUBERNETES_VERSION=$2; shift 2 ;;
+    --argo) ARGO_VERSION=$2; shift 2 ;;
+    --pair-dir) print_pair_dir=1; shift ;;
+    *) echo "usage: $0 [--kubernetes VERSION] [--argo VERSION] [--pair-dir | TOOL...]" >&2; exit 2 ;;
+  esac
+done
 cache=${DIHERA_CACHE:-$HOME/.cache/dihera}
 bin="$cache/bin"
-mkdir -p "$bin"
+pair="$cache/pairs/${KUBERNETES_VERSION}_${ARGO_VERSION}"
+if [[ -n $print_pair_dir ]]; then echo "$pair"; exit 0; fi
+mkdir -p "$bin" "$cache/src" "$pair"
+# -mod=mod: a generated wrapper's go.mod only names the upstream module; `go build` adds the rest of
+# the requirements and writes go.sum, checked against GOSUMDB (reached through the module proxy).
 export GOFLAGS=-mod=mod
 export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 
 log() { printf '[build-tools] %s\n' "$*" >&2; }
 
-# built NAME STAMP: true when $bin/NAME was built with STAMP (version and ldflags), so a change of
-# either rebuilds it.
-built() { [[ -x "$bin/$1" && "$(cat "$bin/.$1.version" 2>/dev/null)" == "$2" ]]; }
-stamp() { echo "$2" > "$bin/.$1.version"; }
+# built PATH STAMP: true when PATH was built with STAMP (version, ldflags, sources; kept in DIR/.NAME.version),
+# so a change of any rebuilds it.
+stamp_file() { echo "$(dirname "$1")/.$(basename "$1").version"; }
+built() { [[ -x "$1" && "$(cat "$(stamp_file "$1")" 2>/dev/null)" == "$2" ]]; }
 
-build_in() { # build_in WRAPPER_DIR NAME VERSION PACKAGE [LDFLAGS]
-  local dir=$1 name=$2 version=$3 pkg=$4 ldflags=${5:-}
-  built "$name" "$version" && return 0
-  log "building $name $version"
+go_build() { # go_build MODULE_DIR OUT PACKAGE STAMP [LDFLAGS]
+  local dir=$1 out=$2 pkg=$3 stamp=$4 ldflags=${5:-}
+  built "$out" "$stamp" && return 0
+  log "building $(basename "$out") ${stamp%% *}"
   local start=$SECONDS
-  (cd "$here/tools/$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$bin/$name.tmp" "$pkg")
-  mv "$bin/$name.tmp" "$bin/$name"
-  stamp "$name" "$version"
-  log "built $name in $((SECONDS - start))s"
+  mkdir -p "$(dirname "$out")"
+  (cd "$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg")
+  mv "$out.tmp" "$out"
+  echo "$stamp" > "$(stamp_file "$out")"
+  log "built $(basename "$out") $(basename "$(dirname "$out")") in $((SECONDS - start))s"
 }
 
-install_mod() { # install_mod NAME VERSION MODULE_PATH [LDFLAGS]
+install_mod() { # install_mod NAME VERSION PACKAGE [LDFLAGS]
   local name=$1 version=$2 pkg=$3 ldflags=${4:-}
-  built "$name" "$version $ldflags" && return 0
+  built "$bin/$name" "$version $ldflags" && return 0
   log "building $name $version"
   local start=$SECONDS tmp
   tmp=$(mktemp -d)
   GOBIN="$tmp" go install -trimpath -ldflags "-s -w $ldflags" "$pkg@$version"
   mv "$tmp/$name" "$bin/$name"
   rm -rf "$tmp"
-  stamp "$name" "$version $ldflags"
+  echo "$version $ldflags" > "$(stamp_file "$bin/$name")"
   log "built $name in $((SECONDS - start))s"
 }
 
-k8s_ldflags() { # k8s_ldflags [VERSION]: defaults to the control plane's KUBERNETES_VERSION
-  local v=${1:-$KUBERNETES_VERSION} minor
+module_file() { # module_file MODULE VERSION FIELD: GoMod (the go.mod) or Dir (the extracted module)
+  GOFLAGS= go mod download -json "$1@$2" | sed -n "s/^\t\"$3\": \"\(.*\)\",\?\$/\1/p"
+}
+
+# wrapper NAME GO_MOD UPSTREAM_DIR: writes $cache/src/NAME/go.mod when what we generate changed (go build
+# adds requirements to it afterwards; .generated keeps what we wrote) and seeds go.sum with the upstream
+# module's own go.sum: the checksum database does not know every pseudo-version upstream pins (go build
+# asks GOSUMDB only for sums missing there, e.g. Kubernetes' published staging twins). Prints the dir.
+wrapper() {
+  local dir="$cache/src/$1" content=$2 upstream=$3
+  mkdir -p "$dir"
+  if [[ "$(cat "$dir/.generated" 2>/dev/null)" != "$content" ]]; then
+    printf '%s\n' "$content" > "$dir/go.mod"
+    cat "$upstream/go.sum" "$dir/go.sum" 2>/dev/null | sort -u > "$dir/go.sum.tmp" || true
+    mv "$dir/go.sum.tmp" "$dir/go.sum"
+    printf '%s\n' "$content" > "$dir/.generated"
+  fi
+  echo "$dir"
+}
+
+go_line() { grep -m1 -E '^go [0-9.]+$' "$1"; }
+
+# The Kubernetes wrapper: require k8s.io/kubernetes VERSION and replace each staging module (listed
+# in that version's go.mod as `=> ./staging/...`) by its published twin v0.MINOR.PATCH.
+kubernetes_wrapper() { # kubernetes_wrapper VERSION
+  local v=$1 mod
+  mod=$(module_file k8s.io/kubernetes "$v" GoMod)
+  wrapper "kubernetes-$v" "// Generated by ci/build-tools.sh from k8s.io/kubernetes@$v's go.mod.
+module dihera.local/tools/kubernetes
+
+$(go_line "$mod")
+
+require k8s.io/kubernetes $v
+
+replace (
+$(sed -n 's#^\t\(k8s\.io/[^ ]*\) => \./staging/.*#\t\1 => \1 '"v0.${v#v1.}"'#p' "$mod")
+)" "$(module_file k8s.io/kubernetes "$v" Dir)"
+}
+
+k8s_ldflags() { # k8s_ldflags VERSION
+  local v=$1 minor
   minor=$(echo "$v" | cut -d. -f2)
   echo "-X k8s.io/component-base/version.gitVersion=$v -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
 }
 
-argo_major() { echo "${ARGO_VERSION%%.*}"; } # v3 or v4: the Go module's major suffix
+build_kubernetes() { # build_kubernetes VERSION PROGRAM (kube-apiserver, kubelet, ...)
+  local v=$1 dir
+  dir=$(kubernetes_wrapper "$v")
+  go_build "$dir" "$bin/kubernetes-$v/$2" "k8s.io/kubernetes/cmd/$2" "$v $(k8s_ldflags "$v")" "$(k8s_ldflags "$v")"
+}
+
+# etcd: the newest pinned patch (ETCD_VERSIONS) of the minor line whose client Kubernetes uses.
+etcd_version() { # etcd_version KUBERNETES_VERSION
+  local client line v
+  client=$(grep -m1 -E '^\s+go\.etcd\.io/etcd/client/v3 v' "$(module_file k8s.io/kubernetes "$1" GoMod)" | awk '{print $2}')
+  line=$(echo "$client" | cut -d. -f1-2)
+  for v in $ETCD_VERSIONS; do [[ $v == "$line".* ]] && { echo "$v"; return 0; }; done
+  log "no etcd $line.x in ETCD_VERSIONS ($ETCD_VERSIONS) for Kubernetes $1 (its etcd client: $client)"
+  return 1
+}
+
+build_etcd() { # build_etcd VERSION
+  local v=$1 mod dir
+  mod=$(module_file go.etcd.io/etcd/server/v3 "$v" GoMod)
+  dir=$(wrapper "etcd-$v" "// Generated by ci/build-tools.sh.
+module dihera.local/tools/etcd
+
+$(go_line "$mod")
+
+require go.etcd.io/etcd/server/v3 $v" "$(module_file go.etcd.io/etcd/server/v3 "$v" Dir)")
+  go_build "$dir" "$bin/etcd-$v/etcd" go.etcd.io/etcd/server/v3 "$v"
+}
+
+argo_module() { echo "github.com/argoproj/argo-workflows/$(echo "$1" | cut -d. -f1)"; } # v4.1.4 -> .../v4
+
+# The Argo wrapper: require argo-workflows/vN VERSION, repeat its own replace lines (go install
+# refuses a module with replace lines), and hold the loopback main of that major version.
+argo_wrapper() { # argo_wrapper VERSION
+  local v=$1 module mod main dir
+  module=$(argo_module "$v")
+  mod=$(module_file "$module" "$v" GoMod)
+  main="$here/tools/argo/$(echo "$v" | cut -d. -f1)/main.go"
+  [[ -f $main ]] || { log "no loopback main for Argo $v: $main"; return 1; }
+  dir=$(wrapper "argo-$v" "// Generated by ci/build-tools.sh from $module@$v's go.mod.
+module dihera.local/tools/argo
+
+$(go_line "$mod")
+
+require $module $v
+
+$(sed -n '/^replace (/,/^)/p; /^replace [^(]/p' "$mod")" "$(module_file "$module" "$v" Dir)")
+  mkdir -p "$dir/workflowcontroller"
+  cp "$main" "$dir/workflowcontroller/main.go"
+  echo "$dir"
+}
+
+build_argo() { # build_argo VERSION PROGRAM (workflow-controller: the loopback main; argoexec, ...: upstream's)
+  local v=$1 module dir pkg main_sum
+  module=$(argo_module "$v")
+  dir=$(argo_wrapper "$v")
+  main_sum=$(sha256sum "$dir/workflowcontroller/main.go" | cut -c1-12)
+  case $2 in
+    workflow-controller) pkg=./workflowcontroller ;;
+    *) pkg="$module/cmd/$2" ;;
+  esac
+  go_build "$dir" "$bin/argo-$v/$2" "$pkg" "$v loopback-$main_sum" "-X $module.version=$v"
+  # Argo's CRDs ship in its module; copy them next to the binaries.
+  if [[ $2 == workflow-controller && ! -d "$bin/argo-$v/crds" ]]; then
+    mkdir -p "$bin/argo-$v/crds.tmp"
+    cp "$(module_file "$module" "$v" Dir)"/manifests/base/crds/minimal/argoproj.io_*.yaml "$bin/argo-$v/crds.tmp/"
+    chmod -R u+w "$bin/argo-$v/crds.tmp"
+    mv "$bin/argo-$v/crds.tmp" "$bin/argo-$v/crds"
+  fi
+}
+
+link() { ln -sfn "$1" "$pair/$2"; } # link TARGET NAME: one program of the pair's set
 
 # Argo's workflow/executor/osspecific/signal_linux.go is a symlink to signal_darwin.go upstream, and
-# module zips drop symlinks (argoexec does not build from the proxy's zip). argoexec is built from a
-# copy of the module with that file restored: a modfile of its own (tools/argo's, plus a replace line).
-argoexec_modfile() {
-  local mod src modfile="$cache/src/argoexec.go.mod"
-  mod="github.com/argoproj/argo-workflows/$(argo_major)"
-  src="$cache/src/argo-workflows-$ARGO_VERSION"
-  if [[ ! -f "$src/workflow/executor/osspecific/signal_linux.go" ]]; then
-    rm -rf "$src" && mkdir -p "$cache/src"
-    cp -r "$(cd "$here/tools/argo" && go list -m -f '{{.Dir}}' "$mod")" "$src" && chmod -R u+w "$src"
-    cp "$src/workflow/executor/osspecific/signal_darwin.go" "$src/workflow/executor/osspecific/signal_linux.go"
+# module zips drop symlinks, so argoexec does not build from the proxy's zip: it is built from a copy
+# of the module with that file restored, through a modfile of its own (the Argo wrapper's go.mod plus a
+# replace line pointing at the copy).
+argoexec_modfile() { # argoexec_modfile VERSION: prints the modfile's path
+  local v=$1 module dir src osdir
+  module=$(argo_module "$v")
+  dir=$(argo_wrapper "$v")
+  src="$cache/src/argo-workflows-$v"
+  osdir="$src/workflow/executor/osspecific"
+  if [[ ! -f "$osdir/signal_linux.go" ]]; then
+    rm -rf "$src"
+    cp -r "$(module_file "$module" "$v" Dir)" "$src" && chmod -R u+w "$src"
+    cp "$osdir/signal_darwin.go" "$osdir/signal_linux.go"
   fi
-  cp "$here/tools/argo/go.mod" "$modfile" && cp "$here/tools/argo/go.sum" "${modfile%.mod}.sum"
-  echo "replace $mod => $src" >> "$modfile"
-  echo "$modfile"
+  cp "$dir/go.mod" "$dir/argoexec.go.mod"
+  cp "$dir/go.sum" "$dir/argoexec.go.sum"
+  echo "replace $module => $src" >> "$dir/argoexec.go.mod"
+  echo "$dir/argoexec.go.mod"
 }
+
+build_argoexec() { # build_argoexec VERSION: Argo's executor (init/wait containers), static for a scratch image
+  local v=$1 module modfile
+  module=$(argo_module "$v")
+  modfile=$(argoexec_modfile "$v")
+  CGO_ENABLED=0 GOFLAGS="$GOFLAGS -modfile=$modfile" go_build "$(dirname "$modfile")" "$bin/argo-$v/argoexec" \
+    "$module/cmd/argoexec" "$v static" "-X $module.version=$v"
+}
+
+own_program() { # own_program NAME: a small program of this repository (ci/tools/NAME), rebuilt when its source changes
+  CGO_ENABLED=0 go_build "$here/tools/$1" "$bin/$1" . "src-$(cat "$here/tools/$1"/*.go | sha256sum | cut -c1-16)"
+}
+
 
 want=${*:-etcd kube-apiserver kube-controller-manager kube-scheduler kwok workflow-controller helm ct helm-docs}
 for tool in $want; do
   case $tool in
-    etcd) build_in etcd etcd "$ETCD_VERSION" go.etcd.io/etcd/server/v3 ;;
+    etcd) ev=$(etcd_version "$KUBERNETES_VERSION"); build_etcd "$ev"; link "$bin/etcd-$ev/etcd" etcd ;;
     kube-apiserver|kube-controller-manager|kube-scheduler)
-      build_in kubernetes "$tool" "$KUBERNETES_VERSION" "k8s.io/kubernetes/cmd/$tool" "$(k8s_ldflags)" ;;
-    kwok) install_mod kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok \
-            "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION" ;;
+      build_kubernetes "$KUBERNETES_VERSION" "$tool"; link "$bin/kubernetes-$KUBERNETES_VERSION/$tool" "$tool" ;;
     workflow-controller) # Argo's controller package in a loopback-only process shell (see its main.go)
-      build_in argo workflow-controller "$ARGO_VERSION+loopback-$(cat "$here"/tools/argo/workflowcontroller/*.go | sha256sum | cut -c1-12)" ./workflowcontroller \
-        "-X github.com/argoproj/argo-workflows/v3.version=$ARGO_VERSION" ;;
+      build_argo "$ARGO_VERSION" workflow-controller
+      link "$bin/argo-$ARGO_VERSION/workflow-controller" workflow-controller
+      link "$bin/argo-$ARGO_VERSION/crds" argo-crds ;;
+    kwok) install_mod kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok \
+            "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION"; link "$bin/kwok" kwok ;;
     helm) # without the Kubernetes version ldflags helm assumes v1.20 for .Capabilities and kubeVersion checks
       kminor=$(echo "$KUBERNETES_VERSION" | cut -d. -f2)
       install_mod helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
@@ -86,24 +238,17 @@ for tool in $want; do
           chartutil.k8sVersionMajor 1 chartutil.k8sVersionMinor "$kminor" \
           lint/rules.k8sVersionMajor 1 lint/rules.k8sVersionMinor "$kminor")" ;;
     helm-docs) install_mod helm-docs "$HELM_DOCS_VERSION" github.com/norwoodj/helm-docs/cmd/helm-docs ;;
-    ct) build_in ct ct "$CT_VERSION" github.com/helm/chart-testing/v3/ct \
+    ct) go_build "$here/tools/ct" "$bin/ct" github.com/helm/chart-testing/v3/ct "$CT_VERSION" \
           "-X github.com/helm/chart-testing/v3/ct/cmd.Version=$CT_VERSION" ;;
-    kubelet) # the real node's kubelet: its own wrapper module and version (cgroup v1 needs 1.35)
-      build_in kubelet kubelet "$KUBELET_VERSION" k8s.io/kubernetes/cmd/kubelet "$(k8s_ldflags "$KUBELET_VERSION")" ;;
+    kubelet) # the real node's kubelet: its own version (cgroup v1 needs 1.35, within the supported skew)
+      build_kubernetes "$KUBELET_VERSION" kubelet; link "$bin/kubernetes-$KUBELET_VERSION/kubelet" kubelet ;;
     coredns) # a small CoreDNS: only the plugins the real node's Corefile uses (see tools/coredns)
-      build_in coredns coredns "$COREDNS_VERSION" ./corednsmain ;;
-    argoexec) # Argo's executor (init/wait containers), static so it runs in a scratch image
-      CGO_ENABLED=0 GOFLAGS="$GOFLAGS -modfile=$(argoexec_modfile)" build_in argo argoexec "$ARGO_VERSION static" \
-        "github.com/argoproj/argo-workflows/$(argo_major)/cmd/argoexec" \
-        "-X github.com/argoproj/argo-workflows/$(argo_major).version=$ARGO_VERSION" ;;
-    pause|netns-forward) # small programs of this repository: rebuilt when their source changes
-      CGO_ENABLED=0 build_in "$tool" "$tool" "src-$(cat "$here/tools/$tool"/*.go | sha256sum | cut -c1-16)" . ;;
+      go_build "$here/tools/coredns" "$bin/coredns-$COREDNS_VERSION/coredns" ./corednsmain \
+        "$COREDNS_VERSION $(sha256sum "$here/tools/coredns/corednsmain/main.go" | cut -c1-12)"
+      link "$bin/coredns-$COREDNS_VERSION/coredns" coredns ;;
+    argoexec) build_argoexec "$ARGO_VERSION"; link "$bin/argo-$ARGO_VERSION/argoexec" argoexec ;;
+    pause|netns-forward) own_program "$tool"; link "$bin/$tool" "$tool" ;;
     *) log "unknown tool: $tool"; exit 2 ;;
   esac
 done
-# Argo's CRDs ship in its module; copy them next to the binaries.
-argo_dir=$(cd "$here/tools/argo" && go list -m -f '{{.Dir}}' github.com/argoproj/argo-workflows/v3)
-mkdir -p "$cache/argo-crds"
-cp "$argo_dir"/manifests/base/crds/minimal/argoproj.io_*.yaml "$cache/argo-crds/"
-chmod -R u+w "$cache/argo-crds"
-log "all tools ready in $bin"
+log "all tools ready in $bin (Kubernetes $KUBERNETES_VERSION, Argo $ARGO_VERSION: $pair)"

@@ -11,9 +11,10 @@ setup-node: ## Debian packages of the real node and its image builds (containerd
 cluster-up: setup setup-node ## start the local control plane (builds its programs and images first when missing); idempotent
 	$(PYTHON) -m ci.devcluster up
 
-cluster-down: ## stop what `make demo` and cluster-up started and delete .devcluster/
+cluster-down: ## stop what `make demo` and cluster-up started and delete .devcluster/ (and the compat pair's)
 	-@[ -x $(PYTHON) ] && $(PYTHON) ci/demo.py --stop
 	$(PYTHON) -m ci.devcluster down
+	env $(COMPAT_PAIR) $(PYTHON) -m ci.devcluster down
 
 cluster-status: ## which control-plane processes run, on which ports
 	@$(PYTHON) -m ci.devcluster status

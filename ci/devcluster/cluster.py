@@ -135,14 +135,14 @@ class Cluster:
         if all((self.settings.binary(t)).exists() for t in tools) and self.settings.argo_crd_dir.is_dir():
             log.info("checking tools (ci/build-tools.sh)")
         else:
-            log.info("building tools with ci/build-tools.sh (cold: ~10 minutes on 2 cores)")
+            log.info("building tools with ci/build-tools.sh (cold: ~15 minutes on 2 cores)")
         env = {
             **self.settings.build_env,
             "PATH": self.settings.path_env,
             "DIHERA_CACHE": str(self.settings.cache_dir),
         }
         # Its own progress lines ("[build-tools] ...") go straight to stderr.
-        result = subprocess.run(["bash", str(self.settings.build_script), *tools], env=env, stdout=subprocess.DEVNULL)
+        result = subprocess.run(self.settings.build_command, env=env, stdout=subprocess.DEVNULL)
         if result.returncode != 0:
             raise ClusterError(f"ci/build-tools.sh failed (exit {result.returncode}); its output is above")
 

@@ -119,6 +119,9 @@ def _control_plane(settings: Settings, state: StateDir, ports: dict[str, int]) -
                 str(binary("kube-apiserver")),
                 f"--etcd-servers={etcd_url}",
                 "--advertise-address=127.0.0.1",
+                # Kubernetes >= 1.37 refuses a loopback address for the `kubernetes` Service's endpoints;
+                # nothing here reaches the API server through that Service (simulated pods make no calls).
+                "--endpoint-reconciler-type=none",
                 *_serving(state, ports["kube-apiserver"]),
                 f"--client-ca-file={ca}",
                 "--authorization-mode=Node,RBAC",

@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["REAL_NODE_TOOLS", "TOOLS", "Settings"]
+__all__ = ["REAL_NODE_TOOLS", "TOOLS", "Settings", "read_versions"]
 
 REPO = Path(__file__).resolve().parents[2]
+VERSIONS_FILE = REPO / "ci" / "versions.env"
 
 # Programs built by ci/build-tools.sh that the dev cluster runs.
 TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "workflow-controller")
@@ -17,10 +18,18 @@ TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", 
 REAL_NODE_TOOLS = ("kubelet", "coredns", "netns-forward", "pause", "argoexec")
 
 
+def read_versions(path: Path = VERSIONS_FILE) -> dict[str, str]:
+    """The NAME=VALUE lines of ci/versions.env (the pinned versions ci/build-tools.sh builds)."""
+    pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "=" in line and not line.startswith("#"))
+    return {name.strip(): value.strip().strip('"') for name, value in pairs}
+
+
 @dataclass(frozen=True)
 class Settings:
-    """Where things are and how big the simulated cluster is."""
+    """Where things are, which Kubernetes and Argo versions run, and how big the simulated cluster is."""
 
+    kubernetes_version: str
+    argo_version: str
     repo: Path = REPO
     state_dir: Path = REPO / ".devcluster"
     cache_dir: Path = Path.home() / ".cache" / "dihera"
@@ -33,11 +42,20 @@ class Settings:
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ, state_dir: Path | None = None) -> Settings:
-        """$DIHERA_CACHE: where ci/build-tools.sh put the programs; $DIHERA_DEVCLUSTER_DIR: the state directory;
+        """$DIHERA_KUBERNETES_VERSION / $DIHERA_ARGO_VERSION: the pair to run (default: ci/versions.env);
+        $DIHERA_CACHE: where ci/build-tools.sh put the programs; $DIHERA_DEVCLUSTER_DIR: the state directory
+        (default .devcluster/ for the default pair, .devcluster-<kubernetes>_<argo>/ for another pair);
         $DIHERA_REAL_NODE=0: no real node (kwok's simulated nodes only)."""
+        pinned = read_versions()
+        kubernetes = environ.get("DIHERA_KUBERNETES_VERSION") or pinned["KUBERNETES_VERSION"]
+        argo = environ.get("DIHERA_ARGO_VERSION") or pinned["ARGO_VERSION"]
+        default_pair = (kubernetes, argo) == (pinned["KUBERNETES_VERSION"], pinned["ARGO_VERSION"])
+        default_state = REPO / (".devcluster" if default_pair else f".devcluster-{kubernetes}_{argo}")
         cache, state = environ.get("DIHERA_CACHE"), environ.get("DIHERA_DEVCLUSTER_DIR")
         return cls(
-            state_dir=state_dir or (Path(state).resolve() if state else REPO / ".devcluster"),
+            kubernetes_version=kubernetes,
+            argo_version=argo,
+            state_dir=state_dir or (Path(state).resolve() if state else default_state),
             cache_dir=Path(cache) if cache else Path(environ.get("HOME", str(Path.home()))) / ".cache" / "dihera",
             kubectl=environ.get("KUBECTL", "kubectl"),
             path_env=environ.get("PATH", cls.path_env),
@@ -59,8 +77,19 @@ class Settings:
         return self.cache_dir / "bin"
 
     @property
+    def pair_dir(self) -> Path:
+        """Links to the programs of this (Kubernetes, Argo) pair; `ci/build-tools.sh --pair-dir` prints the same."""
+        return self.cache_dir / "pairs" / f"{self.kubernetes_version}_{self.argo_version}"
+
+    @property
+    def build_command(self) -> list[str]:
+        """ci/build-tools.sh building this pair's programs."""
+        versions = ["--kubernetes", self.kubernetes_version, "--argo", self.argo_version]
+        return ["bash", str(self.build_script), *versions, *self.tools]
+
+    @property
     def argo_crd_dir(self) -> Path:
-        return self.cache_dir / "argo-crds"
+        return self.pair_dir / "argo-crds"
 
     @property
     def build_script(self) -> Path:
@@ -71,4 +100,4 @@ class Settings:
         return sorted((self.repo / "ci" / "kwok").glob("*.yaml"))
 
     def binary(self, name: str) -> Path:
-        return self.bin_dir / name
+        return self.pair_dir / name

@@ -1,7 +1,7 @@
 """Scaling a running job, pure: what a request asks, the plan, the Workflow patch, the DIJob patch.
 
 The job's membership ConfigMap is the commitment; the Workflow is converged to it (measured on Argo
-v3.7, see docs/scaling.md). The parts, each a module named for its job:
+v3.7.18 and v4.1.4, see docs/scaling.md). The parts, each a module named for its job:
 
 - :mod:`~dihera.scaling.request`: what a scale request asks (``ScaleRequest``);
 - :mod:`~dihera.scaling.dag`: the Workflow's DAG as scaling sees it (live slots, retired tombstones);

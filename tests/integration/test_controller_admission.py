@@ -24,6 +24,7 @@ def _task(type_: str, name: str | None = None) -> dict[str, Any]:
     return t
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize(
     ("case", "tasks", "field", "words"),
     [

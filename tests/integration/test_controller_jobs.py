@@ -24,6 +24,7 @@ from kubernetes.client.exceptions import ApiException
 
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import ObjectStore
+from tests.integration.versions import pair
 
 pytestmark = pytest.mark.cluster
 
@@ -58,7 +59,7 @@ def controller_kubeconfig(
 ) -> Path:
     """A kubeconfig holding a token of the chart's controller ServiceAccount (RBAC applied from the chart)."""
     rendered = subprocess.run(
-        [_helm(), "template", "dihera", str(REPO / "charts/dihera"), "-n", SA_NAMESPACE, "--kube-version", "1.35.4"],
+        [_helm(), "template", "dihera", str(REPO / "charts/dihera"), "-n", SA_NAMESPACE, "--kube-version", pair()[0]],
         capture_output=True,
         text=True,
         check=True,
@@ -182,6 +183,7 @@ def dijob_events(cluster: client.ApiClient, namespace: str, name: str) -> list[t
 EXAMPLES = [p.name for p in sorted((REPO / "workflows").glob("*.yaml"))]
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_example_job_succeeds_with_ranks_fqdns_status_and_events(
     example: str, controller: Controller, cluster: client.ApiClient, namespace: str, poll: Poll
@@ -239,6 +241,7 @@ def test_example_job_succeeds_with_ranks_fqdns_status_and_events(
     poll(events, 30, "JobPending and JobSucceeded events")
 
 
+@pytest.mark.compat
 def test_collector_failing_once_is_restarted_in_place(
     controller: Controller, cluster: client.ApiClient, namespace: str, poll: Poll
 ) -> None:
@@ -293,9 +296,15 @@ def test_collector_always_failing_fails_the_job_naming_the_replica(
     )
     wf = ObjectStore(cluster).get_workflow(namespace, "doomed")
     assert wf is not None and wf["spec"].get("shutdown") == "Terminate"
-    assert any(r == "BackoffLimitExceeded" for r, _ in dijob_events(cluster, namespace, "doomed"))
+    # The event is posted right after the status write the poll above saw: wait for it, do not race it.
+    poll(
+        lambda: any(r == "BackoffLimitExceeded" for r, _ in dijob_events(cluster, namespace, "doomed")),
+        30,
+        "a BackoffLimitExceeded event",
+    )
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize(("policy", "left"), [("All", set()), ("None", {"Running", "Failed"}), ("Running", {"Failed"})])
 def test_clean_pod_policy(
     policy: str, left: set[str], controller: Controller, cluster: client.ApiClient, namespace: str, poll: Poll

@@ -80,6 +80,7 @@ REJECTED = [
 ]
 
 
+@pytest.mark.compat
 @pytest.mark.parametrize(("manifest", "field", "message"), REJECTED)
 def test_api_server_refuses_bad_jobs(
     dijob_crd: None, cluster: client.ApiClient, namespace: str, manifest: dict[str, Any], field: str, message: str

@@ -2,26 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from tests.integration.versions import pair
+
 pytestmark = pytest.mark.cluster
 
-VERSIONS = Path(__file__).resolve().parents[2] / "ci" / "versions.env"
 ARGO = ("argoproj.io", "v1alpha1")
 WORKFLOW_TIMEOUT = 120
-
-
-def pinned(name: str) -> str:
-    for line in VERSIONS.read_text().splitlines():
-        key, _, value = line.partition("=")
-        if key.strip() == name:
-            return value.strip()
-    raise KeyError(name)
 
 
 # -- helpers -----------------------------------------------------------------------------------------
@@ -88,9 +80,10 @@ def missing(read: Any, *args: Any) -> bool:
 # -- the API server ----------------------------------------------------------------------------------
 
 
+@pytest.mark.compat
 def test_version_is_the_pinned_kubernetes(cluster: client.ApiClient) -> None:
     info = client.VersionApi(cluster).get_code()
-    assert info.git_version == pinned("KUBERNETES_VERSION")
+    assert info.git_version == pair()[0]
 
 
 def test_rbac_denies_an_unbound_service_account(cluster: client.ApiClient, namespace: str, poll: Any) -> None:
@@ -141,6 +134,7 @@ def test_rbac_denies_an_unbound_service_account(cluster: client.ApiClient, names
 # -- Argo workflows on simulated pods --------------------------------------------------------------
 
 
+@pytest.mark.compat
 def test_diamond_dag_succeeds(cluster: client.ApiClient, namespace: str, poll: Any) -> None:
     body = workflow(
         "diamond",

@@ -226,6 +226,7 @@ def _env(pod: client.V1Pod) -> dict[str, Any]:
     return {e.name: e.value if e.value is not None else e.value_from.config_map_key_ref.key for e in main.env}
 
 
+@pytest.mark.compat
 def test_collectors_go_2_5_3_and_survivors_are_untouched(
     dijob_crd: None, cluster: client.ApiClient, namespace: str, server: str, poll: Any
 ) -> None:
