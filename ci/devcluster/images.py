@@ -38,6 +38,9 @@ DEBIAN_SUITE = "bookworm"  # Debian 12: python3 is 3.11
 BASE_PACKAGES = ("python3", "python3-venv", "python3-pip", "python-is-python3", "ca-certificates", "passwd")
 BASE_EXCLUDES = ("/usr/share/man/*", "/usr/share/locale/*", "/usr/share/doc/*")
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")  # TLS to the package index is intercepted here
+#: Part of a binary image's cache key: bump it when the layer's layout changes, so no archive of the
+#: old layout is reused (2: the program is packed as a regular file, never as the pair dir's link).
+LAYER_FORMAT = b"single-binary-layer 2"
 IMAGE_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  # Argo runs `argoexec` from PATH
 DOCKERFILE_INPUTS = ("Dockerfile", "pyproject.toml", "README.md", "dihera")  # what the Dockerfile COPYs
 
@@ -107,6 +110,8 @@ def _single_binary_layer(binary: Path, target: str, layer: Path) -> None:
         tmp.type, tmp.mode = tarfile.DIRTYPE, 0o1777
         tar.addfile(tmp)
         info = tar.gettarinfo(str(binary), arcname=target)
+        if not info.isreg():  # a link would dangle inside the image
+            raise ValueError(f"{binary}: not a regular file")
         info.uid = info.gid = 0
         info.uname = info.gname = "root"
         info.mode = 0o755
@@ -126,8 +131,8 @@ def _prune(archive: Path) -> None:
 
 
 def _binary_image(settings: Settings, program: str, name: str, entrypoint: list[str]) -> Image:
-    binary = settings.binary(program)
-    key = _digest([name.encode(), binary.read_bytes()])[:16]
+    binary = settings.binary(program).resolve()  # the pair dir links to the versioned build: pack the file
+    key = _digest([name.encode(), LAYER_FORMAT, binary.read_bytes()])[:16]
     archive = settings.images_dir / f"{program}-{key}.tar"
     if not archive.exists():
         with tempfile.TemporaryDirectory() as tmp:

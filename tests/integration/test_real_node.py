@@ -173,7 +173,7 @@ def test_project_image_runs_as_non_root_with_the_charts_security_context(
     core = client.CoreV1Api(cluster)
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     container = {
-        "image": f"{DIHERA_IMAGE}:{package_version(Settings())}",
+        "image": f"{DIHERA_IMAGE}:{package_version(Settings.from_environ())}",
         "command": ["/bin/sh", "-c", "dihera --version && id -u && ! touch /opt/dihera/x 2>/dev/null"],
         "securityContext": values["securityContext"],
     }
