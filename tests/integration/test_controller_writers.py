@@ -124,6 +124,11 @@ def test_a_permanent_scale_refusal_is_one_event_and_no_retry_loop(
     now = Membership.from_json(data["membership.json"])
     back = Membership(3, tuple(sorted((*now.replicas, Replica(2, "collector", 1)))))
     core.patch_namespaced_config_map(f"di-{name}", namespace, {"data": {"membership.json": back.to_json()}})
+    # the controller watches DIJobs, Workflows and pods, not ConfigMaps: a label on the DIJob starts the pass
+    # (otherwise it waits for the next Workflow or pod event, which Argo v4 sends less often than v3)
+    client.CustomObjectsApi(cluster).patch_namespaced_custom_object(
+        "diengine.opendilab.org", "v2alpha1", namespace, "dijobs", name, {"metadata": {"labels": {"prod": "cm"}}}
+    )
 
     def refusals() -> list[str]:
         return [m for r, m in dijob_events(cluster, namespace, name) if r == "ScaleRefused"]
