@@ -144,7 +144,8 @@ require go.etcd.io/etcd/server/v3 $v" "$(module_file go.etcd.io/etcd/server/v3 "
 argo_module() { echo "github.com/argoproj/argo-workflows/$(echo "$1" | cut -d. -f1)"; } # v4.1.4 -> .../v4
 
 # The Argo wrapper: require argo-workflows/vN VERSION, repeat its own replace lines (go install
-# refuses a module with replace lines), and hold the loopback main of that major version.
+# refuses a module with replace lines), and hold the loopback main: the shared process shell
+# (tools/argo/shell.go) and what differs by major version (tools/argo/vN/main.go).
 argo_wrapper() { # argo_wrapper VERSION
   local v=$1 module mod main dir
   module=$(argo_module "$v")
@@ -161,6 +162,7 @@ require $module $v
 $(sed -n '/^replace (/,/^)/p; /^replace [^(]/p' "$mod")" "$(module_file "$module" "$v" Dir)")
   mkdir -p "$dir/workflowcontroller"
   cp "$main" "$dir/workflowcontroller/main.go"
+  cp "$here/tools/argo/shell.go" "$dir/workflowcontroller/shell.go"
   echo "$dir"
 }
 
@@ -168,7 +170,7 @@ build_argo() { # build_argo VERSION PROGRAM (workflow-controller: the loopback m
   local v=$1 module dir pkg main_sum
   module=$(argo_module "$v")
   dir=$(argo_wrapper "$v")
-  main_sum=$(sha256sum "$dir/workflowcontroller/main.go" | cut -c1-12)
+  main_sum=$(cat "$dir/workflowcontroller/"*.go | sha256sum | cut -c1-12)
   case $2 in
     workflow-controller) pkg=./workflowcontroller ;;
     *) pkg="$module/cmd/$2" ;;

@@ -1,30 +1,11 @@
 """Names of everything a DIJob creates, in one place (pure). Label and annotation keys live in
-:mod:`dihera.constants` and are re-exported here for the renderers."""
+:mod:`dihera.constants`."""
 
 from __future__ import annotations
 
-from dihera.constants import (
-    ANNOTATION_RANK,
-    ANNOTATION_REPLICAS,
-    ANNOTATION_TASK_RANK,
-    LABEL_JOB,
-    LABEL_POD,
-    LABEL_TASK_NAME,
-    LABEL_TASK_TYPE,
-    MANAGED_BY,
-)
-
 __all__ = [
-    "ANNOTATION_RANK",
-    "ANNOTATION_REPLICAS",
-    "ANNOTATION_TASK_RANK",
     "DI_PORT",
     "DI_PORT_NAME",
-    "LABEL_JOB",
-    "LABEL_POD",
-    "LABEL_TASK_NAME",
-    "LABEL_TASK_TYPE",
-    "MANAGED_BY",
     "dag_task_name",
     "fqdn",
     "hostname",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -65,16 +64,10 @@ def _port(flag: int | None, env: str | None, default: int) -> int:
 
 
 def _cmd_controller(args: argparse.Namespace) -> int:
-    import os
-
+    from dihera.cli.service import run_service
     from dihera.controller.run import run_controller
 
-    try:
-        settings = settings_from_args(args, os.environ)
-    except ValueError as err:
-        print(f"dihera controller: {err}", file=sys.stderr)
-        return 2
-    return run_controller(settings)
+    return run_service("controller", args, settings_from_args, run_controller)
 
 
 def register(sub: Any) -> None:

@@ -93,8 +93,9 @@ def _cmd_scale(args: argparse.Namespace) -> int:
 
 
 def _snapshot(jobs: JobStore, objects: ObjectStore, namespace: str, name: str) -> CachedJob | None:
+    from dihera.constants import LABEL_JOB
     from dihera.kube.cache import CachedJob
-    from dihera.naming import LABEL_JOB, membership_configmap_name
+    from dihera.naming import membership_configmap_name
 
     body = jobs.get(namespace, name)
     if body is None:

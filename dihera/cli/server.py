@@ -6,8 +6,6 @@ dihera server [--host H] [--port P] [--kubeconfig F] [-n NS[,NS...]] [--log-leve
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -60,15 +58,14 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
 
 
 def _cmd_server(args: argparse.Namespace) -> int:
+    from dihera.cli.service import run_service
     from dihera.server.run import serve
 
-    try:
-        settings = settings_from_args(args, os.environ)
-    except ValueError as err:
-        print(f"dihera server: {err}", file=sys.stderr)
-        return 2
-    serve(settings)
-    return 0
+    def run(settings: ServerSettings) -> int:
+        serve(settings)
+        return 0
+
+    return run_service("server", args, settings_from_args, run)
 
 
 def register(sub: Any) -> None:

@@ -13,8 +13,8 @@ from typing import Any
 
 import kopf
 
+from dihera.constants import LABEL_JOB
 from dihera.controller.queue import ReconcileQueue
-from dihera.naming import LABEL_JOB
 from dihera.schema import GROUP, PLURAL, VERSION
 
 __all__ = ["build_registry", "configure_watching"]

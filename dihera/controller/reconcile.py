@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from dihera.constants import EventReason
+from dihera.constants import LABEL_JOB, EventReason
 from dihera.controller.cleanup import plan_cleanup
 from dihera.controller.metrics import Metrics
 from dihera.controller.status import TERMINAL, Observation, StatusUpdate, compute_status, status_patch
@@ -26,7 +26,7 @@ from dihera.kube.jobs import JobStore, StatusConflict
 from dihera.kube.objects import ObjectStore
 from dihera.membership import Membership, plan_membership
 from dihera.model import DIJob
-from dihera.naming import LABEL_JOB, membership_configmap_name, workflow_name
+from dihera.naming import membership_configmap_name, workflow_name
 from dihera.render import RenderSettings, render
 from dihera.render.env import MEMBERSHIP_FILE
 from dihera.scaling import EditAction, ScaleRequest, plan_spec_edit, spec_generation

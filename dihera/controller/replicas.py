@@ -17,9 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dihera.constants import ANNOTATION_NODE_NAME, FAILED_NODE_PHASES
+from dihera.constants import ANNOTATION_NODE_NAME, FAILED_NODE_PHASES, LABEL_POD
 from dihera.membership import Membership
-from dihera.naming import LABEL_POD, dag_task_name, hostname
+from dihera.naming import dag_task_name, hostname
 from dihera.scaling.dag import live_replicas
 
 __all__ = [

@@ -19,7 +19,8 @@ from typing import Any
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from dihera.naming import LABEL_JOB, MANAGED_BY, membership_configmap_name
+from dihera.constants import LABEL_JOB, MANAGED_BY
+from dihera.naming import membership_configmap_name
 from dihera.schema import GROUP, PLURAL, VERSION
 
 __all__ = ["CachedJob", "Informer", "JobCache"]

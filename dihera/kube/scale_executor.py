@@ -24,13 +24,13 @@ from typing import Any, TypeVar
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from dihera.constants import FIELD_MANAGER_SERVER
+from dihera.constants import FIELD_MANAGER_SERVER, LABEL_JOB
 from dihera.errors import InvalidJobError, InvalidScale, NotStarted, ScaleConflict, ScaleNotFound
 from dihera.kube.errors import describe_api_error
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import WORKFLOW_GROUP, WORKFLOW_PLURAL, WORKFLOW_VERSION, ObjectStore
 from dihera.membership import Membership, Replica
-from dihera.naming import LABEL_JOB, membership_configmap_name, workflow_name
+from dihera.naming import membership_configmap_name, workflow_name
 from dihera.patches import precondition
 from dihera.render.env import MEMBERSHIP_FILE
 from dihera.render.objects import membership_configmap

@@ -4,18 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from dihera.constants import VACANT_RANK_ADDRESS
+from dihera.constants import LABEL_JOB, MANAGED_BY, VACANT_RANK_ADDRESS
 from dihera.membership import Membership
 from dihera.model import DIJob, task_env_name
-from dihera.naming import (
-    DI_PORT,
-    DI_PORT_NAME,
-    LABEL_JOB,
-    MANAGED_BY,
-    fqdn,
-    membership_configmap_name,
-    service_name,
-)
+from dihera.naming import DI_PORT, DI_PORT_NAME, fqdn, membership_configmap_name, service_name
 from dihera.render.env import GENERATION_KEY, MEMBERSHIP_FILE, NODES_KEY
 from dihera.render.providers import membership_data
 from dihera.render.settings import RenderSettings

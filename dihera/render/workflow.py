@@ -19,24 +19,21 @@ from hera.workflows import Workflow
 from hera.workflows import models as m
 from hera.workflows.protocol import Templatable
 
-from dihera.constants import ANNOTATION_WORKFLOW_DESCRIPTION, ANNOTATION_WORKFLOW_TITLE
-from dihera.membership import Membership
-from dihera.model import CleanPodPolicy, DIJob, Task
-from dihera.naming import (
+from dihera.constants import (
     ANNOTATION_RANK,
     ANNOTATION_REPLICAS,
     ANNOTATION_TASK_RANK,
+    ANNOTATION_WORKFLOW_DESCRIPTION,
+    ANNOTATION_WORKFLOW_TITLE,
     LABEL_JOB,
     LABEL_POD,
     LABEL_TASK_NAME,
     LABEL_TASK_TYPE,
     MANAGED_BY,
-    dag_task_name,
-    hostname,
-    membership_configmap_name,
-    service_name,
-    workflow_name,
 )
+from dihera.membership import Membership
+from dihera.model import CleanPodPolicy, DIJob, Task
+from dihera.naming import dag_task_name, hostname, membership_configmap_name, service_name, workflow_name
 from dihera.podtemplate import normalize_pod_spec
 from dihera.render.env import INDEX, RANK, di_env
 from dihera.render.objects import owner_references

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dihera.constants import ANNOTATION_GENERATION, TERMINAL_POD_PHASES
+from dihera.constants import ANNOTATION_GENERATION, ANNOTATION_REPLICAS, LABEL_POD, LABEL_TASK_TYPE, TERMINAL_POD_PHASES
 from dihera.errors import RetiredReplica
 from dihera.membership import Membership
-from dihera.naming import ANNOTATION_REPLICAS, LABEL_POD, LABEL_TASK_TYPE, dag_task_name
+from dihera.naming import dag_task_name
 from dihera.patches import pointer
 from dihera.render.workflow import DESCRIPTION_ANNOTATION, dag_task, describe
 from dihera.scaling.dag import RETIRED_TEMPLATE, read_dag

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from dihera.constants import LABEL_POD
 from dihera.kube.cache import CachedJob
 from dihera.kube.scale_executor import ScaleResult
 from dihera.membership import Membership, Replica
-from dihera.naming import LABEL_POD, dag_task_name, fqdn, hostname
+from dihera.naming import dag_task_name, fqdn, hostname
 from dihera.render.env import MEMBERSHIP_FILE
 from dihera.server.models import JobSummary, ReplicaOut, ScaleOut, TaskOut
 

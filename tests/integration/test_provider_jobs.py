@@ -14,11 +14,7 @@ import httpx
 import pytest
 from kubernetes import client
 
-from dihera import load_job
-from dihera.render import render
-from dihera.schema import GROUP, PLURAL, VERSION
 from tests.integration.test_server_scaling import (  # helpers and the di-server fixtures of the scaling tests
-    ARGO,
     LONG,
     membership,
     running,
@@ -26,6 +22,7 @@ from tests.integration.test_server_scaling import (  # helpers and the di-server
     server,
     server_kubeconfig,
     spec_replicas,
+    start_doc,
 )
 from tests.unit.builders import job as job_doc
 from tests.unit.builders import task
@@ -43,15 +40,6 @@ def _task(type_: str, replicas: int, name: str | None = None, provider: dict[str
     return entry
 
 
-def _start(api: client.ApiClient, namespace: str, doc: dict[str, Any]) -> None:
-    custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
-    stored = custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, doc)
-    rendered = render(load_job(stored))
-    core.create_namespaced_config_map(namespace, rendered.configmap)
-    core.create_namespaced_service(namespace, rendered.service)
-    custom.create_namespaced_custom_object(*ARGO, namespace, "workflows", rendered.workflow)
-
-
 def _env(pod: client.V1Pod) -> dict[str, str]:
     main = next(c for c in pod.spec.containers if c.name == "main")
     return {e.name: e.value if e.value is not None else f"<{e.value_from.config_map_key_ref.key}>" for e in main.env}
@@ -62,7 +50,7 @@ def test_torch_pods_get_the_env_and_a_torch_task_is_not_scaled(
 ) -> None:
     name = "ddp"
     torch = _task("learner", 2, provider={"name": "torch"})
-    _start(cluster, namespace, job_doc(torch, _task("collector", 1), name=name, maxReplicas=6))
+    start_doc(cluster, namespace, job_doc(torch, _task("collector", 1), name=name, maxReplicas=6))
     hosts = {f"{name}-learner-0", f"{name}-learner-1", f"{name}-collector-0"}
     pods = poll(lambda: running(cluster, namespace, name, hosts), 60, "3 pods Running")
     master = f"{name}-learner-0.di-{name}.{namespace}.svc.cluster.local"
@@ -97,7 +85,7 @@ def test_an_opted_in_torch_task_scales_and_its_world_size_follows(
 ) -> None:
     name = "elastic-ddp"
     torch = _task("learner", 2, provider={"name": "torch", "allowScaling": True})
-    _start(cluster, namespace, job_doc(torch, name=name))
+    start_doc(cluster, namespace, job_doc(torch, name=name))
     poll(lambda: running(cluster, namespace, name, {f"{name}-learner-0", f"{name}-learner-1"}), 60, "2 pods Running")
     token = sa_token(cluster, namespace, "scaler", ["get", "patch"])
     http = httpx.Client(base_url=server, headers={"Authorization": f"Bearer {token}"}, timeout=30)
@@ -121,7 +109,7 @@ def test_tf_config_survives_argo_templating(
     )
     for t in doc["spec"]["tasks"]:
         t["envProvider"] = {"name": "tensorflow"}
-    _start(cluster, namespace, doc)
+    start_doc(cluster, namespace, doc)
     hosts = {f"{name}-chief-0", f"{name}-worker-0", f"{name}-worker-1"}
     pods = poll(lambda: running(cluster, namespace, name, hosts), 60, "3 pods Running")
     env = _env(pods[f"{name}-worker-1"])

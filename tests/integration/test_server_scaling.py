@@ -56,7 +56,11 @@ def _task(type_: str, replicas: int) -> dict[str, Any]:
 
 def start_job(api: client.ApiClient, namespace: str, name: str, collectors: int, **spec: Any) -> None:
     """Create the DIJob, then its ConfigMap, Service and Workflow (owned by the DIJob)."""
-    doc = job_doc(_task("learner", 1), _task("collector", collectors), name=name, **spec)
+    start_doc(api, namespace, job_doc(_task("learner", 1), _task("collector", collectors), name=name, **spec))
+
+
+def start_doc(api: client.ApiClient, namespace: str, doc: dict[str, Any]) -> None:
+    """Create the DIJob ``doc``, then render what the controller would create and create it (no controller)."""
     custom, core = client.CustomObjectsApi(api), client.CoreV1Api(api)
     stored = custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, doc)
     rendered = render(load_job(stored))

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 from dihera.render import RenderedJob
+
+_VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")  # the kubelet's $(VAR) expansion
 
 
 def container(name: str = "main", **extra: Any) -> dict[str, Any]:
@@ -52,15 +55,15 @@ def replica_template(rendered: RenderedJob, dag_task: str) -> dict[str, Any]:
     return _substitute(copy.deepcopy(template), params)
 
 
-def container_env(rendered: RenderedJob, dag_task: str, container_name: str) -> dict[str, str]:
-    """The env one container sees, config map references resolved as the kubelet would."""
+def container_env(rendered: RenderedJob, dag_task: str, container_name: str = "main") -> dict[str, str]:
+    """The env one container sees as the kubelet gives it: ConfigMap keys read, ``$(VAR)`` of earlier ones expanded."""
     template = replica_template(rendered, dag_task)
     c = next(c for c in template["containerSet"]["containers"] if c["name"] == container_name)
     data = rendered.configmap["data"]
     env: dict[str, str] = {}
     for e in c["env"]:
         if "value" in e:
-            env[e["name"]] = e["value"]
+            env[e["name"]] = _VAR.sub(lambda m: env.get(m.group(1), m.group(0)), e["value"])
         else:
             ref = e["valueFrom"]["configMapKeyRef"]
             assert ref["name"] == rendered.configmap["metadata"]["name"]
@@ -75,5 +78,9 @@ def dag_task_names(rendered: RenderedJob) -> list[str]:
 
 def configmap(name: str = "config-py", **data: str) -> dict[str, Any]:
     """A companion object as published DIJob files carry it: the DI-engine config in a ConfigMap."""
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name},
-            "data": data or {"config.py": "main_config = dict(exp_name='x')\n"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name},
+        "data": data or {"config.py": "main_config = dict(exp_name='x')\n"},
+    }

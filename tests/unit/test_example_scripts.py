@@ -1,6 +1,6 @@
 """The scripts the torch and TF_CONFIG examples run in their pods, run here as plain processes.
 
-The env is what dihera renders for each replica (see test_providers.resolved_env). The pods' FQDNs
+The env is what dihera renders for each replica (see builders.container_env). The pods' FQDNs
 resolve only in the cluster: torch's MASTER_ADDR is pointed at 127.0.0.1, and the TF_CONFIG check
 runs with a resolver that knows the names the test gives it (so no DNS query leaves the machine).
 The torch test needs torch: give an interpreter that has it in ``DIHERA_TORCH_PYTHON``
@@ -22,7 +22,7 @@ import yaml
 
 from dihera.render import render
 from dihera.validation import load_job
-from tests.unit.test_providers import resolved_env
+from tests.unit.builders import container_env
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "workflows"
 TORCH_PYTHON = os.environ.get("DIHERA_TORCH_PYTHON", sys.executable)
@@ -57,7 +57,7 @@ def test_torch_allreduce_script_with_the_rendered_env() -> None:
     port = str(_free_port())
     procs = []
     for index in range(2):
-        env = resolved_env(rendered, f"learner-{index}")
+        env = container_env(rendered, f"learner-{index}")
         assert (env["WORLD_SIZE"], env["RANK"], env["LOCAL_RANK"]) == ("2", str(index), "0")
         env = {**_base_env(), **env, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port, "GLOO_SOCKET_IFNAME": "lo"}
         procs.append(subprocess.Popen([TORCH_PYTHON, "-c", script], env=env, stdout=subprocess.PIPE, text=True))
@@ -93,7 +93,7 @@ def _hosts(env: dict[str, str]) -> set[str]:
 @pytest.mark.parametrize("dag_task", ["chief-0", "worker-0", "worker-1", "ps-0"])
 def test_tf_config_check_passes_when_every_address_resolves(dag_task: str) -> None:
     doc, script = _example("tf-config-check.yaml")
-    env = resolved_env(render(load_job(doc)), dag_task)
+    env = container_env(render(load_job(doc)), dag_task)
     assert len(_hosts(env)) == 4 and env["DI_FQDN"] in _hosts(env)
     result = _tf_run(env, script, _hosts(env))
     assert result.returncode == 0, result.stderr
@@ -102,7 +102,7 @@ def test_tf_config_check_passes_when_every_address_resolves(dag_task: str) -> No
 
 def test_tf_config_check_fails_naming_unresolved_addresses() -> None:
     doc, script = _example("tf-config-check.yaml")
-    env = resolved_env(render(load_job(doc)), "worker-1")
+    env = container_env(render(load_job(doc)), "worker-1")
     ps = "tf-config-check-ps-0.di-tf-config-check.default.svc.cluster.local"
     result = _tf_run(env, script, _hosts(env) - {ps})
     assert result.returncode == 1
@@ -111,6 +111,6 @@ def test_tf_config_check_fails_naming_unresolved_addresses() -> None:
 
 def test_tf_config_check_fails_when_the_task_entry_is_not_this_pod() -> None:
     doc, script = _example("tf-config-check.yaml")
-    env = resolved_env(render(load_job(doc)), "worker-1")
+    env = container_env(render(load_job(doc)), "worker-1")
     result = _tf_run({**env, "DI_FQDN": "another-pod"}, script, _hosts(env))
     assert result.returncode == 1 and "not this pod" in result.stderr

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import pytest
@@ -16,23 +15,7 @@ from dihera.render.providers import PROVIDERS
 from dihera.scaling import ScaleError, ScaleRequest, plan_scale
 from dihera.schema import dijob_schema
 from dihera.validation import load_job, validate
-from tests.unit.builders import job, replica_template, task
-
-_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")
-
-
-def resolved_env(rendered: Any, dag_task: str, container: str = "main") -> dict[str, str]:
-    """One container's env as the kubelet gives it: ConfigMap keys read, ``$(VAR)`` of earlier ones expanded."""
-    template = replica_template(rendered, dag_task)
-    c = next(c for c in template["containerSet"]["containers"] if c["name"] == container)
-    data = rendered.configmap["data"]
-    env: dict[str, str] = {}
-    for e in c["env"]:
-        if "value" in e:
-            env[e["name"]] = _REF.sub(lambda m: env.get(m.group(1), m.group(0)), e["value"])
-        else:
-            env[e["name"]] = data[e["valueFrom"]["configMapKeyRef"]["key"]]
-    return env
+from tests.unit.builders import container_env, job, replica_template, task
 
 
 def _with_provider(entry: dict[str, Any], **provider: Any) -> dict[str, Any]:
@@ -59,7 +42,7 @@ def test_registry_matches_the_schema_enum() -> None:
 )
 def test_torch_two_replica_learner(dag_task: str, expected: dict[str, str]) -> None:
     j = load_job(job(_with_provider(task("learner", replicas=2), name="torch"), task("collector"), name="ddp"))
-    env = resolved_env(render(j), dag_task)
+    env = container_env(render(j), dag_task)
     assert {k: env[k] for k in ("MASTER_ADDR", "MASTER_PORT", "WORLD_SIZE", "RANK", "LOCAL_RANK")} == {
         "MASTER_ADDR": _fqdn("ddp", "learner", 0),
         "MASTER_PORT": "29500",
@@ -74,8 +57,8 @@ def test_torch_port_override_and_container_port_on_first_container_only() -> Non
     entry = task("learner", replicas=2)
     entry["template"]["spec"]["containers"].append({"name": "sidecar", "image": "busybox"})
     rendered = render(load_job(job(_with_provider(entry, name="torch", port=23456))))
-    assert resolved_env(rendered, "learner-0")["MASTER_PORT"] == "23456"
-    assert resolved_env(rendered, "learner-0", "sidecar")["MASTER_PORT"] == "23456"
+    assert container_env(rendered, "learner-0")["MASTER_PORT"] == "23456"
+    assert container_env(rendered, "learner-0", "sidecar")["MASTER_PORT"] == "23456"
     containers = replica_template(rendered, "learner-0")["containerSet"]["containers"]
     assert containers[0]["ports"] == [{"name": "torch-master", "containerPort": 23456, "protocol": "TCP"}]
     assert "ports" not in containers[1]
@@ -91,7 +74,7 @@ def test_torch_keeps_a_port_the_user_already_declares() -> None:
 
 def test_tasks_without_a_provider_render_as_before() -> None:
     rendered = render(load_job(job(task("learner", replicas=2), task("collector"))))
-    env = resolved_env(rendered, "learner-1")
+    env = container_env(rendered, "learner-1")
     assert not {"MASTER_ADDR", "TF_CONFIG", "DMLC_ROLE"} & set(env)
     assert set(rendered.configmap["data"]) == {
         "DI_NODES",
@@ -125,7 +108,7 @@ def _tf_job() -> dict[str, Any]:
 )
 def test_tf_config_for_chief_two_workers_and_a_ps(dag_task: str, role: str, index: int) -> None:
     rendered = render(load_job(_tf_job()))
-    config = json.loads(resolved_env(rendered, dag_task)["TF_CONFIG"])
+    config = json.loads(container_env(rendered, dag_task)["TF_CONFIG"])
     assert config == {
         "cluster": {
             "chief": [f"{_fqdn('tf', 'chief', 0)}:2222"],
@@ -134,12 +117,12 @@ def test_tf_config_for_chief_two_workers_and_a_ps(dag_task: str, role: str, inde
         },
         "task": {"type": role, "index": index},
     }
-    assert "TF_CONFIG" not in resolved_env(rendered, "collector-0")
+    assert "TF_CONFIG" not in container_env(rendered, "collector-0")
 
 
 def test_tf_role_from_the_role_field() -> None:
     rendered = render(load_job(job(_with_provider(task("learner", replicas=2), name="tensorflow", role="worker"))))
-    config = json.loads(resolved_env(rendered, "learner-1")["TF_CONFIG"])
+    config = json.loads(container_env(rendered, "learner-1")["TF_CONFIG"])
     assert config["task"] == {"type": "worker", "index": 1}
     assert list(config["cluster"]) == ["worker"]
 
@@ -157,7 +140,7 @@ def _mx_job() -> dict[str, Any]:
     ("dag_task", "role"), [("scheduler-0", "scheduler"), ("server-1", "server"), ("learner-2", "worker")]
 )
 def test_dmlc_variables(dag_task: str, role: str) -> None:
-    env = resolved_env(render(load_job(_mx_job())), dag_task)
+    env = container_env(render(load_job(_mx_job())), dag_task)
     assert {k: v for k, v in env.items() if k.startswith("DMLC_")} == {
         "DMLC_ROLE": role,
         "DMLC_PS_ROOT_URI": _fqdn("mx", "scheduler", 0),

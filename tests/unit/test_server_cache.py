@@ -8,8 +8,8 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from dihera.constants import LABEL_JOB
 from dihera.kube.cache import Informer
-from dihera.naming import LABEL_JOB
 
 
 def pod(name: str, job: str, version: str) -> dict[str, Any]:

@@ -3,13 +3,24 @@
 ``job_id`` is ``<namespace>.<name>``, split on the first dot.
 """
 
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query
 
-from dihera.scaling import ScaleRequest
+from dihera.scaling import Action, ScaleRequest
 from dihera.server import views
-from dihera.server.dependencies import V2_PATH, Context, IdempotencyKey, Reader, Writer, cached, default_task, scale
+from dihera.server.dependencies import (
+    V2_PATH,
+    Context,
+    IdempotencyKey,
+    JobRef,
+    Reader,
+    Writer,
+    cached,
+    default_task,
+    scale,
+)
 from dihera.server.errors import V2, V2_ERRORS, ApiError
 from dihera.server.models import Envelope, ReplicasBody
 
@@ -31,14 +42,27 @@ def v2_replicas(ref: Reader, ctx: Context) -> Envelope:
     return Envelope(success=True, code=0, message="", data=data)
 
 
+def _scale_collectors(
+    ctx: Context,
+    ref: JobRef,
+    request: Callable[[str, int], ScaleRequest],
+    body: ReplicasBody,
+    task: str | None,
+    key: str | None,
+) -> Envelope:
+    """DI-orchestrator's add/remove: ``body.replicas`` replicas of the collector task (or ``?task=``)."""
+    asked = request(default_task(cached(ctx, ref), task), body.replicas)
+    out = scale(ctx, ref, asked, key)
+    done = f"added {len(out.added)}" if asked.action is Action.ADD else f"removed {len(out.removed)}"
+    return Envelope(success=True, code=0, message=f"{done} replica(s)", data=out.model_dump())
+
+
 @router.post("/replicas", response_model=Envelope)
 def v2_add(
     ref: Writer, ctx: Context, body: ReplicasBody, task: TaskQuery = None, key: IdempotencyKey = None
 ) -> Envelope:
     """Add ``replicas`` replicas to the collector task (or ``?task=``)."""
-    name = default_task(cached(ctx, ref), task)
-    out = scale(ctx, ref, ScaleRequest.add(name, body.replicas), key)
-    return Envelope(success=True, code=0, message=f"added {len(out.added)} replica(s)", data=out.model_dump())
+    return _scale_collectors(ctx, ref, ScaleRequest.add, body, task, key)
 
 
 @router.delete("/replicas", response_model=Envelope)
@@ -46,9 +70,7 @@ def v2_remove(
     ref: Writer, ctx: Context, body: ReplicasBody, task: TaskQuery = None, key: IdempotencyKey = None
 ) -> Envelope:
     """Remove ``replicas`` replicas of the collector task (or ``?task=``), the highest-ranked first."""
-    name = default_task(cached(ctx, ref), task)
-    out = scale(ctx, ref, ScaleRequest.remove(name, body.replicas), key)
-    return Envelope(success=True, code=0, message=f"removed {len(out.removed)} replica(s)", data=out.model_dump())
+    return _scale_collectors(ctx, ref, ScaleRequest.remove, body, task, key)
 
 
 @router.post("/profilings", response_model=Envelope)

@@ -1,25 +1,15 @@
 // Command workflow-controller runs Argo's workflow controller (v4) for the local
 // dev cluster. It calls Argo's own controller package; only the process shell
-// differs from upstream's cmd/workflow-controller, which always serves /healthz
-// (and, with ARGO_PPROF, pprof) on ":6060", every interface, a fixed port.
-// Here the health server binds a given loopback address, there is no leader
-// election (one replica), and no Prometheus server is started.
-// ci/build-tools.sh copies this file into a wrapper module generated for the
-// Argo v4 version it builds (ci/tools/argo/v3/main.go serves v3).
+// (../shell.go) differs from upstream's cmd/workflow-controller, which always
+// serves /healthz (and, with ARGO_PPROF, pprof) on ":6060", every interface, a
+// fixed port. Here the health server binds a given loopback address, there is
+// no leader election (one replica), and no Prometheus server is started.
 package main
 
 import (
-	"context"
-	"flag"
-	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	wfclientset "github.com/argoproj/argo-workflows/v4/pkg/client/clientset/versioned"
 	cmdutil "github.com/argoproj/argo-workflows/v4/util/cmd"
@@ -28,64 +18,37 @@ import (
 	"github.com/argoproj/argo-workflows/v4/workflow/controller"
 )
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "workflow-controller:", err)
-		os.Exit(1)
-	}
-}
-
 func run() error {
-	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the cluster")
-	namespace := flag.String("namespace", "argo", "namespace holding the controller's ConfigMap")
-	configMap := flag.String("configmap", common.ConfigMapName, "name of the controller's ConfigMap")
-	executorImage := flag.String("executor-image", "", "executor image (overrides the ConfigMap)")
-	healthAddr := flag.String("health-address", "127.0.0.1:6060", "address of /healthz; empty disables it")
-	workers := flag.Int("workflow-workers", 4, "number of workflow workers")
-	logLevel := flag.String("loglevel", "info", "debug|info|warn|error")
-	flag.Parse()
+	o, err := parseOptions(common.ConfigMapName)
+	if err != nil {
+		return err
+	}
 	// Registers klog's -v, which the controller copies into every executor's --gloglevel (empty otherwise,
 	// and argoexec refuses an empty value).
 	cmdutil.SetGLogLevel(0)
-
-	level, err := logging.ParseLevel(*logLevel)
+	level, err := logging.ParseLevel(o.logLevel)
 	if err != nil {
 		return err
 	}
 	logger := logging.NewSlogLogger(level, logging.Text)
-	if host, _, err := net.SplitHostPort(*healthAddr); *healthAddr != "" && (err != nil || !net.ParseIP(host).IsLoopback()) {
-		return fmt.Errorf("--health-address %q: want a loopback host:port", *healthAddr)
-	}
-
-	restConfig, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	config, err := o.restConfig()
 	if err != nil {
 		return err
 	}
-	restConfig.QPS, restConfig.Burst = 50, 100
-
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	ctx = logging.WithLogger(ctx, logger)
 
-	wfc, err := controller.NewWorkflowController(ctx, restConfig,
-		kubernetes.NewForConfigOrDie(restConfig), wfclientset.NewForConfigOrDie(restConfig),
-		*namespace, "", *executorImage, "", "text", *configMap, false, false)
+	wfc, err := controller.NewWorkflowController(ctx, config,
+		kubernetes.NewForConfigOrDie(config), wfclientset.NewForConfigOrDie(config),
+		o.namespace, "", o.executorImage, "", "text", o.configMap, false, false)
 	if err != nil {
 		return err
 	}
-	go wfc.Run(ctx, *workers, 2, 2, 2, 2)
-
-	if *healthAddr != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/healthz", controller.LogMiddleware(logger, http.HandlerFunc(wfc.Healthz)))
-		srv := &http.Server{Addr: *healthAddr, Handler: mux}
-		go func() { <-ctx.Done(); _ = srv.Close() }()
-		go func() {
-			if err := srv.ListenAndServe(); err != nil && err != http.ErrServerClosed {
-				logger.WithError(err).Error(ctx, "health server stopped")
-			}
-		}()
-	}
+	go wfc.Run(ctx, o.workers, 2, 2, 2, 2)
+	o.serveHealth(ctx, controller.LogMiddleware(logger, http.HandlerFunc(wfc.Healthz)), func(err error) {
+		logger.WithError(err).Error(ctx, "health server stopped")
+	})
 	<-ctx.Done()
 	return nil
 }
