@@ -1,51 +1,67 @@
-"""`make demo`: run a DIJob end to end on the local control plane (or $KUBECONFIG's cluster).
+"""`make demo`: a real DI-engine job end to end, run by the chart's own components.
 
-Steps: install the chart (or only the CRD when the chart is absent or does not lint), with its
-controller and server Deployments scaled to 0; start `dihera controller` and `dihera server` as
-local background processes (pids and logs in .devcluster/; the server's URL in
-.devcluster/di-server-url, a bearer token for it in .devcluster/di-server-token); submit the demo
-DIJob; show its progress until Succeeded; print its status and the di-server's view of it. Both keep
-running until `make demo-stop` (or `make cluster-down`).
+On the local control plane (no $KUBECONFIG): the chart `charts/dihera` is installed with the image built
+here from the Dockerfile (charts/dihera/ci/realnode-values.yaml), so the controller and the di-server run
+as pods on the real node; the DI-engine image is built (first run only: a ~3 GB download) and imported
+into the node; then the cartpole DQN DIJob (workflows/cartpole-dqn.yaml: learner, evaluator, two
+collectors) trains on the real node until the evaluator reaches the stop value. The terminal shows the
+job's phase and replicas, the replicas joining the mesh and the evaluator's return as it rises (read
+from the pods' logs), then the final status and the di-server's view of the job.
 
-The di-server keeps authentication on: it checks callers' bearer tokens with the API server
-(TokenReview, SubjectAccessReview) through the admin kubeconfig. An admin kubeconfig holds a client
-certificate, not a token, so the demo makes a ServiceAccount `dihera-demo` allowed to get and patch
-DIJobs in the demo namespace and writes a 24 h token of it.
+On $KUBECONFIG's cluster: the chart is installed unless a release `dihera` already exists (set
+DEMO_HELM_ARGS, e.g. `--set image.repository=registry.example/dihera`, for your registry's image), and
+the job runs with the image DEMO_DI_ENGINE_IMAGE (default: the job's own, `dihera/di-engine:0.5.3`),
+without the local node's placement.
+
+The di-server is reached through `kubectl port-forward` on 127.0.0.1 (pid in .devcluster/, its URL in
+.devcluster/di-server-url, a 24 h bearer token of ServiceAccount `dihera-demo` in
+.devcluster/di-server-token). The controller watches only the demo's namespace (default dihera-demo),
+so the tests' own controllers keep theirs.
 
     python ci/demo.py [--job FILE] [--namespace NS] [--timeout S]
-    python ci/demo.py --stop
+    python ci/demo.py --stop [--uninstall]   # stop the port-forward (and uninstall the release)
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from ci.devcluster import realnode  # noqa: E402
+from dihera.constants import LABEL_JOB  # noqa: E402
+
 STATE = REPO / ".devcluster"
-PIDFILE = STATE / "dihera-controller.pid"
-LOGFILE = STATE / "logs" / "dihera-controller.log"
-SERVER_PIDFILE = STATE / "di-server.pid"
-SERVER_LOG = STATE / "logs" / "di-server.log"
+FORWARD_PIDFILE = STATE / "di-server-forward.pid"
+FORWARD_LOG = STATE / "logs" / "di-server-forward.log"
 SERVER_URL = STATE / "di-server-url"
 SERVER_TOKEN = STATE / "di-server-token"
 DEMO_ACCOUNT = "dihera-demo"
-BIN = Path(sys.executable).parent
-DIHERA = str(BIN / "dihera")
-METRICS_PORT, HEALTH_PORT = 18080, 18081
-#: The demo controller leaves the integration tests' namespaces to the tests' own controllers.
-WATCH = "*,!dihera-test-*"
+RELEASE, RELEASE_NAMESPACE = "dihera", "dihera-system"
+CHART = REPO / "charts" / "dihera"
+REALNODE_VALUES = CHART / "ci" / "realnode-values.yaml"
+DIHERA = str(Path(sys.executable).parent / "dihera")
+#: The example's log lines the demo shows (examples/cartpole/cartpole_dqn/__init__.py: the contract).
+SHOWN = re.compile(r"^dihera-(role|connected|barrier-timeout|eval|stop-value-reached|progress) ")
 
 
 def say(msg: str) -> None:
@@ -62,82 +78,54 @@ def run(
     return out
 
 
-def helm() -> str | None:
+def helm() -> str:
     cache = Path(os.environ.get("DIHERA_CACHE", Path.home() / ".cache" / "dihera")) / "bin" / "helm"
-    return shutil.which("helm") or (str(cache) if cache.exists() else None)
+    found = shutil.which("helm") or (str(cache) if cache.exists() else None)
+    if not found:
+        raise SystemExit("demo: no helm; run `make tools`")
+    return found
 
 
-def install(kubeconfig: str) -> None:
-    chart = REPO / "charts" / "dihera"
-    h = helm()
-    if h and (chart / "Chart.yaml").exists() and run(h, "lint", str(chart), quiet=True, check=False).returncode == 0:
-        say("installing the chart (release dihera in dihera-system; controller and server run locally)")
-        run(
-            h, "upgrade", "--install", "dihera", str(chart), "--kubeconfig", kubeconfig,
-            "-n", "dihera-system", "--create-namespace", "--take-ownership", "--wait", "--timeout", "120s",
-            "--set", "controller.replicas=0", "--set", "server.replicas=0",
-        )  # fmt: skip
+def prepare_job(doc: dict[str, Any], image: str | None, local_node: bool) -> dict[str, Any]:
+    """The demo's copy of the job: every container on ``image`` (when given, never pulled on the local node)
+    and, off the local control plane, without the real node's nodeSelector and toleration."""
+    out = copy.deepcopy(doc)
+    key, _ = realnode.NODE_LABEL
+    for task in out["spec"]["tasks"]:
+        pod = task["template"]["spec"]
+        for container in pod.get("containers", []):
+            if image:
+                container["image"] = image
+                if local_node:
+                    container["imagePullPolicy"] = "Never"
+        if not local_node:
+            pod.get("nodeSelector", {}).pop(key, None)
+            pod["tolerations"] = [t for t in pod.get("tolerations", []) if t.get("key") != key]
+            for field in ("nodeSelector", "tolerations"):
+                if not pod.get(field):
+                    pod.pop(field, None)
+    return out
+
+
+def install_chart(kubeconfig: str, namespace: str, local_node: bool) -> None:
+    """The chart, its controller and di-server watching ``namespace`` (local: the image built here, on the
+    real node); on a given cluster an existing release is used as it is."""
+    h, where = helm(), ["--kubeconfig", kubeconfig, "-n", RELEASE_NAMESPACE]
+    if not local_node and run(h, "status", RELEASE, *where, quiet=True, check=False).returncode == 0:
+        say(f"using the installed release {RELEASE} in {RELEASE_NAMESPACE}")
         return
-    say("installing the DIJob CRD (no chart, or it does not lint)")
-    crd = run(DIHERA, "crd", quiet=True).stdout
-    run("kubectl", f"--kubeconfig={kubeconfig}", "apply", "--server-side", "--force-conflicts", "-f", "-", stdin=crd)
-    run("kubectl", f"--kubeconfig={kubeconfig}", "wait", "--for=condition=Established",
-        "crd/dijobs.diengine.opendilab.org", "--timeout=60s")  # fmt: skip
+    args = ["--set", f"watchNamespaces={{{namespace}}}", *os.environ.get("DEMO_HELM_ARGS", "").split()]
+    if local_node:
+        from ci.devcluster.images import package_version
+        from ci.devcluster.settings import Settings
 
-
-def demo_pid(pidfile: Path, command: bytes) -> int | None:
-    """The pid in ``pidfile`` if that process is still `dihera <command>` (a reused pid is not ours)."""
-    try:
-        pid = int(pidfile.read_text().strip())
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except (OSError, ValueError):
-        return None
-    return pid if command in cmdline and any(arg.endswith(b"dihera") for arg in cmdline) else None
-
-
-def controller_pid() -> int | None:
-    return demo_pid(PIDFILE, b"controller")
-
-
-def wait_ready(proc: subprocess.Popen[bytes], url: str, what: str, log: Path) -> None:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"demo: the {what} exited ({proc.returncode}); see {log}")
-        try:
-            with urllib.request.urlopen(url, timeout=2):
-                return
-        except OSError:
-            time.sleep(0.5)
-    raise SystemExit(f"demo: the {what} did not become ready; see {log}")
-
-
-def start_controller(kubeconfig: str) -> None:
-    pid = controller_pid()
-    if pid:
-        say(f"controller already running (pid {pid}, log {LOGFILE.relative_to(REPO)})")
-        return
-    LOGFILE.parent.mkdir(parents=True, exist_ok=True)
-    argv = [DIHERA, "controller", "--kubeconfig", kubeconfig, "-n", WATCH, "--standalone",
-            "--metrics-port", str(METRICS_PORT), "--health-port", str(HEALTH_PORT)]  # fmt: skip
-    with LOGFILE.open("ab") as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    PIDFILE.write_text(f"{proc.pid}\n")
-    wait_ready(proc, f"http://127.0.0.1:{METRICS_PORT}/readyz", "controller", LOGFILE)
-    say(f"controller running (pid {proc.pid}, log {LOGFILE.relative_to(REPO)}, "
-        f"metrics http://127.0.0.1:{METRICS_PORT}/metrics)")  # fmt: skip
-
-
-def stop(pidfile: Path, command: bytes, what: str) -> None:
-    pid = demo_pid(pidfile, command)
-    if pid:
-        os.kill(pid, signal.SIGTERM)
-        for _ in range(100):
-            if not Path(f"/proc/{pid}").exists():
-                break
-            time.sleep(0.1)
-        say(f"{what} stopped (pid {pid})")
-    pidfile.unlink(missing_ok=True)
+        args += ["-f", str(REALNODE_VALUES), "--set", f"image.tag={package_version(Settings.from_environ())}"]
+    say(f"installing the chart: release {RELEASE} in {RELEASE_NAMESPACE}, watching namespace {namespace}")
+    run(
+        h, "upgrade", "--install", RELEASE, str(CHART), *where, "--create-namespace", "--take-ownership",
+        "--wait", "--timeout", "180s", *args,
+    )  # fmt: skip
+    say("controller and di-server Ready: kubectl -n dihera-system get pods -o wide")
 
 
 def free_port() -> int:
@@ -146,24 +134,39 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(kubeconfig: str) -> str:
-    """`dihera server` on 127.0.0.1 and a free port, auth on; its URL goes to .devcluster/di-server-url."""
-    pid = demo_pid(SERVER_PIDFILE, b"server")
-    if pid and SERVER_URL.is_file():
-        url = SERVER_URL.read_text().strip()
-        say(f"di-server already running (pid {pid}, {url}, log {SERVER_LOG.relative_to(REPO)})")
-        return url
-    SERVER_LOG.parent.mkdir(parents=True, exist_ok=True)
-    url = f"http://127.0.0.1:{free_port()}"
-    argv = [DIHERA, "server", "--kubeconfig", kubeconfig, "--host", "127.0.0.1", "--port", url.rsplit(":", 1)[1]]
-    with SERVER_LOG.open("ab") as log:
+def forward_pid() -> int | None:
+    """The pid in FORWARD_PIDFILE if that process is still our `kubectl port-forward`."""
+    try:
+        pid = int(FORWARD_PIDFILE.read_text().strip())
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError):
+        return None
+    return pid if b"port-forward" in cmdline else None
+
+
+def forward_server(kubeconfig: str) -> str:
+    """`kubectl port-forward` of the di-server's Service to 127.0.0.1 (the API server dials the pod)."""
+    if forward_pid() and SERVER_URL.is_file():
+        return SERVER_URL.read_text().strip()
+    FORWARD_LOG.parent.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    argv = ["kubectl", f"--kubeconfig={kubeconfig}", "-n", RELEASE_NAMESPACE, "port-forward",
+            "--address=127.0.0.1", f"svc/{RELEASE}-server", f"{port}:http"]  # fmt: skip
+    with FORWARD_LOG.open("ab") as log:
         proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    SERVER_PIDFILE.write_text(f"{proc.pid}\n")
-    wait_ready(proc, f"{url}/readyz", "di-server", SERVER_LOG)
-    SERVER_URL.write_text(url + "\n")
-    say(f"di-server running (pid {proc.pid}, {url}, log {SERVER_LOG.relative_to(REPO)}; "
-        f"URL in {SERVER_URL.relative_to(REPO)})")  # fmt: skip
-    return url
+    FORWARD_PIDFILE.write_text(f"{proc.pid}\n")
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"demo: kubectl port-forward exited ({proc.returncode}); see {FORWARD_LOG}")
+        try:
+            with urllib.request.urlopen(f"{url}/readyz", timeout=2):
+                SERVER_URL.write_text(url + "\n")
+                return url
+        except OSError:
+            time.sleep(0.5)
+    raise SystemExit(f"demo: the di-server did not answer through the port-forward; see {FORWARD_LOG}")
 
 
 def demo_token(kubeconfig: str, namespace: str) -> str:
@@ -187,6 +190,32 @@ def demo_token(kubeconfig: str, namespace: str) -> str:
     return token
 
 
+def shown(lines: Iterable[str]) -> Iterator[str]:
+    """The example's progress lines among a pod's log (DI-engine's own output is left out)."""
+    for line in lines:
+        text = line.split(" ", 1)[1] if line.startswith("[pod/") else line
+        if SHOWN.match(text.strip()):
+            yield line.rstrip()
+
+
+def follow_logs(kubeconfig: str, namespace: str, job: str, container: str, done: threading.Event) -> None:
+    """Print the replicas' progress lines as they come, until ``done`` (pods appear and restart: retry)."""
+    argv = ["kubectl", f"--kubeconfig={kubeconfig}", "-n", namespace, "logs", "-f", "--prefix",
+            "--max-log-requests=20", "-c", container, "-l", f"{LABEL_JOB}={job}"]  # fmt: skip
+    seen: set[str] = set()
+    while not done.is_set():
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        assert proc.stdout is not None
+        for line in shown(proc.stdout):
+            if line not in seen:  # a retried follow repeats the start of the logs
+                seen.add(line)
+                say(line)
+            if done.is_set():
+                break
+        proc.kill()
+        done.wait(3)
+
+
 def ask_server(url: str, token: str, namespace: str, name: str) -> None:
     """Show the di-server's view of the job (an authenticated GET)."""
     request = urllib.request.Request(
@@ -199,47 +228,81 @@ def ask_server(url: str, token: str, namespace: str, name: str) -> None:
         say(f"the di-server did not answer: {err}")
 
 
+def stop(kubeconfig: str | None, uninstall: bool) -> int:
+    pid = forward_pid()
+    if pid:
+        os.kill(pid, signal.SIGTERM)
+        say(f"port-forward stopped (pid {pid})")
+    for path in (FORWARD_PIDFILE, SERVER_URL, SERVER_TOKEN):
+        path.unlink(missing_ok=True)
+    if uninstall and kubeconfig and Path(kubeconfig).is_file():
+        run(helm(), "uninstall", RELEASE, "--kubeconfig", kubeconfig, "-n", RELEASE_NAMESPACE, "--wait",
+            check=False, quiet=True)  # fmt: skip
+        say(f"release {RELEASE} uninstalled")
+    return 0
+
+
+def di_engine_image(local_node: bool) -> str | None:
+    """The image the job's containers run: built here and imported into the real node, or DEMO_DI_ENGINE_IMAGE."""
+    if not local_node:
+        return os.environ.get("DEMO_DI_ENGINE_IMAGE") or None
+    from ci.devcluster.dingimage import ensure_di_engine_image
+    from ci.devcluster.settings import Settings
+
+    return ensure_di_engine_image(Settings.from_environ(), progress=say)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--job", default=str(REPO / "workflows" / "atari-dqn.yaml"), help="DIJob file to submit")
-    parser.add_argument("--namespace", default="default")
-    parser.add_argument("--timeout", type=float, default=300)
-    parser.add_argument("--stop", action="store_true", help="stop the demo's controller and di-server, and exit")
+    parser.add_argument("--job", default=str(REPO / "workflows" / "cartpole-dqn.yaml"), help="DIJob file to run")
+    parser.add_argument("--namespace", default="dihera-demo")
+    parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--stop", action="store_true", help="stop the port-forward to the di-server, and exit")
+    parser.add_argument("--uninstall", action="store_true", help="with --stop: uninstall the chart release too")
     args = parser.parse_args()
+    given = os.environ.get("KUBECONFIG")
+    kubeconfig = given or str(STATE / "kubeconfig")
     if args.stop:
-        stop(PIDFILE, b"controller", "controller")
-        stop(SERVER_PIDFILE, b"server", "di-server")
-        SERVER_URL.unlink(missing_ok=True)
-        SERVER_TOKEN.unlink(missing_ok=True)
-        return 0
-    kubeconfig = os.environ.get("KUBECONFIG") or str(STATE / "kubeconfig")
+        return stop(kubeconfig, args.uninstall)
     if not Path(kubeconfig).is_file():
         raise SystemExit(f"demo: no kubeconfig at {kubeconfig}; run `make cluster-up` or set KUBECONFIG")
+    local_node = not given
     kubectl = ["kubectl", f"--kubeconfig={kubeconfig}", "-n", args.namespace]
-    install(kubeconfig)
-    start_controller(kubeconfig)
-    url = start_server(kubeconfig)
+    run("kubectl", f"--kubeconfig={kubeconfig}", "create", "namespace", args.namespace, check=False, quiet=True)
+    install_chart(kubeconfig, args.namespace, local_node)
+    doc = prepare_job(yaml.safe_load(Path(args.job).read_text()), di_engine_image(local_node), local_node)
+    name = doc["metadata"]["name"]
+    container = doc["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["name"]
+    url = forward_server(kubeconfig)
     token = demo_token(kubeconfig, args.namespace)
-    name = yaml.safe_load(Path(args.job).read_text())["metadata"]["name"]
     run(*kubectl, "delete", "dijob", name, "--ignore-not-found", "--wait=true", quiet=True)
-    say(f"submitting {args.job} to namespace {args.namespace}; progress:")
-    code = run(
-        DIHERA, "submit", args.job, "--kubeconfig", kubeconfig, "-n", args.namespace,
-        "--wait", "Succeeded", "--timeout", str(args.timeout), check=False,
-    ).returncode  # fmt: skip
+    say(f"submitting {Path(args.job).relative_to(REPO) if Path(args.job).is_absolute() else args.job} "
+        f"to namespace {args.namespace}; its phases, then the replicas' progress from their logs:")  # fmt: skip
+    done = threading.Event()
+    follower = threading.Thread(
+        target=follow_logs, args=(kubeconfig, args.namespace, name, container, done), daemon=True
+    )
+    follower.start()
+    try:
+        code = run(
+            DIHERA, "submit", "-", "--kubeconfig", kubeconfig, "-n", args.namespace,
+            "--wait", "Succeeded", "--timeout", str(args.timeout), stdin=yaml.safe_dump(doc), check=False,
+        ).returncode  # fmt: skip
+    finally:
+        done.set()
     say("kubectl get dijob")
     run(*kubectl, "get", "dijob", name, check=False)
-    say("its status")
-    status = run(*kubectl, "get", "dijob", name, "-o", "yaml", quiet=True, check=False).stdout
-    print(status[status.find("\nstatus:") + 1 :] if "\nstatus:" in status else status)
+    say(f"its pods: kubectl -n {args.namespace} get pods -l {LABEL_JOB}={name} -o wide")
+    run(*kubectl, "get", "pods", "-l", f"{LABEL_JOB}={name}", "-o", "wide", check=False)
     say(f"the di-server's view: GET {url}/v1/namespaces/{args.namespace}/dijobs/{name}")
     ask_server(url, token, args.namespace, name)
-    say(f"the controller and the di-server keep running (logs in {LOGFILE.parent.relative_to(REPO)}); "
-        "stop them with `make demo-stop` or `make cluster-down`")  # fmt: skip
+    say(f"the Workflow: kubectl -n {args.namespace} get workflow {name} -o yaml; "
+        f"logs: kubectl -n {args.namespace} logs -l {LABEL_JOB}={name} -c {container}")  # fmt: skip
     say(
         f"scale a running job: dihera scale {args.namespace}/NAME --task collector --add 1 "
         f"--server $(cat {SERVER_URL.relative_to(REPO)}) --token $(cat {SERVER_TOKEN.relative_to(REPO)})"
     )
+    say("stop: `make demo-stop` (port-forward, release) or `make cluster-down` (everything)")
     return code
 
 

@@ -1,0 +1,57 @@
+"""`make demo`'s copy of the cartpole job (ci/demo.py): the local image on the real node, or the user's
+image without the local node's placement on $KUBECONFIG's cluster."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from ci.demo import SHOWN, prepare_job, shown  # noqa: E402
+from ci.devcluster import realnode  # noqa: E402
+from dihera.validation import load_job, validate  # noqa: E402
+
+CARTPOLE = REPO / "workflows" / "cartpole-dqn.yaml"
+
+
+def _pods(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [t["template"]["spec"] for t in doc["spec"]["tasks"]]
+
+
+def test_on_the_local_node_every_container_runs_the_local_image_never_pulled() -> None:
+    doc = yaml.safe_load(CARTPOLE.read_text())
+    out = prepare_job(doc, "dihera.local/di-engine:0.5.3", local_node=True)
+    containers = [c for pod in _pods(out) for c in pod["containers"]]
+    assert {(c["image"], c["imagePullPolicy"]) for c in containers} == {("dihera.local/di-engine:0.5.3", "Never")}
+    key, value = realnode.NODE_LABEL
+    assert all(pod["nodeSelector"] == {key: value} for pod in _pods(out))
+    assert doc == yaml.safe_load(CARTPOLE.read_text()), "the input is left as it was"
+    assert validate(out) == [] and load_job(out).name == "cartpole-dqn"
+
+
+def test_on_a_given_cluster_the_local_node_placement_is_dropped_and_the_image_kept_unless_given() -> None:
+    doc = yaml.safe_load(CARTPOLE.read_text())
+    out = prepare_job(doc, None, local_node=False)
+    for pod in _pods(out):
+        assert "nodeSelector" not in pod and "tolerations" not in pod, pod
+        assert [c["image"] for c in pod["containers"]] == ["dihera/di-engine:0.5.3"]
+    mine = prepare_job(doc, "registry.example/di-engine:0.5.3", local_node=False)
+    assert {c["image"] for pod in _pods(mine) for c in pod["containers"]} == {"registry.example/di-engine:0.5.3"}
+    assert {c["imagePullPolicy"] for pod in _pods(mine) for c in pod["containers"]} == {"IfNotPresent"}
+
+
+def test_the_demo_shows_the_examples_progress_lines_and_leaves_out_di_engines_own() -> None:
+    lines = [
+        "[pod/cartpole-dqn-1/di-container] dihera-eval return=57.3 iter=120\n",
+        "[pod/cartpole-dqn-1/di-container] [2026-11-22 23:40:01] INFO evaluator: episode 3 done\n",
+        "dihera-stop-value-reached return=196.0 iter=900\n",
+        "dihera-evaluation is not a line of the contract\n",
+    ]
+    assert list(shown(lines)) == [lines[0].rstrip(), lines[2].rstrip()]
+    assert SHOWN.match("dihera-connected role=learner node=0 peers=3")
