@@ -86,3 +86,28 @@ def test_no_wildcard_anywhere(values: Manifest) -> None:
         for rule in role["rules"]:
             for field, items in rule.items():
                 assert "*" not in items, f"{role['kind']} {role['metadata']['name']}: wildcard in {field}"
+
+
+def test_argo_executor_role_is_exactly_task_results_and_bound_in_each_watched_namespace() -> None:
+    objs = render(
+        {"watchNamespaces": ["team-a", "team-b"], "executor": {"rbac": True, "serviceAccounts": ["default", "rl"]}}
+    )
+    assert granted(one(objs, "ClusterRole", "dihera-executor")) == grants(
+        "argoproj.io", ["workflowtaskresults"], ["create", "patch"]
+    )
+    for ns in ("team-a", "team-b"):
+        binding = one(objs, "RoleBinding", "dihera-executor", ns)
+        assert binding["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "dihera-executor",
+        }
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": sa, "namespace": ns} for sa in ("default", "rl")
+        ]
+    wide = render()
+    assert granted(one(wide, "ClusterRole", "dihera-executor"))
+    assert not [o for o in by_kind(wide, "RoleBinding") if o["metadata"]["name"] == "dihera-executor"]
+    assert not [
+        o for o in render({"executor": {"rbac": False, "serviceAccounts": []}}) if "executor" in o["metadata"]["name"]
+    ]

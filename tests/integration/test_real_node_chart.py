@@ -7,11 +7,13 @@ sensitive check that a job's first condition is Pending failed (the first status
 
 The release is installed like test_chart_install's (own name and namespace, CRDs taken over and restored
 afterwards) with charts/dihera/ci/realnode-values.yaml: the local image, never pulled, and the real
-node's selector and toleration.
+node's selector and toleration. It watches one namespace of its own, where the chart's executor
+RoleBinding is all Argo's init and wait containers get (the job's pods run as `default`).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -43,20 +45,31 @@ ON_REAL_NODE = {
     "nodeSelector": dict([realnode.NODE_LABEL]),
     "tolerations": [{**realnode.NODE_TAINT, "operator": "Equal"}],
 }
-# What Argo's wait container does with the pod's service account (Argo's "Workflow RBAC").
-EXECUTOR_RULES = [
-    {"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"], "verbs": ["create", "patch"]},
-]
 
 
 @pytest.fixture(scope="module")
-def real_release(kubeconfig: Path, cluster: client.ApiClient, poll: Poll) -> Iterator[Release]:
+def jobs_namespace(cluster: client.ApiClient, poll: Poll) -> Iterator[str]:
+    """The one namespace the release watches, with its default service account."""
+    core = client.CoreV1Api(cluster)
+    name = f"dihera-test-real-{uuid.uuid4().hex[:6]}"
+    core.create_namespace({"metadata": {"name": name, "labels": {"dihera.io/test": "true"}}})
+    try:
+        poll(lambda: core.list_namespaced_service_account(name, field_selector="metadata.name=default").items, 30,
+             f"the default service account of {name}")  # fmt: skip
+        yield name
+    finally:
+        core.delete_namespace(name)
+
+
+@pytest.fixture(scope="module")
+def real_release(kubeconfig: Path, cluster: client.ApiClient, jobs_namespace: str, poll: Poll) -> Iterator[Release]:
     rel = Release.new("dihera-real", kubeconfig)
     before = {name: read_crd(cluster, name) for name in (DIJOB_CRD, *KOPF_CRDS)}
     tag = package_version(Settings.from_environ())
     try:
         rel.must(
             "install", rel.name, str(CHART), "-f", str(VALUES), "--set", f"image.tag={tag}",
+            "--set", f"watchNamespaces={{{jobs_namespace}}}",
             "--create-namespace", "--take-ownership", "--wait", "--timeout", TIMEOUT,
         )  # fmt: skip
         yield rel
@@ -89,28 +102,14 @@ def test_controller_and_server_run_on_the_real_node(real_release: Release, clust
         assert pod.spec.security_context.run_as_non_root is True
 
 
-def executor_account(cluster: client.ApiClient, namespace: str) -> str:
-    name = "dijob-executor"
-    client.CoreV1Api(cluster).create_namespaced_service_account(namespace, {"metadata": {"name": name}})
-    rbac = client.RbacAuthorizationV1Api(cluster)
-    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": EXECUTOR_RULES})
-    binding = {
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
-    }
-    rbac.create_namespaced_role_binding(namespace, binding)
-    return name
-
-
-def real_job(name: str, account: str) -> dict[str, Any]:
+def real_job(name: str) -> dict[str, Any]:
     container = {
         "name": "di-container",
         "image": PYTHON_IMAGE,
         "imagePullPolicy": "Never",
         "command": ["python3", "-c", "import os; print(os.environ['DI_FQDN'], os.environ['DI_RANK'])"],
     }
-    template = {"spec": {"containers": [container], "serviceAccountName": account, **ON_REAL_NODE}}
+    template = {"spec": {"containers": [container], **ON_REAL_NODE}}
     return {
         "apiVersion": f"{GROUP}/{VERSION}",
         "kind": "DIJob",
@@ -123,11 +122,11 @@ def real_job(name: str, account: str) -> dict[str, Any]:
 
 
 def test_dijob_runs_through_the_chart_on_the_real_node(
-    real_release: Release, cluster: client.ApiClient, namespace: str, poll: Poll
+    real_release: Release, cluster: client.ApiClient, jobs_namespace: str, poll: Poll
 ) -> None:
-    account = executor_account(cluster, namespace)
+    namespace = jobs_namespace
     objects = client.CustomObjectsApi(cluster)
-    objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, real_job("real", account))
+    objects.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, real_job("real"))
     jobs = JobStore(cluster)
 
     def succeeded() -> dict[str, Any] | None:
