@@ -22,8 +22,9 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed ## create .venv with dihera and its dev tools
 
-tools: ## build the control-plane programs from the Go module proxy (cached in $DIHERA_CACHE)
+tools: ## build the control-plane programs from the Go module proxy (cached in $DIHERA_CACHE), the real node's too
 	bash ci/build-tools.sh
+	@if [ "$${DIHERA_REAL_NODE:-1}" != 0 ]; then bash ci/build-tools.sh kubelet coredns netns-forward pause argoexec; fi
 
 generate: setup ## regenerate files derived from schemas/ and examples
 	$(PYTHON) -m dihera.schema.generate

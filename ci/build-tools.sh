@@ -175,7 +175,9 @@ build_argo() { # build_argo VERSION PROGRAM (workflow-controller: the loopback m
     workflow-controller) pkg=./workflowcontroller ;;
     *) pkg="$module/cmd/$2" ;;
   esac
-  go_build "$dir" "$bin/argo-$v/$2" "$pkg" "$v loopback-$main_sum" "-X $module.version=$v"
+  # Static like argoexec (CGO off): the two then share every compiled dependency in the Go build cache
+  # (a cold build of both takes ~4 minutes less on 2 cores).
+  CGO_ENABLED=0 go_build "$dir" "$bin/argo-$v/$2" "$pkg" "$v loopback-$main_sum static" "-X $module.version=$v"
   # Argo's CRDs ship in its module; copy them next to the binaries.
   if [[ $2 == workflow-controller && ! -d "$bin/argo-$v/crds" ]]; then
     mkdir -p "$bin/argo-$v/crds.tmp"
