@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from typing import Any
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_TIMED_OUT", "PROGRESS_EVERY", "add_peer_wait_flags", "register"]
@@ -55,7 +56,9 @@ def _cmd_wait_peers(args: argparse.Namespace) -> int:
                 flush=True,
             )
 
-    outcome = wait_for_names(peers, resolve_with_dns, args.timeout, args.interval, on_round=progress)
+    outcome = wait_for_names(
+        peers, resolve_with_dns, args.timeout, args.interval, clock=time.monotonic, sleep=time.sleep, on_round=progress
+    )
     if outcome.ok:
         print(f"{prefix} rank {rank}: its own and every lower rank's name resolve ({outcome.waited:.1f} s)")
         return 0
