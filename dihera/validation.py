@@ -107,29 +107,34 @@ def _identity_problems(manifest: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
-def _platform_problems(manifest: Mapping[str, Any], tasks: Any) -> list[Problem]:
-    """What dihera adds itself: the peer wait's annotation must parse, its container name is taken."""
-    problems = []
+def _peer_wait_problems(manifest: Mapping[str, Any]) -> list[Problem]:
+    """The job's bound of the peer wait (docs/rendering.md) must be whole seconds."""
     annotations = (manifest.get("metadata") or {}).get("annotations") or {}
-    if isinstance(annotations, Mapping) and ANNOTATION_PEER_WAIT_TIMEOUT in annotations:
-        value = annotations[ANNOTATION_PEER_WAIT_TIMEOUT]
-        try:
-            parse_timeout(value if isinstance(value, str) else repr(value))
-        except ValueError as err:
-            problems.append(Problem(f"metadata.annotations.{ANNOTATION_PEER_WAIT_TIMEOUT}", str(err)))
+    if not isinstance(annotations, Mapping) or ANNOTATION_PEER_WAIT_TIMEOUT not in annotations:
+        return []
+    try:
+        parse_timeout(str(annotations[ANNOTATION_PEER_WAIT_TIMEOUT]))
+    except ValueError as err:
+        return [Problem(f"metadata.annotations.{ANNOTATION_PEER_WAIT_TIMEOUT}", str(err))]
+    return []
+
+
+def _reserved_name_problems(tasks: Any) -> list[Problem]:
+    """No user container or init container may take the name of dihera's own init container."""
+    problems = []
     for i, task in enumerate(tasks if isinstance(tasks, list) else []):
         spec = ((task.get("template") or {}).get("spec") or {}) if isinstance(task, Mapping) else {}
         for field in ("initContainers", "containers"):
             items = spec.get(field) if isinstance(spec, Mapping) else None
-            for j, c in enumerate(items if isinstance(items, list) else []):
-                if isinstance(c, Mapping) and c.get("name") == PEER_WAIT_CONTAINER:
-                    problems.append(
-                        Problem(
-                            f"spec.tasks[{i}].template.spec.{field}[{j}].name",
-                            f"{PEER_WAIT_CONTAINER!r} is the name of the init container dihera adds to every "
-                            "replica (docs/rendering.md); choose another name",
-                        )
-                    )
+            problems += [
+                Problem(
+                    f"spec.tasks[{i}].template.spec.{field}[{j}].name",
+                    f"{PEER_WAIT_CONTAINER!r} is the name of the init container dihera adds to every replica "
+                    "(docs/rendering.md); choose another name",
+                )
+                for j, c in enumerate(items if isinstance(items, list) else [])
+                if isinstance(c, Mapping) and c.get("name") == PEER_WAIT_CONTAINER
+            ]
     return problems
 
 
@@ -201,7 +206,7 @@ def validate(manifest: Any) -> list[Problem]:
         return problems
     problems += _rule_problems(str((defaulted.get("metadata") or {}).get("name") or ""), spec)
     problems += provider_problems(spec.get("tasks") or [])
-    problems += _platform_problems(manifest, spec.get("tasks"))
+    problems += _peer_wait_problems(manifest) + _reserved_name_problems(spec.get("tasks"))
     for i, task in enumerate(spec.get("tasks") or []):
         if isinstance(task, Mapping) and "template" in task:
             problems += check_pod_template(task["template"], f"spec.tasks[{i}].template")
