@@ -4,10 +4,12 @@
 
 The replica is rank 1 of a rendered two-replica DIJob (its ConfigMap and headless Service created as
 the controller would); rank 0 runs already (`sleep`, on the real node). Then rank 1's pod is created
-`--runs` times with the `dihera-wait-peers` init container exactly as rendered (the project's image,
-built here) and `--runs` times without it, alternately; each time: from the create call to the watch
-event showing its main container running, then the pod is deleted. Prints p50 / min / max of both
-and the difference of the medians, and what the wait container said (its own measured wait).
+`--runs` times in each variant, in turn: with the `dihera-wait-peers` init container exactly as
+rendered (the project's image, built here), the same without its CPU limit, the same container
+running `true` instead (what any init container costs: the kubelet's cycle), and without any; each
+time from the create call to the watch event showing its main container running, then the pod is
+deleted. Prints p50 / min / max per variant, each one's cost over "without" (difference of the
+medians), and what the wait container said (its own measured wait).
 
 Needs $KUBECONFIG or .devcluster/kubeconfig and a cluster with the real node (make cluster-up).
 Works in a namespace ``dihera-test-peerbench-*``, deleted at the end.
@@ -119,14 +121,23 @@ def main() -> None:
         core.create_namespaced_service(ns, rendered.service)
         create_to_main(core, ns, replica_pod("rank0", "a", []))  # the peer, up for the whole run
         wait = wait_container(rendered, 1)
-        variants = {"with the wait": [wait], "without": []}
+        uncapped = {
+            **wait,
+            "resources": {**wait["resources"], "limits": {"memory": wait["resources"]["limits"]["memory"]}},
+        }
+        variants = {  # where the cost comes from: the kubelet's init container cycle, or the process in it
+            "with the wait": [wait],
+            "with the wait, no CPU limit": [uncapped],
+            "with an init container running `true` (same image)": [{**wait, "command": ["true"]}],
+            "without": [],
+        }
         times: dict[str, list[float]] = {label: [] for label in variants}
         said: list[str] = []
         for i in range(args.runs + 1):  # the first round warms up (page cache, DNS cache) and is not counted
             for label, init in variants.items():
-                name = f"rank1-{'wait' if init else 'plain'}-{i}"
+                name = f"rank1-{list(variants).index(label)}-{i}"
                 took = create_to_main(core, ns, replica_pod(name, "b", init))
-                if init:
+                if init and init[0]["command"][0] == "dihera":
                     said.append(core.read_namespaced_pod_log(name, ns, container=PEER_WAIT_CONTAINER).strip())
                 if i:
                     times[label].append(took)
@@ -134,8 +145,10 @@ def main() -> None:
         print(f"rank 1 of a 2-replica job, rank 0 up; pod create -> main container running, {args.runs} runs each:")
         for label, values in times.items():
             print("  " + summary(label, values))
-        cost = statistics.median(times["with the wait"]) - statistics.median(times["without"])
-        print(f"  the peer wait's cost (difference of the medians): {cost:+.2f}s")
+        base = statistics.median(times["without"])
+        for label, values in times.items():
+            if label != "without":
+                print(f"  cost of '{label}' (difference of the medians): {statistics.median(values) - base:+.2f}s")
         print(f"  the wait container said (last run): {said[-1]}")
     finally:
         core.delete_namespace(ns)
