@@ -141,7 +141,10 @@ def test_a_replica_waits_for_a_lower_ranks_name_then_starts_its_main(
     last = log.strip().splitlines()[-1]
     assert last.startswith("dihera wait-peers: rank 1: its own and every lower rank's name resolve ("), log
     assert float(last.rsplit("(", 1)[1].split(" s)")[0]) >= HOLD  # it waited the whole hold, then passed
-    print(f"\n[peer-wait] rank 1 waited {last.rsplit('(', 1)[1].rstrip(')')} for rank 0's name, then started its main")
+    own = core.read_namespaced_pod_log(pods[0].metadata.name, namespace, container=PEER_WAIT_CONTAINER)
+    assert own.strip().splitlines()[-1].startswith("dihera wait-peers: rank 0: its own and every lower rank's"), own
+    print(f"\n[peer-wait] rank 0 (its own name only): {own.strip().splitlines()[-1]}")
+    print(f"[peer-wait] rank 1 waited {last.rsplit('(', 1)[1].rstrip(')')} for rank 0's name, then started its main")
 
 
 def _both_done(core: client.CoreV1Api, namespace: str) -> list[client.V1Pod] | None:
