@@ -87,6 +87,7 @@ bench: setup ## benchmarks (print figures): CLI start-up, rendering, then the co
 	$(PYTHON) bench/bench_controller.py
 	$(PYTHON) bench/bench_server.py
 	$(PYTHON) bench/bench_realnode.py
+	$(PYTHON) bench/bench_peer_wait.py
 
 clean: ## remove caches in the checkout (not the Go build cache)
 	rm -rf .pytest_cache .mypy_cache .ruff_cache build dist

@@ -1,4 +1,5 @@
-"""CLI start-up benchmark: wall time of `dihera validate` and `dihera render` of a small job.
+"""CLI start-up benchmark: wall time of `dihera validate` and `dihera render` of a small job, `dihera crd`,
+and `dihera wait-peers` whose names resolve (every replica's init container: its whole run when peers are up).
 
     python bench/bench_cli.py [--runs N] [--file FILE]
 
@@ -18,7 +19,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMANDS: dict[str, list[str]] = {"validate": ["validate", "-q"], "render": ["render"], "crd": ["crd"]}
+COMMANDS: dict[str, list[str]] = {"validate": ["validate", "-q"], "render": ["render"], "crd": ["crd"],
+                                  "wait-peers": ["wait-peers", "--rank", "0", "--nodes", "localhost"]}
+#: Commands that read the job file.
+WITH_FILE = ("validate", "render")
 
 
 def wall(args: list[str]) -> float:
@@ -49,7 +53,7 @@ def main() -> None:
     print(f"dihera CLI wall time, median of {args.runs} runs ({args.file}; load {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores)")
     for name, argv in COMMANDS.items():
-        full = argv + ([args.file] if name != "crd" else [])
+        full = argv + ([args.file] if name in WITH_FILE else [])
         wall(full)  # warm the bytecode cache
         times = [wall(full) for _ in range(args.runs)]
         print(f"  dihera {name:<9} median {statistics.median(times):.3f} s  "

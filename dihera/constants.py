@@ -12,11 +12,14 @@ __all__ = [
     "ANNOTATION_GENERATION",
     "ANNOTATION_IDEMPOTENCY",
     "ANNOTATION_NODE_NAME",
+    "ANNOTATION_PEER_WAIT_TIMEOUT",
     "ANNOTATION_RANK",
     "ANNOTATION_REPLICAS",
     "ANNOTATION_TASK_RANK",
     "ANNOTATION_WORKFLOW_DESCRIPTION",
     "ANNOTATION_WORKFLOW_TITLE",
+    "DEFAULT_IMAGE",
+    "DEFAULT_PEER_WAIT_TIMEOUT",
     "EVENT_NORMAL",
     "EVENT_WARNING",
     "FAILED_NODE_PHASES",
@@ -28,6 +31,7 @@ __all__ = [
     "LABEL_TASK_NAME",
     "LABEL_TASK_TYPE",
     "MANAGED_BY",
+    "PEER_WAIT_CONTAINER",
     "TERMINAL_PHASES",
     "TERMINAL_POD_PHASES",
     "VACANT_RANK_ADDRESS",
@@ -113,3 +117,16 @@ FIELD_MANAGER_SERVER = "dihera-server"
 #: the mesh port (ding listens on the pod's FQDN), so 127.0.0.1 refuses (measured:
 #: bench/probe_vacant_rank_dial.py).
 VACANT_RANK_ADDRESS = "127.0.0.1"
+
+# -- peers before main: the init container every replica gets (docs/rendering.md) ------------------
+#: The init container rendered first into every replica's pod: ``dihera wait-peers`` holds the
+#: replica's containers until its own and every lower rank's FQDN resolve.
+PEER_WAIT_CONTAINER = "dihera-wait-peers"
+#: On a DIJob: how long (whole seconds) each replica waits for those names; ``"0"`` renders no wait.
+ANNOTATION_PEER_WAIT_TIMEOUT = "diengine/peer-wait-timeout"
+#: The platform's default bound of that wait (``RenderSettings.peer_wait_timeout``).
+DEFAULT_PEER_WAIT_TIMEOUT = 300
+#: The project's image, as the chart names it by default (``image.repository:appVersion``): what runs
+#: ``dihera wait-peers`` when nobody says otherwise (``dihera render``, in-process controllers). The
+#: chart gives the controller its own image instead (``DIHERA_PEER_WAIT_IMAGE``).
+DEFAULT_IMAGE = "dihera:0.1.0"

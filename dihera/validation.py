@@ -18,8 +18,10 @@ from typing import Any
 
 import jsonschema
 
+from dihera.constants import ANNOTATION_PEER_WAIT_TIMEOUT, PEER_WAIT_CONTAINER
 from dihera.errors import InvalidJobError, Problem, format_value
 from dihera.model import CleanPodPolicy, DIJob, Priority, Task, TaskType
+from dihera.peers import parse_timeout
 from dihera.podtemplate import check_pod_template, check_volume
 from dihera.render.providers import parse_env_provider, provider_problems
 from dihera.schema import API_VERSION, KIND, dijob_schema
@@ -105,6 +107,37 @@ def _identity_problems(manifest: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
+def _peer_wait_problems(manifest: Mapping[str, Any]) -> list[Problem]:
+    """The job's bound of the peer wait (docs/rendering.md) must be whole seconds."""
+    annotations = (manifest.get("metadata") or {}).get("annotations") or {}
+    if not isinstance(annotations, Mapping) or ANNOTATION_PEER_WAIT_TIMEOUT not in annotations:
+        return []
+    try:
+        parse_timeout(str(annotations[ANNOTATION_PEER_WAIT_TIMEOUT]))
+    except ValueError as err:
+        return [Problem(f"metadata.annotations.{ANNOTATION_PEER_WAIT_TIMEOUT}", str(err))]
+    return []
+
+
+def _reserved_name_problems(tasks: Any) -> list[Problem]:
+    """No user container or init container may take the name of dihera's own init container."""
+    problems = []
+    for i, task in enumerate(tasks if isinstance(tasks, list) else []):
+        spec = ((task.get("template") or {}).get("spec") or {}) if isinstance(task, Mapping) else {}
+        for field in ("initContainers", "containers"):
+            items = spec.get(field) if isinstance(spec, Mapping) else None
+            problems += [
+                Problem(
+                    f"spec.tasks[{i}].template.spec.{field}[{j}].name",
+                    f"{PEER_WAIT_CONTAINER!r} is the name of the init container dihera adds to every replica "
+                    "(docs/rendering.md); choose another name",
+                )
+                for j, c in enumerate(items if isinstance(items, list) else [])
+                if isinstance(c, Mapping) and c.get("name") == PEER_WAIT_CONTAINER
+            ]
+    return problems
+
+
 def _rule_problems(name: str, spec: Mapping[str, Any]) -> list[Problem]:
     """The cross-field rules (also CEL rules of the CRD), on a spec with defaults applied."""
     problems = []
@@ -173,6 +206,7 @@ def validate(manifest: Any) -> list[Problem]:
         return problems
     problems += _rule_problems(str((defaulted.get("metadata") or {}).get("name") or ""), spec)
     problems += provider_problems(spec.get("tasks") or [])
+    problems += _peer_wait_problems(manifest) + _reserved_name_problems(spec.get("tasks"))
     for i, task in enumerate(spec.get("tasks") or []):
         if isinstance(task, Mapping) and "template" in task:
             problems += check_pod_template(task["template"], f"spec.tasks[{i}].template")

@@ -7,6 +7,7 @@
     dihera submit FILE          create the companion objects, then the DIJobs; optionally wait
     dihera scale | status       change or show a running job's replicas
     dihera controller | server  the operator (needs ``pip install 'dihera[operator]'``)
+    dihera wait-peers           every replica's init container: wait until its peers' FQDNs resolve
 
 A new command group is a module with ``register(subparsers)`` named in :data:`COMMAND_MODULES`.
 Building the parser imports no heavy library, so ``dihera validate`` loads neither Hera nor the
@@ -31,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "dihera.cli.scale",
     "dihera.cli.controller",
     "dihera.cli.server",
+    "dihera.cli.peers",
 )
 #: Top-level modules of the ``operator`` extra; a command missing one says how to install it.
 OPERATOR_MODULES = frozenset({"kopf", "fastapi", "uvicorn", "prometheus_client", "httpx", "starlette"})

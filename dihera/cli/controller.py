@@ -16,23 +16,29 @@ __all__ = ["register", "settings_from_args"]
 def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> ControllerSettings:
     """The one settings object: flags first, then the chart's ``DIHERA_*`` variables, then defaults.
 
-    Read at the entry point only: ``DIHERA_SERVER_URL``, ``DIHERA_CLUSTER_DOMAIN``,
+    Read at the entry point only: ``DIHERA_SERVER_URL``, ``DIHERA_CLUSTER_DOMAIN``, ``DIHERA_PEER_WAIT_IMAGE``,
+    ``DIHERA_PEER_WAIT_IMAGE_PULL_POLICY``, ``DIHERA_PEER_WAIT_TIMEOUT`` (the replicas' peer wait),
     ``DIHERA_WATCH_NAMESPACES`` (comma-separated; empty: all), ``DIHERA_PEERING_NAME`` (empty:
     standalone), ``DIHERA_CONTROLLER_METRICS_PORT``, ``DIHERA_CONTROLLER_HEALTH_PORT``, ``DIHERA_BIND_ADDRESS``,
     ``DIHERA_POD_NAME`` (the replica's peering identity).
     """
     from dihera.controller.settings import ControllerSettings
+    from dihera.peers import parse_timeout
     from dihera.render.settings import RenderSettings
 
     def env(name: str) -> str | None:
         return environ.get(name) or None
 
-    server_url = args.server_url or env("DIHERA_SERVER_URL")
-    domain = args.cluster_domain or env("DIHERA_CLUSTER_DOMAIN")
-    render = RenderSettings(
-        **({"server_url": server_url} if server_url else {}),
-        **({"cluster_domain": domain} if domain else {}),
-    )
+    given: dict[str, Any] = {
+        "server_url": args.server_url or env("DIHERA_SERVER_URL"),
+        "cluster_domain": args.cluster_domain or env("DIHERA_CLUSTER_DOMAIN"),
+        "peer_wait_image": args.peer_wait_image or env("DIHERA_PEER_WAIT_IMAGE"),
+        "peer_wait_image_pull_policy": env("DIHERA_PEER_WAIT_IMAGE_PULL_POLICY"),
+    }
+    timeout = args.peer_wait_timeout if args.peer_wait_timeout is not None else env("DIHERA_PEER_WAIT_TIMEOUT")
+    if timeout is not None:
+        given["peer_wait_timeout"] = parse_timeout(str(timeout))
+    render = RenderSettings(**{k: v for k, v in given.items() if v is not None})
     namespaces = tuple(args.namespace or ())
     all_namespaces = bool(args.all_namespaces)
     if not namespaces and not all_namespaces:
@@ -72,6 +78,8 @@ def _cmd_controller(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add ``controller`` to the ``dihera`` command."""
+    from dihera.cli.peers import add_peer_wait_flags
+
     p = sub.add_parser("controller", help="run the DIJob status-sync controller (kopf)")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
     p.add_argument("--context", help="kubeconfig context")
@@ -85,6 +93,7 @@ def register(sub: Any) -> None:
     where.add_argument("-A", "--all-namespaces", action="store_true", help="watch DIJobs in every namespace")
     p.add_argument("--server-url", help="di-server URL given to pods as DI_SERVER_URL")
     p.add_argument("--cluster-domain", help="cluster DNS domain (default cluster.local)")
+    add_peer_wait_flags(p)
     p.add_argument("--peering", help="kopf peering name shared by the replicas (default dihera)")
     p.add_argument("--standalone", action="store_true", help="no peering (single instance, tests)")
     p.add_argument("--priority", type=int, help="peering priority; the highest acts (default: random)")

@@ -89,11 +89,14 @@ def _cmd_render(args: argparse.Namespace) -> int:
     from dihera.render import RenderSettings, render
     from dihera.validation import load_job
 
-    settings = RenderSettings(
-        **({"server_url": args.server_url} if args.server_url else {}),
-        **({"cluster_domain": args.cluster_domain} if args.cluster_domain else {}),
-    )
+    given = {
+        "server_url": args.server_url,
+        "cluster_domain": args.cluster_domain,
+        "peer_wait_image": args.peer_wait_image,
+        "peer_wait_timeout": args.peer_wait_timeout,
+    }
     try:
+        settings = RenderSettings(**{k: v for k, v in given.items() if v not in (None, "")})
         manifests = read_manifests(args.file)
         many = len(manifests.jobs) + len(manifests.others) > 1
         objects: list[dict[str, Any]] = [d.body for d in manifests.others]
@@ -118,6 +121,8 @@ def _cmd_crd(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add ``validate``, ``render`` and ``crd`` to the ``dihera`` command."""
+    from dihera.cli.peers import add_peer_wait_flags
+
     p = sub.add_parser("validate", help="check DIJob files (and their companion objects); one line per problem")
     p.add_argument("files", nargs="+", metavar="FILE", help="YAML files ('-' for stdin)")
     p.add_argument("-q", "--quiet", action="store_true", help="print only problems")
@@ -127,6 +132,7 @@ def register(sub: Any) -> None:
     p.add_argument("-n", "--namespace", help="namespace of the DIJobs (overrides metadata.namespace)")
     p.add_argument("--server-url", help="the di-server URL given to pods as DI_SERVER_URL")
     p.add_argument("--cluster-domain", help="cluster DNS domain (default cluster.local)")
+    add_peer_wait_flags(p)
     p.set_defaults(func=_cmd_render)
     p = sub.add_parser("crd", help="print the DIJob CustomResourceDefinition")
     p.set_defaults(func=_cmd_crd)

@@ -37,6 +37,7 @@ from dihera.naming import dag_task_name, hostname, membership_configmap_name, se
 from dihera.podtemplate import normalize_pod_spec
 from dihera.render.env import INDEX, RANK, di_env
 from dihera.render.objects import owner_references
+from dihera.render.peer_wait import peer_wait_container
 from dihera.render.providers import provider_ports
 from dihera.render.settings import RenderSettings
 from dihera.render.strict import strict, strict_list
@@ -59,8 +60,8 @@ _TEMPLATE_FIELDS: Mapping[str, tuple[str, type[pydantic.BaseModel] | None]] = {
     "priorityClassName": ("priority_class_name", None),
     "schedulerName": ("scheduler_name", None),
 }
-#: Handled on their own: containers (containerSet) and init containers (both get the DI_* env), volumes
-#: (merged), restartPolicy (Argo's: Never).
+#: Handled on their own: containers (containerSet) and init containers (both get the DI_* env; dihera's
+#: peer wait goes first), volumes (merged), restartPolicy (Argo's: Never).
 _OWN_FIELDS = frozenset({"containers", "initContainers", "volumes", "restartPolicy"})
 
 _POD_GC: Mapping[CleanPodPolicy, str | None] = {
@@ -133,15 +134,7 @@ def _task_template(job: DIJob, task: Task, replicas: int, settings: RenderSettin
                 "spec.containers",
             )
         ),
-        init_containers=(
-            strict_list(
-                m.UserContainer,
-                [_container(c, env, settings.membership_dir) for c in spec["initContainers"]],
-                "spec.initContainers",
-            )
-            if "initContainers" in spec  # the same DI_* env: an init container may wait for its peers (DI_NODES)
-            else None
-        ),
+        init_containers=_init_containers(job, spec, env, settings),
         volumes=strict_list(m.Volume, volumes, "spec.volumes"),
         pod_spec_patch=json.dumps(patch, sort_keys=True, separators=(",", ":")),
         retry_strategy=(
@@ -151,6 +144,19 @@ def _task_template(job: DIJob, task: Task, replicas: int, settings: RenderSettin
         ),
         **_template_fields(spec),
     )
+
+
+def _init_containers(
+    job: DIJob, spec: Mapping[str, Any], env: list[dict[str, Any]], settings: RenderSettings
+) -> list[m.UserContainer] | None:
+    """dihera's peer wait first (docs/rendering.md), then the user's, which get the same DI_* env as containers."""
+    user = strict_list(
+        m.UserContainer,
+        [_container(c, env, settings.membership_dir) for c in spec.get("initContainers", [])],
+        "spec.initContainers",
+    )
+    wait = peer_wait_container(job, settings)
+    return [*([wait] if wait else []), *user] or None
 
 
 def _template_fields(spec: Mapping[str, Any]) -> dict[str, Any]:

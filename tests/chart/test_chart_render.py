@@ -172,6 +172,17 @@ def test_service_monitors_only_when_enabled() -> None:
         assert [p["name"] for s in services for p in s["spec"]["ports"]] == [port]
 
 
+def test_the_controller_gives_dijob_replicas_the_charts_own_image_for_their_peer_wait() -> None:
+    data = one(render(), "ConfigMap", "dihera-settings")["data"]
+    image = (data["DIHERA_PEER_WAIT_IMAGE"], data["DIHERA_PEER_WAIT_IMAGE_PULL_POLICY"])
+    assert image == ("dihera:0.1.0", "IfNotPresent")
+    assert data["DIHERA_PEER_WAIT_TIMEOUT"] == "300"
+    values = {"image": {"repository": "reg/dihera", "tag": "7", "pullPolicy": "Never"}, "peerWaitTimeout": 0}
+    custom = one(render(values), "ConfigMap", "dihera-settings")["data"]
+    assert (custom["DIHERA_PEER_WAIT_IMAGE"], custom["DIHERA_PEER_WAIT_IMAGE_PULL_POLICY"]) == ("reg/dihera:7", "Never")
+    assert custom["DIHERA_PEER_WAIT_TIMEOUT"] == "0"
+
+
 def test_long_release_names_are_truncated_to_63() -> None:
     objs = render({"fullnameOverride": "x" * 63})
     for obj in objs:

@@ -24,6 +24,7 @@ from kubernetes import client
 from ci.devcluster import realnode
 from ci.devcluster.images import PYTHON_IMAGE, package_version
 from ci.devcluster.settings import Settings
+from dihera.constants import PEER_WAIT_CONTAINER
 from dihera.kube.jobs import JobStore
 from dihera.schema import GROUP, PLURAL, VERSION
 from tests.chart.helm import CHART
@@ -147,7 +148,9 @@ def check_job(cluster: client.ApiClient, namespace: str, status: dict[str, Any])
     assert pods, "the job's pods are gone"
     for pod in pods:
         assert pod.spec.node_name == realnode.NODE_NAME
-        assert [c.name for c in pod.spec.init_containers] == ["init"]  # Argo's executor, for real
+        # Argo's executor, then dihera's peer wait from the chart's own image (DIHERA_PEER_WAIT_IMAGE), for real
+        assert [c.name for c in pod.spec.init_containers] == ["init", PEER_WAIT_CONTAINER]
+        assert pod.spec.init_containers[1].image.startswith("dihera.local/dihera:"), pod.spec.init_containers[1]
         assert "wait" in [c.name for c in pod.spec.containers]
         assert pod.status.phase == "Succeeded"
         log = client.CoreV1Api(cluster).read_namespaced_pod_log(pod.metadata.name, namespace, container="di-container")

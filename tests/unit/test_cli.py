@@ -171,6 +171,8 @@ HEAVY = ("fastapi", "kopf", "uvicorn", "kubernetes", "starlette", "httpx", "prom
         pytest.param(["validate", "-q", "workflows/atari-dqn.yaml"], (*HEAVY, "hera", "pydantic"), id="validate"),
         pytest.param(["render", "workflows/atari-dqn.yaml"], HEAVY, id="render"),
         pytest.param(["crd"], (*HEAVY, "hera", "pydantic"), id="crd"),
+        pytest.param(["wait-peers", "--rank", "0", "--nodes", "localhost"], (*HEAVY, "hera", "pydantic"),
+                     id="wait-peers"),
     ],
 )
 def test_commands_import_only_what_they_need(argv: list[str], forbidden: tuple[str, ...]) -> None:

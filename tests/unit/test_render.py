@@ -105,7 +105,8 @@ def test_init_containers_get_the_env_and_the_membership_mount() -> None:
         "containers": [container("main")]}}})
     rendered = render(load_job(manifest))
     t = replica_template(rendered, "worker-1")
-    (init,) = t["initContainers"]
+    wait, init = t["initContainers"]  # dihera's peer wait first (tests/unit/test_render_peer_wait.py)
+    assert wait["name"] == "dihera-wait-peers"
     main_env = t["containerSet"]["containers"][0]["env"]
     assert init["env"][: len(main_env)] == main_env  # the same DI_* variables, in the same order, first
     assert init["env"][len(main_env):] == [{"name": "Y", "value": "1"}]  # the user's DI_RANK cannot shadow it
@@ -134,7 +135,7 @@ def test_pod_template_is_kept_whole() -> None:
     assert {"name": "MY_ADDRESS", "value": "$(DI_FQDN):22270"} in learner["env"]
     assert {"name": "work", "mountPath": "/work"} in learner["volumeMounts"]
     assert containers[1]["ports"] == [{"containerPort": 9100, "name": "metrics"}]
-    (init,), (src_init,) = t["initContainers"], source["spec"]["initContainers"]
+    (_, init), (src_init,) = t["initContainers"], source["spec"]["initContainers"]  # after dihera's peer wait
     assert {k: init[k] for k in src_init if k != "volumeMounts"} == {k: v for k, v in src_init.items()
                                                                      if k != "volumeMounts"}
     assert init["volumeMounts"][0] == src_init["volumeMounts"][0]  # kept, the membership mount added after
