@@ -55,6 +55,7 @@ def _validator() -> Any:
     spec = _strict(schema["properties"]["spec"])
     spec["title"] = "the DIJob spec"
     spec["properties"]["tasks"]["items"]["title"] = "a DIJob task"
+    spec["properties"]["successPolicy"]["title"] = "the DIJob successPolicy"
     cls = jsonschema.validators.validator_for(schema)
     return cls(schema)
 
