@@ -263,8 +263,6 @@ class Reconciler:
         meta = body["metadata"]
         namespace, name = meta["namespace"], meta["name"]
         phase = update.status["phase"]
-        if job is not None:
-            self._cleanup_now(job, phase, workflow, pods, extra)
         if update.changed:
             self._jobs.patch_status(namespace, name, status_patch(body, update.status))
             self._metrics.wrote("patch", "DIJob/status")
@@ -279,6 +277,11 @@ class Reconciler:
                 self._refused[f"{namespace}/{name}"] = event.message
             if self._events.post(body, event.type, event.reason, event.message):
                 self._metrics.wrote("create", "Event")
+        # After the write: an ending is recorded before anything is stopped, so stopping replicas (which
+        # Argo may report as a failed Workflow) can never turn a Succeeded job into a Failed one; a
+        # cleanup that fails here is done again by the next pass (the job is finished then).
+        if job is not None:
+            self._cleanup_now(job, phase, workflow, pods, extra)
 
     def _finished(self, body: Mapping[str, Any], status: Mapping[str, Any], extra: Mapping[str, str]) -> float | None:
         """A finished job: cleanPodPolicy for pods still around, then ttlSecondsAfterFinished (idempotent).

@@ -22,6 +22,11 @@ class LifecycleCluster(Cluster):
         self.deleted: list[tuple[str, str, str | None]] = []
         self.stopped: list[str] = []
         self.pods_deleted: list[str] = []
+        self.order: list[str] = []
+
+    def patch_status(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> None:
+        super().patch_status(namespace, name, ops)
+        self.order.append(f"status {self.body['status']['phase']}")
 
     def delete(self, namespace: str, name: str, uid: str | None = None) -> bool:
         self.deleted.append((namespace, name, uid))
@@ -29,9 +34,11 @@ class LifecycleCluster(Cluster):
 
     def shutdown_workflow(self, namespace: str, name: str) -> None:
         self.stopped.append(name)
+        self.order.append("shutdown Workflow")
 
     def delete_pod(self, namespace: str, name: str) -> None:
         self.pods_deleted.append(name)
+        self.order.append("delete pod")
 
 
 def reconcile(cluster: Cluster, now: str = T1) -> float | None:
@@ -82,3 +89,12 @@ def test_past_its_deadline_the_job_fails_and_its_pods_are_stopped() -> None:
     assert cluster.statuses[-1]["phase"] == "Failed"
     assert ("DeadlineExceeded" in [r for r, _ in cluster.events]) and cluster.stopped == [NAME]
     assert sorted(cluster.pods_deleted) == sorted(f"{NAME}-{r.task}-{r.index}" for r in LIVE.replicas)
+
+
+def test_the_ending_is_written_before_any_replica_is_stopped() -> None:
+    """Stopping the Workflow makes Argo fail it; the job's Succeeded (or DeadlineExceeded) is recorded first."""
+    cluster = LifecycleCluster(activeDeadlineSeconds=30)
+    cluster.body["status"]["startTime"] = T0
+    reconcile(cluster)
+    assert cluster.order[0] == "status Failed" and cluster.order[1] == "shutdown Workflow"
+    assert set(cluster.order[2:]) == {"delete pod"}
