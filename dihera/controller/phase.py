@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dihera.constants import FAILED_NODE_PHASES, EventReason, Phase
+from dihera.constants import FAILED_NODE_PHASES, EventReason, Phase, StuckReason
 from dihera.controller.replicas import ReplicaState
 from dihera.controller.success_policy import success_reached
 from dihera.model import SuccessPolicy
@@ -79,7 +79,7 @@ def describe_failure(state: ReplicaState) -> str:
     """``replica collector-1 (rank 3, pod p) failed with exit code 3``, with what is known."""
     where = f"rank {state.rank}" + (f", pod {state.pod_name}" if state.pod_name else "")
     code = state.exit_code if state.failed else state.last_failure_code
-    oom = " (OOMKilled)" if state.problem is not None and state.problem[0] == "OOMKilled" else ""
+    oom = " (OOMKilled)" if state.problem is not None and state.problem[0] == StuckReason.OOM_KILLED else ""
     if code:
         how = f"failed with exit code {code}{oom}"
     elif state.node_message:

@@ -132,9 +132,17 @@ def _describe_stuck(entry: Mapping[str, str]) -> str:
     return f"replica {entry['replica']}{pod} is {entry['reason']}: {entry['message']}"
 
 
+def _deadline(seconds: int | None, start: str, now: str) -> tuple[float | None, int | None]:
+    """``(seconds left, None)`` before ``activeDeadlineSeconds``, ``(None, seconds)`` once past it."""
+    left = seconds_left(start, seconds, now)
+    if left is None:
+        return None, None
+    return (left, None) if left > 0 else (None, seconds)
+
+
 def _with_stuck(decision: PhaseDecision, stuck: Sequence[Mapping[str, str]]) -> PhaseDecision:
-    """The phase message followed by why replicas are stuck (not for Succeeded: nothing is waited for)."""
-    if not stuck or decision.phase == Phase.SUCCEEDED:
+    """The phase message followed by why replicas are stuck."""
+    if not stuck:
         return decision
     why = "; ".join(_describe_stuck(e) for e in stuck)
     return PhaseDecision(decision.phase, f"{decision.message}; {why}", decision.cause)
@@ -204,8 +212,7 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
     if ours is not None:
         wf_name = ours["metadata"]["name"]
     start = str(old.get("startTime") or now)
-    deadline_left = seconds_left(start, obs.active_deadline_seconds, now)
-    passed = obs.active_deadline_seconds if deadline_left is not None and deadline_left <= 0 else None
+    deadline_left, passed = _deadline(obs.active_deadline_seconds, start, now)
     decision = decide_phase(
         states=states,
         workflow=obs.workflow,
@@ -219,7 +226,7 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
         success_policy=obs.success_policy,
         deadline_passed=passed,
     )
-    stuck = stuck_replicas(states)
+    stuck = stuck_replicas(states) if decision.phase != Phase.SUCCEEDED else []
     decision = _with_stuck(decision, stuck)
     status: dict[str, Any] = {
         "phase": decision.phase.value,
@@ -232,7 +239,7 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
         "observedGeneration": obs.generation,
         "startTime": start,
     }
-    if stuck and decision.phase != Phase.SUCCEEDED:
+    if stuck:
         status["stuckReplicas"] = stuck
     if "profilings" in old:
         status["profilings"] = old["profilings"]
@@ -244,8 +251,8 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
         status["completionTimestamp"] = now
     changed = status != old
     # every event but ScaleRefused follows a change of the status; the reconciler passes a refusal once
-    events = _events(obs, old, decision, restarts - old_restarts, states, live, status.get("stuckReplicas") or [])
-    wakeup = deadline_left if decision.phase not in TERMINAL and deadline_left and deadline_left > 0 else None
+    events = _events(obs, old, decision, restarts - old_restarts, states, live, stuck)
+    wakeup = deadline_left if decision.phase not in TERMINAL else None
     return StatusUpdate(status, changed, tuple(events), restarts - old_restarts, states, wakeup)
 
 
