@@ -32,12 +32,14 @@ __all__ = [
     "LABEL_TASK_TYPE",
     "MANAGED_BY",
     "PEER_WAIT_CONTAINER",
+    "STUCK_WAITING_REASONS",
     "TERMINAL_PHASES",
     "TERMINAL_POD_PHASES",
     "VACANT_RANK_ADDRESS",
     "WARNING_PHASES",
     "EventReason",
     "Phase",
+    "StuckReason",
     "condition_reason",
 ]
 
@@ -70,6 +72,36 @@ class EventReason(StrEnum):
     WORKFLOW_DELETED = "WorkflowDeleted"
     WORKFLOW_FAILED = "WorkflowFailed"
     BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
+    DEADLINE_EXCEEDED = "DeadlineExceeded"
+    REPLICA_STUCK = "ReplicaStuck"
+
+
+class StuckReason(StrEnum):
+    """Why a replica is stuck (``status.stuckReplicas[].reason``): the scheduler's or the kubelet's word."""
+
+    UNSCHEDULABLE = "Unschedulable"
+    ERR_IMAGE_PULL = "ErrImagePull"
+    IMAGE_PULL_BACK_OFF = "ImagePullBackOff"
+    INVALID_IMAGE_NAME = "InvalidImageName"
+    CREATE_CONTAINER_CONFIG_ERROR = "CreateContainerConfigError"
+    CREATE_CONTAINER_ERROR = "CreateContainerError"
+    RUN_CONTAINER_ERROR = "RunContainerError"
+    CRASH_LOOP_BACK_OFF = "CrashLoopBackOff"
+    OOM_KILLED = "OOMKilled"
+
+
+#: A container waiting with one of these reasons will not start by itself.
+STUCK_WAITING_REASONS = frozenset(
+    {
+        StuckReason.ERR_IMAGE_PULL,
+        StuckReason.IMAGE_PULL_BACK_OFF,
+        StuckReason.INVALID_IMAGE_NAME,
+        StuckReason.CREATE_CONTAINER_CONFIG_ERROR,
+        StuckReason.CREATE_CONTAINER_ERROR,
+        StuckReason.RUN_CONTAINER_ERROR,
+        StuckReason.CRASH_LOOP_BACK_OFF,
+    }
+)
 
 
 def condition_reason(phase: str) -> str:

@@ -11,7 +11,17 @@ from typing import Any
 
 from dihera.schema import API_VERSION, KIND
 
-__all__ = ["CleanPodPolicy", "DIJob", "EnvProvider", "Priority", "Task", "TaskType", "task_env_name"]
+__all__ = [
+    "CleanPodPolicy",
+    "DIJob",
+    "EnvProvider",
+    "Priority",
+    "SuccessOperator",
+    "SuccessPolicy",
+    "Task",
+    "TaskType",
+    "task_env_name",
+]
 
 
 class TaskType(StrEnum):
@@ -29,6 +39,30 @@ class CleanPodPolicy(StrEnum):
     RUNNING = "Running"
     ALL = "All"
     NONE = "None"
+
+
+class SuccessOperator(StrEnum):
+    """``spec.successPolicy.operator``: every replica of the target tasks must succeed, or one is enough."""
+
+    ALL = "All"
+    ANY = "Any"
+
+
+@dataclass(frozen=True)
+class SuccessPolicy:
+    """``spec.successPolicy``: the job Succeeds when all (or any) replicas of ``target_tasks`` succeeded.
+
+    ``target_tasks`` empty means every task of the job.
+    """
+
+    operator: SuccessOperator = SuccessOperator.ALL
+    target_tasks: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"operator": self.operator.value}
+        if self.target_tasks:
+            out["targetTasks"] = list(self.target_tasks)
+        return out
 
 
 class Priority(StrEnum):
@@ -106,6 +140,10 @@ class DIJob:
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     uid: str | None = None
+    #: None: the job Succeeds when every replica succeeded.
+    success_policy: SuccessPolicy | None = None
+    active_deadline_seconds: int | None = None
+    ttl_seconds_after_finished: int | None = None
 
     @property
     def id(self) -> str:
@@ -141,6 +179,12 @@ class DIJob:
             "preemptible": self.preemptible,
             "backoffLimit": self.backoff_limit,
         }
+        if self.success_policy is not None:
+            spec["successPolicy"] = self.success_policy.to_dict()
+        if self.active_deadline_seconds is not None:
+            spec["activeDeadlineSeconds"] = self.active_deadline_seconds
+        if self.ttl_seconds_after_finished is not None:
+            spec["ttlSecondsAfterFinished"] = self.ttl_seconds_after_finished
         if self.group is not None:
             spec["group"] = self.group
         if self.min_replicas is not None:

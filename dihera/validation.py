@@ -20,7 +20,7 @@ import jsonschema
 
 from dihera.constants import ANNOTATION_PEER_WAIT_TIMEOUT, PEER_WAIT_CONTAINER
 from dihera.errors import InvalidJobError, Problem, format_value
-from dihera.model import CleanPodPolicy, DIJob, Priority, Task, TaskType
+from dihera.model import CleanPodPolicy, DIJob, Priority, SuccessOperator, SuccessPolicy, Task, TaskType
 from dihera.peers import parse_timeout
 from dihera.podtemplate import check_pod_template, check_volume
 from dihera.render.providers import parse_env_provider, provider_problems
@@ -57,6 +57,7 @@ def _validator() -> Any:
     spec = _strict(schema["properties"]["spec"])
     spec["title"] = "the DIJob spec"
     spec["properties"]["tasks"]["items"]["title"] = "a DIJob task"
+    spec["properties"]["successPolicy"]["title"] = "the DIJob successPolicy"
     cls = jsonschema.validators.validator_for(schema)
     return cls(schema)
 
@@ -195,6 +196,30 @@ def _rule_problems(name: str, spec: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
+def _success_policy_problems(spec: Mapping[str, Any]) -> list[Problem]:
+    """``successPolicy.targetTasks`` must name tasks of the job (also a CEL rule of the CRD)."""
+    policy = spec.get("successPolicy")
+    targets = policy.get("targetTasks") if isinstance(policy, Mapping) else None
+    if not isinstance(targets, list):
+        return []
+    names = [t["name"] for t in spec.get("tasks") or [] if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
+    return [
+        Problem(
+            f"spec.successPolicy.targetTasks[{i}]",
+            f"{format_value(n)} is not a task of the job; valid: {', '.join(names) or 'no task has a name'}",
+        )
+        for i, n in enumerate(targets)
+        if isinstance(n, str) and n not in names
+    ]
+
+
+def _success_policy(spec: Mapping[str, Any]) -> SuccessPolicy | None:
+    policy = spec.get("successPolicy")
+    if policy is None:
+        return None
+    return SuccessPolicy(SuccessOperator(policy["operator"]), tuple(policy.get("targetTasks") or ()))
+
+
 def validate(manifest: Any) -> list[Problem]:
     """Every problem of a DIJob manifest (a dict as read from YAML); empty when it is valid."""
     if not isinstance(manifest, Mapping):
@@ -205,6 +230,7 @@ def validate(manifest: Any) -> list[Problem]:
     if not isinstance(spec, Mapping):
         return problems
     problems += _rule_problems(str((defaulted.get("metadata") or {}).get("name") or ""), spec)
+    problems += _success_policy_problems(spec)
     problems += provider_problems(spec.get("tasks") or [])
     problems += _peer_wait_problems(manifest) + _reserved_name_problems(spec.get("tasks"))
     for i, task in enumerate(spec.get("tasks") or []):
@@ -257,4 +283,7 @@ def load_job(manifest: Any, namespace: str | None = None, source: str = "DIJob")
         labels=dict(meta.get("labels") or {}),
         annotations=dict(meta.get("annotations") or {}),
         uid=meta.get("uid"),
+        success_policy=_success_policy(spec),
+        active_deadline_seconds=spec.get("activeDeadlineSeconds"),
+        ttl_seconds_after_finished=spec.get("ttlSecondsAfterFinished"),
     )

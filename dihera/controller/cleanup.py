@@ -2,11 +2,13 @@
 
 | policy  | pods deleted when the job is Succeeded/Failed | Workflow |
 |---------|-----------------------------------------------|----------|
-| Running | those still Pending or Running                | Failed: ``spec.shutdown: Terminate`` if still running |
-| All     | every pod of the job                          | Failed: ``spec.shutdown: Terminate`` if still running |
+| Running | those still Pending or Running                | ``spec.shutdown: Terminate`` if still running (see below) |
+| All     | every pod of the job                          | as Running |
 | None    | none                                          | left alone |
 
-A Succeeded job's Workflow is never stopped: Argo is about to mark it Succeeded itself.
+A Failed job's running Workflow is always stopped. A Succeeded job's is stopped only while some of
+its pods still run (a ``successPolicy`` ended the job before every replica finished); otherwise every
+replica is done and Argo is about to mark the Workflow Succeeded itself.
 
 Pods are deleted rather than left to Argo's terminate, which needs ``pods/exec`` into a kubelet.
 The Workflow is stopped first so that Argo's retryStrategy does not replace the deleted pods.
@@ -46,16 +48,17 @@ def plan_cleanup(
     """What to do for a job in ``phase``; nothing unless it is Succeeded or Failed."""
     if phase not in TERMINAL_PHASES or policy is CleanPodPolicy.NONE:
         return CleanupPlan()
-    shutdown = False
-    if workflow is not None and phase == Phase.FAILED:
-        wf_phase = (workflow.get("status") or {}).get("phase")
-        shutdown = wf_phase not in _COMPLETED_WORKFLOW and (workflow.get("spec") or {}).get("shutdown") != "Terminate"
-    doomed = []
+    doomed, live = [], False
     for pod in pods:
         meta = pod.get("metadata") or {}
         if meta.get("deletionTimestamp"):
             continue
         pod_phase = (pod.get("status") or {}).get("phase") or "Pending"
+        live = live or pod_phase in _LIVE_POD
         if policy is CleanPodPolicy.ALL or pod_phase in _LIVE_POD:
             doomed.append(str(meta["name"]))
+    shutdown = False
+    if workflow is not None and (phase == Phase.FAILED or live):
+        wf_phase = (workflow.get("status") or {}).get("phase")
+        shutdown = wf_phase not in _COMPLETED_WORKFLOW and (workflow.get("spec") or {}).get("shutdown") != "Terminate"
     return CleanupPlan(shutdown, tuple(sorted(doomed)))

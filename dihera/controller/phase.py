@@ -5,17 +5,19 @@ first that answers wins:
 
 1. invalid_job             invalid stored object → Failed (the validation problems)
 2. workflow_deleted        Workflow known to have existed, now gone → Failed (nothing is recreated)
-3. workflow_not_created    no Workflow yet → Pending
-4. foreign_workflow        a deleted DIJob's Workflow holds the name → Pending
-5. backoff_exceeded        restarts > backoffLimit → Failed
-6. retries_exhausted       a replica's current attempt failed with no retry left → Failed
-7. workflow_failed         Workflow Failed / Error → Failed
-8. all_succeeded           Workflow Succeeded, or every replica Succeeded → Succeeded
-9. rescheduling            membership changed (until every replica is up again) → Rescheduling
-10. replica_failed         a replica failed and will be retried → Restarting
-11. retry_not_up           a retry's pod is not up yet → Restarting
-12. pods_missing           some replica has no pod → Pending
-13. all_up / starting      every replica Running and ready (or done) → Running, else Starting
+3. deadline_exceeded       active longer than activeDeadlineSeconds → Failed (DeadlineExceeded)
+4. workflow_not_created    no Workflow yet → Pending
+5. foreign_workflow        a deleted DIJob's Workflow holds the name → Pending
+6. backoff_exceeded        restarts > backoffLimit → Failed
+7. retries_exhausted       a replica's current attempt failed with no retry left → Failed
+8. workflow_failed         Workflow Failed / Error → Failed
+9. succeeded               Workflow Succeeded, or the successPolicy is met (default: every replica
+                           Succeeded; :mod:`dihera.controller.success_policy`) → Succeeded
+10. rescheduling           membership changed (until every replica is up again) → Rescheduling
+11. replica_failed         a replica failed and will be retried → Restarting
+12. retry_not_up           a retry's pod is not up yet → Restarting
+13. pods_missing           some replica has no pod → Pending
+14. all_up / starting      every replica Running and ready (or done) → Running, else Starting
 """
 
 from __future__ import annotations
@@ -24,8 +26,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dihera.constants import FAILED_NODE_PHASES, EventReason, Phase
+from dihera.constants import FAILED_NODE_PHASES, EventReason, Phase, StuckReason
 from dihera.controller.replicas import ReplicaState
+from dihera.controller.success_policy import success_reached
+from dihera.model import SuccessPolicy
 
 __all__ = ["POLICIES", "PhaseDecision", "PhaseInputs", "decide_phase", "describe_failure"]
 
@@ -51,6 +55,9 @@ class PhaseInputs:
     rescheduling: bool
     invalid: str | None = None
     foreign_workflow: bool = False
+    success_policy: SuccessPolicy | None = None
+    #: ``activeDeadlineSeconds`` when the job has been active that long, else None.
+    deadline_passed: int | None = None
 
     @property
     def failed(self) -> list[ReplicaState]:
@@ -72,8 +79,9 @@ def describe_failure(state: ReplicaState) -> str:
     """``replica collector-1 (rank 3, pod p) failed with exit code 3``, with what is known."""
     where = f"rank {state.rank}" + (f", pod {state.pod_name}" if state.pod_name else "")
     code = state.exit_code if state.failed else state.last_failure_code
+    oom = " (OOMKilled)" if state.problem is not None and state.problem[0] == StuckReason.OOM_KILLED else ""
     if code:
-        how = f"failed with exit code {code}"
+        how = f"failed with exit code {code}{oom}"
     elif state.node_message:
         how = f"failed: {state.node_message}"
     else:
@@ -96,6 +104,18 @@ def workflow_deleted(i: PhaseInputs) -> PhaseDecision | None:
         Phase.FAILED,
         f"the Workflow {i.workflow_name} was deleted while the job was running; dihera does not recreate it",
         EventReason.WORKFLOW_DELETED,
+    )
+
+
+def deadline_exceeded(i: PhaseInputs) -> PhaseDecision | None:
+    if i.deadline_passed is None:
+        return None
+    running = sum(1 for s in i.states if s.pod_phase in ("Pending", "Running"))
+    return PhaseDecision(
+        Phase.FAILED,
+        f"the job was active longer than activeDeadlineSeconds {i.deadline_passed}; "
+        f"{running} unfinished replica(s) are stopped as cleanPodPolicy says",
+        EventReason.DEADLINE_EXCEEDED,
     )
 
 
@@ -143,11 +163,11 @@ def workflow_failed(i: PhaseInputs) -> PhaseDecision | None:
     )
 
 
-def all_succeeded(i: PhaseInputs) -> PhaseDecision | None:
-    done = i.workflow_status.get("phase") == "Succeeded"
-    if not done and not (i.states and all(s.pod_phase == "Succeeded" for s in i.states)):
-        return None
-    return PhaseDecision(Phase.SUCCEEDED, f"all {len(i.states)} replicas succeeded")
+def succeeded(i: PhaseInputs) -> PhaseDecision | None:
+    if i.workflow_status.get("phase") == "Succeeded":
+        return PhaseDecision(Phase.SUCCEEDED, f"all {len(i.states)} replicas succeeded")
+    why = success_reached(i.success_policy, i.states)
+    return None if why is None else PhaseDecision(Phase.SUCCEEDED, why)
 
 
 def rescheduling(i: PhaseInputs) -> PhaseDecision | None:
@@ -193,12 +213,13 @@ def running_or_starting(i: PhaseInputs) -> PhaseDecision:
 POLICIES: tuple[Policy, ...] = (
     invalid_job,
     workflow_deleted,
+    deadline_exceeded,
     workflow_not_created,
     foreign_workflow,
     backoff_exceeded,
     retries_exhausted,
     workflow_failed,
-    all_succeeded,
+    succeeded,
     rescheduling,
     replica_failed,
     retry_not_up,
@@ -217,6 +238,8 @@ def decide_phase(
     rescheduling: bool,
     invalid: str | None = None,
     foreign_workflow: bool = False,
+    success_policy: SuccessPolicy | None = None,
+    deadline_passed: int | None = None,
 ) -> PhaseDecision:
     """The phase for what was observed: the first of :data:`POLICIES` that answers, else Running/Starting."""
     inputs = PhaseInputs(
@@ -229,6 +252,8 @@ def decide_phase(
         rescheduling,
         invalid,
         foreign_workflow,
+        success_policy,
+        deadline_passed,
     )
     for policy in POLICIES:
         decision = policy(inputs)

@@ -2,7 +2,8 @@
 
 Events for one job (its DIJob, Workflow and pods) arrive on many kopf workers at once. Only one
 reconcile of a job runs at a time; requests arriving meanwhile collapse into one more pass after it.
-A failed pass is retried after a growing delay.
+A failed pass is retried after a growing delay. A pass that returns a number of seconds is run
+again after them (:mod:`dihera.controller.wakeups`), for decisions that fall due with time.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from kubernetes.client.exceptions import ApiException
 
+from dihera.controller.wakeups import Wakeups
 from dihera.kube.errors import describe_api_error
 
 __all__ = ["JobKey", "ReconcileQueue"]
@@ -23,7 +25,7 @@ log = logging.getLogger("dihera.controller")
 
 class ReconcileQueue:
     def __init__(
-        self, reconcile: Callable[[str, str], None], retry_delays: Sequence[float] = (1, 2, 5, 10, 30)
+        self, reconcile: Callable[[str, str], float | None], retry_delays: Sequence[float] = (1, 2, 5, 10, 30)
     ) -> None:
         self._reconcile = reconcile
         self._delays = tuple(retry_delays) or (1.0,)
@@ -33,6 +35,11 @@ class ReconcileQueue:
         self._failures: dict[JobKey, int] = {}
         self._timers: dict[JobKey, threading.Timer] = {}
         self._closed = False
+        self._wakeups: Wakeups[JobKey] = Wakeups(lambda key: self.request(*key))
+
+    def wakeups(self) -> dict[JobKey, float]:
+        """Job → seconds until it is reconciled again without an event."""
+        return self._wakeups.pending()
 
     def request(self, namespace: str, name: str) -> None:
         """Reconcile the job now in this thread, or make the pass in progress run once more."""
@@ -58,7 +65,7 @@ class ReconcileQueue:
 
     def _run_once(self, key: JobKey) -> bool:
         try:
-            self._reconcile(*key)
+            again = self._reconcile(*key)
         except ApiException as err:
             log.error("reconcile failed: %s; will retry", describe_api_error(err), extra={"job": f"{key[0]}/{key[1]}"})
             return False
@@ -67,6 +74,8 @@ class ReconcileQueue:
             return False
         with self._lock:
             self._failures.pop(key, None)
+        if again is not None:
+            self._wakeups.at(key, again)
         return True
 
     def _schedule_retry(self, key: JobKey) -> None:
@@ -93,6 +102,7 @@ class ReconcileQueue:
             key = (namespace, name)
             self._failures.pop(key, None)
             timer = self._timers.pop(key, None)
+        self._wakeups.cancel(key)
         if timer is not None:
             timer.cancel()
 
@@ -101,5 +111,6 @@ class ReconcileQueue:
             self._closed = True
             timers = list(self._timers.values())
             self._timers.clear()
+        self._wakeups.close()
         for t in timers:
             t.cancel()

@@ -6,6 +6,9 @@ controller restarted at any point never makes a second Workflow. A Workflow that
 A running job's objects are never rendered again: a hand edit of ``spec.tasks[].replicas``, or a
 spec older than the membership (:mod:`dihera.scaling.spec_edit` decides), goes through the same
 ``JobScaler`` as the di-server.
+
+A pass returns the seconds until a time-based decision is due (``activeDeadlineSeconds`` of a running
+job, ``ttlSecondsAfterFinished`` of a finished one), or None; the queue reconciles the job again then.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any, Protocol
 
 from dihera.constants import LABEL_JOB, EventReason
 from dihera.controller.cleanup import plan_cleanup
+from dihera.controller.deadlines import seconds_left
 from dihera.controller.metrics import Metrics
 from dihera.controller.status import TERMINAL, Observation, StatusUpdate, compute_status, status_patch
 from dihera.errors import InvalidJobError, ScaleError
@@ -82,14 +86,16 @@ class Reconciler:
         #: job → the permanent scale refusal last reported (one ScaleRefused Event per refusal, no retry)
         self._refused: dict[str, str] = {}
 
-    def reconcile(self, namespace: str, name: str) -> None:
-        """One pass; a status write that lost a race with another writer re-reads and recomputes (bounded)."""
+    def reconcile(self, namespace: str, name: str) -> float | None:
+        """One pass; a status write that lost a race with another writer re-reads and recomputes (bounded).
+
+        Returns the seconds after which the job must be reconciled again even if nothing changes, or None.
+        """
         started = time.perf_counter()
         try:
             for attempt in range(1, STATUS_ATTEMPTS + 1):
                 try:
-                    self._reconcile(namespace, name)
-                    break
+                    return self._reconcile(namespace, name)
                 except StatusConflict as err:
                     self._metrics.status_conflicts.inc()
                     log.info("%s; reading it again", err, extra={"job": f"{namespace}/{name}"})
@@ -100,20 +106,20 @@ class Reconciler:
             raise
         finally:
             self._metrics.reconcile_seconds.observe(time.perf_counter() - started)
+        return None
 
-    def _reconcile(self, namespace: str, name: str) -> None:
+    def _reconcile(self, namespace: str, name: str) -> float | None:
         key = f"{namespace}/{name}"
         extra = {"job": key}
         body = self._jobs.get(namespace, name)
         if body is None or body["metadata"].get("deletionTimestamp"):
             self._metrics.job_phase(key, None)
             self._refused.pop(key, None)
-            return
+            return None
         old: dict[str, Any] = dict(body.get("status") or {})
         if old.get("phase") in TERMINAL:
             self._metrics.job_phase(key, old["phase"])
-            self._cleanup(body, old["phase"], namespace, name, extra)
-            return
+            return self._finished(body, old, extra)
         job: DIJob | None = None
         invalid: str | None = None
         try:
@@ -146,9 +152,12 @@ class Reconciler:
             invalid=invalid,
             foreign_workflow=foreign,
             scale_refused=refused,
+            success_policy=job.success_policy if job else None,
+            active_deadline_seconds=job.active_deadline_seconds if job else None,
         )
         update = compute_status(obs, old, self._clock())
         self._apply(body, update, job, workflow if not foreign else None, pods, extra)
+        return update.wakeup
 
     def _converge(
         self, job: DIJob, body: Mapping[str, Any], old: Mapping[str, Any], generation: int, extra: Mapping[str, str]
@@ -254,8 +263,6 @@ class Reconciler:
         meta = body["metadata"]
         namespace, name = meta["namespace"], meta["name"]
         phase = update.status["phase"]
-        if job is not None:
-            self._cleanup_now(job, phase, workflow, pods, extra)
         if update.changed:
             self._jobs.patch_status(namespace, name, status_patch(body, update.status))
             self._metrics.wrote("patch", "DIJob/status")
@@ -270,21 +277,43 @@ class Reconciler:
                 self._refused[f"{namespace}/{name}"] = event.message
             if self._events.post(body, event.type, event.reason, event.message):
                 self._metrics.wrote("create", "Event")
+        # After the write: an ending is recorded before anything is stopped, so stopping replicas (which
+        # Argo may report as a failed Workflow) can never turn a Succeeded job into a Failed one; a
+        # cleanup that fails here is done again by the next pass (the job is finished then).
+        if job is not None:
+            self._cleanup_now(job, phase, workflow, pods, extra)
 
-    def _cleanup(
-        self, body: Mapping[str, Any], phase: str, namespace: str, name: str, extra: Mapping[str, str]
-    ) -> None:
-        """A finished job: honour cleanPodPolicy for pods that are still around (idempotent)."""
+    def _finished(self, body: Mapping[str, Any], status: Mapping[str, Any], extra: Mapping[str, str]) -> float | None:
+        """A finished job: cleanPodPolicy for pods still around, then ttlSecondsAfterFinished (idempotent).
+
+        Returns the seconds until the TTL is due, or None.
+        """
         try:
             job = load_job(body)
         except InvalidJobError:
-            return
-        workflow = self._objects.get_workflow(namespace, workflow_name(name))
+            return None
+        self._cleanup(job, status["phase"], extra)
+        left = seconds_left(status.get("completionTimestamp"), job.ttl_seconds_after_finished, self._clock())
+        if left is None or left > 0:
+            return left
+        if self._jobs.delete(job.namespace, job.name, uid=job.uid):
+            self._metrics.wrote("delete", "DIJob")
+            log.info(
+                "ttlSecondsAfterFinished %d passed since it %s; deleted the DIJob and what it owns",
+                job.ttl_seconds_after_finished,
+                str(status["phase"]).lower(),
+                extra=extra,
+            )
+        return None
+
+    def _cleanup(self, job: DIJob, phase: str, extra: Mapping[str, str]) -> None:
+        """A finished job: honour cleanPodPolicy for pods that are still around (idempotent)."""
+        workflow = self._objects.get_workflow(job.namespace, workflow_name(job.name))
         if workflow is None or not _owned_by(workflow, job.uid):
             return
         wf_uid = workflow["metadata"].get("uid")
-        pods = [p for p in self._objects.list_pods(namespace, f"{LABEL_JOB}={name}") if _owned_by(p, wf_uid)]
-        self._cleanup_now(job, phase, workflow, pods, extra)
+        pods = self._objects.list_pods(job.namespace, f"{LABEL_JOB}={job.name}")
+        self._cleanup_now(job, phase, workflow, [p for p in pods if _owned_by(p, wf_uid)], extra)
 
     def _cleanup_now(
         self,

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dihera.constants import ANNOTATION_NODE_NAME, FAILED_NODE_PHASES, LABEL_POD
+from dihera.controller.stuck import pod_problem
 from dihera.membership import Membership
 from dihera.naming import dag_task_name, hostname
 from dihera.scaling.dag import live_replicas
@@ -52,6 +53,8 @@ class ReplicaState:
     node_message: str | None = None
     #: Exit code of the latest failed attempt still visible (a restarted replica's last failure).
     last_failure_code: int | None = None
+    #: ``(reason, message)`` when the current pod is stuck (:mod:`dihera.controller.stuck`), else None.
+    problem: tuple[str, str] | None = None
 
     @property
     def name(self) -> str:
@@ -156,6 +159,7 @@ def replica_states(
                 failed=failed,
                 node_message=(node.get("message") or None) if node else None,
                 last_failure_code=failures[-1][1] if failures else None,
+                problem=pod_problem(pod),
             )
         )
     return tuple(states)

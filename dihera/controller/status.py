@@ -21,9 +21,11 @@ from dihera.constants import (
     condition_reason,
 )
 from dihera.controller.conditions import set_phase_condition
+from dihera.controller.deadlines import seconds_left
 from dihera.controller.phase import PhaseDecision, decide_phase
 from dihera.controller.replicas import ReplicaState, replica_states
 from dihera.membership import Membership
+from dihera.model import SuccessPolicy
 from dihera.patches import precondition
 from dihera.scaling.dag import live_replicas
 
@@ -35,6 +37,7 @@ __all__ = [
     "StatusUpdate",
     "compute_status",
     "status_patch",
+    "stuck_replicas",
     "task_status",
 ]
 
@@ -52,6 +55,8 @@ OWN_FIELDS = (
     "workflowName",
     "membershipGeneration",
     "completionTimestamp",
+    "startTime",
+    "stuckReplicas",
 )
 
 
@@ -64,6 +69,7 @@ class Observation:
     ``foreign_workflow``: a Workflow with the job's name exists but another (deleted) DIJob owns it.
     ``scale_refused``: why a hand edit of ``spec.tasks[].replicas`` was refused (posted as a Warning; the
     reconciler sets it only the first time a refusal is seen, so it is one Event).
+    ``success_policy`` and ``active_deadline_seconds``: the job's (None: not set).
     """
 
     name: str
@@ -75,6 +81,8 @@ class Observation:
     invalid: str | None = None
     foreign_workflow: bool = False
     scale_refused: str | None = None
+    success_policy: SuccessPolicy | None = None
+    active_deadline_seconds: int | None = None
 
 
 @dataclass(frozen=True)
@@ -93,6 +101,8 @@ class StatusUpdate:
     events: tuple[Event, ...] = ()
     restarts_added: int = 0
     states: tuple[ReplicaState, ...] = field(default=(), compare=False)
+    #: Seconds until a time-based decision (activeDeadlineSeconds) is due: reconcile again then.
+    wakeup: float | None = None
 
 
 def task_status(states: Sequence[ReplicaState]) -> dict[str, dict[str, int]]:
@@ -103,6 +113,49 @@ def task_status(states: Sequence[ReplicaState]) -> dict[str, dict[str, int]]:
             phases = out.setdefault(s.task, {})
             phases[s.pod_phase] = phases.get(s.pod_phase, 0) + 1
     return out
+
+
+def stuck_replicas(states: Sequence[ReplicaState]) -> list[dict[str, str]]:
+    """``status.stuckReplicas``: every replica whose current pod is stuck, in rank order."""
+    out = []
+    for s in states:
+        if s.problem is not None:
+            entry = {"replica": s.name, "reason": s.problem[0], "message": s.problem[1]}
+            if s.pod_name:
+                entry["pod"] = s.pod_name
+            out.append(entry)
+    return out
+
+
+def _describe_stuck(entry: Mapping[str, str]) -> str:
+    pod = f" (pod {entry['pod']})" if entry.get("pod") else ""
+    return f"replica {entry['replica']}{pod} is {entry['reason']}: {entry['message']}"
+
+
+def _deadline(seconds: int | None, start: str, now: str) -> tuple[float | None, int | None]:
+    """``(seconds left, None)`` before ``activeDeadlineSeconds``, ``(None, seconds)`` once past it."""
+    left = seconds_left(start, seconds, now)
+    if left is None:
+        return None, None
+    return (left, None) if left > 0 else (None, seconds)
+
+
+def _with_stuck(decision: PhaseDecision, stuck: Sequence[Mapping[str, str]]) -> PhaseDecision:
+    """The phase message followed by why replicas are stuck."""
+    if not stuck:
+        return decision
+    why = "; ".join(_describe_stuck(e) for e in stuck)
+    return PhaseDecision(decision.phase, f"{decision.message}; {why}", decision.cause)
+
+
+def _stuck_events(old: Mapping[str, Any], stuck: Sequence[Mapping[str, str]]) -> list[Event]:
+    """One ReplicaStuck Warning per replica and reason not already in the old status."""
+    seen = {(e.get("replica"), e.get("reason")) for e in old.get("stuckReplicas") or []}
+    return [
+        Event(EVENT_WARNING, EventReason.REPLICA_STUCK, _describe_stuck(e))
+        for e in stuck
+        if (e["replica"], e["reason"]) not in seen
+    ]
 
 
 def _membership_event(membership: Membership) -> Event:
@@ -121,8 +174,9 @@ def _events(
     restarts_added: int,
     states: Sequence[ReplicaState],
     live: Membership | None,
+    stuck: Sequence[Mapping[str, str]],
 ) -> list[Event]:
-    events = []
+    events = _stuck_events(old, stuck)
     if obs.scale_refused:
         events.append(Event(EVENT_WARNING, EventReason.SCALE_REFUSED, obs.scale_refused))
     old_mg = old.get("membershipGeneration")
@@ -157,6 +211,8 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
     wf_name = old.get("workflowName") or ""
     if ours is not None:
         wf_name = ours["metadata"]["name"]
+    start = str(old.get("startTime") or now)
+    deadline_left, passed = _deadline(obs.active_deadline_seconds, start, now)
     decision = decide_phase(
         states=states,
         workflow=obs.workflow,
@@ -167,7 +223,11 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
         rescheduling=rescheduling,
         invalid=obs.invalid,
         foreign_workflow=obs.foreign_workflow,
+        success_policy=obs.success_policy,
+        deadline_passed=passed,
     )
+    stuck = stuck_replicas(states) if decision.phase != Phase.SUCCEEDED else []
+    decision = _with_stuck(decision, stuck)
     status: dict[str, Any] = {
         "phase": decision.phase.value,
         "conditions": set_phase_condition(old.get("conditions") or [], decision.phase, decision.message, now),
@@ -177,7 +237,10 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
         "restarts": restarts,
         "reschedules": int(old.get("reschedules") or 0) + changes,
         "observedGeneration": obs.generation,
+        "startTime": start,
     }
+    if stuck:
+        status["stuckReplicas"] = stuck
     if "profilings" in old:
         status["profilings"] = old["profilings"]
     if wf_name:
@@ -188,8 +251,9 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
         status["completionTimestamp"] = now
     changed = status != old
     # every event but ScaleRefused follows a change of the status; the reconciler passes a refusal once
-    events = _events(obs, old, decision, restarts - old_restarts, states, live)
-    return StatusUpdate(status, changed, tuple(events), restarts - old_restarts, states)
+    events = _events(obs, old, decision, restarts - old_restarts, states, live, stuck)
+    wakeup = deadline_left if decision.phase not in TERMINAL else None
+    return StatusUpdate(status, changed, tuple(events), restarts - old_restarts, states, wakeup)
 
 
 def status_patch(body: Mapping[str, Any], status: Mapping[str, Any]) -> list[dict[str, Any]]:

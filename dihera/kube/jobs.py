@@ -50,12 +50,24 @@ class JobStore:
         created = self._custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, dict(manifest))
         return cast(dict[str, Any], created)
 
-    def delete(self, namespace: str, name: str) -> None:
+    def delete(self, namespace: str, name: str, uid: str | None = None) -> bool:
+        """Delete a DIJob (gone already is fine); with ``uid``, only that object, and in the foreground.
+
+        ``uid`` is what ``ttlSecondsAfterFinished`` uses, as Kubernetes' TTL controller does: a DIJob
+        recreated under the same name is not deleted (409), and the DIJob stays visible, with a
+        deletionTimestamp, until the garbage collector has deleted what it owns. True when deleted here.
+        """
+        body = None
+        if uid is not None:
+            only = client.V1Preconditions(uid=uid)
+            body = client.V1DeleteOptions(propagation_policy="Foreground", preconditions=only)
         try:
-            self._custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+            self._custom.delete_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name, body=body)
         except ApiException as err:
-            if err.status != 404:
+            if err.status not in (404, 409):
                 raise
+            return False
+        return True
 
     def patch_status(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> None:
         """Apply a JSON patch to the status subresource; :class:`StatusConflict` when a precondition in it failed.

@@ -77,6 +77,14 @@ REJECTED = [
                  "spec.tasks[0].envProvider.role", "must be a role of its provider", id="mxnet-with-a-tf-role"),
     pytest.param(job({**task("learner"), "envProvider": {"name": "torch", "port": 0}}),
                  "spec.tasks[0].envProvider.port", "should be greater than or equal to 1", id="port-zero"),
+    pytest.param(job(task("learner"), task("collector"), successPolicy={"targetTasks": ["lerner"]}),
+                 "spec.successPolicy.targetTasks", "must name tasks of the job", id="success-policy-unknown-task"),
+    pytest.param(job(task("learner"), successPolicy={"operator": "Some"}), "spec.successPolicy.operator",
+                 "Unsupported value", id="success-policy-operator"),
+    pytest.param(job(task("learner"), activeDeadlineSeconds=0), "spec.activeDeadlineSeconds",
+                 "should be greater than or equal to 1", id="deadline-zero"),
+    pytest.param(job(task("learner"), ttlSecondsAfterFinished=-1), "spec.ttlSecondsAfterFinished",
+                 "should be greater than or equal to 0", id="ttl-negative"),
 ]
 
 
@@ -108,6 +116,16 @@ def test_api_server_applies_defaults_like_the_python_model(
     expected = load_job(manifest).to_manifest()["spec"]
     server = load_job(stored).to_manifest()["spec"]
     assert server == expected
+
+
+def test_api_server_accepts_and_defaults_the_lifecycle_fields_like_the_python_model(
+    dijob_crd: None, cluster: client.ApiClient, namespace: str
+) -> None:
+    manifest = job(task("learner"), task("none", name="replay"), name="lifecycle",
+                   successPolicy={"targetTasks": ["replay"]}, activeDeadlineSeconds=60, ttlSecondsAfterFinished=0)
+    stored = create(cluster, namespace, manifest, dry_run=False)
+    assert stored["spec"]["successPolicy"] == {"operator": "All", "targetTasks": ["replay"]}
+    assert load_job(stored).to_manifest()["spec"] == load_job(manifest).to_manifest()["spec"]
 
 
 def test_api_server_defaults_env_provider_like_the_python_model(dijob_crd: None, cluster: client.ApiClient,

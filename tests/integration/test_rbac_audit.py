@@ -5,9 +5,9 @@ chart's namespace (ci/devcluster: ``--audit-policy-file``, Metadata level). This
 controller (namespaced with peering, then cluster-wide) and the di-server, each with a token of the
 chart's ServiceAccount, through a representative scenario: create, run, hand edit, server scale up and
 down, named removal, profilings, an Idempotency-Key, a Service left by a crashed pass, a failing job
-stopped by cleanPodPolicy, deletion. Then it reads the audit log and compares, per ServiceAccount,
-the (verb, group, resource) used with the rules ``helm template`` renders: a grant never used fails,
-and a use not granted (a 403 in the log) fails.
+stopped by cleanPodPolicy and deleted by its ttlSecondsAfterFinished, deletion. Then it reads the audit
+log and compares, per ServiceAccount, the (verb, group, resource) used with the rules ``helm template``
+renders: a grant never used fails, and a use not granted (a 403 in the log) fails.
 """
 
 from __future__ import annotations
@@ -124,8 +124,16 @@ def scenario_controller(api: client.ApiClient, namespace: str, server: str, toke
     )
     jobs.create(manifest("elastic", namespace, task("learner", **LONG), task("collector", 2, **LONG), maxReplicas=8))
     failing = task("collector", **{"sim.dihera.io/exit-code": "2", "sim.dihera.io/run-seconds": "1"})
-    jobs.create(
-        manifest("failing", namespace, task("learner", **LONG), failing, backoffLimit=0, cleanPodPolicy="Running")
+    jobs.create(  # deleted by the controller 5 s after it failed (ttlSecondsAfterFinished)
+        manifest(
+            "failing",
+            namespace,
+            task("learner", **LONG),
+            failing,
+            backoffLimit=0,
+            cleanPodPolicy="Running",
+            ttlSecondsAfterFinished=5,
+        )
     )
     poll(phase_is(jobs, namespace, "elastic", "Running"), 120, "elastic Running")
     edit_replicas(api, namespace, "elastic", collector=3)  # the controller's own JobScaler
@@ -148,7 +156,7 @@ def scenario_controller(api: client.ApiClient, namespace: str, server: str, toke
     poll(phase_is(jobs, namespace, "failing", "Failed"), 120, "failing Failed (cleanPodPolicy stops it)")
     poll(lambda: (jobs.get(namespace, "elastic") or {}).get("status", {}).get("replicas") == 2, 90, "2 replicas")
     jobs.delete(namespace, "elastic")
-    jobs.delete(namespace, "failing")
+    poll(lambda: jobs.get(namespace, "failing") is None, 60, "failing deleted by its ttlSecondsAfterFinished")
 
 
 def test_every_grant_is_used_and_every_use_granted(

@@ -364,7 +364,8 @@ def test_conditions(
         (CleanPodPolicy.RUNNING, "Running", "Running", False, ()),
         (CleanPodPolicy.RUNNING, "Failed", "Running", True, ("p-pending", "p-running")),
         (CleanPodPolicy.RUNNING, "Failed", "Failed", False, ("p-pending", "p-running")),
-        (CleanPodPolicy.RUNNING, "Succeeded", "Running", False, ("p-pending", "p-running")),
+        # a successPolicy ended the job while pods still run: the Workflow is stopped so Argo does not retry them
+        (CleanPodPolicy.RUNNING, "Succeeded", "Running", True, ("p-pending", "p-running")),
         (CleanPodPolicy.ALL, "Succeeded", "Succeeded", False, ("p-failed", "p-pending", "p-running", "p-succeeded")),
         (CleanPodPolicy.ALL, "Failed", "Running", True, ("p-failed", "p-pending", "p-running", "p-succeeded")),
         (CleanPodPolicy.NONE, "Failed", "Running", False, ()),
@@ -379,6 +380,13 @@ def test_cleanup(policy: CleanPodPolicy, phase: str, wf_phase: str, shutdown: bo
     plan = plan_cleanup(policy, phase, workflow(wf_phase), pods)
     assert plan.shutdown_workflow is shutdown
     assert plan.delete_pods == deleted
+
+
+def test_cleanup_leaves_a_succeeded_workflow_alone_once_every_pod_is_done() -> None:
+    """Every replica succeeded: Argo is about to mark the Workflow Succeeded; stopping it would make it Failed."""
+    pods = [{"metadata": {"name": f"p-{i}"}, "status": {"phase": "Succeeded"}} for i in range(2)]
+    plan = plan_cleanup(CleanPodPolicy.RUNNING, "Succeeded", workflow("Running"), pods)
+    assert plan.empty
 
 
 @pytest.mark.parametrize(

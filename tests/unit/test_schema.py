@@ -59,5 +59,6 @@ def test_crd_shape() -> None:
     assert task["properties"]["replicas"]["minimum"] == 1
     rules = [r["rule"] for r in spec["x-kubernetes-validations"] + task["x-kubernetes-validations"]
              + root["x-kubernetes-validations"]]
-    assert len(rules) == 8
+    assert len(rules) == 9
     assert any("exists" in r or "filter" in r for r in rules)
+    assert any("successPolicy.targetTasks" in r for r in rules)

@@ -181,7 +181,8 @@ def test_task_types_are_typed() -> None:
                      "spec.volumes[0].hostpath: unknown field of core/v1 Volume; did you mean hostPath?",
                      id="job-volume-typo"),
         pytest.param(("spek",), {}, "spek: unknown field of a DIJob; did you mean spec?", id="root-typo"),
-        pytest.param(("spec", "zzz"), 1, "spec.zzz: unknown field of the DIJob spec; valid fields: backoffLimit, ",
+        pytest.param(("spec", "zzz"), 1,
+                     "spec.zzz: unknown field of the DIJob spec; valid fields: activeDeadlineSeconds, backoffLimit, ",
                      id="no-near-field"),
     ],
 )

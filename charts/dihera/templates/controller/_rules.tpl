@@ -9,10 +9,11 @@ no ClusterRole: kopf then logs that it cannot watch CRDs or namespaces and uses 
 */}}
 
 {{- define "dihera.controller.namespacedRules" -}}
-# The DIJobs it reconciles (watched by kopf; patched by a synced hand edit's stamp) and their status.
+# The DIJobs it reconciles (watched by kopf; patched by a synced hand edit's stamp; deleted by
+# ttlSecondsAfterFinished) and their status.
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs]
-  verbs: [get, list, watch, patch]
+  verbs: [get, list, watch, patch, delete]
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs/status]
   verbs: [patch]

@@ -1,0 +1,45 @@
+"""``spec.successPolicy`` (pure): whether what the replicas did makes the job Succeeded.
+
+| successPolicy            | the job Succeeds when                                        |
+|--------------------------|--------------------------------------------------------------|
+| none (default)           | every replica succeeded                                      |
+| All, targetTasks T       | every replica of the tasks T succeeded                       |
+| Any, targetTasks T       | one replica of the tasks T succeeded                         |
+
+No ``targetTasks`` means every task. Replicas outside the decision that still run are stopped by
+``cleanPodPolicy`` once the job is Succeeded; since the status is final then, stopping them is
+neither a failure nor a restart. A Workflow that Argo marked Succeeded is a success in every case.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from dihera.controller.replicas import ReplicaState
+from dihera.model import SuccessOperator, SuccessPolicy
+
+__all__ = ["success_reached"]
+
+
+def _succeeded(state: ReplicaState) -> bool:
+    return state.pod_phase == "Succeeded"
+
+
+def success_reached(policy: SuccessPolicy | None, states: Sequence[ReplicaState]) -> str | None:
+    """Why the job has Succeeded (the phase message), or None while it has not."""
+    if policy is None:
+        if states and all(_succeeded(s) for s in states):
+            return f"all {len(states)} replicas succeeded"
+        return None
+    tasks = policy.target_tasks or tuple(dict.fromkeys(s.task for s in states))
+    targets = [s for s in states if s.task in tasks]
+    unfinished = sum(1 for s in states if not _succeeded(s))
+    rest = f"; {unfinished} unfinished replica(s) are stopped as cleanPodPolicy says" if unfinished else ""
+    if policy.operator is SuccessOperator.ANY:
+        done = [s for s in targets if _succeeded(s)]
+        if not done:
+            return None
+        return f"replica {done[0].name} of {', '.join(tasks)} succeeded (successPolicy Any){rest}"
+    if not targets or not all(_succeeded(s) for s in targets):
+        return None
+    return f"all {len(targets)} replicas of {', '.join(tasks)} succeeded (successPolicy All){rest}"
