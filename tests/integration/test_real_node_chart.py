@@ -103,6 +103,29 @@ def test_controller_and_server_run_on_the_real_node(real_release: Release, clust
         assert pod.spec.security_context.run_as_non_root is True
 
 
+# What Argo's executor does with the pod's service account (Argo's "Workflow RBAC"; the chart's
+# templates/executor-rbac.yaml grants the same): for tests that run DIJobs on the real node through an
+# in-process controller, without the chart.
+EXECUTOR_RULES = [
+    {"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"], "verbs": ["create", "patch"]},
+]
+
+
+def executor_account(cluster: client.ApiClient, namespace: str) -> str:
+    """A service account in ``namespace`` allowed what Argo's init and wait containers do."""
+    name = "dijob-executor"
+    client.CoreV1Api(cluster).create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+    rbac = client.RbacAuthorizationV1Api(cluster)
+    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": EXECUTOR_RULES})
+    binding = {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    }
+    rbac.create_namespaced_role_binding(namespace, binding)
+    return name
+
+
 def real_job(name: str) -> dict[str, Any]:
     container = {
         "name": "di-container",
