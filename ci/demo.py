@@ -246,10 +246,13 @@ def di_engine_image(local_node: bool) -> str | None:
     """The image the job's containers run: built here and imported into the real node, or DEMO_DI_ENGINE_IMAGE."""
     if not local_node:
         return os.environ.get("DEMO_DI_ENGINE_IMAGE") or None
-    from ci.devcluster.dingimage import ensure_di_engine_image
-    from ci.devcluster.settings import Settings
+    from ci.devcluster import Cluster, Settings, dingimage
 
-    return ensure_di_engine_image(Settings.from_environ(), progress=say)
+    cluster = Cluster(Settings.from_environ())
+    socket = realnode.node_files(cluster.state).containerd_socket
+    say("the DI-engine image (first run: built from ci/images/di-engine, a ~3 GB download)")
+    report = dingimage.ensure_ding_image(cluster.settings, socket, realnode.CONTAINERD_NAMESPACE, progress=say)
+    return str(report.image.name)
 
 
 def main() -> int:
