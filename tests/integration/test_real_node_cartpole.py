@@ -9,6 +9,9 @@ lines (examples/cartpole/cartpole_dqn/__init__.py) say what each replica did.
 from __future__ import annotations
 
 import re
+import subprocess
+from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -82,3 +85,77 @@ def test_cartpole_dqn_dijob_trains_to_the_stop_value_on_the_real_node(
     replicas = [lines for found in by_role.values() for lines in found]
     connected = [lines for lines in replicas if any(line["event"] == "connected" for line in lines)]
     assert len(connected) == len(replicas), "a replica's start-up barrier timed out"
+
+
+#: Kills the container's DI-engine process (a child of Argo's emissary, PID 1), not the pod object.
+KILL_MAIN = """
+import os, signal
+for pid in (p for p in os.listdir("/proc") if p.isdigit() and p != "1" and int(p) != os.getpid()):
+    try:
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
+    except OSError:
+        continue
+    if any(arg.endswith(b"ditask") for arg in argv[:2]):
+        os.kill(int(pid), signal.SIGKILL)
+        print("killed", pid, b" ".join(argv[:3]).decode())
+"""
+
+
+def kill_main(kubeconfig: Path, namespace: str, pod: str) -> str:
+    argv = ["kubectl", f"--kubeconfig={kubeconfig}", "exec", "-n", namespace, pod, "-c", "di-container", "--"]
+    done = subprocess.run([*argv, "python", "-c", KILL_MAIN], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_a_collector_whose_process_is_killed_mid_training_restarts_in_place_and_the_job_succeeds(
+    ding_image: str,
+    controller: Controller,  # noqa: F811
+    cluster: client.ApiClient,
+    namespace: str,
+    kubeconfig: Path,
+) -> None:
+    doc = on_real_node("cartpole-dqn.yaml", namespace, ding_image, cluster)
+    collectors = next(t for t in doc["spec"]["tasks"] if t["name"] == "collector")
+    # A restarted replica cannot pass the one-shot start-up barrier (its peers are past it): it waits this
+    # long, then trains on (examples/cartpole/README.md). Long enough for the first start here.
+    collectors["template"]["spec"]["containers"][0]["env"].append({"name": "DIHERA_BARRIER_TIMEOUT", "value": "60"})
+    JobStore(cluster).create(doc)
+    victim = f"{NAME}-collector-1"
+    before: dict[str, dict[str, Any]] = {}  # the pods by hostname when the collector was killed
+    killed_output: list[str] = []
+
+    def kill_when_training(status: dict[str, Any]) -> None:
+        if killed_output or status.get("phase") != "Running":
+            return
+        logs = job_logs(cluster, namespace, NAME)
+        if not any(line.startswith("dihera-progress ") for log in logs.values() for line in own_lines(log)):
+            return
+        before.update({p["spec"]["hostname"]: p for p in job_pods(cluster, namespace, NAME)})
+        killed_output.append(kill_main(kubeconfig, namespace, before[victim]["metadata"]["name"]))
+
+    run = follow(cluster, namespace, NAME, timeout=TIME_BOUND + 120, on_tick=kill_when_training)
+    assert killed_output, f"the learner never reported an iteration while Running: {run.phases}"
+    assert killed_output[0].startswith("killed "), killed_output
+    logs = job_logs(cluster, namespace, NAME)
+    assert run.status["phase"] == "Succeeded", (run.phases, run.status, {p: log[-3000:] for p, log in logs.items()})
+    assert run.status["restarts"] == 1, run.status
+    assert "Restarting" in run.phases or "Restarting" in [c["type"] for c in run.status["conditions"]], run
+
+    pods: dict[str, list[dict[str, Any]]] = {}
+    for pod in job_pods(cluster, namespace, NAME):
+        pods.setdefault(pod["spec"]["hostname"], []).append(pod)
+    for host, attempts in pods.items():  # survivors were never restarted: the same pod object, Succeeded
+        if host != victim:
+            assert [p["metadata"]["uid"] for p in attempts] == [before[host]["metadata"]["uid"]], host
+            assert exit_codes(attempts[0]).get("di-container") == 0, (host, attempts[0]["status"])
+    killed, restarted = sorted(pods[victim], key=lambda p: p["metadata"]["creationTimestamp"])
+    assert killed["metadata"]["uid"] == before[victim]["metadata"]["uid"]
+    assert exit_codes(killed)["di-container"] not in (None, 0), killed["status"]
+    assert restarted["status"]["phase"] == "Succeeded" and set(exit_codes(restarted).values()) == {0}
+    rank = "diengine/rank"  # restarted in place: same rank, same hostname (so the same FQDN)
+    assert restarted["metadata"]["annotations"][rank] == killed["metadata"]["annotations"][rank]
+    restarted_lines = contract_lines(logs[restarted["metadata"]["name"]])
+    assert [x["role"] for x in restarted_lines if x["event"] == "role"] == ["collector"], restarted_lines
+    evaluator = next(contract_lines(log) for log in logs.values() if "dihera-role role=evaluator" in log)
+    assert any(x["event"] == "stop-value-reached" for x in evaluator), evaluator
