@@ -25,6 +25,7 @@ from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
     controller_kubeconfig,
     job_pods,
 )
+from tests.integration.test_controller_scaling import edit_replicas
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
@@ -157,5 +158,54 @@ def test_a_collector_whose_process_is_killed_mid_training_restarts_in_place_and_
     assert restarted["metadata"]["annotations"][rank] == killed["metadata"]["annotations"][rank]
     restarted_lines = contract_lines(logs[restarted["metadata"]["name"]])
     assert [x["role"] for x in restarted_lines if x["event"] == "role"] == ["collector"], restarted_lines
+    evaluator = next(contract_lines(log) for log in logs.values() if "dihera-role role=evaluator" in log)
+    assert any(x["event"] == "stop-value-reached" for x in evaluator), evaluator
+
+
+def test_collectors_added_then_removed_mid_training_and_the_job_still_reaches_the_stop_value(
+    ding_image: str,
+    controller: Controller,  # noqa: F811
+    cluster: client.ApiClient,
+    namespace: str,
+) -> None:
+    """kubectl edit of the collectors' replicas while the learner trains: 2 -> 3 (the new collector
+    joins the running mesh and collects with the learner's models), then 3 -> 1 before the stop value;
+    the learner, the evaluator and collector-0 are never restarted, and the job Succeeds."""
+    JobStore(cluster).create(on_real_node("cartpole-dqn.yaml", namespace, ding_image, cluster))
+    added = f"{NAME}-collector-2"
+    steps: list[str] = []
+    first: dict[str, str] = {}  # hostname -> pod UID when the learner started training
+
+    def elastic(status: dict[str, Any]) -> None:
+        if status.get("phase") not in ("Running", "Rescheduling") or len(steps) == 2:
+            return
+        pods = {p["spec"]["hostname"]: p for p in job_pods(cluster, namespace, NAME)}
+        named = job_logs(cluster, namespace, NAME)
+        logs = {host: own_lines(named.get(pod["metadata"]["name"], "")) for host, pod in pods.items()}
+        if any(line.startswith("dihera-stop-value-reached ") for lines in logs.values() for line in lines):
+            steps.append("stop value reached before the scale steps")
+            return
+        if not steps and any(line.startswith("dihera-progress ") for line in logs.get(f"{NAME}-learner-0", [])):
+            first.update({host: pod["metadata"]["uid"] for host, pod in pods.items()})
+            edit_replicas(cluster, namespace, NAME, collector=3)
+            steps.append("up")
+        elif steps == ["up"] and any(
+            line.startswith("dihera-collect ") and " model_iter=0 " not in line for line in logs.get(added, [])
+        ):
+            edit_replicas(cluster, namespace, NAME, collector=1)
+            steps.append("down")
+
+    run = follow(cluster, namespace, NAME, timeout=TIME_BOUND + 120, on_tick=elastic)
+    logs = job_logs(cluster, namespace, NAME)
+    assert steps == ["up", "down"], (steps, run.phases)
+    assert run.status["phase"] == "Succeeded", (run.phases, run.status, {p: log[-3000:] for p, log in logs.items()})
+    assert run.status["restarts"] == 0, run.status
+
+    pods: dict[str, list[dict[str, Any]]] = {}
+    for pod in job_pods(cluster, namespace, NAME):
+        pods.setdefault(pod["spec"]["hostname"], []).append(pod)
+    for host in (f"{NAME}-learner-0", f"{NAME}-evaluator-0", f"{NAME}-collector-0"):  # never restarted
+        assert [p["metadata"]["uid"] for p in pods[host]] == [first[host]], host
+        assert pods[host][0]["status"]["phase"] == "Succeeded" and set(exit_codes(pods[host][0]).values()) == {0}
     evaluator = next(contract_lines(log) for log in logs.values() if "dihera-role role=evaluator" in log)
     assert any(x["event"] == "stop-value-reached" for x in evaluator), evaluator
