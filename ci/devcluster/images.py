@@ -211,7 +211,7 @@ def _buildah(settings: Settings) -> tuple[list[str], dict[str, str]]:
         f"--runroot={settings.cache_dir / 'buildah' / 'run'}",
         "--storage-driver=overlay",
     ]
-    return command, {**settings.build_env, "TMPDIR": str(tmp)}
+    return command, {**settings.build_env, "PATH": settings.path_env, "TMPDIR": str(tmp)}
 
 
 def _run_streamed(command: list[str], env: dict[str, str], progress: Callable[[str], None]) -> None:
