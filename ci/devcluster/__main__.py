@@ -1,7 +1,7 @@
 """Command line: python -m ci.devcluster up|down|status|di-engine-image [--state-dir DIR] [--json].
 
-`di-engine-image`: build the DI-engine image if its inputs changed and import it into the running real
-node (ci/devcluster/dingimage.py; not done at `up`: it is ~5 GB)."""
+`di-engine-image`: build the DI-engine image if its inputs changed and import it into the real node
+when one runs here (ci/devcluster/dingimage.py; not done at `up`: it is ~5 GB)."""
 
 from __future__ import annotations
 
@@ -50,9 +50,11 @@ def main(argv: list[str] | None = None) -> int:
             cluster.up()
         elif args.command == "di-engine-image":
             socket = realnode.node_files(cluster.state).containerd_socket
-            if not socket.exists():
-                raise ClusterError(f"no real node running here ({socket} is missing): `make cluster-up` first")
-            dingimage.ensure_ding_image(cluster.settings, socket, realnode.CONTAINERD_NAMESPACE)
+            if socket.exists():
+                dingimage.ensure_ding_image(cluster.settings, socket, realnode.CONTAINERD_NAMESPACE)
+            else:
+                dingimage.build_ding_image(cluster.settings)
+                logging.getLogger("devcluster").info("no real node running here: built, not imported")
         elif args.command == "down":
             cluster.down()
         else:

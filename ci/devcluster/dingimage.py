@@ -1,10 +1,10 @@
 """The DI-engine image (ci/images/di-engine): built and imported on demand, not at every cluster-up.
 
-It is big (torch with its CUDA runtime wheels: ~3 GB to download, ~5.4 GB installed), and only the
-real-workload tests and `make demo` need it, so `python -m ci.devcluster di-engine-image` (or the
-`ding_image` fixture of tests/integration) builds it when its inputs changed (a docker-archive in
-`$DIHERA_CACHE/images/`, like the other images; pip's downloads stay in buildah's cache mount across
-rebuilds) and imports it into the running real node's containerd unless that already holds it.
+It is big (torch with its CUDA runtime wheels: ~3 GB to download, ~5.4 GB installed), and only
+real workloads need it, so `python -m ci.devcluster di-engine-image` (or the `ding_image` fixture of
+tests/integration) builds it when its inputs changed (a docker-archive in `$DIHERA_CACHE/images/`,
+like the other images; pip's downloads stay in buildah's cache mount across rebuilds) and imports it
+into the running real node's containerd unless that already holds the same build.
 """
 
 from __future__ import annotations
@@ -21,7 +21,15 @@ from pathlib import Path
 from .images import DockerfileBuild, Image, dockerfile_archive, dockerfile_image, python_image
 from .settings import Settings
 
-__all__ = ["DING_BUILD", "DING_IMAGE", "ImageReport", "archive_config_digest", "ensure_ding_image", "imported"]
+__all__ = [
+    "DING_BUILD",
+    "DING_IMAGE",
+    "ImageReport",
+    "archive_config_digest",
+    "build_ding_image",
+    "ensure_ding_image",
+    "imported",
+]
 
 log = logging.getLogger("devcluster")
 
@@ -73,21 +81,26 @@ def imported(image: Image, socket: Path, namespace: str) -> bool:
     return config == archive_config_digest(image.archive)
 
 
+def build_ding_image(settings: Settings, progress: Callable[[str], None] = log.info) -> tuple[Image, float | None]:
+    """The DI-engine image's archive, built if its inputs changed; the seconds it took (None: cached)."""
+    settings.images_dir.mkdir(parents=True, exist_ok=True)
+    base = python_image(settings)
+    if dockerfile_archive(settings, DING_BUILD, base).exists():
+        return dockerfile_image(settings, DING_BUILD, base), None
+    progress(f"building {DING_IMAGE} from {DING_BUILD.dockerfile} (cold: {DING_BUILD.expect})")
+    start = time.monotonic()
+    image = dockerfile_image(settings, DING_BUILD, base, progress=progress)
+    built = time.monotonic() - start
+    progress(f"built {DING_IMAGE} in {built:.0f}s: {image.archive} ({image.archive.stat().st_size / 2**30:.2f} GiB)")
+    return image, built
+
+
 def ensure_ding_image(
     settings: Settings, socket: Path, namespace: str, progress: Callable[[str], None] = log.info
 ) -> ImageReport:
     """Build the DI-engine image if its inputs changed, import it into containerd unless it is there."""
-    settings.images_dir.mkdir(parents=True, exist_ok=True)
-    base = python_image(settings)
-    start = time.monotonic()
-    cached = dockerfile_archive(settings, DING_BUILD, base).exists()
-    if not cached:
-        progress(f"building {DING_IMAGE} from {DING_BUILD.dockerfile} (cold: {DING_BUILD.expect})")
-    image = dockerfile_image(settings, DING_BUILD, base, progress=None if cached else progress)
-    built = None if cached else time.monotonic() - start
+    image, built = build_ding_image(settings, progress)
     size = image.archive.stat().st_size
-    if built is not None:
-        progress(f"built {DING_IMAGE} in {built:.0f}s: {image.archive} ({size / 2**30:.2f} GiB)")
     if imported(image, socket, namespace):
         return ImageReport(image, built, None, size)
     progress(f"importing {DING_IMAGE} into the real node's containerd ({size / 2**30:.2f} GiB)")
