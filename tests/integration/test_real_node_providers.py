@@ -51,7 +51,6 @@ def test_torch_allreduce_dijob_succeeds_on_the_real_node(
     JobStore(cluster).create(doc)
     run = follow(cluster, namespace, "torch-allreduce", timeout=300)
     assert run.status["phase"] == "Succeeded", (run.phases, run.status, job_logs(cluster, namespace, "torch-allreduce"))
-    assert run.phases[-2:] == ["Running", "Succeeded"], run.phases
     check_pods_succeeded(cluster, namespace, "torch-allreduce", 2)
 
     results = {}
