@@ -30,11 +30,11 @@ def test_every_path_the_dockerfile_copies_or_mounts_is_a_cache_key_input() -> No
         assert any(Path(path).is_relative_to(i) for i in DING_BUILD.inputs), (path, DING_BUILD.inputs)
         assert (REPO / path).exists(), path
     # the wheels are downloaded into a build cache mount (kept across rebuilds, never in the image) and
-    # installed from there
+    # installed from there only
     mount = re.search(r"--mount=type=cache,[^\s]*target=(\S+?)[,\s]", dockerfile)
     assert mount, "no cache mount"
     assert f"pip download --no-deps --dest {mount[1]} " in dockerfile
-    assert f"pip install --no-deps --find-links {mount[1]} " in dockerfile
+    assert f"pip install --no-deps --no-index --find-links {mount[1]} " in dockerfile
 
 
 def test_cache_key_follows_the_inputs_only(tmp_path: Path) -> None:
