@@ -39,7 +39,7 @@ DING_BUILD = DockerfileBuild(
     kind="di-engine",
     dockerfile="ci/images/di-engine/Dockerfile",
     inputs=("ci/images/di-engine", "examples/cartpole"),
-    expect="5-10 minutes: ~3 GB of wheels, kept in buildah's pip cache for the next build",
+    expect="about 6-8 minutes, ~3 GB of wheels downloaded into a wheelhouse kept for the next build",
 )
 
 
@@ -87,7 +87,6 @@ def build_ding_image(settings: Settings, progress: Callable[[str], None] = log.i
     base = python_image(settings)
     if dockerfile_archive(settings, DING_BUILD, base).exists():
         return dockerfile_image(settings, DING_BUILD, base), None
-    progress(f"building {DING_IMAGE} from {DING_BUILD.dockerfile} (cold: {DING_BUILD.expect})")
     start = time.monotonic()
     image = dockerfile_image(settings, DING_BUILD, base, progress=progress)
     built = time.monotonic() - start

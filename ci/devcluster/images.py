@@ -244,7 +244,7 @@ def dockerfile_image(
     archive = dockerfile_archive(settings, build, base)
     if archive.exists():
         return Image(build.name, archive)
-    log.info("building %s from %s with buildah (cold: %s)", build.name, build.dockerfile, build.expect)
+    (progress or log.info)(f"building {build.name} from {build.dockerfile} with buildah (cold: {build.expect})")
     start = time.monotonic()
     buildah, env = _buildah(settings)
     with tempfile.TemporaryDirectory(dir=settings.cache_dir / "buildah" / "tmp") as tmp:
