@@ -31,9 +31,9 @@ pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
 NAME = "cartpole-dqn"
 STOP_VALUE = 195.0
-#: From `kubectl apply` to Succeeded. Measured here: 80-250 s as local processes on 2 loaded cores; the
-#: pods add their start (and the first read of the 5 GB image). Past this, training did not converge.
-TIME_BOUND = 600
+#: From `kubectl apply` to Succeeded. Measured here: about 65 s on the real node; 80-250 s as local
+#: processes on 2 loaded cores (the reference). Past this, training did not converge.
+TIME_BOUND = 420
 ROLES = {"learner": 1, "evaluator": 1, "collector": 2}
 
 
@@ -59,7 +59,9 @@ def test_cartpole_dqn_dijob_trains_to_the_stop_value_on_the_real_node(
     assert run.status["phase"] == "Succeeded", (run.phases, run.status, {p: log[-3000:] for p, log in logs.items()})
     conditions = [c["type"] for c in run.status["conditions"]]
     assert conditions[:1] == ["Pending"] and conditions.index("Running") < conditions.index("Succeeded"), conditions
-    assert run.phases[-2:] == ["Running", "Succeeded"], run.phases
+    # Pending, Running while it trains, Succeeded at the end. (The controller shows Starting again for a
+    # second while a finished replica's pod is still completing: not asserted either way.)
+    assert "Running" in run.phases and run.phases[-1] == "Succeeded", run.phases
 
     pods = job_pods(cluster, namespace, NAME)
     assert len(pods) == sum(ROLES.values()), [p["metadata"]["name"] for p in pods]
@@ -119,8 +121,8 @@ def test_a_collector_whose_process_is_killed_mid_training_restarts_in_place_and_
     doc = on_real_node("cartpole-dqn.yaml", namespace, ding_image, cluster)
     collectors = next(t for t in doc["spec"]["tasks"] if t["name"] == "collector")
     # A restarted replica cannot pass the one-shot start-up barrier (its peers are past it): it waits this
-    # long, then trains on (examples/cartpole/README.md). Long enough for the first start here.
-    collectors["template"]["spec"]["containers"][0]["env"].append({"name": "DIHERA_BARRIER_TIMEOUT", "value": "60"})
+    # long, then trains on (examples/cartpole/README.md); the whole job takes about a minute here.
+    collectors["template"]["spec"]["containers"][0]["env"].append({"name": "DIHERA_BARRIER_TIMEOUT", "value": "20"})
     JobStore(cluster).create(doc)
     victim = f"{NAME}-collector-1"
     before: dict[str, dict[str, Any]] = {}  # the pods by hostname when the collector was killed
@@ -135,7 +137,7 @@ def test_a_collector_whose_process_is_killed_mid_training_restarts_in_place_and_
         before.update({p["spec"]["hostname"]: p for p in job_pods(cluster, namespace, NAME)})
         killed_output.append(kill_main(kubeconfig, namespace, before[victim]["metadata"]["name"]))
 
-    run = follow(cluster, namespace, NAME, timeout=TIME_BOUND + 120, on_tick=kill_when_training)
+    run = follow(cluster, namespace, NAME, timeout=TIME_BOUND, on_tick=kill_when_training)
     assert killed_output, f"the learner never reported an iteration while Running: {run.phases}"
     assert killed_output[0].startswith("killed "), killed_output
     logs = job_logs(cluster, namespace, NAME)
@@ -195,7 +197,7 @@ def test_collectors_added_then_removed_mid_training_and_the_job_still_reaches_th
             edit_replicas(cluster, namespace, NAME, collector=1)
             steps.append("down")
 
-    run = follow(cluster, namespace, NAME, timeout=TIME_BOUND + 120, on_tick=elastic)
+    run = follow(cluster, namespace, NAME, timeout=TIME_BOUND, on_tick=elastic)
     logs = job_logs(cluster, namespace, NAME)
     assert steps == ["up", "down"], (steps, run.phases)
     assert run.status["phase"] == "Succeeded", (run.phases, run.status, {p: log[-3000:] for p, log in logs.items()})
