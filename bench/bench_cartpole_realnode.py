@@ -37,6 +37,7 @@ sys.path.insert(0, str(REPO))
 from ci.devcluster import Cluster, Settings, realnode  # noqa: E402
 from ci.devcluster.dingimage import ensure_ding_image  # noqa: E402
 from dihera.kube.jobs import JobStore  # noqa: E402
+from dihera.schema import GROUP, PLURAL  # noqa: E402
 from tests.integration.realjobs import job_logs, on_real_node, own_lines  # noqa: E402
 
 DIHERA = str(Path(sys.executable).with_name("dihera"))
@@ -105,6 +106,16 @@ def local_run(api: client.ApiClient, ns: str, image: str, timeout: float) -> dic
     return {m.group(1): float(m.group(2)) for line in log.splitlines() if (m := LOCAL_LINE.match(line))}
 
 
+def install_crd(kubeconfig: str) -> None:
+    """The DIJob CRD (`dihera crd`), applied server-side and Established (cluster-up installs Argo's only)."""
+    crd = subprocess.run([DIHERA, "crd"], capture_output=True, text=True, check=True).stdout
+    kubectl = ["kubectl", f"--kubeconfig={kubeconfig}"]
+    apply = [*kubectl, "apply", "--server-side", "--force-conflicts", "-f", "-"]
+    subprocess.run(apply, input=crd, text=True, check=True, capture_output=True)
+    established = [*kubectl, "wait", "--for=condition=Established", "--timeout=60s", f"crd/{PLURAL}.{GROUP}"]
+    subprocess.run(established, check=True, capture_output=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--timeout", type=float, default=900.0)
@@ -115,6 +126,7 @@ def main() -> int:
     socket = realnode.node_files(dev.state).containerd_socket
     report = ensure_ding_image(settings, socket, realnode.CONTAINERD_NAMESPACE, print)
     image = report.image.name
+    install_crd(kubeconfig)
     api = config.new_client_from_config(config_file=kubeconfig)
     core = client.CoreV1Api(api)
     ns = f"dihera-test-cartbench-{uuid.uuid4().hex[:6]}"
