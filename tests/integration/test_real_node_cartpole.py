@@ -114,7 +114,7 @@ def kill_main(kubeconfig: Path, namespace: str, pod: str) -> str:
 @pytest.mark.xfail(
     run=False,
     reason="measured here: the collector is restarted in place (same rank and hostname), but the job ends "
-    "(evaluator at the stop value, ~30 s after the kill) before it rejoins; DI-engine's finish is a one-off "
+    "(evaluator at the stop value) before it rejoins; DI-engine's finish is a one-off "
     "broadcast, so the late replica never learns of it and collects alone forever (the DIJob stays Running). "
     "Needs a platform answer (e.g. end the job's remaining replicas once the evaluator Succeeded) first.",
 )
