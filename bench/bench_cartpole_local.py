@@ -1,6 +1,6 @@
 """CartPole DQN as plain local processes, started the way `ditask --platform k8s` runs in a DIJob's pods.
 
-    <venv with DI-engine>/bin/python bench/bench_cartpole_local.py [--timeout 600] [--absent RANK]
+    <venv with DI-engine>/bin/python bench/bench_cartpole_local.py [--timeout 600] [--absent RANK] [--package DIR]
 
 Four processes (rank 0 learner, 1 evaluator, 2 and 3 collectors), each with DI_RANK and DI_NODES,
 `--topology mesh --labels <role> --ports <port>`, its own loopback address (127.0.0.2..5, the entries
@@ -59,7 +59,7 @@ def _bindable(address: str, port: int) -> bool:
     return True
 
 
-def start(rank: int, port: int, workdir: Path, ditask: str) -> Replica:
+def start(rank: int, port: int, workdir: Path, ditask: str, package: Path) -> Replica:
     role = ROLES[rank]
     env = {
         **os.environ,
@@ -80,7 +80,7 @@ def start(rank: int, port: int, workdir: Path, ditask: str) -> Replica:
         "--labels",
         role,
         "--package",
-        str(EXAMPLE_DIR),
+        str(package),
         "--main",
         MAIN,
         "--ports",
@@ -100,10 +100,10 @@ def scan(replica: Replica, now: float) -> None:
             replica.seen.setdefault("learner-model", now)  # collecting with a model sent by the learner
 
 
-def run(timeout: float, workdir: Path, ditask: str, absent: set[int]) -> tuple[list[Replica], int]:
+def run(timeout: float, workdir: Path, ditask: str, absent: set[int], package: Path) -> tuple[list[Replica], int]:
     port = free_port()
     started = time.monotonic()
-    replicas = [start(rank, port, workdir, ditask) for rank in range(len(ROLES)) if rank not in absent]
+    replicas = [start(rank, port, workdir, ditask, package) for rank in range(len(ROLES)) if rank not in absent]
     while time.monotonic() - started < timeout:
         now = time.monotonic() - started
         for replica in replicas:
@@ -142,9 +142,10 @@ def main() -> int:
         help="do not start this rank (its DI_NODES entry stays): the others' barrier times out",
     )
     parser.add_argument("--ditask", default=str(Path(sys.executable).parent / "ditask"))
+    parser.add_argument("--package", type=Path, default=EXAMPLE_DIR, help="the folder holding cartpole_dqn")
     args = parser.parse_args()
     workdir = Path(tempfile.mkdtemp(prefix="dihera-cartpole-"))
-    replicas, port = run(args.timeout, workdir, args.ditask, set(args.absent))
+    replicas, port = run(args.timeout, workdir, args.ditask, set(args.absent), args.package)
     print(f"cartpole DQN, {len(replicas)} local processes, mesh on port {port}, logs in {workdir}")
     print(f"  all connected          {first(replicas, 'dihera-connected', every=True)}")
     if any("dihera-barrier-timeout" in r.seen for r in replicas):

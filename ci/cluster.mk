@@ -3,7 +3,7 @@
 # docs/local-cluster.md); state, logs and kubeconfig in .devcluster/. Included by the top-level Makefile.
 PYTHON ?= .venv/bin/python
 
-.PHONY: setup-node cluster-up cluster-down cluster-status
+.PHONY: setup-node cluster-up cluster-down cluster-status di-engine-image
 
 setup-node: ## Debian packages of the real node and its image builds (containerd, runc, CNI plugins, buildah, mmdebstrap)
 	@if [ "$${DIHERA_REAL_NODE:-1}" != 0 ]; then bash ci/install-node-packages.sh; fi
@@ -18,3 +18,6 @@ cluster-down: ## stop what `make demo` and cluster-up started and delete .devclu
 
 cluster-status: ## which control-plane processes run, on which ports
 	@$(PYTHON) -m ci.devcluster status
+
+di-engine-image: setup setup-node ## build the DI-engine image (ci/images/di-engine, ~5 GB) if its inputs changed; import it into the real node if one runs
+	$(PYTHON) -m ci.devcluster di-engine-image

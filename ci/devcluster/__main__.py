@@ -1,4 +1,7 @@
-"""Command line: python -m ci.devcluster up|down|status [--state-dir DIR] [--json]."""
+"""Command line: python -m ci.devcluster up|down|status|di-engine-image [--state-dir DIR] [--json].
+
+`di-engine-image`: build the DI-engine image if its inputs changed and import it into the real node
+when one runs here (ci/devcluster/dingimage.py; not done at `up`: it is ~5 GB)."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ import logging
 import sys
 from pathlib import Path
 
+from . import dingimage, realnode
 from .cluster import Cluster, ClusterError
 from .settings import Settings
 
@@ -34,7 +38,7 @@ def _print_status(report: dict[str, object]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ci.devcluster", description=__doc__)
-    parser.add_argument("command", choices=("up", "down", "status"))
+    parser.add_argument("command", choices=("up", "down", "status", "di-engine-image"))
     parser.add_argument("--state-dir", type=Path, help="state directory (default: .devcluster/ in the repo)")
     parser.add_argument("--json", action="store_true", help="status as JSON")
     args = parser.parse_args(argv)
@@ -44,6 +48,13 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "up":
             cluster.up()
+        elif args.command == "di-engine-image":
+            socket = realnode.node_files(cluster.state).containerd_socket
+            if socket.exists():
+                dingimage.ensure_ding_image(cluster.settings, socket, realnode.CONTAINERD_NAMESPACE)
+            else:
+                dingimage.build_ding_image(cluster.settings)
+                logging.getLogger("devcluster").info("no real node running here: built, not imported")
         elif args.command == "down":
             cluster.down()
         else:

@@ -11,6 +11,7 @@ of its inputs, so a second build is a file lookup; `ctr images import` loads the
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import io
 import json
@@ -20,14 +21,25 @@ import subprocess
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from .realnode import PAUSE_IMAGE
 from .settings import Settings
 
-__all__ = ["ARGOEXEC_IMAGE", "DIHERA_IMAGE", "PYTHON_IMAGE", "Image", "build_all", "import_all"]
+__all__ = [
+    "ARGOEXEC_IMAGE",
+    "DIHERA_IMAGE",
+    "PYTHON_IMAGE",
+    "DockerfileBuild",
+    "Image",
+    "build_all",
+    "dockerfile_archive",
+    "dockerfile_image",
+    "import_all",
+    "python_image",
+]
 
 log = logging.getLogger("devcluster")
 
@@ -144,7 +156,7 @@ def _binary_image(settings: Settings, program: str, name: str, entrypoint: list[
     return Image(name, archive)
 
 
-def _python_image(settings: Settings) -> Image:
+def python_image(settings: Settings) -> Image:
     command = [
         "mmdebstrap", "--variant=minbase", "--mode=root", "--format=tar",
         f"--include={','.join(BASE_PACKAGES)}",
@@ -177,52 +189,104 @@ def package_version(settings: Settings) -> str:
     raise RuntimeError("no version in pyproject.toml")
 
 
-def _dihera_image(settings: Settings, base: Image) -> Image:
-    repo = settings.repo
-    inputs = _tree_files(repo, DOCKERFILE_INPUTS)
-    key = _digest([base.archive.name.encode(), *_file_chunks(inputs, repo)])[:16]
-    name = f"{DIHERA_IMAGE}:{package_version(settings)}"
-    archive = settings.images_dir / f"dihera-{key}.tar"
-    if archive.exists():
-        return Image(name, archive)
-    log.info("building %s from the Dockerfile with buildah (cold: about 2 minutes)", name)
-    start = time.monotonic()
-    buildah = [
+@dataclass(frozen=True)
+class DockerfileBuild:
+    """An image built from a Dockerfile of the repository by buildah, on the local python base."""
+
+    name: str  # repository:tag as containerd knows it
+    kind: str  # the archive's file name prefix in the cache
+    dockerfile: str  # relative to the repository root (the build context)
+    inputs: tuple[str, ...]  # what the Dockerfile copies or mounts (files or folders): the cache key
+    expect: str  # how long a cold build takes, for the log
+
+
+def _buildah(settings: Settings) -> tuple[list[str], dict[str, str]]:
+    """buildah's command prefix and environment: storage and temporary files in the cache, so the
+    Dockerfiles' `RUN --mount=type=cache` directories (under $TMPDIR) are kept across builds."""
+    tmp = settings.cache_dir / "buildah" / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    command = [
         "buildah",
         f"--root={settings.cache_dir / 'buildah' / 'storage'}",
         f"--runroot={settings.cache_dir / 'buildah' / 'run'}",
         "--storage-driver=overlay",
     ]
-    with tempfile.TemporaryDirectory() as tmp:
+    return command, {**settings.build_env, "PATH": settings.path_env, "TMPDIR": str(tmp)}
+
+
+def _run_streamed(command: list[str], env: dict[str, str], progress: Callable[[str], None]) -> None:
+    """Run `command`, passing each line of its output to `progress`; on failure raise with the last lines."""
+    tail: collections.deque[str] = collections.deque(maxlen=30)
+    start = time.monotonic()
+    with subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            tail.append(line.rstrip())
+            progress(f"[{time.monotonic() - start:5.0f}s] {line.rstrip()}")
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(command[:6])}... exited {proc.returncode}:\n" + "\n".join(tail))
+
+
+def dockerfile_archive(settings: Settings, build: DockerfileBuild, base: Image) -> Path:
+    """Where `build`'s archive is in the cache: its name carries a hash of the base and of the inputs."""
+    inputs = _tree_files(settings.repo, build.inputs)
+    key = _digest([base.archive.name.encode(), *_file_chunks(inputs, settings.repo)])[:16]
+    return settings.images_dir / f"{build.kind}-{key}.tar"
+
+
+def dockerfile_image(
+    settings: Settings, build: DockerfileBuild, base: Image, progress: Callable[[str], None] | None = None
+) -> Image:
+    """`build`'s image as a docker-archive in the cache, built when its inputs changed. `progress`, when
+    given, receives every line of buildah's output (else the build is quiet)."""
+    repo = settings.repo
+    inputs = _tree_files(repo, build.inputs)
+    archive = dockerfile_archive(settings, build, base)
+    if archive.exists():
+        return Image(build.name, archive)
+    (progress or log.info)(f"building {build.name} from {build.dockerfile} with buildah (cold: {build.expect})")
+    start = time.monotonic()
+    buildah, env = _buildah(settings)
+    with tempfile.TemporaryDirectory(dir=settings.cache_dir / "buildah" / "tmp") as tmp:
         context = Path(tmp) / "context"
         for path in inputs:  # only what the Dockerfile copies: the checkout holds sockets and mounts
             (context / path.relative_to(repo)).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, context / path.relative_to(repo))
         base_ref = f"docker-archive:{base.archive}"
-        subprocess.run([*buildah, "pull", "--quiet", base_ref], check=True, stdout=subprocess.DEVNULL)
-        # No --layers: with the Dockerfile's bind mount from the builder stage buildah reuses stale layers.
-        subprocess.run(
-            [
-                *buildah, "bud", "--isolation=chroot", "--quiet",
-                f"--build-arg=PYTHON_IMAGE={base.name}",
-                f"--volume={HOST_CA_BUNDLE}:/etc/ssl/certs/ca-certificates.crt:ro",
-                f"--tag={name}", str(context),
-            ],
-            check=True, stdout=subprocess.DEVNULL,
-        )  # fmt: skip
+        subprocess.run([*buildah, "pull", "--quiet", base_ref], check=True, stdout=subprocess.DEVNULL, env=env)
+        # No --layers: with a Dockerfile's bind mount from a builder stage buildah reuses stale layers.
+        bud = [
+            *buildah, "bud", "--isolation=chroot", *([] if progress else ["--quiet"]),
+            f"--file={context / build.dockerfile}",
+            f"--build-arg=PYTHON_IMAGE={base.name}",
+            f"--volume={HOST_CA_BUNDLE}:/etc/ssl/certs/ca-certificates.crt:ro",
+            f"--tag={build.name}", str(context),
+        ]  # fmt: skip
+        if progress:
+            _run_streamed(bud, env, progress)
+        else:
+            subprocess.run(bud, check=True, stdout=subprocess.DEVNULL, env=env)
         tmp_archive = Path(tmp) / "image.tar"
-        subprocess.run([*buildah, "push", "--quiet", name, f"docker-archive:{tmp_archive}:{name}"], check=True)
+        push = [*buildah, "push", "--quiet", build.name, f"docker-archive:{tmp_archive}:{build.name}"]
+        subprocess.run(push, check=True, env=env)
         shutil.move(tmp_archive, archive)
         _prune(archive)
-        subprocess.run([*buildah, "rmi", "--prune"], check=False, capture_output=True)
-    log.info("built %s in %.0fs", name, time.monotonic() - start)
-    return Image(name, archive)
+        for rmi in (["rmi", build.name], ["rmi", "--prune"]):  # the archive is the cache: keep no copy
+            subprocess.run([*buildah, *rmi], check=False, capture_output=True, env=env)
+    log.info("built %s in %.0fs", build.name, time.monotonic() - start)
+    return Image(build.name, archive)
+
+
+def _dihera_image(settings: Settings, base: Image) -> Image:
+    name = f"{DIHERA_IMAGE}:{package_version(settings)}"
+    build = DockerfileBuild(name, "dihera", "Dockerfile", DOCKERFILE_INPUTS, expect="about 2 minutes")
+    return dockerfile_image(settings, build, base)
 
 
 def build_all(settings: Settings) -> list[Image]:
     """Every image of the real node, built when its inputs changed (else found in the cache)."""
     settings.images_dir.mkdir(parents=True, exist_ok=True)
-    python = _python_image(settings)
+    python = python_image(settings)
     return [
         _binary_image(settings, "pause", PAUSE_IMAGE, ["/pause"]),
         _binary_image(settings, "argoexec", ARGOEXEC_IMAGE, ["/bin/argoexec"]),

@@ -23,7 +23,8 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:  # `ci` is a top-level folder of the repo, not an installed package
     sys.path.insert(0, str(REPO))
 
-from ci.devcluster import Cluster, Settings  # noqa: E402
+from ci.devcluster import Cluster, Settings, realnode  # noqa: E402
+from ci.devcluster.dingimage import ensure_ding_image  # noqa: E402
 from dihera.schema import crd_manifest, dijob_schema  # noqa: E402
 
 T = TypeVar("T")
@@ -145,3 +146,24 @@ def dijob_crd(cluster: client.ApiClient, poll: Poll) -> None:
         return any(c.type == "Established" and c.status == "True" for c in conds)
 
     poll(established, 30, f"CRD {name} Established")
+
+
+@pytest.fixture(scope="session")
+def ding_image(kubeconfig: Path, pytestconfig: pytest.Config) -> str:
+    """The DI-engine image (ci/images/di-engine), built if its inputs changed and imported into the local
+    real node's containerd once per session (not at cluster-up: ~5 GB). Progress goes to the terminal."""
+    dev = Cluster(Settings.from_environ())
+    socket = realnode.node_files(dev.state).containerd_socket
+    if kubeconfig.resolve() != dev.kubeconfig.resolve() or not socket.exists():
+        pytest.skip(f"the DI-engine image is imported into the local real node only (no {socket})")
+    capture = pytestconfig.pluginmanager.getplugin("capturemanager")
+
+    def progress(line: str) -> None:
+        with capture.global_and_fixture_disabled():
+            print(f"[di-engine image] {line}", flush=True)
+
+    report = ensure_ding_image(dev.settings, socket, realnode.CONTAINERD_NAMESPACE, progress)
+    built = "cached" if report.built_seconds is None else f"built in {report.built_seconds:.0f}s"
+    loaded = "already there" if report.imported_seconds is None else f"imported in {report.imported_seconds:.0f}s"
+    progress(f"{report.image.name}: {built}, {loaded}, archive {report.archive_bytes / 2**30:.2f} GiB")
+    return report.image.name

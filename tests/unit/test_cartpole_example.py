@@ -10,7 +10,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "cartpole"))
 
 from cartpole_dqn.report import line, write_progress
-from cartpole_dqn.roles import pick_role, world_size
+from cartpole_dqn.roles import barrier_timeout, pick_role, world_size
 
 
 @pytest.mark.parametrize(
@@ -58,3 +58,19 @@ def test_progress_file_is_optional(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("ARGO_PROGRESS_FILE", str(tmp_path / "p"))
     write_progress(1, 10)
     assert (tmp_path / "p").read_text() == "1/10\n"
+
+
+@pytest.mark.parametrize(
+    ("environ", "timeout"),
+    [
+        ({}, 300.0),
+        ({"DIHERA_BARRIER_TIMEOUT": "60"}, 60.0),
+        ({"DIHERA_BARRIER_TIMEOUT": "60", "DI_MEMBERSHIP_GENERATION": "1"}, 60.0),
+        ({"DIHERA_BARRIER_TIMEOUT": "60", "DI_MEMBERSHIP_GENERATION": "3"}, 0.0),  # joined a running job
+        ({"DI_MEMBERSHIP_GENERATION": ""}, 300.0),
+    ],
+)
+def test_barrier_is_skipped_by_a_replica_joining_after_a_membership_change(
+    environ: dict[str, str], timeout: float
+) -> None:
+    assert barrier_timeout(environ) == timeout

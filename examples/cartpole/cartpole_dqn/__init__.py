@@ -35,6 +35,7 @@ When `ARGO_PROGRESS_FILE` is set, the learner also appends `<iterations>/<budget
 
 Environment read by this example (user code; DI-engine itself reads only DI_RANK and DI_NODES):
 `DI_NODES` (world size for the barrier), `DIHERA_BARRIER_TIMEOUT` (seconds, default 300; 0 skips the
-barrier), `DIHERA_TRAIN_ITER_BUDGET`, `ARGO_PROGRESS_FILE`. Output goes to `./cartpole_dqn_dist/` in
+barrier), `DI_MEMBERSHIP_GENERATION` (past 1: the replica joins a running job and skips the barrier),
+`DIHERA_TRAIN_ITER_BUDGET`, `ARGO_PROGRESS_FILE`. Output goes to `./cartpole_dqn_dist/` in
 the working directory, which must be writable.
 """

@@ -31,7 +31,7 @@ from dizoo.classic_control.cartpole.config.cartpole_dqn_config import create_con
 
 from .middleware import StartupBarrier, collector_report, evaluator_report, learner_progress
 from .report import emit
-from .roles import pick_role, world_size
+from .roles import barrier_timeout, pick_role, world_size
 
 STOP_VALUE = 195.0
 EXP_NAME = "cartpole_dqn_dist"
@@ -56,7 +56,7 @@ def main() -> None:
     logging.getLogger().setLevel(logging.INFO)
     rank = int(os.environ.get("DI_RANK", task.router.node_id or 0))
     world = world_size(os.environ.get("DI_NODES", ""))
-    timeout = float(os.environ.get("DIHERA_BARRIER_TIMEOUT", "300"))
+    timeout = barrier_timeout(os.environ)
     budget = int(os.environ.get("DIHERA_TRAIN_ITER_BUDGET", "2000"))
     cfg = _config()
     ding_init(cfg)

@@ -1,0 +1,112 @@
+"""The DI-engine image (ci/images/di-engine): built and imported on demand, not at every cluster-up.
+
+It is big (torch with its CUDA runtime wheels: ~3 GB to download, ~5.4 GB installed), and only
+real workloads need it, so `python -m ci.devcluster di-engine-image` (or the `ding_image` fixture of
+tests/integration) builds it when its inputs changed (a docker-archive in `$DIHERA_CACHE/images/`,
+like the other images; pip's downloads stay in buildah's cache mount across rebuilds) and imports it
+into the running real node's containerd unless that already holds the same build.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import subprocess
+import tarfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .images import DockerfileBuild, Image, dockerfile_archive, dockerfile_image, python_image
+from .settings import Settings
+
+__all__ = [
+    "DING_BUILD",
+    "DING_IMAGE",
+    "ImageReport",
+    "archive_config_digest",
+    "build_ding_image",
+    "ensure_ding_image",
+    "imported",
+]
+
+log = logging.getLogger("devcluster")
+
+DING_IMAGE = "dihera.local/di-engine:0.5.3"  # workflows/cartpole-dqn.yaml's dihera/di-engine:0.5.3, built here
+DING_BUILD = DockerfileBuild(
+    DING_IMAGE,
+    kind="di-engine",
+    dockerfile="ci/images/di-engine/Dockerfile",
+    inputs=("ci/images/di-engine", "examples/cartpole"),
+    expect="about 6-8 minutes, ~3 GB of wheels downloaded into a wheelhouse kept for the next build",
+)
+
+
+@dataclass(frozen=True)
+class ImageReport:
+    """What `ensure_ding_image` did, with its figures."""
+
+    image: Image
+    built_seconds: float | None  # None: the archive was in the cache
+    imported_seconds: float | None  # None: containerd already held this image
+    archive_bytes: int
+
+
+def archive_config_digest(archive: Path) -> str:
+    """The image config's digest in a docker-archive (manifest.json's `Config`: `<hex>.json`)."""
+    with tarfile.open(archive) as tar:
+        member = tar.extractfile("manifest.json")
+        if member is None:
+            raise ValueError(f"{archive}: manifest.json is not a file")
+        manifest = json.load(member)
+    return "sha256:" + Path(manifest[0]["Config"]).stem.removeprefix("sha256:")
+
+
+def _ctr(socket: Path, namespace: str, *args: str) -> subprocess.CompletedProcess[str]:
+    command = ["ctr", f"--address={socket}", f"--namespace={namespace}", *args]
+    return subprocess.run(command, capture_output=True, text=True, check=False)
+
+
+def imported(image: Image, socket: Path, namespace: str) -> bool:
+    """containerd's `namespace` holds `image.name` with the archive's config (same build)."""
+    listing = _ctr(socket, namespace, "images", "ls", f"name=={image.name}")
+    rows = [line.split() for line in listing.stdout.splitlines()[1:] if line.strip()]
+    if listing.returncode != 0 or not rows:
+        return False
+    manifest = _ctr(socket, namespace, "content", "get", rows[0][2])  # REF TYPE DIGEST ...
+    if manifest.returncode != 0:
+        return False
+    config: str = json.loads(manifest.stdout).get("config", {}).get("digest", "")
+    return config == archive_config_digest(image.archive)
+
+
+def build_ding_image(settings: Settings, progress: Callable[[str], None] = log.info) -> tuple[Image, float | None]:
+    """The DI-engine image's archive, built if its inputs changed; the seconds it took (None: cached)."""
+    settings.images_dir.mkdir(parents=True, exist_ok=True)
+    base = python_image(settings)
+    if dockerfile_archive(settings, DING_BUILD, base).exists():
+        return dockerfile_image(settings, DING_BUILD, base), None
+    start = time.monotonic()
+    image = dockerfile_image(settings, DING_BUILD, base, progress=progress)
+    built = time.monotonic() - start
+    progress(f"built {DING_IMAGE} in {built:.0f}s: {image.archive} ({image.archive.stat().st_size / 2**30:.2f} GiB)")
+    return image, built
+
+
+def ensure_ding_image(
+    settings: Settings, socket: Path, namespace: str, progress: Callable[[str], None] = log.info
+) -> ImageReport:
+    """Build the DI-engine image if its inputs changed, import it into containerd unless it is there."""
+    image, built = build_ding_image(settings, progress)
+    size = image.archive.stat().st_size
+    if imported(image, socket, namespace):
+        return ImageReport(image, built, None, size)
+    progress(f"importing {DING_IMAGE} into the real node's containerd ({size / 2**30:.2f} GiB)")
+    start = time.monotonic()
+    result = _ctr(socket, namespace, "images", "import", str(image.archive))
+    if result.returncode != 0:
+        raise RuntimeError(f"ctr images import {image.archive} exited {result.returncode}: {result.stderr[-2000:]}")
+    took = time.monotonic() - start
+    progress(f"imported {DING_IMAGE} in {took:.0f}s")
+    return ImageReport(image, built, took, size)

@@ -1,0 +1,105 @@
+"""DIJobs of workflows/ run for real on the local control plane's real node (helpers, not tests).
+
+A workflow's tasks get the real node's placement (label and taint), the image built here (never
+pulled) and a ServiceAccount that Argo's executor may use; the job is then followed to its end, its
+phases recorded, and its pods' exit codes and logs read back.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from kubernetes import client
+
+from dihera.kube.jobs import JobStore
+from tests.integration.test_controller_jobs import job_pods
+from tests.integration.test_real_node_chart import ON_REAL_NODE, executor_account
+
+__all__ = ["Run", "exit_codes", "follow", "job_logs", "on_real_node", "own_lines"]
+
+REPO = Path(__file__).resolve().parents[2]
+FINAL = ("Succeeded", "Failed")
+
+
+def on_real_node(example: str, namespace: str, image: str, cluster: client.ApiClient) -> dict[str, Any]:
+    """workflows/`example` with every task placed on the real node, running `image` (never pulled) under
+    a ServiceAccount Argo's executor may use. Nothing else of the workflow changes."""
+    doc: dict[str, Any] = yaml.safe_load((REPO / "workflows" / example).read_text())
+    doc["metadata"]["namespace"] = namespace
+    account = executor_account(cluster, namespace)
+    for task in doc["spec"]["tasks"]:  # tasks may share one template (YAML anchors): idempotent edits
+        spec = task["template"]["spec"]
+        spec.update(ON_REAL_NODE, serviceAccountName=account)
+        for container in spec["containers"]:
+            container.update(image=image, imagePullPolicy="Never")
+    return doc
+
+
+@dataclass
+class Run:
+    """A DIJob followed until it ended: the phases seen in order, and its last status."""
+
+    phases: list[str] = field(default_factory=list)
+    status: dict[str, Any] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+def follow(
+    cluster: client.ApiClient,
+    namespace: str,
+    name: str,
+    timeout: float,
+    on_tick: Callable[[dict[str, Any]], None] | None = None,
+) -> Run:
+    """Poll the DIJob until it is Succeeded or Failed; `on_tick(status)` each second (a test's side work).
+    Fails naming the phases seen and the pods' states after `timeout` seconds."""
+    jobs, run = JobStore(cluster), Run()
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        run.status = dict(((jobs.get(namespace, name) or {}).get("status")) or {})
+        phase = run.status.get("phase")
+        if phase and (not run.phases or run.phases[-1] != phase):
+            run.phases.append(phase)
+        if phase in FINAL:
+            run.seconds = time.monotonic() - start
+            return run
+        if on_tick:
+            on_tick(run.status)
+        time.sleep(1.0)
+    pods = {p["metadata"]["name"]: p["status"].get("phase") for p in job_pods(cluster, namespace, name)}
+    tails = {host: log[-1500:] for host, log in job_logs(cluster, namespace, name).items()}
+    pytest.fail(f"DIJob {name} did not end within {timeout:.0f}s: phases {run.phases}, pods {pods}, logs {tails}")
+
+
+def exit_codes(pod: dict[str, Any]) -> dict[str, int | None]:
+    """Each container's exit code (None while it has not terminated)."""
+    codes: dict[str, int | None] = {}
+    for status in pod["status"].get("containerStatuses", []):
+        terminated = status.get("state", {}).get("terminated")
+        codes[status["name"]] = terminated["exitCode"] if terminated else None
+    return codes
+
+
+def own_lines(log: str) -> list[str]:
+    """The job's own lines, without Argo's emissary lines (argo=true)."""
+    return [line for line in log.splitlines() if line and "argo=true" not in line]
+
+
+def job_logs(cluster: client.ApiClient, namespace: str, name: str, container: str | None = None) -> dict[str, str]:
+    """The log of each pod's main container (the first of its template), by pod name."""
+    core, logs = client.CoreV1Api(cluster), {}
+    for pod in job_pods(cluster, namespace, name):
+        main = container or next(c["name"] for c in pod["spec"]["containers"] if c["name"] != "wait")
+        try:
+            logs[pod["metadata"]["name"]] = core.read_namespaced_pod_log(
+                pod["metadata"]["name"], namespace, container=main
+            )
+        except client.ApiException as err:  # not started yet, or already gone
+            logs[pod["metadata"]["name"]] = f"<no log: {err.status} {err.reason}>"
+    return logs

@@ -1,0 +1,220 @@
+"""Distributed DQN for real (issue 10): workflows/cartpole-dqn.yaml on the real node, through the
+controller and Argo, in the DI-engine image built here.
+
+Learner x1, evaluator x1, collector x2, each `ditask --platform k8s --topology mesh` with the DI_RANK /
+DI_NODES dihera injects; the evaluator ends the job at CartPole's stop value (195). The example's log
+lines (examples/cartpole/cartpole_dqn/__init__.py) say what each replica did.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from ci.devcluster import realnode
+from dihera.kube.jobs import JobStore
+from tests.integration.realjobs import exit_codes, follow, job_logs, on_real_node, own_lines
+from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
+    Controller,
+    controller,
+    controller_kubeconfig,
+    job_pods,
+)
+from tests.integration.test_controller_scaling import edit_replicas
+
+pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+
+NAME = "cartpole-dqn"
+STOP_VALUE = 195.0
+#: From `kubectl apply` to Succeeded. Measured here: about 65 s on the real node; 80-250 s as local
+#: processes on 2 loaded cores (the reference). Past this, training did not converge.
+TIME_BOUND = 420
+ROLES = {"learner": 1, "evaluator": 1, "collector": 2}
+
+
+def fields(line: str) -> dict[str, str]:
+    """`dihera-<event> key=value ...` -> {"event": ..., key: value}."""
+    event, *pairs = line.split(" ")
+    return {"event": event.removeprefix("dihera-"), **dict(p.split("=", 1) for p in pairs if "=" in p)}
+
+
+def contract_lines(log: str) -> list[dict[str, str]]:
+    return [fields(line) for line in own_lines(log) if re.match(r"^dihera-[a-z-]+ ", line)]
+
+
+def test_cartpole_dqn_dijob_trains_to_the_stop_value_on_the_real_node(
+    ding_image: str,
+    controller: Controller,  # noqa: F811
+    cluster: client.ApiClient,
+    namespace: str,
+) -> None:
+    JobStore(cluster).create(on_real_node("cartpole-dqn.yaml", namespace, ding_image, cluster))
+    run = follow(cluster, namespace, NAME, timeout=TIME_BOUND)
+    logs = job_logs(cluster, namespace, NAME)
+    assert run.status["phase"] == "Succeeded", (run.phases, run.status, {p: log[-3000:] for p, log in logs.items()})
+    conditions = [c["type"] for c in run.status["conditions"]]
+    assert conditions[:1] == ["Pending"] and conditions.index("Running") < conditions.index("Succeeded"), conditions
+    # Pending, Running while it trains, Succeeded at the end. (The controller shows Starting again for a
+    # second while a finished replica's pod is still completing: not asserted either way.)
+    assert "Running" in run.phases and run.phases[-1] == "Succeeded", run.phases
+
+    pods = job_pods(cluster, namespace, NAME)
+    assert len(pods) == sum(ROLES.values()), [p["metadata"]["name"] for p in pods]
+    by_role: dict[str, list[list[dict[str, str]]]] = {}
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        assert pod["spec"]["nodeName"] == realnode.NODE_NAME, name
+        assert pod["status"]["phase"] == "Succeeded", (name, pod["status"])
+        codes = exit_codes(pod)
+        assert codes and all(code == 0 for code in codes.values()), (name, codes)
+        lines = contract_lines(logs[name])
+        role = next(line["role"] for line in lines if line["event"] == "role")
+        by_role.setdefault(role, []).append(lines)
+    assert {role: len(found) for role, found in by_role.items()} == ROLES
+
+    (evaluator,) = by_role["evaluator"]
+    reached = [line for line in evaluator if line["event"] == "stop-value-reached"]
+    assert len(reached) == 1 and float(reached[0]["return"]) >= STOP_VALUE, evaluator
+    (learner,) = by_role["learner"]
+    iters = [int(line["iter"]) for line in learner if line["event"] == "progress"]
+    assert iters and iters[0] >= 1 and iters == sorted(iters), learner
+    for collector in by_role["collector"]:  # every collector collected with models sent by the learner
+        assert any(int(line["model_iter"]) > 0 for line in collector if line["event"] == "collect"), collector
+    replicas = [lines for found in by_role.values() for lines in found]
+    connected = [lines for lines in replicas if any(line["event"] == "connected" for line in lines)]
+    assert len(connected) == len(replicas), "a replica's start-up barrier timed out"
+
+
+#: Kills the container's DI-engine process (a child of Argo's emissary, PID 1), not the pod object.
+KILL_MAIN = """
+import os, signal
+for pid in (p for p in os.listdir("/proc") if p.isdigit() and p != "1" and int(p) != os.getpid()):
+    try:
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
+    except OSError:
+        continue
+    if any(arg.endswith(b"ditask") for arg in argv[:2]):
+        os.kill(int(pid), signal.SIGKILL)
+        print("killed", pid, b" ".join(argv[:3]).decode())
+"""
+
+
+def kill_main(kubeconfig: Path, namespace: str, pod: str) -> str:
+    argv = ["kubectl", f"--kubeconfig={kubeconfig}", "exec", "-n", namespace, pod, "-c", "di-container", "--"]
+    done = subprocess.run([*argv, "python", "-c", KILL_MAIN], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+@pytest.mark.xfail(
+    run=False,
+    reason="measured here: the collector is restarted in place (same rank and hostname), but the job ends "
+    "(evaluator at the stop value) before it rejoins; DI-engine's finish is a one-off "
+    "broadcast, so the late replica never learns of it and collects alone forever (the DIJob stays Running). "
+    "Needs a platform answer (e.g. end the job's remaining replicas once the evaluator Succeeded) first.",
+)
+def test_a_collector_whose_process_is_killed_mid_training_restarts_in_place_and_the_job_succeeds(
+    ding_image: str,
+    controller: Controller,  # noqa: F811
+    cluster: client.ApiClient,
+    namespace: str,
+    kubeconfig: Path,
+) -> None:
+    doc = on_real_node("cartpole-dqn.yaml", namespace, ding_image, cluster)
+    collectors = next(t for t in doc["spec"]["tasks"] if t["name"] == "collector")
+    # A restarted replica cannot pass the one-shot start-up barrier (its peers are past it): it waits this
+    # long, then trains on (examples/cartpole/README.md); the whole job takes about a minute here.
+    collectors["template"]["spec"]["containers"][0]["env"].append({"name": "DIHERA_BARRIER_TIMEOUT", "value": "20"})
+    JobStore(cluster).create(doc)
+    victim = f"{NAME}-collector-1"
+    before: dict[str, dict[str, Any]] = {}  # the pods by hostname when the collector was killed
+    killed_output: list[str] = []
+
+    def kill_when_training(status: dict[str, Any]) -> None:
+        if killed_output or status.get("phase") != "Running":
+            return
+        logs = job_logs(cluster, namespace, NAME)
+        if not any(line.startswith("dihera-progress ") for log in logs.values() for line in own_lines(log)):
+            return
+        before.update({p["spec"]["hostname"]: p for p in job_pods(cluster, namespace, NAME)})
+        killed_output.append(kill_main(kubeconfig, namespace, before[victim]["metadata"]["name"]))
+
+    run = follow(cluster, namespace, NAME, timeout=TIME_BOUND, on_tick=kill_when_training)
+    assert killed_output, f"the learner never reported an iteration while Running: {run.phases}"
+    assert killed_output[0].startswith("killed "), killed_output
+    logs = job_logs(cluster, namespace, NAME)
+    assert run.status["phase"] == "Succeeded", (run.phases, run.status, {p: log[-3000:] for p, log in logs.items()})
+    assert run.status["restarts"] == 1, run.status
+    assert "Restarting" in run.phases or "Restarting" in [c["type"] for c in run.status["conditions"]], run
+
+    pods: dict[str, list[dict[str, Any]]] = {}
+    for pod in job_pods(cluster, namespace, NAME):
+        pods.setdefault(pod["spec"]["hostname"], []).append(pod)
+    for host, attempts in pods.items():  # survivors were never restarted: the same pod object, Succeeded
+        if host != victim:
+            assert [p["metadata"]["uid"] for p in attempts] == [before[host]["metadata"]["uid"]], host
+            assert exit_codes(attempts[0]).get("di-container") == 0, (host, attempts[0]["status"])
+    killed, restarted = sorted(pods[victim], key=lambda p: p["metadata"]["creationTimestamp"])
+    assert killed["metadata"]["uid"] == before[victim]["metadata"]["uid"]
+    assert exit_codes(killed)["di-container"] not in (None, 0), killed["status"]
+    assert restarted["status"]["phase"] == "Succeeded" and set(exit_codes(restarted).values()) == {0}
+    rank = "diengine/rank"  # restarted in place: same rank, same hostname (so the same FQDN)
+    assert restarted["metadata"]["annotations"][rank] == killed["metadata"]["annotations"][rank]
+    restarted_lines = contract_lines(logs[restarted["metadata"]["name"]])
+    assert [x["role"] for x in restarted_lines if x["event"] == "role"] == ["collector"], restarted_lines
+    evaluator = next(contract_lines(log) for log in logs.values() if "dihera-role role=evaluator" in log)
+    assert any(x["event"] == "stop-value-reached" for x in evaluator), evaluator
+
+
+def test_collectors_added_then_removed_mid_training_and_the_job_still_reaches_the_stop_value(
+    ding_image: str,
+    controller: Controller,  # noqa: F811
+    cluster: client.ApiClient,
+    namespace: str,
+) -> None:
+    """kubectl edit of the collectors' replicas while the learner trains: 2 -> 3 (the new collector
+    joins the running mesh and collects with the learner's models), then 3 -> 1 before the stop value;
+    the learner, the evaluator and collector-0 are never restarted, and the job Succeeds."""
+    JobStore(cluster).create(on_real_node("cartpole-dqn.yaml", namespace, ding_image, cluster))
+    added = f"{NAME}-collector-2"
+    steps: list[str] = []
+    first: dict[str, str] = {}  # hostname -> pod UID when the learner started training
+
+    def elastic(status: dict[str, Any]) -> None:
+        if status.get("phase") not in ("Running", "Rescheduling") or len(steps) == 2:
+            return
+        pods = {p["spec"]["hostname"]: p for p in job_pods(cluster, namespace, NAME)}
+        named = job_logs(cluster, namespace, NAME)
+        logs = {host: own_lines(named.get(pod["metadata"]["name"], "")) for host, pod in pods.items()}
+        if any(line.startswith("dihera-stop-value-reached ") for lines in logs.values() for line in lines):
+            steps.append("stop value reached before the scale steps")
+            return
+        if not steps and any(line.startswith("dihera-progress ") for line in logs.get(f"{NAME}-learner-0", [])):
+            first.update({host: pod["metadata"]["uid"] for host, pod in pods.items()})
+            edit_replicas(cluster, namespace, NAME, collector=3)
+            steps.append("up")
+        elif steps == ["up"] and any(
+            line.startswith("dihera-collect ") and " model_iter=0 " not in line for line in logs.get(added, [])
+        ):
+            edit_replicas(cluster, namespace, NAME, collector=1)
+            steps.append("down")
+
+    run = follow(cluster, namespace, NAME, timeout=TIME_BOUND, on_tick=elastic)
+    logs = job_logs(cluster, namespace, NAME)
+    assert steps == ["up", "down"], (steps, run.phases)
+    assert run.status["phase"] == "Succeeded", (run.phases, run.status, {p: log[-3000:] for p, log in logs.items()})
+    assert run.status["restarts"] == 0, run.status
+
+    pods: dict[str, list[dict[str, Any]]] = {}
+    for pod in job_pods(cluster, namespace, NAME):
+        pods.setdefault(pod["spec"]["hostname"], []).append(pod)
+    for host in (f"{NAME}-learner-0", f"{NAME}-evaluator-0", f"{NAME}-collector-0"):  # never restarted
+        assert [p["metadata"]["uid"] for p in pods[host]] == [first[host]], host
+        assert pods[host][0]["status"]["phase"] == "Succeeded" and set(exit_codes(pods[host][0]).values()) == {0}
+    evaluator = next(contract_lines(log) for log in logs.values() if "dihera-role role=evaluator" in log)
+    assert any(x["event"] == "stop-value-reached" for x in evaluator), evaluator
