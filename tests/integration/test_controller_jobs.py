@@ -101,6 +101,16 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def controller_env() -> dict[str, str]:
+    """The test controllers' environment: replicas' peer wait from the project's image built here, never
+    pulled (the real node holds it; kwok nodes pull nothing), as the chart's realnode values give it."""
+    from ci.devcluster import Settings
+    from ci.devcluster.images import DIHERA_IMAGE, package_version
+
+    image = f"{DIHERA_IMAGE}:{package_version(Settings.from_environ())}"
+    return {**os.environ, "DIHERA_PEER_WAIT_IMAGE": image, "DIHERA_PEER_WAIT_IMAGE_PULL_POLICY": "Never"}
+
+
 class Controller:
     """``dihera controller`` as a subprocess watching one namespace; log in ``log``."""
 
@@ -113,7 +123,7 @@ class Controller:
         argv = [DIHERA, "controller", "--kubeconfig", str(self.kubeconfig), "-n", self.namespace, "--standalone"]
         argv += ["--metrics-port", str(self.metrics_port), "--health-port", "0"]
         with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=controller_env())
 
     def kill(self, sig: int = signal.SIGKILL) -> None:
         if self.proc is not None and self.proc.poll() is None:
