@@ -55,6 +55,8 @@ class ReplicaState:
     last_failure_code: int | None = None
     #: ``(reason, message)`` when the current pod is stuck (:mod:`dihera.controller.stuck`), else None.
     problem: tuple[str, str] | None = None
+    #: Every user container exited 0 (the pod may still be Running while Argo's wait container finishes).
+    finished: bool = False
 
     @property
     def name(self) -> str:
@@ -63,8 +65,9 @@ class ReplicaState:
 
     @property
     def up(self) -> bool:
-        """Running and ready, or done: what the Running phase needs of every replica."""
-        return (self.pod_phase == "Running" and self.ready) or self.pod_phase == "Succeeded"
+        """Running and ready, or done: what the Running phase needs of every replica. A replica whose
+        containers all exited 0 is done even before its pod is Succeeded (no flap back to Starting)."""
+        return (self.pod_phase == "Running" and (self.ready or self.finished)) or self.pod_phase == "Succeeded"
 
 
 def attempt_of(node_name: str) -> int:
@@ -84,6 +87,16 @@ def exit_code(pod: Mapping[str, Any]) -> int | None:
             codes.append(int(term["exitCode"]))
     nonzero = [c for c in codes if c != 0]
     return nonzero[0] if nonzero else (0 if codes else None)
+
+
+def finished_ok(pod: Mapping[str, Any]) -> bool:
+    """Every user container (Argo's own skipped) has terminated with exit code 0."""
+    statuses = [
+        cs for cs in (pod.get("status") or {}).get("containerStatuses") or [] if cs.get("name") not in _ARGO_CONTAINERS
+    ]
+    return bool(statuses) and all(
+        ((cs.get("state") or {}).get("terminated") or {}).get("exitCode") == 0 for cs in statuses
+    )
 
 
 def _ready(pod: Mapping[str, Any]) -> bool:
@@ -160,6 +173,7 @@ def replica_states(
                 node_message=(node.get("message") or None) if node else None,
                 last_failure_code=failures[-1][1] if failures else None,
                 problem=pod_problem(pod),
+                finished=finished_ok(pod) if pod else False,
             )
         )
     return tuple(states)

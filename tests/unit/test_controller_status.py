@@ -103,6 +103,20 @@ RETIRED_NODES = {"r": {"name": f"{JOB}.collector-1(0)", "type": "Pod", "phase": 
         ),
         ("all ready", observe(workflow(), running()), {}, "Running", "all 3"),
         (
+            "one finishing (main exited 0, wait still running), rest ready",
+            observe(workflow(), [*running(("learner", 0)), pod("learner", 0, "Running", False, code=0)]),
+            RUNNING_1,
+            "Running",
+            "all 3",
+        ),
+        (
+            "one not ready after a main container exited non-zero is not done",
+            observe(workflow(), [*running(("learner", 0)), pod("learner", 0, "Running", False, code=1)]),
+            {},
+            "Starting",
+            "waiting",
+        ),
+        (
             "one done, rest ready",
             observe(workflow(), [*running(("learner", 0)), pod("learner", 0, "Succeeded", False)]),
             {},
