@@ -52,6 +52,7 @@ class Phase(StrEnum):
     RUNNING = "Running"
     RESTARTING = "Restarting"
     RESCHEDULING = "Rescheduling"
+    SUSPENDED = "Suspended"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
 
@@ -74,6 +75,10 @@ class EventReason(StrEnum):
     BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
     DEADLINE_EXCEEDED = "DeadlineExceeded"
     REPLICA_STUCK = "ReplicaStuck"
+    #: A replica of a ``failurePolicy: DropReplica`` task exhausted its retries and left the membership.
+    REPLICA_DROPPED = "ReplicaDropped"
+    #: Dropping such a replica would take its task below 1 replica or the job below ``minReplicas``.
+    DROP_BOUND_REACHED = "DropBoundReached"
 
 
 class StuckReason(StrEnum):

@@ -15,6 +15,7 @@ __all__ = [
     "CleanPodPolicy",
     "DIJob",
     "EnvProvider",
+    "FailurePolicy",
     "Priority",
     "SuccessOperator",
     "SuccessPolicy",
@@ -65,6 +66,13 @@ class SuccessPolicy:
         return out
 
 
+class FailurePolicy(StrEnum):
+    """``spec.tasks[].failurePolicy``: what a replica that exhausted its retries does to the job."""
+
+    FAIL_JOB = "FailJob"  # the job is Failed (the default)
+    DROP_REPLICA = "DropReplica"  # the replica leaves the membership, as a scale-down removes it
+
+
 class Priority(StrEnum):
     """Scheduling priority (reserved)."""
 
@@ -109,6 +117,7 @@ class Task:
     replicas: int
     template: Mapping[str, Any]
     env_provider: EnvProvider | None = None
+    failure_policy: FailurePolicy = FailurePolicy.FAIL_JOB
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -117,6 +126,8 @@ class Task:
             "replicas": self.replicas,
             "template": copy.deepcopy(dict(self.template)),
         }
+        if self.failure_policy is not FailurePolicy.FAIL_JOB:
+            out["failurePolicy"] = self.failure_policy.value
         if self.env_provider is not None:
             out["envProvider"] = self.env_provider.to_dict()
         return out
@@ -144,11 +155,18 @@ class DIJob:
     success_policy: SuccessPolicy | None = None
     active_deadline_seconds: int | None = None
     ttl_seconds_after_finished: int | None = None
+    #: ``spec.suspend``: no replica runs while True (docs/controller.md, "Suspend and resume").
+    suspend: bool = False
 
     @property
     def id(self) -> str:
         """``<namespace>/<name>``, the value of ``DI_JOB_ID``."""
         return f"{self.namespace}/{self.name}"
+
+    @property
+    def drop_tasks(self) -> frozenset[str]:
+        """Names of the tasks whose ``failurePolicy`` is DropReplica."""
+        return frozenset(t.name for t in self.tasks if t.failure_policy is FailurePolicy.DROP_REPLICA)
 
     @property
     def total_replicas(self) -> int:
@@ -185,6 +203,8 @@ class DIJob:
             spec["activeDeadlineSeconds"] = self.active_deadline_seconds
         if self.ttl_seconds_after_finished is not None:
             spec["ttlSecondsAfterFinished"] = self.ttl_seconds_after_finished
+        if self.suspend:
+            spec["suspend"] = True
         if self.group is not None:
             spec["group"] = self.group
         if self.min_replicas is not None:

@@ -20,7 +20,16 @@ import jsonschema
 
 from dihera.constants import ANNOTATION_PEER_WAIT_TIMEOUT, PEER_WAIT_CONTAINER
 from dihera.errors import InvalidJobError, Problem, format_value
-from dihera.model import CleanPodPolicy, DIJob, Priority, SuccessOperator, SuccessPolicy, Task, TaskType
+from dihera.model import (
+    CleanPodPolicy,
+    DIJob,
+    FailurePolicy,
+    Priority,
+    SuccessOperator,
+    SuccessPolicy,
+    Task,
+    TaskType,
+)
 from dihera.peers import parse_timeout
 from dihera.podtemplate import check_pod_template, check_volume
 from dihera.render.providers import parse_env_provider, provider_problems
@@ -213,6 +222,25 @@ def _success_policy_problems(spec: Mapping[str, Any]) -> list[Problem]:
     ]
 
 
+def _failure_policy_problems(spec: Mapping[str, Any]) -> list[Problem]:
+    """DropReplica scales the task down: a task with an envProvider must allow scaling (also a CEL rule)."""
+    problems = []
+    for i, t in enumerate(spec.get("tasks") or []):
+        if not isinstance(t, Mapping) or t.get("failurePolicy") != FailurePolicy.DROP_REPLICA:
+            continue
+        provider = t.get("envProvider")
+        if isinstance(provider, Mapping) and provider.get("allowScaling") is not True:
+            problems.append(
+                Problem(
+                    f"spec.tasks[{i}].failurePolicy",
+                    f"'DropReplica' removes replicas from the running job, but the task's {provider.get('name')} "
+                    "envProvider does not allow scaling; valid: 'FailJob', or set "
+                    f"spec.tasks[{i}].envProvider.allowScaling: true",
+                )
+            )
+    return problems
+
+
 def _success_policy(spec: Mapping[str, Any]) -> SuccessPolicy | None:
     policy = spec.get("successPolicy")
     if policy is None:
@@ -230,7 +258,7 @@ def validate(manifest: Any) -> list[Problem]:
     if not isinstance(spec, Mapping):
         return problems
     problems += _rule_problems(str((defaulted.get("metadata") or {}).get("name") or ""), spec)
-    problems += _success_policy_problems(spec)
+    problems += _success_policy_problems(spec) + _failure_policy_problems(spec)
     problems += provider_problems(spec.get("tasks") or [])
     problems += _peer_wait_problems(manifest) + _reserved_name_problems(spec.get("tasks"))
     for i, task in enumerate(spec.get("tasks") or []):
@@ -269,6 +297,7 @@ def load_job(manifest: Any, namespace: str | None = None, source: str = "DIJob")
                 replicas=t["replicas"],
                 template=t["template"],
                 env_provider=parse_env_provider(t.get("envProvider")),
+                failure_policy=FailurePolicy(t.get("failurePolicy") or FailurePolicy.FAIL_JOB),
             )
             for t in spec["tasks"]
         ),
@@ -286,4 +315,5 @@ def load_job(manifest: Any, namespace: str | None = None, source: str = "DIJob")
         success_policy=_success_policy(spec),
         active_deadline_seconds=spec.get("activeDeadlineSeconds"),
         ttl_seconds_after_finished=spec.get("ttlSecondsAfterFinished"),
+        suspend=bool(spec.get("suspend", False)),
     )

@@ -4,20 +4,27 @@ Each policy is one small function named after it; :data:`POLICIES` lists them in
 first that answers wins:
 
 1. invalid_job             invalid stored object → Failed (the validation problems)
-2. workflow_deleted        Workflow known to have existed, now gone → Failed (nothing is recreated)
-3. deadline_exceeded       active longer than activeDeadlineSeconds → Failed (DeadlineExceeded)
-4. workflow_not_created    no Workflow yet → Pending
-5. foreign_workflow        a deleted DIJob's Workflow holds the name → Pending
-6. backoff_exceeded        restarts > backoffLimit → Failed
-7. retries_exhausted       a replica's current attempt failed with no retry left → Failed
-8. workflow_failed         Workflow Failed / Error → Failed
-9. succeeded               Workflow Succeeded, or the successPolicy is met (default: every replica
+2. suspended               spec.suspend, or a resume waiting for the old run to go → Suspended
+                           (:mod:`dihera.controller.suspend`)
+3. workflow_deleted        Workflow known to have existed, now gone → Failed (nothing is recreated)
+4. deadline_exceeded       active longer than activeDeadlineSeconds → Failed (DeadlineExceeded)
+5. workflow_not_created    no Workflow yet → Pending
+6. foreign_workflow        a deleted DIJob's Workflow holds the name → Pending
+7. drop_bound_reached      a DropReplica replica exhausted its retries and dropping it would cross
+                           the bound → Failed (:mod:`dihera.controller.failure_policy`)
+8. backoff_exceeded        restarts of FailJob tasks > backoffLimit → Failed
+9. retries_exhausted       a replica's current attempt failed with no retry left → Failed
+10. workflow_failed        Workflow Failed / Error → Failed
+11. succeeded              Workflow Succeeded, or the successPolicy is met (default: every replica
                            Succeeded; :mod:`dihera.controller.success_policy`) → Succeeded
-10. rescheduling           membership changed (until every replica is up again) → Rescheduling
-11. replica_failed         a replica failed and will be retried → Restarting
-12. retry_not_up           a retry's pod is not up yet → Restarting
-13. pods_missing           some replica has no pod → Pending
-14. all_up / starting      every replica Running and ready (or done) → Running, else Starting
+12. rescheduling           membership changed (until every replica is up again) → Rescheduling
+13. replica_failed         a replica failed and will be retried → Restarting
+14. retry_not_up           a retry's pod is not up yet → Restarting
+15. pods_missing           some replica has no pod → Pending
+16. all_up / starting      every replica Running and ready (or done) → Running, else Starting
+
+Replicas dropped by ``failurePolicy: DropReplica`` are not in ``states``: like replicas removed by
+a scale-down, they are no longer the job's.
 """
 
 from __future__ import annotations
@@ -44,7 +51,9 @@ class PhaseDecision:
 
 @dataclass(frozen=True)
 class PhaseInputs:
-    """What the policies look at. ``restarts`` already includes this observation."""
+    """What the policies look at. ``restarts`` already includes this observation and counts only the
+    restarts that count against backoffLimit (those of FailJob tasks); ``states`` leave out the
+    replicas a failure policy dropped."""
 
     states: Sequence[ReplicaState]
     workflow: Mapping[str, Any] | None
@@ -58,6 +67,12 @@ class PhaseInputs:
     success_policy: SuccessPolicy | None = None
     #: ``activeDeadlineSeconds`` when the job has been active that long, else None.
     deadline_passed: int | None = None
+    #: The Suspended phase's message while the job is suspended (or resuming), else None.
+    suspended: str | None = None
+    #: Tasks whose failurePolicy is DropReplica (their replicas' retries are their own).
+    drop_tasks: frozenset[str] = frozenset()
+    #: Why a replica that exhausted its retries could not be dropped (the job fails), else None.
+    drop_refused: str | None = None
 
     @property
     def failed(self) -> list[ReplicaState]:
@@ -97,6 +112,10 @@ def invalid_job(i: PhaseInputs) -> PhaseDecision | None:
     )
 
 
+def suspended(i: PhaseInputs) -> PhaseDecision | None:
+    return None if i.suspended is None else PhaseDecision(Phase.SUSPENDED, i.suspended)
+
+
 def workflow_deleted(i: PhaseInputs) -> PhaseDecision | None:
     if i.workflow is not None or not i.workflow_existed:
         return None
@@ -129,10 +148,17 @@ def foreign_workflow(i: PhaseInputs) -> PhaseDecision | None:
     return PhaseDecision(Phase.PENDING, f"waiting for the Workflow {i.workflow_name} of a deleted DIJob to go away")
 
 
+def drop_bound_reached(i: PhaseInputs) -> PhaseDecision | None:
+    if i.drop_refused is None:
+        return None
+    return PhaseDecision(Phase.FAILED, i.drop_refused, EventReason.DROP_BOUND_REACHED)
+
+
 def backoff_exceeded(i: PhaseInputs) -> PhaseDecision | None:
     if i.restarts <= i.backoff_limit:
         return None
-    who = "; ".join(describe_failure(s) for s in i.states if s.failed or s.attempt > 0)
+    counted = [s for s in i.states if s.task not in i.drop_tasks]
+    who = "; ".join(describe_failure(s) for s in counted if s.failed or s.attempt > 0)
     return PhaseDecision(
         Phase.FAILED,
         f"{i.restarts} restarts exceed backoffLimit {i.backoff_limit}: {who}",
@@ -141,7 +167,11 @@ def backoff_exceeded(i: PhaseInputs) -> PhaseDecision | None:
 
 
 def retries_exhausted(i: PhaseInputs) -> PhaseDecision | None:
-    exhausted = [s for s in i.failed if s.attempt >= i.backoff_limit or i.restarts >= i.backoff_limit]
+    exhausted = [
+        s
+        for s in i.failed
+        if s.attempt >= i.backoff_limit or (s.task not in i.drop_tasks and i.restarts >= i.backoff_limit)
+    ]
     if not exhausted:
         return None
     who = "; ".join(describe_failure(s) for s in exhausted)
@@ -212,10 +242,12 @@ def running_or_starting(i: PhaseInputs) -> PhaseDecision:
 #: The policies in order; the first that returns a decision wins, else :func:`running_or_starting`.
 POLICIES: tuple[Policy, ...] = (
     invalid_job,
+    suspended,
     workflow_deleted,
     deadline_exceeded,
     workflow_not_created,
     foreign_workflow,
+    drop_bound_reached,
     backoff_exceeded,
     retries_exhausted,
     workflow_failed,
@@ -227,34 +259,8 @@ POLICIES: tuple[Policy, ...] = (
 )
 
 
-def decide_phase(
-    *,
-    states: Sequence[ReplicaState],
-    workflow: Mapping[str, Any] | None,
-    backoff_limit: int,
-    restarts: int,
-    workflow_existed: bool,
-    workflow_name: str,
-    rescheduling: bool,
-    invalid: str | None = None,
-    foreign_workflow: bool = False,
-    success_policy: SuccessPolicy | None = None,
-    deadline_passed: int | None = None,
-) -> PhaseDecision:
+def decide_phase(inputs: PhaseInputs) -> PhaseDecision:
     """The phase for what was observed: the first of :data:`POLICIES` that answers, else Running/Starting."""
-    inputs = PhaseInputs(
-        states,
-        workflow,
-        backoff_limit,
-        restarts,
-        workflow_existed,
-        workflow_name,
-        rescheduling,
-        invalid,
-        foreign_workflow,
-        success_policy,
-        deadline_passed,
-    )
     for policy in POLICIES:
         decision = policy(inputs)
         if decision is not None:

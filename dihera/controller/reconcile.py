@@ -7,6 +7,11 @@ A running job's objects are never rendered again: a hand edit of ``spec.tasks[].
 spec older than the membership (:mod:`dihera.scaling.spec_edit` decides), goes through the same
 ``JobScaler`` as the di-server.
 
+``spec.suspend`` deletes a running job's Workflow after the Suspended status is written and creates it
+again from the membership on resume (:mod:`dihera.controller.suspend` decides); a replica that
+``failurePolicy: DropReplica`` dropped is removed through the same ``JobScaler`` as a scale-down, after
+the status recording the drop is written (:mod:`dihera.controller.failure_policy` decides).
+
 A pass returns the seconds until a time-based decision is due (``activeDeadlineSeconds`` of a running
 job, ``ttlSecondsAfterFinished`` of a finished one), or None; the queue reconciles the job again then.
 """
@@ -19,11 +24,12 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from dihera.constants import LABEL_JOB, EventReason
+from dihera.constants import LABEL_JOB, EventReason, Phase
 from dihera.controller.cleanup import plan_cleanup
 from dihera.controller.deadlines import seconds_left
 from dihera.controller.metrics import Metrics
 from dihera.controller.status import TERMINAL, Observation, StatusUpdate, compute_status, status_patch
+from dihera.controller.suspend import SuspendAction, SuspendPlan, plan_suspend, resumed_job
 from dihera.errors import InvalidJobError, ScaleError
 from dihera.kube.events import EventRecorder
 from dihera.kube.jobs import JobStore, StatusConflict
@@ -132,11 +138,12 @@ class Reconciler:
         membership: Membership | None = None
         foreign = False
         refused: str | None = None
+        suspension = SuspendPlan()
         if job is not None and not old.get("phase"):  # a new job: Pending is recorded before its objects exist
             body = self._record_pending(body, job, generation, extra)
             old = dict(body["status"])
         if job is not None:
-            workflow, membership, foreign, refused = self._converge(job, body, old, generation, extra)
+            workflow, membership, foreign, refused, suspension = self._converge(job, body, old, generation, extra)
         refused = self._first_report(key, refused)
         pods: list[dict[str, Any]] = []
         if workflow is not None and not foreign:
@@ -154,29 +161,39 @@ class Reconciler:
             scale_refused=refused,
             success_policy=job.success_policy if job else None,
             active_deadline_seconds=job.active_deadline_seconds if job else None,
+            drop_tasks=job.drop_tasks if job else frozenset(),
+            min_replicas=job.min_replicas if job else None,
+            suspended=suspension.message,
         )
         update = compute_status(obs, old, self._clock())
-        self._apply(body, update, job, workflow if not foreign else None, pods, extra)
+        self._apply(body, update, job, workflow if not foreign else None, pods, extra, suspension.action)
         return update.wakeup
 
     def _converge(
         self, job: DIJob, body: Mapping[str, Any], old: Mapping[str, Any], generation: int, extra: Mapping[str, str]
-    ) -> tuple[dict[str, Any] | None, Membership, bool, str | None]:
-        """Create the job's objects, or bring a running job's replicas and spec together.
+    ) -> tuple[dict[str, Any] | None, Membership, bool, str | None, SuspendPlan]:
+        """Create the job's objects (again, on resume), or bring a running job's replicas and spec together.
 
-        ``(workflow, membership, foreign, refused)``: what is there now, whether the Workflow belongs to
-        another (deleted) DIJob, and why a scale was refused (None: not refused).
+        ``(workflow, membership, foreign, refused, suspension)``: what is there now, whether the Workflow
+        belongs to another (deleted) DIJob, why a scale was refused (None: not refused), and what
+        ``spec.suspend`` asks.
         """
         namespace, name = job.namespace, job.name
         membership = _membership(self._objects.get_configmap(namespace, membership_configmap_name(name)))
         workflow = self._objects.get_workflow(namespace, workflow_name(name))
         foreign = workflow is not None and not _owned_by(workflow, job.uid)
         refused: str | None = None
-        if workflow is None and not old.get("workflowName"):
-            workflow, membership = self._create(job, membership, extra)
-        elif not foreign:
+        suspension = self._suspension(job, old, workflow, foreign, membership)
+        resume = suspension.action is SuspendAction.RESUME
+        fresh = suspension.action is SuspendAction.NONE and workflow is None and not old.get("workflowName")
+        if resume or fresh:
+            source = resumed_job(job, membership) if resume and membership is not None else job
+            workflow, membership = self._create(source, membership, extra)
+        if not foreign and not fresh and suspension.action in (SuspendAction.NONE, SuspendAction.RESUME):
             stamp = spec_generation(body)
-            edit = plan_spec_edit(job, stamp, generation, old.get("observedGeneration"), membership, workflow)
+            # on resume, replicas edited while the job was suspended are applied now
+            observed = None if resume else old.get("observedGeneration")
+            edit = plan_spec_edit(job, stamp, generation, observed, membership, workflow)
             if edit.action in (EditAction.SCALE, EditAction.CATCH_UP):
                 refused = self._scale(namespace, name, edit.message, extra)
                 if refused is None:  # observe what the scaler made
@@ -184,7 +201,22 @@ class Reconciler:
                     workflow = self._objects.get_workflow(namespace, workflow_name(name))
             elif edit.action is EditAction.REFUSE:
                 refused = edit.message
-        return workflow, membership or plan_membership(job, None), foreign, refused
+        return workflow, membership or plan_membership(job, None), foreign, refused, suspension
+
+    def _suspension(
+        self,
+        job: DIJob,
+        old: Mapping[str, Any],
+        workflow: Mapping[str, Any] | None,
+        foreign: bool,
+        membership: Membership | None,
+    ) -> SuspendPlan:
+        """What ``spec.suspend`` asks; a resume counts the suspended run's pods still there."""
+        leftover = 0
+        if workflow is None and not job.suspend and old.get("phase") == Phase.SUSPENDED:
+            leftover = len(self._objects.list_pods(job.namespace, f"{LABEL_JOB}={job.name}"))
+        replicas = len(membership.replicas) if membership else 0
+        return plan_suspend(job.suspend, old, workflow, foreign, replicas, leftover)
 
     def _record_pending(
         self, body: Mapping[str, Any], job: DIJob, generation: int, extra: Mapping[str, str]
@@ -259,6 +291,7 @@ class Reconciler:
         workflow: Mapping[str, Any] | None,
         pods: list[dict[str, Any]],
         extra: Mapping[str, str],
+        suspension: SuspendAction = SuspendAction.NONE,
     ) -> None:
         meta = body["metadata"]
         namespace, name = meta["namespace"], meta["name"]
@@ -281,7 +314,39 @@ class Reconciler:
         # Argo may report as a failed Workflow) can never turn a Succeeded job into a Failed one; a
         # cleanup that fails here is done again by the next pass (the job is finished then).
         if job is not None:
+            self._drop(job, update.drops, extra)
+            if suspension is SuspendAction.STOP and workflow is not None:
+                self._stop(job, workflow, extra)
             self._cleanup_now(job, phase, workflow, pods, extra)
+
+    def _drop(self, job: DIJob, names: tuple[str, ...], extra: Mapping[str, str]) -> None:
+        """Remove replicas failurePolicy DropReplica dropped, exactly as a scale-down of them would.
+
+        A retryable error is raised (the queue retries; the status already records the drop, so the
+        next pass drops the same replicas); a permanent one is logged (the next pass decides again).
+        """
+        if not names:
+            return
+        try:
+            result = self._scaler.scale(job.namespace, job.name, ScaleRequest.remove_named(names))
+        except ScaleError as err:
+            if err.retryable:
+                raise
+            log.warning("failurePolicy DropReplica: removing %s refused: %s", ", ".join(names), err, extra=extra)
+            return
+        if result.changed:
+            self._metrics.wrote("update", "ConfigMap")
+            self._metrics.wrote("patch", "Workflow")
+            self._metrics.wrote("patch", "DIJob")
+        self._metrics.wrote("delete", "Pod", len(result.deleted_pods))
+        log.info("failurePolicy DropReplica: removed %s from the job", ", ".join(names), extra=extra)
+
+    def _stop(self, job: DIJob, workflow: Mapping[str, Any], extra: Mapping[str, str]) -> None:
+        """spec.suspend on a running job: delete its Workflow (its pods go with it); ConfigMap and Service stay."""
+        meta = workflow["metadata"]
+        if self._objects.delete_workflow(job.namespace, meta["name"], uid=meta.get("uid")):
+            self._metrics.wrote("delete", "Workflow")
+            log.info("spec.suspend: deleted the Workflow %s; its pods go with it", meta["name"], extra=extra)
 
     def _finished(self, body: Mapping[str, Any], status: Mapping[str, Any], extra: Mapping[str, str]) -> float | None:
         """A finished job: cleanPodPolicy for pods still around, then ttlSecondsAfterFinished (idempotent).

@@ -133,6 +133,17 @@ def _by_hostname(pods: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[st
     return out
 
 
+def _problem(
+    pod: Mapping[str, Any] | None, pod_phase: str | None, last_failed: Mapping[str, Any] | None
+) -> tuple[str, str] | None:
+    """The current pod's problem; while its retry is not running yet, the last failed attempt's
+    (an OOMKilled attempt stays named until the next one runs, however fast Argo retries)."""
+    found = pod_problem(pod)
+    if found is None and pod_phase in (None, "Pending") and last_failed is not None and last_failed is not pod:
+        return pod_problem(last_failed)
+    return found
+
+
 def replica_states(
     job_name: str,
     membership: Membership,
@@ -155,9 +166,10 @@ def replica_states(
         node = nodes.get(attempt)
         pod_phase = (pod.get("status") or {}).get("phase") if pod else None
         failed = pod_phase == "Failed" or (node is not None and node.get("phase") in FAILED_NODE_PHASES)
-        failures = sorted(
-            (_pod_attempt(p), exit_code(p)) for p in mine if (p.get("status") or {}).get("phase") == "Failed"
+        failed_pods = sorted(
+            (p for p in mine if (p.get("status") or {}).get("phase") == "Failed"), key=_pod_attempt
         )
+        failures = [(_pod_attempt(p), exit_code(p)) for p in failed_pods]
         states.append(
             ReplicaState(
                 task=r.task,
@@ -172,7 +184,7 @@ def replica_states(
                 failed=failed,
                 node_message=(node.get("message") or None) if node else None,
                 last_failure_code=failures[-1][1] if failures else None,
-                problem=pod_problem(pod),
+                problem=_problem(pod, pod_phase, failed_pods[-1] if failed_pods else None),
                 finished=finished_ok(pod) if pod else False,
             )
         )

@@ -22,7 +22,8 @@ from dihera.constants import (
 )
 from dihera.controller.conditions import set_phase_condition
 from dihera.controller.deadlines import seconds_left
-from dihera.controller.phase import PhaseDecision, decide_phase
+from dihera.controller.failure_policy import DropPlan, plan_drops, restart_counts
+from dihera.controller.phase import PhaseDecision, PhaseInputs, decide_phase
 from dihera.controller.replicas import ReplicaState, replica_states
 from dihera.membership import Membership
 from dihera.model import SuccessPolicy
@@ -57,6 +58,7 @@ OWN_FIELDS = (
     "completionTimestamp",
     "startTime",
     "stuckReplicas",
+    "droppedReplicas",
 )
 
 
@@ -70,6 +72,9 @@ class Observation:
     ``scale_refused``: why a hand edit of ``spec.tasks[].replicas`` was refused (posted as a Warning; the
     reconciler sets it only the first time a refusal is seen, so it is one Event).
     ``success_policy`` and ``active_deadline_seconds``: the job's (None: not set).
+    ``drop_tasks`` and ``min_replicas``: the job's tasks with failurePolicy DropReplica, its minReplicas.
+    ``suspended``: the Suspended phase's message while ``spec.suspend`` holds the job (or a resume
+    waits for the old run to go), else None (:mod:`dihera.controller.suspend`).
     """
 
     name: str
@@ -83,6 +88,9 @@ class Observation:
     scale_refused: str | None = None
     success_policy: SuccessPolicy | None = None
     active_deadline_seconds: int | None = None
+    drop_tasks: frozenset[str] = frozenset()
+    min_replicas: int | None = None
+    suspended: str | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +111,9 @@ class StatusUpdate:
     states: tuple[ReplicaState, ...] = field(default=(), compare=False)
     #: Seconds until a time-based decision (activeDeadlineSeconds) is due: reconcile again then.
     wakeup: float | None = None
+    #: Replicas a failure policy dropped that are still in the membership: the scale-down to apply
+    #: after the status write (names ``<task>-<index>``).
+    drops: tuple[str, ...] = ()
 
 
 def task_status(states: Sequence[ReplicaState]) -> dict[str, dict[str, int]]:
@@ -146,6 +157,33 @@ def _with_stuck(decision: PhaseDecision, stuck: Sequence[Mapping[str, str]]) -> 
         return decision
     why = "; ".join(_describe_stuck(e) for e in stuck)
     return PhaseDecision(decision.phase, f"{decision.message}; {why}", decision.cause)
+
+
+def _with_dropped(decision: PhaseDecision, dropped: Sequence[Mapping[str, Any]]) -> PhaseDecision:
+    """A running job's phase message followed by the replicas it goes on without."""
+    if not dropped or decision.phase in TERMINAL:
+        return decision
+    who = ", ".join(f"{e['replica']} (rank {e['rank']})" for e in dropped)
+    return PhaseDecision(
+        decision.phase,
+        f"{decision.message}; {len(dropped)} replica(s) dropped by failurePolicy DropReplica: {who}",
+        decision.cause,
+    )
+
+
+def _drop_events(plan: DropPlan, kept: Sequence[ReplicaState]) -> list[Event]:
+    counts: dict[str, int] = {}
+    for s in kept:
+        counts[s.task] = counts.get(s.task, 0) + 1
+    left = f"{len(kept)} replicas left ({', '.join(f'{t} {n}' for t, n in counts.items())})"
+    return [
+        Event(
+            EVENT_WARNING,
+            EventReason.REPLICA_DROPPED,
+            f"{e['message']}; dropped from the job (failurePolicy DropReplica), {left}",
+        )
+        for e in plan.new
+    ]
 
 
 def _stuck_events(old: Mapping[str, Any], stuck: Sequence[Mapping[str, str]]) -> list[Event]:
@@ -201,8 +239,12 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
     ours = None if obs.foreign_workflow else obs.workflow
     live = live_replicas(obs.membership, ours) if obs.membership else None
     states = replica_states(obs.name, obs.membership, ours, obs.pods) if obs.membership else ()
+    drops = plan_drops(
+        states, obs.drop_tasks, obs.backoff_limit, obs.min_replicas, old.get("droppedReplicas") or (), now
+    )
+    kept = tuple(s for s in states if s.name not in drops.names)
     old_restarts = int(old.get("restarts") or 0)
-    restarts = max(old_restarts, sum(s.attempt for s in states))
+    restarts, counted = restart_counts(states, drops, obs.drop_tasks, old_restarts)
     old_mg = old.get("membershipGeneration")
     new_mg = live.generation if live else old_mg
     # every committed membership change (scale-up or down, server or spec edit) is one reschedule
@@ -211,29 +253,35 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
     wf_name = old.get("workflowName") or ""
     if ours is not None:
         wf_name = ours["metadata"]["name"]
-    start = str(old.get("startTime") or now)
-    deadline_left, passed = _deadline(obs.active_deadline_seconds, start, now)
+    resumed = old.get("phase") == Phase.SUSPENDED and obs.suspended is None
+    start = now if resumed or not old.get("startTime") else str(old["startTime"])
+    deadline_left, passed = _deadline(None if obs.suspended else obs.active_deadline_seconds, start, now)
     decision = decide_phase(
-        states=states,
-        workflow=obs.workflow,
-        backoff_limit=obs.backoff_limit,
-        restarts=restarts,
-        workflow_existed=bool(old.get("workflowName")),
-        workflow_name=wf_name or obs.name,
-        rescheduling=rescheduling,
-        invalid=obs.invalid,
-        foreign_workflow=obs.foreign_workflow,
-        success_policy=obs.success_policy,
-        deadline_passed=passed,
+        PhaseInputs(
+            states=kept,
+            workflow=obs.workflow,
+            backoff_limit=obs.backoff_limit,
+            restarts=counted,
+            workflow_existed=bool(old.get("workflowName")),
+            workflow_name=wf_name or obs.name,
+            rescheduling=rescheduling,
+            invalid=obs.invalid,
+            foreign_workflow=obs.foreign_workflow,
+            success_policy=obs.success_policy,
+            deadline_passed=passed,
+            suspended=obs.suspended,
+            drop_tasks=obs.drop_tasks,
+            drop_refused=drops.refused,
+        )
     )
-    stuck = stuck_replicas(states) if decision.phase != Phase.SUCCEEDED else []
-    decision = _with_stuck(decision, stuck)
+    stuck = stuck_replicas(kept) if decision.phase not in (Phase.SUCCEEDED, Phase.SUSPENDED) else []
+    decision = _with_dropped(_with_stuck(decision, stuck), drops.dropped)
     status: dict[str, Any] = {
         "phase": decision.phase.value,
         "conditions": set_phase_condition(old.get("conditions") or [], decision.phase, decision.message, now),
-        "replicas": len(live.replicas) if live else 0,
-        "readyReplicas": sum(1 for s in states if s.ready),
-        "taskStatus": task_status(states),
+        "replicas": len(kept),
+        "readyReplicas": sum(1 for s in kept if s.ready),
+        "taskStatus": task_status(kept),
         "restarts": restarts,
         "reschedules": int(old.get("reschedules") or 0) + changes,
         "observedGeneration": obs.generation,
@@ -241,6 +289,8 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
     }
     if stuck:
         status["stuckReplicas"] = stuck
+    if drops.dropped:
+        status["droppedReplicas"] = [dict(e) for e in drops.dropped]
     if "profilings" in old:
         status["profilings"] = old["profilings"]
     if wf_name:
@@ -251,9 +301,12 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
         status["completionTimestamp"] = now
     changed = status != old
     # every event but ScaleRefused follows a change of the status; the reconciler passes a refusal once
-    events = _events(obs, old, decision, restarts - old_restarts, states, live, stuck)
+    events = _drop_events(drops, kept) + _events(obs, old, decision, restarts - old_restarts, states, live, stuck)
     wakeup = deadline_left if decision.phase not in TERMINAL else None
-    return StatusUpdate(status, changed, tuple(events), restarts - old_restarts, states, wakeup)
+    active = decision.phase not in TERMINAL and decision.phase != Phase.SUSPENDED
+    return StatusUpdate(
+        status, changed, tuple(events), restarts - old_restarts, kept, wakeup, drops.remove if active else ()
+    )
 
 
 def status_patch(body: Mapping[str, Any], status: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -111,6 +111,24 @@ class ObjectStore:
             if not _missing(err):
                 raise
 
+    def delete_workflow(self, namespace: str, name: str, uid: str | None = None) -> bool:
+        """Delete a Workflow (its pods follow through ownerReferences); False when it was already gone.
+
+        With ``uid``, only that Workflow: one re-created under the same name meanwhile is kept.
+        """
+        body = client.V1DeleteOptions(
+            propagation_policy="Background", preconditions=client.V1Preconditions(uid=uid) if uid else None
+        )
+        try:
+            self._custom.delete_namespaced_custom_object(
+                WORKFLOW_GROUP, WORKFLOW_VERSION, namespace, WORKFLOW_PLURAL, name, body=body
+            )
+        except ApiException as err:
+            if _missing(err) or err.status == 409:  # gone, or another Workflow holds the name now
+                return False
+            raise
+        return True
+
     def delete_pod(self, namespace: str, name: str) -> None:
         try:
             self._core.delete_namespaced_pod(name, namespace, _preload_content=False)

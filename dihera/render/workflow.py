@@ -175,11 +175,14 @@ def _template_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def dag_task(task_name: str, index: int, rank: int) -> m.DAGTask:
-    """The DAG node of one replica."""
+def dag_task(task_name: str, index: int, rank: int, drop: bool = False) -> m.DAGTask:
+    """The DAG node of one replica. ``drop``: its task's failurePolicy is DropReplica, so a replica that
+    exhausted its retries must neither fail the DAG nor stop Argo from scheduling later DAG tasks
+    (``continueOn: {failed: true}``); the controller removes it from the job instead."""
     return m.DAGTask(
         name=dag_task_name(task_name, index),
         template=task_name,
+        continue_on=m.ContinueOn(failed=True) if drop else None,
         arguments=m.Arguments(
             parameters=[
                 m.Parameter(name="index", value=str(index)),
@@ -203,7 +206,9 @@ def build_workflow(job: DIJob, membership: Membership, settings: RenderSettings)
     """The Hera ``Workflow`` running ``job`` with ``membership``'s replicas."""
     dag = m.Template(
         name=ENTRYPOINT,
-        dag=m.DAGTemplate(tasks=[dag_task(r.task, r.index, r.rank) for r in membership.replicas]),
+        dag=m.DAGTemplate(
+            tasks=[dag_task(r.task, r.index, r.rank, r.task in job.drop_tasks) for r in membership.replicas]
+        ),
     )
     templates: list[m.Template | Templatable] = [
         dag,

@@ -16,7 +16,7 @@ from dihera.membership import Membership
 from dihera.naming import dag_task_name
 from dihera.patches import pointer
 from dihera.render.workflow import DESCRIPTION_ANNOTATION, dag_task, describe
-from dihera.scaling.dag import RETIRED_TEMPLATE, read_dag
+from dihera.scaling.dag import RETIRED_TEMPLATE, DagSlots, read_dag
 
 __all__ = ["pods_to_delete", "workflow_patch"]
 
@@ -49,9 +49,12 @@ def workflow_patch(membership: Membership, workflow: Mapping[str, Any]) -> list[
             {"op": "test", "path": f"{path}/name", "value": name},
             {"op": "replace", "path": f"{path}/template", "value": RETIRED_TEMPLATE},
         ]
+    drops = _drop_tasks(workflow, slots)
     for name, r in wanted.items():
         if not slots.used(name):
-            entry = dag_task(r.task, r.index, r.rank).model_dump(by_alias=True, exclude_none=True, mode="json")
+            entry = dag_task(r.task, r.index, r.rank, r.task in drops).model_dump(
+                by_alias=True, exclude_none=True, mode="json"
+            )
             ops.append({"op": "add", "path": f"{slots.tasks_path}/-", "value": entry})
     total = str(len(membership.replicas))
     tasks = {r.task for r in membership.replicas}
@@ -79,6 +82,14 @@ def workflow_patch(membership: Membership, workflow: Mapping[str, Any]) -> list[
             }
         )
     return ops
+
+
+def _drop_tasks(workflow: Mapping[str, Any], slots: DagSlots) -> frozenset[str]:
+    """Tasks whose live DAG tasks go on when they fail (failurePolicy DropReplica): new replicas do too."""
+    tasks = workflow["spec"]["templates"][slots.template_index]["dag"].get("tasks") or []
+    return frozenset(
+        str(tasks[pos]["template"]) for pos in slots.live.values() if (tasks[pos].get("continueOn") or {}).get("failed")
+    )
 
 
 def _description(membership: Membership, workflow: Mapping[str, Any]) -> str:

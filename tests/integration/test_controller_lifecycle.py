@@ -1,7 +1,9 @@
-"""successPolicy, activeDeadlineSeconds, ttlSecondsAfterFinished and stuck replicas on the real control plane.
+"""The job lifecycle on the real control plane: successPolicy, failurePolicy DropReplica,
+activeDeadlineSeconds, ttlSecondsAfterFinished, suspend/resume and why a replica is stuck.
 
-Simulated (kwok) nodes are enough: pods run for ``sim.dihera.io/run-seconds`` and exit 0, the real
-kube-scheduler reports a pod no node fits as Unschedulable. Each test prints the figures it measured.
+Simulated (kwok) nodes are enough: pods run for ``sim.dihera.io/run-seconds`` and exit 0 (or fail as
+the other ``sim.dihera.io/*`` annotations of ci/kwok/pods.yaml say), the real kube-scheduler reports a
+pod no node fits as Unschedulable. Each test prints the figures it measured.
 """
 
 from __future__ import annotations
@@ -15,6 +17,16 @@ from kubernetes import client
 from dihera.controller.deadlines import parse_time
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import ObjectStore
+from dihera.naming import membership_configmap_name, service_name
+from tests.integration.lifecycle import (
+    FOREVER,
+    StatusLog,
+    current_message,
+    has_event,
+    live_pods,
+    set_suspend,
+    status_where,
+)
 from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
     Controller,
     Poll,
@@ -28,15 +40,6 @@ from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
 )
 
 pytestmark = pytest.mark.cluster
-FOREVER = {"sim.dihera.io/run-seconds": "3600"}
-
-
-def live_pods(cluster: client.ApiClient, namespace: str, name: str) -> list[dict[str, Any]]:
-    return [
-        p
-        for p in job_pods(cluster, namespace, name)
-        if p["status"].get("phase") in ("Pending", "Running") and not p["metadata"].get("deletionTimestamp")
-    ]
 
 
 def test_success_policy_any_on_the_learner_stops_the_collectors(
@@ -141,12 +144,7 @@ def test_an_unschedulable_replica_says_why_in_status_and_an_event(
     picky["template"]["spec"]["nodeSelector"] = {"dihera.io/no-such-node": "true"}
     jobs.create(manifest("picky", namespace, picky, task("collector", **FOREVER)))
     created = time.monotonic()
-
-    def stuck() -> dict[str, Any] | None:
-        status = ((jobs.get(namespace, "picky") or {}).get("status")) or {}
-        return status if status.get("stuckReplicas") else None
-
-    status = poll(stuck, 60, "status.stuckReplicas")
+    status = poll(status_where(jobs, namespace, "picky", lambda s: s.get("stuckReplicas")), 60, "stuckReplicas")
     print(f"Unschedulable in status {time.monotonic() - created:.1f} s after the DIJob was created")
     (entry,) = status["stuckReplicas"]
     assert entry["replica"] == "learner-0" and entry["reason"] == "Unschedulable"
@@ -154,43 +152,190 @@ def test_an_unschedulable_replica_says_why_in_status_and_an_event(
     assert status["phase"] in ("Starting", "Pending")
     message = status["conditions"][-1]["message"]
     assert "replica learner-0" in message and "is Unschedulable" in message, message
-    poll(
-        lambda: any(
-            r == "ReplicaStuck" and "learner-0" in m and "Unschedulable" in m
-            for r, m in dijob_events(cluster, namespace, "picky")
-        ),
-        30,
-        "a ReplicaStuck event naming learner-0",
-    )
+    poll(has_event(cluster, namespace, "picky", "ReplicaStuck", "learner-0", "Unschedulable"), 30, "ReplicaStuck")
 
 
-def test_an_image_that_cannot_be_pulled_says_so_in_status(
+WAITING = {
+    "ImagePullBackOff": "simulated: Back-off pulling image",
+    "ErrImagePull": "simulated: rpc error: pull access denied",
+    "CrashLoopBackOff": "simulated: back-off 10s restarting failed container=main",
+}
+
+
+@pytest.mark.parametrize("reason", WAITING)
+def test_a_container_that_cannot_start_says_why_in_status(
+    reason: str,
     controller: Controller,  # noqa: F811
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,
 ) -> None:
-    """kwok plays the kubelet that cannot pull: the Stage ``pod-stuck`` (ci/kwok/pods.yaml) leaves it waiting."""
+    """kwok plays the kubelet: the Stage ``pod-stuck`` (ci/kwok/pods.yaml) leaves the containers waiting."""
     jobs = JobStore(cluster)
-    unpullable = task("collector", **{"sim.dihera.io/waiting-reason": "ImagePullBackOff"})
-    jobs.create(manifest("nopull", namespace, task("learner", **FOREVER), unpullable))
+    said = {} if reason == "ImagePullBackOff" else {"sim.dihera.io/waiting-message": WAITING[reason]}
+    waiting = task("collector", **{"sim.dihera.io/waiting-reason": reason, **said})
+    jobs.create(manifest("nostart", namespace, task("learner", **FOREVER), waiting))
     created = time.monotonic()
-
-    def stuck() -> dict[str, Any] | None:
-        status = ((jobs.get(namespace, "nopull") or {}).get("status")) or {}
-        return status if status.get("stuckReplicas") else None
-
-    status = poll(stuck, 60, "status.stuckReplicas")
-    print(f"ImagePullBackOff in status {time.monotonic() - created:.1f} s after the DIJob was created")
+    status = poll(status_where(jobs, namespace, "nostart", lambda s: s.get("stuckReplicas")), 60, "stuckReplicas")
+    print(f"{reason} in status {time.monotonic() - created:.1f} s after the DIJob was created")
     (entry,) = status["stuckReplicas"]
-    assert (entry["replica"], entry["reason"]) == ("collector-0", "ImagePullBackOff"), entry
-    assert entry["message"].startswith("container main: simulated: Back-off pulling image"), entry
-    assert "replica collector-0" in status["conditions"][-1]["message"]
+    assert (entry["replica"], entry["reason"]) == ("collector-0", reason), entry
+    assert entry["message"].startswith(f"container main: {WAITING[reason]}"), entry
+    assert f"replica collector-0 (pod {entry['pod']}) is {reason}" in status["conditions"][-1]["message"]
     assert status["phase"] == "Starting"
-    poll(
-        lambda: any(
-            r == "ReplicaStuck" and "ImagePullBackOff" in m for r, m in dijob_events(cluster, namespace, "nopull")
-        ),
-        30,
-        "a ReplicaStuck event",
+    poll(has_event(cluster, namespace, "nostart", "ReplicaStuck", "collector-0", reason), 30, "a ReplicaStuck event")
+
+
+def test_an_oom_killed_replica_says_so_before_the_job_fails(
+    controller: Controller,  # noqa: F811
+    cluster: client.ApiClient,
+    namespace: str,
+    poll: Poll,
+) -> None:
+    """kwok's ``pod-fail`` Stage reports the first attempt OOMKilled (exit code 137); it has retries left."""
+    jobs = JobStore(cluster)
+    hog = task(
+        "collector",
+        **{
+            "sim.dihera.io/fail-attempts": "1",
+            "sim.dihera.io/exit-code": "137",
+            "sim.dihera.io/terminated-reason": "OOMKilled",
+            "sim.dihera.io/run-seconds": "3",
+        },
     )
+    hog["template"]["spec"]["containers"][0]["resources"] = {"limits": {"memory": "48Mi"}}
+    with StatusLog(cluster, namespace, "hog").watching() as log:
+        jobs.create(manifest("hog", namespace, task("learner", **FOREVER), hog, backoffLimit=3))
+        created = time.monotonic()
+        poll(has_event(cluster, namespace, "hog", "ReplicaStuck", "collector-0", "OOMKilled"), 60, "ReplicaStuck")
+        print(f"OOMKilled Event {time.monotonic() - created:.1f} s after the DIJob was created")
+        poll(status_where(jobs, namespace, "hog", lambda s: s.get("restarts") == 1), 60, "the collector restarted")
+    seen = log.find(lambda s: any(e["reason"] == "OOMKilled" for e in s.get("stuckReplicas") or []))
+    assert seen is not None, [s.get("phase") for s in log.statuses]
+    (entry,) = seen["stuckReplicas"]
+    assert entry["replica"] == "collector-0" and "memory limit 48Mi" in entry["message"], entry
+    assert seen["phase"] == "Restarting", seen
+    assert "replica collector-0" in current_message(seen) and "is OOMKilled" in current_message(seen), seen
+    assert not log.find(lambda s: s.get("phase") == "Failed")
+
+
+# -- failurePolicy DropReplica ------------------------------------------------------------------------------------
+
+
+def dropped(status: dict[str, Any]) -> list[str]:
+    return [e["replica"] for e in status.get("droppedReplicas") or []]
+
+
+def test_drop_replica_keeps_the_job_running_then_fails_it_at_the_bound(
+    controller: Controller,  # noqa: F811
+    cluster: client.ApiClient,
+    namespace: str,
+    poll: Poll,
+) -> None:
+    """collector-1 fails every attempt after 3 s, collector-2 after 15 s; minReplicas 3 of 4 allows one drop."""
+    jobs, objects = JobStore(cluster), ObjectStore(cluster)
+    collectors = task("collector", 3, **FOREVER, **{"sim.dihera.io/fail-replicas": "1=3,2=15"})
+    collectors["failurePolicy"] = "DropReplica"
+    jobs.create(manifest("shrink", namespace, task("learner", **FOREVER), collectors, backoffLimit=1, minReplicas=3))
+    created = time.monotonic()
+    status = poll(
+        status_where(jobs, namespace, "shrink", lambda s: dropped(s) == ["collector-1"] and s["phase"] == "Running"),
+        120,
+        "Running without collector-1",
+    )
+    print(f"collector-1 dropped, job Running with 3 replicas {time.monotonic() - created:.1f} s after creation")
+    assert status["replicas"] == 3 and status["membershipGeneration"] == 2, status
+    (entry,) = status["droppedReplicas"]
+    assert (entry["rank"], entry["restarts"]) == (2, 1) and "exit code 1" in entry["message"], entry
+    assert "1 replica(s) dropped by failurePolicy DropReplica: collector-1 (rank 2)" in current_message(status)
+    configmap = objects.get_configmap(namespace, membership_configmap_name("shrink"))
+    assert configmap is not None
+    nodes = configmap["data"]["DI_COLLECTOR_NODES"]
+    assert "shrink-collector-1." not in nodes and "shrink-collector-0." in nodes and "shrink-collector-2." in nodes
+    assert configmap["data"]["DI_MEMBERSHIP_GENERATION"] == "2"
+    wf = objects.get_workflow(namespace, "shrink")
+    assert wf is not None and wf["status"]["phase"] == "Running"  # continueOn: the DAG did not fail
+    dag = next(t for t in wf["spec"]["templates"] if t["name"] == "dijob")["dag"]["tasks"]
+    assert next(t for t in dag if t["name"] == "collector-1")["template"] == "dihera-retired"
+    spec = (jobs.get(namespace, "shrink") or {})["spec"]
+    assert next(t for t in spec["tasks"] if t["type"] == "collector")["replicas"] == 2
+    dropped_event = has_event(cluster, namespace, "shrink", "ReplicaDropped", "collector-1", "3 replicas left")
+    poll(dropped_event, 30, "a ReplicaDropped event")
+    poll(has_event(cluster, namespace, "shrink", "ReplicasChanged", "generation 2"), 30, "ReplicasChanged")
+
+    status = poll(phase_is(jobs, namespace, "shrink", "Failed"), 120, "Failed when collector-2 cannot be dropped")
+    print(f"job Failed at the bound {time.monotonic() - created:.1f} s after creation")
+    message = current_message(status)
+    assert "replica collector-2" in message and "below minReplicas 3" in message, message
+    assert dropped(status) == ["collector-1"], status
+    poll(has_event(cluster, namespace, "shrink", "DropBoundReached", "minReplicas 3"), 30, "DropBoundReached")
+    poll(lambda: not live_pods(cluster, namespace, "shrink"), 60, "the pods stopped (cleanPodPolicy Running)")
+
+
+# -- suspend and resume -------------------------------------------------------------------------------------------
+
+
+def replicas_seen(cluster: client.ApiClient, namespace: str, name: str) -> dict[str, tuple[str, str]]:
+    """hostname → (rank, FQDN) of the job's live pods, as the pods themselves carry them."""
+    out = {}
+    for p in live_pods(cluster, namespace, name):
+        spec, annotations = p["spec"], p["metadata"]["annotations"]
+        fqdn = f"{spec['hostname']}.{spec['subdomain']}.{namespace}.svc.cluster.local"
+        out[spec["hostname"]] = (annotations["diengine/rank"], fqdn)
+    return out
+
+
+def test_a_job_suspended_before_it_starts_creates_nothing_until_resumed(
+    controller: Controller,  # noqa: F811
+    cluster: client.ApiClient,
+    namespace: str,
+    poll: Poll,
+) -> None:
+    jobs, objects = JobStore(cluster), ObjectStore(cluster)
+    jobs.create(manifest("later", namespace, task("learner", **FOREVER), suspend=True))
+    status = poll(phase_is(jobs, namespace, "later", "Suspended"), 60, "later Suspended")
+    assert "nothing is created" in current_message(status)
+    time.sleep(3)  # nothing appears meanwhile
+    assert objects.get_workflow(namespace, "later") is None
+    assert objects.get_configmap(namespace, membership_configmap_name("later")) is None
+    services = client.CoreV1Api(cluster).list_namespaced_service(namespace).items
+    assert service_name("later") not in [s.metadata.name for s in services]
+    assert not job_pods(cluster, namespace, "later")
+    set_suspend(cluster, namespace, "later", False)
+    resumed = time.monotonic()
+    poll(phase_is(jobs, namespace, "later", "Running"), 90, "later Running once resumed")
+    print(f"suspend false -> Running {time.monotonic() - resumed:.1f} s")
+    assert objects.get_workflow(namespace, "later") is not None
+
+
+def test_suspending_a_running_job_stops_every_pod_and_resume_keeps_ranks_and_fqdns(
+    controller: Controller,  # noqa: F811
+    cluster: client.ApiClient,
+    namespace: str,
+    poll: Poll,
+) -> None:
+    jobs, objects = JobStore(cluster), ObjectStore(cluster)
+    jobs.create(manifest("nap", namespace, task("learner", **FOREVER), task("collector", 2, **FOREVER)))
+    poll(phase_is(jobs, namespace, "nap", "Running"), 90, "nap Running")
+    before = replicas_seen(cluster, namespace, "nap")
+    first = objects.get_workflow(namespace, "nap")
+    assert len(before) == 3 and first is not None
+    set_suspend(cluster, namespace, "nap", True)
+    asked = time.monotonic()
+    status = poll(phase_is(jobs, namespace, "nap", "Suspended"), 60, "nap Suspended")
+    poll(lambda: not job_pods(cluster, namespace, "nap"), 60, "every pod gone")
+    print(f"suspend true -> Suspended and every pod gone {time.monotonic() - asked:.1f} s")
+    assert objects.get_workflow(namespace, "nap") is None
+    assert objects.get_configmap(namespace, membership_configmap_name("nap")) is not None  # kept for the resume
+    client.CoreV1Api(cluster).read_namespaced_service(service_name("nap"), namespace)  # kept: no 404
+    set_suspend(cluster, namespace, "nap", False)
+    resumed = time.monotonic()
+    status = poll(phase_is(jobs, namespace, "nap", "Running"), 90, "nap Running again")
+    print(f"suspend false -> Running again {time.monotonic() - resumed:.1f} s")
+    assert replicas_seen(cluster, namespace, "nap") == before  # same hostnames, ranks and FQDNs
+    second = objects.get_workflow(namespace, "nap")
+    assert second is not None and second["metadata"]["uid"] != first["metadata"]["uid"]
+    assert status["restarts"] == 0 and status["membershipGeneration"] == 1, status
+    assert next(c for c in status["conditions"] if c["type"] == "Suspended")["status"] == "False"
+    reasons = [r for r, _ in dijob_events(cluster, namespace, "nap")]
+    assert "JobSuspended" in reasons and "ReplicaRestarted" not in reasons and "JobFailed" not in reasons

@@ -5,7 +5,7 @@ chart's namespace (ci/devcluster: ``--audit-policy-file``, Metadata level). This
 controller (namespaced with peering, then cluster-wide) and the di-server, each with a token of the
 chart's ServiceAccount, through a representative scenario: create, run, hand edit, server scale up and
 down, named removal, profilings, an Idempotency-Key, a Service left by a crashed pass, a failing job
-stopped by cleanPodPolicy and deleted by its ttlSecondsAfterFinished, deletion. Then it reads the audit
+stopped by cleanPodPolicy and deleted by its ttlSecondsAfterFinished, a suspension, deletion. Then it reads the audit
 log and compares, per ServiceAccount, the (verb, group, resource) used with the rules ``helm template``
 renders: a grant never used fails, and a use not granted (a 403 in the log) fails.
 """
@@ -25,11 +25,13 @@ from kubernetes import client
 
 from dihera import load_job
 from dihera.kube.jobs import JobStore
+from dihera.kube.objects import ObjectStore
 from dihera.naming import service_name
 from dihera.render.objects import owner_references
 from dihera.schema import GROUP
 from dihera.server import ServerSettings
 from tests.chart.helm import Manifest, one, render
+from tests.integration.lifecycle import set_suspend
 from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
     DIHERA,
     Poll,
@@ -155,6 +157,8 @@ def scenario_controller(api: client.ApiClient, namespace: str, server: str, toke
     edit_replicas(api, namespace, "elastic", collector=1)  # the controller removes one by itself
     poll(phase_is(jobs, namespace, "failing", "Failed"), 120, "failing Failed (cleanPodPolicy stops it)")
     poll(lambda: (jobs.get(namespace, "elastic") or {}).get("status", {}).get("replicas") == 2, 90, "2 replicas")
+    set_suspend(api, namespace, "elastic", True)  # the controller deletes its Workflow
+    poll(lambda: ObjectStore(api).get_workflow(namespace, "elastic") is None, 60, "elastic's Workflow deleted")
     jobs.delete(namespace, "elastic")
     poll(lambda: jobs.get(namespace, "failing") is None, 60, "failing deleted by its ttlSecondsAfterFinished")
 

@@ -59,6 +59,7 @@ def test_crd_shape() -> None:
     assert task["properties"]["replicas"]["minimum"] == 1
     rules = [r["rule"] for r in spec["x-kubernetes-validations"] + task["x-kubernetes-validations"]
              + root["x-kubernetes-validations"]]
-    assert len(rules) == 9
+    assert len(rules) == 10
     assert any("exists" in r or "filter" in r for r in rules)
     assert any("successPolicy.targetTasks" in r for r in rules)
+    assert any("DropReplica" in r and "allowScaling" in r for r in rules)

@@ -9,8 +9,8 @@ no ClusterRole: kopf then logs that it cannot watch CRDs or namespaces and uses 
 */}}
 
 {{- define "dihera.controller.namespacedRules" -}}
-# The DIJobs it reconciles (watched by kopf; patched by a synced hand edit's stamp; deleted by
-# ttlSecondsAfterFinished) and their status.
+# The DIJobs it reconciles (watched by kopf; patched by a synced hand edit's stamp and by the
+# scale-down of failurePolicy DropReplica; deleted by ttlSecondsAfterFinished) and their status.
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs]
   verbs: [get, list, watch, patch, delete]
@@ -21,10 +21,11 @@ no ClusterRole: kopf then logs that it cannot watch CRDs or namespaces and uses 
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs/finalizers]
   verbs: [update]
-# The Argo Workflow that runs each DIJob (created, converged by scaling, stopped by cleanPodPolicy).
+# The Argo Workflow that runs each DIJob (created, converged by scaling, stopped by cleanPodPolicy,
+# deleted by spec.suspend and created again on resume).
 - apiGroups: [argoproj.io]
   resources: [workflows]
-  verbs: [get, list, watch, create, patch]
+  verbs: [get, list, watch, create, patch, delete]
 # Pods of the job (watched for status; deleted by cleanPodPolicy and scale-down).
 - apiGroups: [""]
   resources: [pods]

@@ -1,0 +1,98 @@
+"""``spec.suspend`` (pure): what a suspended or resumed job needs, decided on what one pass observed.
+
+One Workflow per job run: suspending deletes the job's Workflow (its pods go with it, through their
+ownerReferences) and keeps the membership ConfigMap and the headless Service; resuming creates the
+Workflow again, under the same name, from the membership the ConfigMap holds, so every replica
+comes back with its rank, index, hostname and FQDN (docs/controller.md, "Suspend and resume").
+
+| spec.suspend | observed                                          | action  | phase     |
+|--------------|---------------------------------------------------|---------|-----------|
+| true         | never started (no ``status.workflowName``)        | HOLD    | Suspended: nothing is created |
+| true         | our Workflow, not being deleted                   | STOP    | Suspended, then the Workflow is deleted |
+| true         | no Workflow (or it is being deleted)              | HOLD    | Suspended |
+| false        | Suspended, Workflow or pods of that run still there | WAIT  | Suspended until they are gone |
+| false        | Suspended, nothing of that run left               | RESUME  | the Workflow is created again |
+| false        | otherwise                                         | NONE    | as the other policies say |
+
+Waiting for the last pod matters: Argo names a replica's pods after the Workflow and the DAG node,
+so the new run's pods have the old ones' names and must not meet them. A suspension is not a
+failure: the status' restarts keep their count, the new run's attempts start at 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from dihera.constants import Phase
+from dihera.membership import Membership
+from dihera.model import DIJob
+
+__all__ = ["SuspendAction", "SuspendPlan", "plan_suspend", "resumed_job"]
+
+
+class SuspendAction(StrEnum):
+    NONE = "none"  # not suspended: the other policies decide
+    HOLD = "hold"  # suspended and nothing runs: create nothing
+    STOP = "stop"  # suspended while running: after the status write, delete the Workflow
+    WAIT = "wait"  # resuming: the suspended run's Workflow or pods are still going away
+    RESUME = "resume"  # resuming: create the Workflow again from the membership
+
+
+@dataclass(frozen=True)
+class SuspendPlan:
+    action: SuspendAction = SuspendAction.NONE
+    #: The Suspended phase's message (None: the phase is not Suspended).
+    message: str | None = None
+
+
+def _running(workflow: Mapping[str, Any] | None, foreign: bool) -> bool:
+    return workflow is not None and not foreign and not (workflow.get("metadata") or {}).get("deletionTimestamp")
+
+
+def plan_suspend(
+    suspend: bool,
+    old: Mapping[str, Any],
+    workflow: Mapping[str, Any] | None,
+    foreign: bool,
+    replicas: int,
+    leftover_pods: int,
+) -> SuspendPlan:
+    """What ``spec.suspend`` asks of a job in status ``old``; ``replicas``: its live replicas;
+    ``leftover_pods``: pods of the job still there while it has no Workflow."""
+    started = bool(old.get("workflowName"))
+    if suspend:
+        if not started and workflow is None:
+            return SuspendPlan(SuspendAction.HOLD, "spec.suspend is true: nothing is created until it is false")
+        if _running(workflow, foreign):
+            return SuspendPlan(
+                SuspendAction.STOP,
+                f"spec.suspend is true: stopping the job's {replicas} replica(s) (its Workflow is deleted; "
+                "ranks and FQDNs are kept for the resume)",
+            )
+        return SuspendPlan(
+            SuspendAction.HOLD,
+            "spec.suspend is true: every replica is stopped; they start again with the same ranks and FQDNs "
+            "when it is false",
+        )
+    if old.get("phase") != Phase.SUSPENDED or not started:
+        return SuspendPlan()
+    if workflow is not None or leftover_pods:
+        gone = "its Workflow" if workflow is not None else f"{leftover_pods} pod(s)"
+        return SuspendPlan(
+            SuspendAction.WAIT, f"spec.suspend is false: resuming once {gone} of the suspended run are gone"
+        )
+    return SuspendPlan(SuspendAction.RESUME)
+
+
+def resumed_job(job: DIJob, membership: Membership) -> DIJob:
+    """``job`` with each task's replicas as ``membership`` has them: the run resumed is the one suspended.
+
+    A replica count edited while the job was suspended is applied after the resume, by the scaler.
+    """
+    counts = membership.task_counts(t.name for t in job.tasks)
+    tasks = tuple(dataclasses.replace(t, replicas=counts[t.name]) for t in job.tasks)
+    return dataclasses.replace(job, tasks=tasks)
