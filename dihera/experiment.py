@@ -2,7 +2,9 @@
 
 from dihera import experiment as ex
 job = ex.dijob("dqn", [ex.task("learner", image=IMG, command=["ditask", ...]),
-                       ex.task("collector", replicas=4, image=IMG, command=[...])])
+                       ex.task("collector", replicas=4, image=IMG, command=[...],
+                               failure_policy="DropReplica")],
+               minReplicas=3, suspend=False)
 job.to_manifest()          # the DIJob object
 ex.workflow(job)           # the Hera Workflow, to inspect or compose
 """
@@ -15,7 +17,7 @@ from typing import Any
 from hera.workflows import Workflow
 
 from dihera.membership import Membership, plan_membership
-from dihera.model import DIJob, EnvProvider, Task, TaskType
+from dihera.model import DIJob, EnvProvider, FailurePolicy, Task, TaskType
 from dihera.render.settings import RenderSettings
 from dihera.render.workflow import build_workflow
 from dihera.schema import API_VERSION, KIND
@@ -36,10 +38,13 @@ def task(
     resources: Mapping[str, Any] | None = None,
     template: Mapping[str, Any] | None = None,
     env_provider: EnvProvider | str | None = None,
+    failure_policy: FailurePolicy | str | None = None,
 ) -> dict[str, Any]:
     """One task entry (``spec.tasks[]``): give ``image`` (and ``command``...) or a whole pod ``template``.
 
     ``env_provider``: a framework's env for the task (``"torch"`` or :func:`env_provider`).
+    ``failure_policy``: ``"FailJob"`` (default) or ``"DropReplica"`` (a replica that exhausted its
+    retries leaves the job instead of failing it; docs/controller.md).
     """
     if (template is None) == (image is None):
         raise ValueError("task: give either image (with command, args, env, resources) or template, not both")
@@ -60,6 +65,8 @@ def task(
     if env_provider is not None:
         spec = EnvProvider(env_provider) if isinstance(env_provider, str) else env_provider
         entry["envProvider"] = spec.to_dict()
+    if failure_policy is not None:
+        entry["failurePolicy"] = FailurePolicy(failure_policy).value
     return entry
 
 
@@ -78,7 +85,8 @@ def dijob(
     labels: Mapping[str, str] | None = None,
     **spec: Any,
 ) -> DIJob:
-    """A validated :class:`DIJob`; ``spec`` takes the camelCase spec fields (``backoffLimit=0``...).
+    """A validated :class:`DIJob`; ``spec`` takes the camelCase spec fields (``backoffLimit=0``,
+    ``successPolicy={...}``, ``suspend=True``...).
 
     Raises :class:`~dihera.errors.InvalidJobError` listing every problem.
     """

@@ -166,9 +166,7 @@ def replica_states(
         node = nodes.get(attempt)
         pod_phase = (pod.get("status") or {}).get("phase") if pod else None
         failed = pod_phase == "Failed" or (node is not None and node.get("phase") in FAILED_NODE_PHASES)
-        failed_pods = sorted(
-            (p for p in mine if (p.get("status") or {}).get("phase") == "Failed"), key=_pod_attempt
-        )
+        failed_pods = sorted((p for p in mine if (p.get("status") or {}).get("phase") == "Failed"), key=_pod_attempt)
         failures = [(_pod_attempt(p), exit_code(p)) for p in failed_pods]
         states.append(
             ReplicaState(

@@ -1,4 +1,5 @@
-"""The reconciler's lifecycle wiring, with in-memory stores: TTL deletion, timed wake-ups, success policy cleanup."""
+"""The reconciler's lifecycle wiring, with in-memory stores: TTL deletion, timed wake-ups, success policy
+cleanup, suspend and resume, failurePolicy DropReplica."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import pytest
 
 from dihera.controller.metrics import Metrics
 from dihera.controller.reconcile import Reconciler
+from dihera.membership import Membership
 from dihera.render import RenderSettings
-from tests.unit.test_controller_reconcile import LIVE, NAME, NS, Cluster, dijob
+from dihera.scaling import ScaleRequest
+from tests.unit.test_controller_reconcile import LIVE, NAME, NS, Cluster, dijob, pod, workflow
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z"
 
@@ -23,6 +26,8 @@ class LifecycleCluster(Cluster):
         self.stopped: list[str] = []
         self.pods_deleted: list[str] = []
         self.order: list[str] = []
+        self.pods_of = LIVE.replicas
+        self.created_workflow: dict[str, Any] | None = None
 
     def patch_status(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> None:
         super().patch_status(namespace, name, ops)
@@ -39,6 +44,22 @@ class LifecycleCluster(Cluster):
     def delete_pod(self, namespace: str, name: str) -> None:
         self.pods_deleted.append(name)
         self.order.append("delete pod")
+
+    def delete_workflow(self, namespace: str, name: str, uid: str | None = None) -> bool:
+        self.order.append(f"delete Workflow {name} {uid}")
+        self.workflow = None  # type: ignore[assignment]
+        return True
+
+    def create(self, obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        self.order.append(f"create {obj['kind']}")
+        if obj["kind"] == "Workflow":
+            self.created_workflow = obj
+            self.workflow = {**obj, "metadata": {**obj["metadata"], "uid": "wf-2"}, "status": {}}
+            return self.workflow, True
+        return obj, obj["kind"] != "ConfigMap"
+
+    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        return [] if self.workflow is None else [pod(r) for r in self.pods_of]
 
 
 def reconcile(cluster: Cluster, now: str = T1) -> float | None:
@@ -98,3 +119,63 @@ def test_the_ending_is_written_before_any_replica_is_stopped() -> None:
     reconcile(cluster)
     assert cluster.order[0] == "status Failed" and cluster.order[1] == "shutdown Workflow"
     assert set(cluster.order[2:]) == {"delete pod"}
+
+
+# -- spec.suspend -------------------------------------------------------------------------------------------------
+
+
+def test_suspending_a_running_job_writes_suspended_then_deletes_its_workflow_only() -> None:
+    cluster = LifecycleCluster(suspend=True)
+    reconcile(cluster)
+    assert cluster.order == ["status Suspended", f"delete Workflow {NAME} wf-uid"]
+    assert cluster.configmap is not None and cluster.pods_deleted == [] and cluster.stopped == []
+    assert [r for r, _ in cluster.events] == ["JobSuspended"]
+    reconcile(cluster)  # the Workflow is gone: nothing more to do, still Suspended
+    assert cluster.order[2:] == ["status Suspended"]  # only the message: "every replica is stopped"
+    assert "every replica is stopped" in cluster.body["status"]["conditions"][-1]["message"]
+
+
+def test_resuming_creates_the_workflow_again_from_the_membership_with_the_same_ranks() -> None:
+    cluster = LifecycleCluster(suspend=False)
+    cluster.body["status"].update(phase="Suspended")
+    cluster.workflow = None  # type: ignore[assignment]
+    cluster.body["spec"]["tasks"][1]["replicas"] = 2  # the spec agrees with the membership
+    reconcile(cluster)
+    assert cluster.created_workflow is not None
+    dag = next(t for t in cluster.created_workflow["spec"]["templates"] if t["name"] == "dijob")["dag"]["tasks"]
+    ranks = {t["name"]: t["arguments"]["parameters"][1]["value"] for t in dag}
+    assert ranks == {"learner-0": "0", "collector-0": "1", "collector-1": "2"}
+    assert cluster.statuses[-1]["phase"] == "Pending" and cluster.statuses[-1]["startTime"] == T1
+    assert cluster.scale_calls == []
+
+
+def test_a_replica_count_edited_while_suspended_is_applied_after_the_resume() -> None:
+    cluster = LifecycleCluster(suspend=False)
+    cluster.body["status"].update(phase="Suspended", observedGeneration=1)
+    cluster.workflow = None  # type: ignore[assignment]
+    cluster.body["spec"]["tasks"][1]["replicas"] = 3  # edited while suspended (and observed then)
+    reconcile(cluster)
+    dag = next(t for t in cluster.created_workflow["spec"]["templates"] if t["name"] == "dijob")["dag"]["tasks"]
+    assert len(dag) == 3  # the run resumed is the one suspended ...
+    assert cluster.scale_calls == [(NS, NAME, ScaleRequest.sync(), False)]  # ... then the edit is applied
+
+
+# -- failurePolicy DropReplica ------------------------------------------------------------------------------------
+
+
+def test_a_dropped_replica_is_recorded_then_scaled_down_by_name() -> None:
+    cluster = LifecycleCluster(backoffLimit=0)
+    cluster.body["spec"]["tasks"][1]["failurePolicy"] = "DropReplica"
+    cluster.body["spec"]["tasks"][1]["replicas"] = 2
+    failed = pod(LIVE.replicas[2])
+    failed["status"] = {
+        "phase": "Failed",
+        "containerStatuses": [{"name": "main", "state": {"terminated": {"exitCode": 1}}}],
+    }
+    cluster.list_pods = lambda namespace, selector: [pod(r) for r in LIVE.replicas[:2]] + [failed]  # type: ignore[method-assign]
+    cluster.scale_result = (Membership(2, LIVE.replicas[:2]), workflow(2, Membership(2, LIVE.replicas[:2])))
+    reconcile(cluster)
+    assert cluster.order[0] == "status Running"
+    assert cluster.scale_calls == [(NS, NAME, ScaleRequest.remove_named(["collector-1"]), True)]
+    assert cluster.statuses[0]["droppedReplicas"][0]["replica"] == "collector-1"
+    assert "ReplicaDropped" in [r for r, _ in cluster.events]

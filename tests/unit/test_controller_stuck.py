@@ -125,6 +125,22 @@ def test_an_oom_killed_replica_is_named_in_the_restarting_message() -> None:
     assert "ReplicaStuck" in [e.reason for e in update.events]
 
 
+@pytest.mark.parametrize(
+    ("retry", "named"),
+    [(None, True), ("Pending", True), ("Running", False)],
+)
+def test_an_oom_killed_attempt_stays_named_until_its_retry_runs(retry: str | None, named: bool) -> None:
+    """Argo may create the retry before the controller's pass: the OOMKilled attempt is not lost then."""
+    killed = with_status(pod("collector", 1, "Failed", False, attempt=0, code=137), containerStatuses=[oom("state")])
+    pods = [pod("learner", 0), pod("collector", 0), killed]
+    if retry is not None:
+        pods.append(pod("collector", 1, retry, retry == "Running", attempt=1))
+    update = compute_status(observe(workflow(), pods), {}, T1)
+    entries = update.status.get("stuckReplicas") or []
+    assert [(e["replica"], e["reason"]) for e in entries] == ([("collector-1", "OOMKilled")] if named else [])
+    assert update.status["phase"] == ("Running" if retry == "Running" else "Restarting")
+
+
 def test_a_succeeded_job_lists_no_stuck_replica() -> None:
     done = [pod(t, i, "Succeeded", False) for t, i in (("learner", 0), ("collector", 0))]
     stuck = with_status(pod("collector", 1, "Pending", False), conditions=[UNSCHEDULABLE])

@@ -346,3 +346,33 @@ def test_the_argo_ui_description_follows_the_membership() -> None:
         ]
     )
     assert "| collector | collector | 5 |" in description and "6 replicas (membership generation 2)" in description
+
+
+def _continue_on(workflow: dict[str, Any]) -> dict[str, Any]:
+    return {t["name"]: t.get("continueOn") for t in workflow["spec"]["templates"][0]["dag"]["tasks"]}
+
+
+def test_drop_replica_tasks_go_on_failed_in_the_dag_and_so_do_their_new_replicas() -> None:
+    tasks = copy.deepcopy(BASE["spec"]["tasks"])
+    tasks[1]["failurePolicy"] = "DropReplica"
+    job, membership, workflow = _state(tasks=tasks)
+    failed_ok = {"failed": True}
+    assert _continue_on(workflow) == {
+        "learner-0": None,
+        "collector-0": failed_ok,
+        "collector-1": failed_ok,
+        "evaluator-0": None,
+    }
+    down = plan_scale(job, membership, workflow, ScaleRequest.remove_named(["collector-0"]))  # the drop
+    patched = _apply(workflow, down.membership)
+    assert _continue_on(patched)["collector-0"] == failed_ok  # retired in place, the rest untouched
+    up = plan_scale(down.job, down.membership, patched, ScaleRequest.add("collector", 1))
+    again = _apply(patched, up.membership)
+    assert _continue_on(again)["collector-2"] == failed_ok
+    learners = plan_scale(job, membership, workflow, ScaleRequest.add("learner", 1))
+    assert _continue_on(_apply(workflow, learners.membership))["learner-1"] is None
+
+
+def test_a_job_without_drop_replica_renders_no_continue_on() -> None:
+    _, _, workflow = _state()
+    assert set(_continue_on(workflow).values()) == {None}
