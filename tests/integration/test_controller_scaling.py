@@ -195,6 +195,7 @@ def test_a_stale_spec_written_after_a_newer_commit_is_not_synced_back(
     assert int((jobs.get(namespace, name) or {})["metadata"]["generation"]) == edited
 
 
+
 def test_kubectl_edit_of_a_torch_task_is_refused_once_with_a_warning(
     controller: Controller,  # noqa: F811
     cluster: client.ApiClient,

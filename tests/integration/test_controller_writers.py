@@ -97,7 +97,9 @@ def test_profilings_written_by_the_server_survive_the_controllers_status_writes(
         writer.join(30)
     status_writes = metric(controller, "dihera_api_writes_total") - writes_before
     conflicts = metric(controller, "dihera_status_conflicts_total")
-    print(f"{len(sent)} profilings; controller API writes: {status_writes:.0f}; status conflicts {conflicts:.0f}")
+    print(
+        f"{len(sent)} profilings; controller API writes: {status_writes:.0f}; status conflicts {conflicts:.0f}"
+    )
     assert len(sent) >= 10 and status_writes >= 8
     profilings = ((jobs.get(namespace, name) or {}).get("status") or {}).get("profilings") or {}
     lost = [k for k in sent if k not in profilings]

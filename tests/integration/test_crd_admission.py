@@ -69,54 +69,22 @@ REJECTED = [
         id="zero-replicas",
     ),
     pytest.param(job(task("none", name="Bad_Name")), "spec.tasks[0].name", "should match", id="task-name-not-dns"),
-    pytest.param(
-        job({**task("learner"), "envProvider": {"name": "pytorch"}}),
-        "spec.tasks[0].envProvider.name",
-        "Unsupported value",
-        id="unknown-env-provider",
-    ),
-    pytest.param(
-        job({**task("learner"), "envProvider": {"name": "torch", "role": "worker"}}),
-        "spec.tasks[0].envProvider.role",
-        "must be a role of its provider",
-        id="torch-with-a-role",
-    ),
-    pytest.param(
-        job({**task("learner"), "envProvider": {"name": "mxnet", "role": "chief"}}),
-        "spec.tasks[0].envProvider.role",
-        "must be a role of its provider",
-        id="mxnet-with-a-tf-role",
-    ),
-    pytest.param(
-        job({**task("learner"), "envProvider": {"name": "torch", "port": 0}}),
-        "spec.tasks[0].envProvider.port",
-        "should be greater than or equal to 1",
-        id="port-zero",
-    ),
-    pytest.param(
-        job(task("learner"), task("collector"), successPolicy={"targetTasks": ["lerner"]}),
-        "spec.successPolicy.targetTasks",
-        "must name tasks of the job",
-        id="success-policy-unknown-task",
-    ),
-    pytest.param(
-        job(task("learner"), successPolicy={"operator": "Some"}),
-        "spec.successPolicy.operator",
-        "Unsupported value",
-        id="success-policy-operator",
-    ),
-    pytest.param(
-        job(task("learner"), activeDeadlineSeconds=0),
-        "spec.activeDeadlineSeconds",
-        "should be greater than or equal to 1",
-        id="deadline-zero",
-    ),
-    pytest.param(
-        job(task("learner"), ttlSecondsAfterFinished=-1),
-        "spec.ttlSecondsAfterFinished",
-        "should be greater than or equal to 0",
-        id="ttl-negative",
-    ),
+    pytest.param(job({**task("learner"), "envProvider": {"name": "pytorch"}}), "spec.tasks[0].envProvider.name",
+                 "Unsupported value", id="unknown-env-provider"),
+    pytest.param(job({**task("learner"), "envProvider": {"name": "torch", "role": "worker"}}),
+                 "spec.tasks[0].envProvider.role", "must be a role of its provider", id="torch-with-a-role"),
+    pytest.param(job({**task("learner"), "envProvider": {"name": "mxnet", "role": "chief"}}),
+                 "spec.tasks[0].envProvider.role", "must be a role of its provider", id="mxnet-with-a-tf-role"),
+    pytest.param(job({**task("learner"), "envProvider": {"name": "torch", "port": 0}}),
+                 "spec.tasks[0].envProvider.port", "should be greater than or equal to 1", id="port-zero"),
+    pytest.param(job(task("learner"), task("collector"), successPolicy={"targetTasks": ["lerner"]}),
+                 "spec.successPolicy.targetTasks", "must name tasks of the job", id="success-policy-unknown-task"),
+    pytest.param(job(task("learner"), successPolicy={"operator": "Some"}), "spec.successPolicy.operator",
+                 "Unsupported value", id="success-policy-operator"),
+    pytest.param(job(task("learner"), activeDeadlineSeconds=0), "spec.activeDeadlineSeconds",
+                 "should be greater than or equal to 1", id="deadline-zero"),
+    pytest.param(job(task("learner"), ttlSecondsAfterFinished=-1), "spec.ttlSecondsAfterFinished",
+                 "should be greater than or equal to 0", id="ttl-negative"),
 ]
 
 
@@ -153,22 +121,15 @@ def test_api_server_applies_defaults_like_the_python_model(
 def test_api_server_accepts_and_defaults_the_lifecycle_fields_like_the_python_model(
     dijob_crd: None, cluster: client.ApiClient, namespace: str
 ) -> None:
-    manifest = job(
-        task("learner"),
-        task("none", name="replay"),
-        name="lifecycle",
-        successPolicy={"targetTasks": ["replay"]},
-        activeDeadlineSeconds=60,
-        ttlSecondsAfterFinished=0,
-    )
+    manifest = job(task("learner"), task("none", name="replay"), name="lifecycle",
+                   successPolicy={"targetTasks": ["replay"]}, activeDeadlineSeconds=60, ttlSecondsAfterFinished=0)
     stored = create(cluster, namespace, manifest, dry_run=False)
     assert stored["spec"]["successPolicy"] == {"operator": "All", "targetTasks": ["replay"]}
     assert load_job(stored).to_manifest()["spec"] == load_job(manifest).to_manifest()["spec"]
 
 
-def test_api_server_defaults_env_provider_like_the_python_model(
-    dijob_crd: None, cluster: client.ApiClient, namespace: str
-) -> None:
+def test_api_server_defaults_env_provider_like_the_python_model(dijob_crd: None, cluster: client.ApiClient,
+                                                                namespace: str) -> None:
     manifest = job({**task("learner", replicas=2), "envProvider": {"name": "torch"}}, name="ddp")
     stored = create(cluster, namespace, manifest, dry_run=False)
     assert stored["spec"]["tasks"][0]["envProvider"] == {"name": "torch", "allowScaling": False}
@@ -203,15 +164,14 @@ UNKNOWN_FIELDS = [
 
 
 @pytest.mark.parametrize(("path", "value", "field"), UNKNOWN_FIELDS)
-def test_strict_field_validation_refuses_unknown_dijob_fields(
-    dijob_crd: None, cluster: client.ApiClient, namespace: str, path: tuple[Any, ...], value: Any, field: str
-) -> None:
+def test_strict_field_validation_refuses_unknown_dijob_fields(dijob_crd: None, cluster: client.ApiClient,
+                                                              namespace: str, path: tuple[Any, ...], value: Any,
+                                                              field: str) -> None:
     """What `kubectl apply --validate=strict` asks for (fieldValidation=Strict): the schema keeps no unknown field."""
     manifest = _set(job(task("learner")), path, value)
     with pytest.raises(ApiException) as err:
         client.CustomObjectsApi(cluster).create_namespaced_custom_object(
-            GROUP, VERSION, namespace, PLURAL, manifest, dry_run="All", field_validation="Strict"
-        )
+            GROUP, VERSION, namespace, PLURAL, manifest, dry_run="All", field_validation="Strict")
     assert err.value.status == 400
     text = json.loads(err.value.body)["message"]
     assert f'unknown field "{field}"' in text, text

@@ -17,14 +17,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "companions"
 
 
 @pytest.mark.parametrize("name", ["atari-dqn-config.yaml", "cartpole-config-first.yaml"])
-def test_submit_applies_the_companions_then_the_dijob(
-    dijob_crd: None,
-    cluster: client.ApiClient,
-    kubeconfig: Path,
-    namespace: str,
-    name: str,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def test_submit_applies_the_companions_then_the_dijob(dijob_crd: None, cluster: client.ApiClient, kubeconfig: Path,
+                                                      namespace: str, name: str,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
     path = FIXTURES / name
     docs = list(yaml.safe_load_all(path.read_text()))
     (config,) = [d for d in docs if d["kind"] == "ConfigMap"]
@@ -32,10 +27,8 @@ def test_submit_applies_the_companions_then_the_dijob(
     args = ["submit", str(path), "-n", namespace, "--kubeconfig", str(kubeconfig)]
     assert main(args) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out == [
-        f"configmap {namespace}/{config['metadata']['name']} applied",
-        f"dijob {namespace}/{dijob['metadata']['name']} created",
-    ]
+    assert out == [f"configmap {namespace}/{config['metadata']['name']} applied",
+                   f"dijob {namespace}/{dijob['metadata']['name']} created"]
     stored = client.CoreV1Api(cluster).read_namespaced_config_map(config["metadata"]["name"], namespace)
     assert stored.data == config["data"]  # untouched
     assert JobStore(cluster).get(namespace, dijob["metadata"]["name"]) is not None

@@ -27,7 +27,8 @@ def plain_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A venv holding dihera's wheel and its base dependencies only; its bin/ directory."""
     base = tmp_path_factory.mktemp("plain")
     wheels = base / "wheels"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT)], check=True)
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(wheels), str(ROOT)],
+                   check=True)
     (wheel,) = wheels.glob("dihera-*.whl")
     venv.create(base / "venv", with_pip=True)
     bin_dir = base / "venv" / "bin"
