@@ -4,8 +4,8 @@ The table of docs/scaling.md ("What Argo really does") comes from these experime
 every Argo upgrade (`make test` runs them on both rows of the version matrix, `make argo-behaviour`
 on the default pair alone). Each test prints its observation (``[argo <version>] ...``, shown with
 ``pytest -s`` or in the summary of ``make argo-behaviour``) and asserts the behaviour the design rests on
-(a, t, r) or the one that made us reject an alternative (b1, b2, b3): a change in Argo fails here
-first, naming the experiment.
+(a, t, r, c) or the one that made us reject an alternative (b1, b2, b3, c0, s): a change in Argo fails
+here first, naming the experiment.
 
 The Workflows are plain Argo objects (one DAG of long-running simulated pods, ``w0``, ``w1``, ...)
 changed with JSON patches while they run, as dihera.kube.scale_executor does.
@@ -223,3 +223,53 @@ def test_r_a_task_name_is_never_reused(run: Callable[..., Run]) -> None:
         f"{wf.nodes()['w1']['phase']})",
     )
     assert started == []
+
+
+def failing_worker() -> dict[str, Any]:
+    """A template whose pod fails every attempt after 2 s (kwok ``pod-fail``), retried once."""
+    return {
+        "name": "failer",
+        "metadata": {"annotations": {"sim.dihera.io/run-seconds": "2", "sim.dihera.io/exit-code": "1"}},
+        "container": {"image": "busybox", "command": ["false"]},
+        "retryStrategy": {"limit": 1, "retryPolicy": "Always"},
+    }
+
+
+@pytest.mark.parametrize("continue_on", [True, False], ids=["c-continue-on-failed", "c0-without"])
+def test_c_a_replica_that_exhausted_its_retries(
+    cluster: client.ApiClient, namespace: str, poll: Callable[..., Any], continue_on: bool
+) -> None:
+    """failurePolicy DropReplica: its DAG task carries ``continueOn: {failed: true}``; dihera then retires it."""
+    body = dag_workflow("drop" if continue_on else "nodrop", 1, True)
+    failer = {"name": "w1", "template": "failer", **({"continueOn": {"failed": True}} if continue_on else {})}
+    body["spec"]["templates"][0]["dag"]["tasks"].append(failer)
+    body["spec"]["templates"].append(failing_worker())
+    wf = Run(cluster, namespace, poll, body)
+    wf.running("w0")
+    wf.poll(lambda: wf.nodes().get("w1", {}).get("phase") == "Failed", 60, "w1 Failed after its retry")
+    index = wf.task_index("w1")
+    wf.patch([{"op": "replace", "path": f"/spec/templates/0/dag/tasks/{index}/template", "value": "retired"}])
+    wf.patch([{"op": "add", "path": "/spec/templates/0/dag/tasks/-", "value": {"name": "w2", "template": "worker"}}])
+    time.sleep(5)  # an appended task is scheduled within a pass or two (a)
+    scheduled = sorted(n for n in wf.pods() if ".w2" in n)
+    phase = wf.phase_within(2 * RUN_SECONDS + SETTLE_SECONDS)
+    report(
+        "c" if continue_on else "c0",
+        f"continueOn failed {continue_on}: w1 {wf.nodes()['w1']['phase']} after its retry, retired; a task appended "
+        f"then got pods {scheduled}; Workflow {phase}",
+    )
+    if continue_on:  # the job goes on: later scale-ups run and the Workflow can succeed
+        assert scheduled and phase == "Succeeded"
+    else:  # failFast: nothing new is scheduled and the Workflow fails
+        assert scheduled == [] and phase == "Failed"
+
+
+def test_s_suspending_a_workflow_leaves_its_pods_running(run: Callable[..., Run]) -> None:
+    """Why spec.suspend deletes the job's Workflow rather than setting Argo's own ``spec.suspend``."""
+    wf = run("suspend", 2, True)
+    before = uids(wf.running("w0", "w1"))
+    wf.patch([{"op": "add", "path": "/spec/suspend", "value": True}])
+    time.sleep(5)
+    after = {node.split(".", 1)[1]: p.metadata.uid for node, p in wf.pods().items() if p.status.phase == "Running"}
+    report("s", f"spec.suspend true: pods still Running 5 s later {sorted(after)}; same UIDs {after == before}")
+    assert after == before
