@@ -22,11 +22,12 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 from dihera.constants import LABEL_JOB, EventReason, Phase
 from dihera.controller.cleanup import plan_cleanup
 from dihera.controller.deadlines import seconds_left
+from dihera.controller.effects import Scaler, delete_workflow, drop_replicas
 from dihera.controller.metrics import Metrics
 from dihera.controller.status import TERMINAL, Observation, StatusUpdate, compute_status, status_patch
 from dihera.controller.suspend import SuspendAction, SuspendPlan, plan_suspend, resumed_job
@@ -61,12 +62,6 @@ def _owned_by(obj: Mapping[str, Any], uid: str | None) -> bool:
 def _membership(configmap: Mapping[str, Any] | None) -> Membership | None:
     text = ((configmap or {}).get("data") or {}).get(MEMBERSHIP_FILE)
     return Membership.from_json(text) if text else None
-
-
-class Scaler(Protocol):
-    """What the reconciler needs of :class:`dihera.kube.scale_executor.JobScaler`."""
-
-    def scale(self, namespace: str, name: str, request: ScaleRequest, *, update_spec: bool = True) -> Any: ...
 
 
 class Reconciler:
@@ -314,39 +309,10 @@ class Reconciler:
         # Argo may report as a failed Workflow) can never turn a Succeeded job into a Failed one; a
         # cleanup that fails here is done again by the next pass (the job is finished then).
         if job is not None:
-            self._drop(job, update.drops, extra)
+            drop_replicas(self._scaler, self._metrics, job, update.drops, extra)
             if suspension is SuspendAction.STOP and workflow is not None:
-                self._stop(job, workflow, extra)
+                delete_workflow(self._objects, self._metrics, job, workflow, extra)
             self._cleanup_now(job, phase, workflow, pods, extra)
-
-    def _drop(self, job: DIJob, names: tuple[str, ...], extra: Mapping[str, str]) -> None:
-        """Remove replicas failurePolicy DropReplica dropped, exactly as a scale-down of them would.
-
-        A retryable error is raised (the queue retries; the status already records the drop, so the
-        next pass drops the same replicas); a permanent one is logged (the next pass decides again).
-        """
-        if not names:
-            return
-        try:
-            result = self._scaler.scale(job.namespace, job.name, ScaleRequest.remove_named(names))
-        except ScaleError as err:
-            if err.retryable:
-                raise
-            log.warning("failurePolicy DropReplica: removing %s refused: %s", ", ".join(names), err, extra=extra)
-            return
-        if result.changed:
-            self._metrics.wrote("update", "ConfigMap")
-            self._metrics.wrote("patch", "Workflow")
-            self._metrics.wrote("patch", "DIJob")
-        self._metrics.wrote("delete", "Pod", len(result.deleted_pods))
-        log.info("failurePolicy DropReplica: removed %s from the job", ", ".join(names), extra=extra)
-
-    def _stop(self, job: DIJob, workflow: Mapping[str, Any], extra: Mapping[str, str]) -> None:
-        """spec.suspend on a running job: delete its Workflow (its pods go with it); ConfigMap and Service stay."""
-        meta = workflow["metadata"]
-        if self._objects.delete_workflow(job.namespace, meta["name"], uid=meta.get("uid")):
-            self._metrics.wrote("delete", "Workflow")
-            log.info("spec.suspend: deleted the Workflow %s; its pods go with it", meta["name"], extra=extra)
 
     def _finished(self, body: Mapping[str, Any], status: Mapping[str, Any], extra: Mapping[str, str]) -> float | None:
         """A finished job: cleanPodPolicy for pods still around, then ttlSecondsAfterFinished (idempotent).
