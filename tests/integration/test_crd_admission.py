@@ -85,6 +85,12 @@ REJECTED = [
                  "should be greater than or equal to 1", id="deadline-zero"),
     pytest.param(job(task("learner"), ttlSecondsAfterFinished=-1), "spec.ttlSecondsAfterFinished",
                  "should be greater than or equal to 0", id="ttl-negative"),
+    pytest.param(job({**task("collector"), "failurePolicy": "Drop"}), "spec.tasks[0].failurePolicy",
+                 "Unsupported value", id="failure-policy-unknown"),
+    pytest.param(job({**task("none", name="ddp"), "failurePolicy": "DropReplica", "envProvider": {"name": "torch"}}),
+                 "spec.tasks[0].failurePolicy", "needs envProvider.allowScaling: true",
+                 id="drop-replica-on-a-fixed-group"),
+    pytest.param(job(task("learner"), suspend="yes"), "spec.suspend", "must be of type boolean", id="suspend-not-bool"),
 ]
 
 
@@ -121,10 +127,13 @@ def test_api_server_applies_defaults_like_the_python_model(
 def test_api_server_accepts_and_defaults_the_lifecycle_fields_like_the_python_model(
     dijob_crd: None, cluster: client.ApiClient, namespace: str
 ) -> None:
-    manifest = job(task("learner"), task("none", name="replay"), name="lifecycle",
-                   successPolicy={"targetTasks": ["replay"]}, activeDeadlineSeconds=60, ttlSecondsAfterFinished=0)
+    collectors = {**task("collector", replicas=2), "failurePolicy": "DropReplica"}
+    manifest = job(task("learner"), task("none", name="replay"), collectors, name="lifecycle",
+                   successPolicy={"targetTasks": ["replay"]}, activeDeadlineSeconds=60, ttlSecondsAfterFinished=0,
+                   suspend=True)
     stored = create(cluster, namespace, manifest, dry_run=False)
     assert stored["spec"]["successPolicy"] == {"operator": "All", "targetTasks": ["replay"]}
+    assert stored["spec"]["suspend"] is True and stored["spec"]["tasks"][2]["failurePolicy"] == "DropReplica"
     assert load_job(stored).to_manifest()["spec"] == load_job(manifest).to_manifest()["spec"]
 
 
