@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -187,3 +190,26 @@ def test_strict_field_validation_refuses_unknown_dijob_fields(dijob_crd: None, c
     # dihera validate refuses the same field, naming it
     with pytest.raises(ValueError, match=field.replace("[", r"\[").replace("]", r"\]") + ": unknown field"):
         load_job(manifest)
+
+
+EXPLAINED = [
+    pytest.param("dijobs.spec.suspend", "nothing is created until it is false", id="suspend"),
+    pytest.param("dijobs.spec.tasks.failurePolicy", "DropReplica: the replica is removed", id="failure-policy"),
+    pytest.param("dijobs.status.droppedReplicas", "ReplicaDropped Warning Event", id="dropped-replicas"),
+]
+
+
+@pytest.mark.parametrize(("field", "words"), EXPLAINED)
+def test_kubectl_explain_describes_the_lifecycle_fields(
+    dijob_crd: None, kubeconfig: Path, poll: Callable[..., Any], field: str, words: str
+) -> None:
+    """The CRD's descriptions reach `kubectl explain` (published with the CRD's OpenAPI, within seconds)."""
+
+    def explained() -> str | None:
+        out = subprocess.run(
+            ["kubectl", f"--kubeconfig={kubeconfig}", "explain", field], capture_output=True, text=True, check=False
+        )
+        text = " ".join(out.stdout.split())  # kubectl wraps descriptions
+        return text if words in text else None
+
+    poll(explained, 60, f"kubectl explain {field}")
