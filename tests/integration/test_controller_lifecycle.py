@@ -239,12 +239,17 @@ def test_drop_replica_keeps_the_job_running_then_fails_it_at_the_bound(
     jobs.create(manifest("shrink", namespace, task("learner", **FOREVER), collectors, backoffLimit=1, minReplicas=3))
     created = time.monotonic()
     status = poll(
-        status_where(jobs, namespace, "shrink", lambda s: dropped(s) == ["collector-1"] and s["phase"] == "Running"),
+        status_where(
+            jobs,
+            namespace,
+            "shrink",
+            lambda s: dropped(s) == ["collector-1"] and s["phase"] == "Running" and s["membershipGeneration"] == 2,
+        ),
         120,
-        "Running without collector-1",
+        "Running without collector-1 (membership generation 2)",
     )
     print(f"collector-1 dropped, job Running with 3 replicas {time.monotonic() - created:.1f} s after creation")
-    assert status["replicas"] == 3 and status["membershipGeneration"] == 2, status
+    assert status["replicas"] == 3, status
     (entry,) = status["droppedReplicas"]
     assert (entry["rank"], entry["restarts"]) == (2, 1) and "exit code 1" in entry["message"], entry
     assert "1 replica(s) dropped by failurePolicy DropReplica: collector-1 (rank 2)" in current_message(status)
