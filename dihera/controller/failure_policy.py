@@ -13,7 +13,8 @@ that keeps crashing would fail the job before it could be dropped). ``status.dro
 records every drop, with the replica's restarts, so the job's restart count keeps them once the
 replica has left the Workflow. A drop is recorded in the status *before* the scale-down is applied
 (as an ending is recorded before cleanPodPolicy): a pass that fails after the write drops the same
-replica again on the next one; a replica recorded as dropped is never counted as a live replica.
+replica again on the next one, as long as the membership is the generation it was dropped from; a
+replica recorded as dropped is never counted as a live replica.
 """
 
 from __future__ import annotations
@@ -45,7 +46,8 @@ class DropPlan:
 
     @property
     def names(self) -> frozenset[str]:
-        return frozenset(str(e["replica"]) for e in self.dropped)
+        """The dropped replicas still in the membership: no longer counted as the job's replicas."""
+        return frozenset(self.remove)
 
 
 def _exhausted(state: ReplicaState, drop_tasks: Collection[str], backoff_limit: int) -> bool:
@@ -67,16 +69,20 @@ def plan_drops(
     backoff_limit: int,
     min_replicas: int | None,
     old_dropped: Sequence[Mapping[str, Any]],
+    generation: int | None,
     now: str,
 ) -> DropPlan:
     """Drop, in rank order, every replica of a DropReplica task that exhausted its retries, within the bound.
 
-    ``states``: the live replicas (the membership's, retired ones left out); ``old_dropped``:
-    ``status.droppedReplicas`` so far. The first replica that cannot be dropped fails the job.
+    ``states``: the live replicas of the membership of ``generation`` (retired ones left out);
+    ``old_dropped``: ``status.droppedReplicas`` so far. An entry is still to be applied while the
+    membership is the one it was dropped from (its ``generation``): once the scale-down committed a
+    newer one, a replica of the same name is a new replica (an index reused after a resume). The
+    first replica that cannot be dropped fails the job.
     """
     dropped = [dict(e) for e in old_dropped]
-    names = {str(e.get("replica")) for e in dropped}
-    left = [s for s in states if s.name not in names]
+    pending = {str(e.get("replica")) for e in dropped if generation is not None and e.get("generation") == generation}
+    left = [s for s in states if s.name not in pending]
     new: list[Mapping[str, Any]] = []
     refused = None
     for s in [s for s in left if _exhausted(s, drop_tasks, backoff_limit)]:
@@ -95,11 +101,13 @@ def plan_drops(
             "message": f"{describe_failure(s)} after {s.attempt} restart(s)",
             "time": now,
         }
+        if generation is not None:
+            entry["generation"] = generation
         new.append(entry)
         dropped.append(entry)
+        pending.add(s.name)
         left = [x for x in left if x.name != s.name]
-    gone = {str(e["replica"]) for e in dropped}
-    remove = tuple(s.name for s in states if s.name in gone)
+    remove = tuple(s.name for s in states if s.name in pending)
     return DropPlan(tuple(dropped), tuple(new), remove, refused)
 
 

@@ -240,7 +240,13 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
     live = live_replicas(obs.membership, ours) if obs.membership else None
     states = replica_states(obs.name, obs.membership, ours, obs.pods) if obs.membership else ()
     drops = plan_drops(
-        states, obs.drop_tasks, obs.backoff_limit, obs.min_replicas, old.get("droppedReplicas") or (), now
+        states,
+        obs.drop_tasks,
+        obs.backoff_limit,
+        obs.min_replicas,
+        old.get("droppedReplicas") or (),
+        live.generation if live else None,
+        now,
     )
     kept = tuple(s for s in states if s.name not in drops.names)
     old_restarts = int(old.get("restarts") or 0)

@@ -37,8 +37,10 @@ C2_EXHAUSTED = state("collector", 2, 3, attempt=2, failed=True)
 
 
 def drops(states: list[ReplicaState], tasks: frozenset[str] = DROP, **kw: Any) -> DropPlan:
-    args: dict[str, Any] = {"backoff_limit": 2, "min_replicas": None, "old_dropped": (), "now": T1, **kw}
-    return plan_drops(states, tasks, args["backoff_limit"], args["min_replicas"], args["old_dropped"], args["now"])
+    args: dict[str, Any] = {"backoff_limit": 2, "min_replicas": None, "old_dropped": (), "generation": 1, **kw}
+    return plan_drops(
+        states, tasks, args["backoff_limit"], args["min_replicas"], args["old_dropped"], args["generation"], T1
+    )
 
 
 def test_a_replica_of_a_drop_task_that_exhausted_its_retries_is_dropped() -> None:
@@ -51,6 +53,7 @@ def test_a_replica_of_a_drop_task_that_exhausted_its_retries_is_dropped() -> Non
         "restarts": 2,
         "message": "replica collector-1 (rank 2, pod p-collector-1-2) failed with exit code 3 after 2 restart(s)",
         "time": T1,
+        "generation": 1,
     }
     assert plan.dropped == plan.new
 
@@ -103,12 +106,20 @@ def test_two_exhausted_at_once_drop_in_rank_order_until_the_bound() -> None:
 
 
 def test_a_drop_recorded_but_not_applied_yet_is_applied_again_and_not_recounted() -> None:
-    old = [{"replica": "collector-1", "rank": 2, "restarts": 2, "message": "m", "time": "t0"}]
+    old = [{"replica": "collector-1", "rank": 2, "restarts": 2, "message": "m", "time": "t0", "generation": 1}]
     plan = drops([LEARNER, C0, C1_EXHAUSTED, C2], min_replicas=3, old_dropped=old)
     assert plan.new == () and plan.remove == ("collector-1",) and plan.refused is None
     assert plan.dropped == tuple(old)
-    gone = drops([LEARNER, C0, C2], min_replicas=3, old_dropped=old)  # the scale-down happened
+    gone = drops([LEARNER, C0, C2], min_replicas=3, old_dropped=old, generation=2)  # the scale-down happened
     assert gone.remove == () and gone.dropped == tuple(old)
+
+
+def test_a_new_replica_reusing_a_dropped_name_in_a_later_membership_is_the_jobs() -> None:
+    """After a resume the Workflow has no tombstones, so a scale-up may take a dropped replica's index again."""
+    old = [{"replica": "collector-1", "rank": 2, "restarts": 2, "message": "m", "time": "t0", "generation": 1}]
+    again = state("collector", 1, 2)
+    plan = drops([LEARNER, C0, again, C2], old_dropped=old, generation=3)
+    assert plan.remove == () and plan.names == frozenset() and plan.dropped == tuple(old)
 
 
 @pytest.mark.parametrize(
