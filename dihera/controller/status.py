@@ -231,88 +231,103 @@ def _events(
     return events
 
 
-def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) -> StatusUpdate:
-    """The new status of a job; ``now`` is an RFC 3339 timestamp (``2026-01-02T03:04:05Z``)."""
-    old = dict(old or {})
-    if old.get("phase") in TERMINAL:
-        return StatusUpdate(old, changed=False)
+@dataclass(frozen=True)
+class _Replicas:
+    """The replicas one observation shows: the live membership, every replica's state, the failure
+    policies' drops, the replicas still the job's (``kept``), and the restart counts."""
+
+    live: Membership | None
+    states: tuple[ReplicaState, ...]
+    drops: DropPlan
+    kept: tuple[ReplicaState, ...]
+    restarts: int
+    counted: int
+
+
+def _replicas(obs: Observation, old: Mapping[str, Any], now: str) -> _Replicas:
     ours = None if obs.foreign_workflow else obs.workflow
     live = live_replicas(obs.membership, ours) if obs.membership else None
     states = replica_states(obs.name, obs.membership, ours, obs.pods) if obs.membership else ()
-    drops = plan_drops(
-        states,
-        obs.drop_tasks,
-        obs.backoff_limit,
-        obs.min_replicas,
-        old.get("droppedReplicas") or (),
-        live.generation if live else None,
-        now,
-    )
+    dropped = old.get("droppedReplicas") or ()
+    generation = live.generation if live else None
+    drops = plan_drops(states, obs.drop_tasks, obs.backoff_limit, obs.min_replicas, dropped, generation, now)
     kept = tuple(s for s in states if s.name not in drops.names)
-    old_restarts = int(old.get("restarts") or 0)
-    restarts, counted = restart_counts(states, drops, obs.drop_tasks, old_restarts)
+    restarts, counted = restart_counts(states, drops, obs.drop_tasks, int(old.get("restarts") or 0))
+    return _Replicas(live, states, drops, kept, restarts, counted)
+
+
+def _decide(
+    obs: Observation, old: Mapping[str, Any], seen: _Replicas, wf_name: str, start: str, now: str
+) -> tuple[PhaseDecision, float | None]:
+    """The phase (its message with stuck and dropped replicas) and the seconds left before the deadline."""
     old_mg = old.get("membershipGeneration")
-    new_mg = live.generation if live else old_mg
-    # every committed membership change (scale-up or down, server or spec edit) is one reschedule
-    changes = max(int(new_mg) - int(old_mg), 0) if old_mg is not None and new_mg is not None else 0
-    rescheduling = changes > 0 or old.get("phase") == Phase.RESCHEDULING
-    wf_name = old.get("workflowName") or ""
-    if ours is not None:
-        wf_name = ours["metadata"]["name"]
-    resumed = old.get("phase") == Phase.SUSPENDED and obs.suspended is None
-    start = now if resumed or not old.get("startTime") else str(old["startTime"])
+    grew = seen.live is not None and old_mg is not None and seen.live.generation > int(old_mg)
     deadline_left, passed = _deadline(None if obs.suspended else obs.active_deadline_seconds, start, now)
     decision = decide_phase(
         PhaseInputs(
-            states=kept,
+            states=seen.kept,
             workflow=obs.workflow,
             backoff_limit=obs.backoff_limit,
-            restarts=counted,
+            restarts=seen.counted,
             workflow_existed=bool(old.get("workflowName")),
             workflow_name=wf_name or obs.name,
-            rescheduling=rescheduling,
+            rescheduling=grew or old.get("phase") == Phase.RESCHEDULING,
             invalid=obs.invalid,
             foreign_workflow=obs.foreign_workflow,
             success_policy=obs.success_policy,
             deadline_passed=passed,
             suspended=obs.suspended,
             drop_tasks=obs.drop_tasks,
-            drop_refused=drops.refused,
+            drop_refused=seen.drops.refused,
         )
     )
+    return decision, deadline_left
+
+
+def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) -> StatusUpdate:
+    """The new status of a job; ``now`` is an RFC 3339 timestamp (``2026-01-02T03:04:05Z``)."""
+    old = dict(old or {})
+    if old.get("phase") in TERMINAL:
+        return StatusUpdate(old, changed=False)
+    seen = _replicas(obs, old, now)
+    kept, old_mg = seen.kept, old.get("membershipGeneration")
+    new_mg = seen.live.generation if seen.live else old_mg
+    # every committed membership change (scale-up or down, server or spec edit) is one reschedule
+    changes = max(int(new_mg) - int(old_mg), 0) if old_mg is not None and new_mg is not None else 0
+    ours = None if obs.foreign_workflow else obs.workflow
+    wf_name = ours["metadata"]["name"] if ours is not None else old.get("workflowName") or ""
+    resumed = old.get("phase") == Phase.SUSPENDED and obs.suspended is None
+    start = now if resumed or not old.get("startTime") else str(old["startTime"])
+    decision, deadline_left = _decide(obs, old, seen, wf_name, start, now)
     stuck = stuck_replicas(kept) if decision.phase not in (Phase.SUCCEEDED, Phase.SUSPENDED) else []
-    decision = _with_dropped(_with_stuck(decision, stuck), drops.dropped)
+    decision = _with_dropped(_with_stuck(decision, stuck), seen.drops.dropped)
     status: dict[str, Any] = {
         "phase": decision.phase.value,
         "conditions": set_phase_condition(old.get("conditions") or [], decision.phase, decision.message, now),
         "replicas": len(kept),
         "readyReplicas": sum(1 for s in kept if s.ready),
         "taskStatus": task_status(kept),
-        "restarts": restarts,
+        "restarts": seen.restarts,
         "reschedules": int(old.get("reschedules") or 0) + changes,
         "observedGeneration": obs.generation,
         "startTime": start,
     }
-    if stuck:
-        status["stuckReplicas"] = stuck
-    if drops.dropped:
-        status["droppedReplicas"] = [dict(e) for e in drops.dropped]
-    if "profilings" in old:
-        status["profilings"] = old["profilings"]
-    if wf_name:
-        status["workflowName"] = wf_name
-    if new_mg is not None:
-        status["membershipGeneration"] = new_mg
-    if decision.phase in TERMINAL:
-        status["completionTimestamp"] = now
-    changed = status != old
+    optional = {
+        "stuckReplicas": stuck or None,
+        "droppedReplicas": [dict(e) for e in seen.drops.dropped] or None,
+        "profilings": old.get("profilings"),
+        "workflowName": wf_name or None,
+        "membershipGeneration": new_mg,
+        "completionTimestamp": now if decision.phase in TERMINAL else None,
+    }
+    status.update({k: v for k, v in optional.items() if v is not None})
+    added = seen.restarts - int(old.get("restarts") or 0)
     # every event but ScaleRefused follows a change of the status; the reconciler passes a refusal once
-    events = _drop_events(drops, kept) + _events(obs, old, decision, restarts - old_restarts, states, live, stuck)
-    wakeup = deadline_left if decision.phase not in TERMINAL else None
+    events = _drop_events(seen.drops, kept) + _events(obs, old, decision, added, seen.states, seen.live, stuck)
     active = decision.phase not in TERMINAL and decision.phase != Phase.SUSPENDED
-    return StatusUpdate(
-        status, changed, tuple(events), restarts - old_restarts, kept, wakeup, drops.remove if active else ()
-    )
+    wakeup = deadline_left if decision.phase not in TERMINAL else None
+    drops = seen.drops.remove if active else ()
+    return StatusUpdate(status, status != old, tuple(events), added, kept, wakeup, drops)
 
 
 def status_patch(body: Mapping[str, Any], status: Mapping[str, Any]) -> list[dict[str, Any]]:
