@@ -80,6 +80,8 @@ class StatusLog:
     def __init__(self, api: client.ApiClient, namespace: str, name: str) -> None:
         self._api, self._namespace, self._name = api, namespace, name
         self.statuses: list[dict[str, Any]] = []
+        self._stopped = False
+        self._error: Exception | None = None
 
     @contextmanager
     def watching(self) -> Iterator[StatusLog]:
@@ -87,26 +89,33 @@ class StatusLog:
         custom = client.CustomObjectsApi(self._api)
 
         def run() -> None:
-            for event in w.stream(
-                custom.list_namespaced_custom_object,
-                GROUP,
-                VERSION,
-                self._namespace,
-                PLURAL,
-                field_selector=f"metadata.name={self._name}",
-                timeout_seconds=600,
-            ):
-                status = event["object"].get("status")
-                if status:
-                    self.statuses.append(status)
+            try:
+                for event in w.stream(
+                    custom.list_namespaced_custom_object,
+                    GROUP,
+                    VERSION,
+                    self._namespace,
+                    PLURAL,
+                    field_selector=f"metadata.name={self._name}",
+                    timeout_seconds=600,
+                ):
+                    status = event["object"].get("status")
+                    if status:
+                        self.statuses.append(status)
+            except Exception as err:  # the stream ends with the test's namespace: only an earlier end counts
+                if not self._stopped:
+                    self._error = err
 
         thread = threading.Thread(target=run, daemon=True)
         thread.start()
         try:
             yield self
         finally:
+            self._stopped = True
             w.stop()
 
     def find(self, check: Callable[[dict[str, Any]], Any]) -> dict[str, Any] | None:
-        """The first status seen for which ``check`` is true."""
+        """The first status seen for which ``check`` is true (an error if the watch ended early)."""
+        if self._error is not None:
+            raise AssertionError(f"the watch of DIJob {self._name} ended while watching: {self._error}")
         return next((s for s in self.statuses if check(s)), None)
