@@ -177,8 +177,8 @@ def _template_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
 
 def dag_task(task_name: str, index: int, rank: int, drop: bool = False) -> m.DAGTask:
     """The DAG node of one replica. ``drop``: its task's failurePolicy is DropReplica, so a replica that
-    exhausted its retries must neither fail the DAG nor stop Argo from scheduling later DAG tasks
-    (``continueOn: {failed: true}``); the controller removes it from the job instead."""
+    exhausted its retries must not fail the Workflow (``continueOn: {failed: true}``; Argo's
+    experiments c and c0); the controller removes it from the job instead."""
     return m.DAGTask(
         name=dag_task_name(task_name, index),
         template=task_name,

@@ -258,10 +258,10 @@ def test_c_a_replica_that_exhausted_its_retries(
         f"continueOn failed {continue_on}: w1 {wf.nodes()['w1']['phase']} after its retry, retired; a task appended "
         f"then got pods {scheduled}; Workflow {phase}",
     )
-    if continue_on:  # the job goes on: later scale-ups run and the Workflow can succeed
-        assert scheduled and phase == "Succeeded"
-    else:  # failFast: nothing new is scheduled and the Workflow fails
-        assert scheduled == [] and phase == "Failed"
+    assert scheduled  # v4.1.4 schedules an appended task either way
+    # with continueOn the job goes on and the Workflow can succeed; without it the Workflow ends Failed
+    # when the others finish, whatever the controller made of the dropped replica
+    assert phase == ("Succeeded" if continue_on else "Failed")
 
 
 def test_s_suspending_a_workflow_leaves_its_pods_running(run: Callable[..., Run]) -> None:
@@ -270,6 +270,7 @@ def test_s_suspending_a_workflow_leaves_its_pods_running(run: Callable[..., Run]
     before = uids(wf.running("w0", "w1"))
     wf.patch([{"op": "add", "path": "/spec/suspend", "value": True}])
     time.sleep(5)
-    after = {node.split(".", 1)[1]: p.metadata.uid for node, p in wf.pods().items() if p.status.phase == "Running"}
+    running = {node: p for node, p in wf.pods().items() if p.status.phase == "Running"}
+    after = {node.split(".", 1)[1].split("(")[0]: p.metadata.uid for node, p in running.items()}
     report("s", f"spec.suspend true: pods still Running 5 s later {sorted(after)}; same UIDs {after == before}")
     assert after == before
