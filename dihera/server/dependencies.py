@@ -1,11 +1,13 @@
 """What every job route depends on: the caller's identity and right (TokenReview, SubjectAccessReview),
 the job's reference from the path, the cached job, and scaling with an optional Idempotency-Key.
 
-The app's settings, backend and metrics are one :class:`ServerContext` on ``app.state`` (no globals).
+The app's settings, backend, access checks and metrics are one :class:`ServerContext` on ``app.state``
+(no globals). What only reads memory is ``async`` (no threadpool hop); what may call the API server
+runs in the threadpool: the reviews on a cache miss (:class:`~dihera.server.access.Access`) and scaling.
 """
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -15,6 +17,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from dihera.kube.cache import CachedJob
 from dihera.scaling import ScaleError, ScaleRequest
 from dihera.server import views
+from dihera.server.access import Access
 from dihera.server.backend import Backend
 from dihera.server.errors import ApiError
 from dihera.server.idempotency import KeyReused
@@ -52,9 +55,10 @@ class ServerContext:
     settings: ServerSettings
     backend: Backend
     metrics: ServerMetrics
+    access: Access
 
 
-def _context(request: Request) -> ServerContext:
+async def _context(request: Request) -> ServerContext:
     ctx: ServerContext = request.app.state.dihera
     return ctx
 
@@ -62,11 +66,11 @@ def _context(request: Request) -> ServerContext:
 Context = Annotated[ServerContext, Depends(_context)]
 
 
-def _v2_path(job_id: JobId) -> None:
+async def _v2_path(job_id: JobId) -> None:
     """Declares and validates the path of a ``/v2alpha1`` job route (the guard reads it, after the token)."""
 
 
-def _v1_path(namespace: Namespace, name: Name) -> None:
+async def _v1_path(namespace: Namespace, name: Name) -> None:
     """Declares and validates the path of a ``/v1`` job route (the guard reads it, after the token)."""
 
 
@@ -92,19 +96,19 @@ def _job_ref(request: Request) -> JobRef:
     return JobRef(str(params["namespace"]), str(params["name"]))
 
 
-def _guard(verb: str) -> Callable[..., JobRef]:
-    def check(
+def _guard(verb: str) -> Callable[..., Awaitable[JobRef]]:
+    async def check(
         request: Request, ctx: Context, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
     ) -> JobRef:
         if not ctx.settings.auth:
             return _job_ref(request)
         if credentials is None or not credentials.credentials:
             raise ApiError(401, "missing bearer token (header 'Authorization: Bearer <token>')")
-        identity = ctx.backend.authenticate(credentials.credentials)
+        identity = await ctx.access.identity(credentials.credentials)
         if identity is None:
             raise ApiError(401, "the bearer token was not accepted by the Kubernetes API server")
         ref = _job_ref(request)
-        if not ctx.backend.allowed(identity, verb, ref.namespace, ref.name):
+        if not await ctx.access.allowed(identity, verb, ref.namespace, ref.name):
             raise ApiError(
                 403, f"{identity.username} may not {verb} dijobs.diengine.opendilab.org in namespace {ref.namespace}"
             )

@@ -16,13 +16,13 @@ router = APIRouter(
 
 
 @router.get("", response_model=JobSummary)
-def v1_job(ref: Reader, ctx: Context) -> JobSummary:
+async def v1_job(ref: Reader, ctx: Context) -> JobSummary:
     """Tasks, live replica counts, phase and membership generation."""
     return views.summary(cached(ctx, ref))
 
 
 @router.get("/replicas", response_model=list[ReplicaOut])
-def v1_replicas(ref: Reader, ctx: Context) -> list[ReplicaOut]:
+async def v1_replicas(ref: Reader, ctx: Context) -> list[ReplicaOut]:
     """Live replicas in rank order: name, rank, task, index, FQDN, pod and its phase."""
     return views.replica_rows(cached(ctx, ref), ctx.settings.cluster_domain)
 

@@ -36,7 +36,7 @@ TaskQuery = Annotated[str | None, Query(description="task to scale (default: the
 
 
 @router.get("/replicas", response_model=Envelope)
-def v2_replicas(ref: Reader, ctx: Context) -> Envelope:
+async def v2_replicas(ref: Reader, ctx: Context) -> Envelope:
     """Addresses (FQDNs) of the job's replicas in rank order. ``job_id`` is ``<namespace>.<name>``."""
     data = views.addresses(cached(ctx, ref), ctx.settings.cluster_domain)
     return Envelope(success=True, code=0, message="", data=data)
