@@ -15,6 +15,7 @@ from fastapi.telemetry import TelemetryConfig
 
 from dihera.server import routes
 from dihera.server.access import Access
+from dihera.server.answers import AnswerCache
 from dihera.server.authcache import AuthCache
 from dihera.server.backend import Backend
 from dihera.server.dependencies import ServerContext
@@ -42,7 +43,7 @@ def create_app(settings: ServerSettings, backend: Backend) -> FastAPI:
     )
     metrics = ServerMetrics()
     access = Access(backend, AuthCache(settings.auth_cache_seconds, settings.auth_denied_cache_seconds))
-    app.state.dihera = ServerContext(settings, backend, metrics, access)
+    app.state.dihera = ServerContext(settings, backend, metrics, access, AnswerCache())
     app.add_middleware(ObserveRequests, metrics=metrics)
     install_error_handlers(app)
     for router in (routes.operations, routes.v2alpha1, routes.v1):

@@ -7,17 +7,18 @@ runs in the threadpool: the reviews on a cache miss (:class:`~dihera.server.acce
 """
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Depends, Header, Path, Request
+from fastapi import Depends, Header, Path, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from dihera.kube.cache import CachedJob
 from dihera.scaling import ScaleError, ScaleRequest
 from dihera.server import views
 from dihera.server.access import Access
+from dihera.server.answers import AnswerCache
 from dihera.server.backend import Backend
 from dihera.server.errors import ApiError
 from dihera.server.idempotency import KeyReused
@@ -26,6 +27,7 @@ from dihera.server.models import ScaleOut
 from dihera.server.settings import ServerSettings
 
 __all__ = [
+    "JSON",
     "V1_PATH",
     "V2_PATH",
     "Context",
@@ -34,11 +36,13 @@ __all__ = [
     "Reader",
     "ServerContext",
     "Writer",
+    "answer",
     "cached",
     "default_task",
     "scale",
 ]
 
+JSON = "application/json"
 _STATUS = {"invalid": 400, "out-of-bounds": 400, "not-found": 404, "conflict": 409}
 _NS, _NAME = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?"
 JobId = Annotated[
@@ -56,6 +60,7 @@ class ServerContext:
     backend: Backend
     metrics: ServerMetrics
     access: Access
+    answers: AnswerCache
 
 
 async def _context(request: Request) -> ServerContext:
@@ -129,6 +134,13 @@ def cached(ctx: ServerContext, ref: JobRef) -> CachedJob:
     if job is None:
         raise ApiError(404, f"DIJob {ref} not found")
     return job
+
+
+def answer(
+    ctx: ServerContext, route: str, ref: JobRef, sources: Sequence[object], compute: Callable[[], bytes]
+) -> Response:
+    """A read's JSON, computed once per version of its ``sources`` (the cached objects it reads)."""
+    return Response(ctx.answers.get((route, ref.namespace, ref.name), sources, compute), media_type=JSON)
 
 
 def scale(ctx: ServerContext, ref: JobRef, request: ScaleRequest, key: str | None) -> ScaleOut:

@@ -1,10 +1,11 @@
 """The clean API: a job's summary and replicas, set a task's replicas, remove named replicas."""
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from dihera.scaling import ScaleRequest
 from dihera.server import views
-from dihera.server.dependencies import V1_PATH, Context, IdempotencyKey, Reader, Writer, cached, scale
+from dihera.server.answers import to_json
+from dihera.server.dependencies import V1_PATH, Context, IdempotencyKey, Reader, Writer, answer, cached, scale
 from dihera.server.errors import ERRORS
 from dihera.server.models import JobSummary, RemoveReplicasBody, ReplicaOut, ReplicasBody, ScaleOut
 
@@ -16,15 +17,21 @@ router = APIRouter(
 
 
 @router.get("", response_model=JobSummary)
-async def v1_job(ref: Reader, ctx: Context) -> JobSummary:
+async def v1_job(ref: Reader, ctx: Context) -> Response:
     """Tasks, live replica counts, phase and membership generation."""
-    return views.summary(cached(ctx, ref))
+    job = cached(ctx, ref)
+    return answer(ctx, "v1-job", ref, (job.body, job.configmap), lambda: to_json(views.summary(job)))
 
 
 @router.get("/replicas", response_model=list[ReplicaOut])
-async def v1_replicas(ref: Reader, ctx: Context) -> list[ReplicaOut]:
+async def v1_replicas(ref: Reader, ctx: Context) -> Response:
     """Live replicas in rank order: name, rank, task, index, FQDN, pod and its phase."""
-    return views.replica_rows(cached(ctx, ref), ctx.settings.cluster_domain)
+    job = cached(ctx, ref)
+
+    def rows() -> bytes:
+        return to_json(views.replica_rows(job, ctx.settings.cluster_domain), ReplicaOut)
+
+    return answer(ctx, "v1-replicas", ref, (job.body, job.configmap, *job.pods), rows)
 
 
 @router.put("/tasks/{task}/replicas", response_model=ScaleOut)

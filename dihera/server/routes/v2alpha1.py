@@ -6,10 +6,11 @@
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Query, Response
 
 from dihera.scaling import Action, ScaleRequest
 from dihera.server import views
+from dihera.server.answers import to_json
 from dihera.server.dependencies import (
     V2_PATH,
     Context,
@@ -17,6 +18,7 @@ from dihera.server.dependencies import (
     JobRef,
     Reader,
     Writer,
+    answer,
     cached,
     default_task,
     scale,
@@ -36,10 +38,15 @@ TaskQuery = Annotated[str | None, Query(description="task to scale (default: the
 
 
 @router.get("/replicas", response_model=Envelope)
-async def v2_replicas(ref: Reader, ctx: Context) -> Envelope:
+async def v2_replicas(ref: Reader, ctx: Context) -> Response:
     """Addresses (FQDNs) of the job's replicas in rank order. ``job_id`` is ``<namespace>.<name>``."""
-    data = views.addresses(cached(ctx, ref), ctx.settings.cluster_domain)
-    return Envelope(success=True, code=0, message="", data=data)
+    job = cached(ctx, ref)
+
+    def envelope() -> bytes:
+        data = views.addresses(job, ctx.settings.cluster_domain)
+        return to_json(Envelope(success=True, code=0, message="", data=data))
+
+    return answer(ctx, "v2-replicas", ref, (job.body, job.configmap), envelope)
 
 
 def _scale_collectors(
