@@ -1,8 +1,10 @@
 """dihera: DI-engine reinforcement-learning jobs (DIJob v2alpha1) on Argo Workflows, rendered with Hera.
 
-Importing dihera is cheap: its public names are loaded on first use (PEP 562), so ``dihera wait-peers``
-and ``dihera crd`` load no validator, Hera only by the first :func:`render`, the Kubernetes client only
-by the modules that talk to the API (``dihera.kube``).
+Importing dihera is cheap: the validator and the other public names load on first use (PEP 562), so
+``dihera wait-peers`` and ``dihera crd`` load no validator; Hera loads with the first :func:`render`, the
+Kubernetes client only with the modules that talk to the API (``dihera.kube``). :func:`render` itself is
+bound at import: it shares its name with the package :mod:`dihera.render`, which would otherwise hide it
+once imported.
 """
 
 from __future__ import annotations
@@ -10,11 +12,12 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from dihera.render import RenderedJob, RenderSettings, render
+
 if TYPE_CHECKING:
     from dihera.errors import InvalidJobError, Problem
     from dihera.membership import Membership, Replica, plan_membership
     from dihera.model import CleanPodPolicy, DIJob, Priority, Task, TaskType
-    from dihera.render import RenderedJob, RenderSettings, render
     from dihera.validation import apply_defaults, load_job, validate
 
 #: Where each public name lives.
@@ -29,9 +32,6 @@ _HOMES = {
     "Priority": "dihera.model",
     "Task": "dihera.model",
     "TaskType": "dihera.model",
-    "RenderedJob": "dihera.render",
-    "RenderSettings": "dihera.render",
-    "render": "dihera.render",
     "apply_defaults": "dihera.validation",
     "load_job": "dihera.validation",
     "validate": "dihera.validation",

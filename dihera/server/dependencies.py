@@ -32,6 +32,7 @@ __all__ = [
     "V2_PATH",
     "Context",
     "IdempotencyKey",
+    "JobCall",
     "JobRef",
     "Reader",
     "ServerContext",
@@ -101,12 +102,21 @@ def _job_ref(request: Request) -> JobRef:
     return JobRef(str(params["namespace"]), str(params["name"]))
 
 
-def _guard(verb: str) -> Callable[..., Awaitable[JobRef]]:
+@dataclass(frozen=True)
+class JobCall:
+    """A request on one job that passed the guard: which job, and the app's context."""
+
+    ref: JobRef
+    ctx: ServerContext
+
+
+def _guard(verb: str) -> Callable[..., Awaitable[JobCall]]:
     async def check(
-        request: Request, ctx: Context, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
-    ) -> JobRef:
+        request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+    ) -> JobCall:
+        ctx: ServerContext = request.app.state.dihera  # not a sub-dependency: one fewer to solve per request
         if not ctx.settings.auth:
-            return _job_ref(request)
+            return JobCall(_job_ref(request), ctx)
         if credentials is None or not credentials.credentials:
             raise ApiError(401, "missing bearer token (header 'Authorization: Bearer <token>')")
         identity = await ctx.access.identity(credentials.credentials)
@@ -117,17 +127,19 @@ def _guard(verb: str) -> Callable[..., Awaitable[JobRef]]:
             raise ApiError(
                 403, f"{identity.username} may not {verb} dijobs.diengine.opendilab.org in namespace {ref.namespace}"
             )
-        return ref
+        return JobCall(ref, ctx)
 
     return check
 
 
-Reader = Annotated[JobRef, Depends(_guard("get"))]
-Writer = Annotated[JobRef, Depends(_guard("patch"))]
+#: A job route's caller may ``get`` (Reader) or ``patch`` (Writer) DIJobs in the job's namespace.
+Reader = Annotated[JobCall, Depends(_guard("get"))]
+Writer = Annotated[JobCall, Depends(_guard("patch"))]
 
 
-def cached(ctx: ServerContext, ref: JobRef) -> CachedJob:
+def cached(call: JobCall) -> CachedJob:
     """The job from the backend's cache; 404 when it is not there or not in a served namespace."""
+    ctx, ref = call.ctx, call.ref
     if not ctx.settings.watches(ref.namespace):
         raise ApiError(404, f"DIJob {ref} not found: this di-server serves {ctx.settings.scope()} only")
     job = ctx.backend.job(ref.namespace, ref.name)
@@ -136,15 +148,15 @@ def cached(ctx: ServerContext, ref: JobRef) -> CachedJob:
     return job
 
 
-def answer(
-    ctx: ServerContext, route: str, ref: JobRef, sources: Sequence[object], compute: Callable[[], bytes]
-) -> Response:
+def answer(call: JobCall, route: str, sources: Sequence[object], compute: Callable[[], bytes]) -> Response:
     """A read's JSON, computed once per version of its ``sources`` (the cached objects it reads)."""
-    return Response(ctx.answers.get((route, ref.namespace, ref.name), sources, compute), media_type=JSON)
+    key = (route, call.ref.namespace, call.ref.name)
+    return Response(call.ctx.answers.get(key, sources, compute), media_type=JSON)
 
 
-def scale(ctx: ServerContext, ref: JobRef, request: ScaleRequest, key: str | None) -> ScaleOut:
+def scale(job: JobCall, request: ScaleRequest, key: str | None) -> ScaleOut:
     """Apply ``request`` (once per Idempotency-Key, across every di-server replica)."""
+    ctx, ref = job.ctx, job.ref
 
     def call() -> tuple[int, Any]:
         try:
