@@ -46,7 +46,7 @@ typecheck: setup ## mypy --strict
 unit: setup ## unit tests only (no cluster, no package index)
 	$(VENV)/bin/pytest -m "not cluster and not packaging" tests
 
-packaging: setup ## the wheel installed without extras into a fresh venv runs validate/render/crd (needs the package index)
+packaging: setup ## the wheel installed without extras into a fresh venv runs validate/render/crd/convert (index on first use)
 	$(VENV)/bin/pytest -m packaging tests
 
 
