@@ -80,9 +80,10 @@ test-compat: setup ## the `compat` cluster tests on the compat pair (older Kuber
 argo-behaviour: setup ## re-measure what Argo does with scaling's changes to a running Workflow (docs/scaling.md); DIHERA_ARGO_VERSION / DIHERA_KUBERNETES_VERSION pick the pair
 	$(VENV)/bin/pytest -s -rA tests/integration/test_argo_behaviour.py
 
-bench: setup ## benchmarks (print figures): CLI start-up, rendering, then the controller and the di-server on the local control plane
+bench: setup ## benchmarks (print figures): CLI start-up, rendering, the di-server's CPU per request, then the controller and the di-server on the local control plane
 	$(PYTHON) bench/bench_cli.py
 	$(PYTHON) bench/bench_render.py
+	$(PYTHON) bench/bench_server_app.py
 	@if [ -z "$$KUBECONFIG" ]; then $(MAKE) --no-print-directory cluster-up; fi
 	$(PYTHON) bench/bench_controller.py
 	$(PYTHON) bench/bench_server.py
