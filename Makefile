@@ -46,7 +46,7 @@ typecheck: setup ## mypy --strict
 unit: setup ## unit tests only (no cluster, no package index)
 	$(VENV)/bin/pytest -m "not cluster and not packaging" tests
 
-packaging: setup ## the wheel installed without extras into a fresh venv runs validate/render/crd (needs the package index)
+packaging: setup ## the wheel installed without extras into a fresh venv runs validate/render/crd/convert (index on first use)
 	$(VENV)/bin/pytest -m packaging tests
 
 
@@ -80,9 +80,10 @@ test-compat: setup ## the `compat` cluster tests on the compat pair (older Kuber
 argo-behaviour: setup ## re-measure what Argo does with scaling's changes to a running Workflow (docs/scaling.md); DIHERA_ARGO_VERSION / DIHERA_KUBERNETES_VERSION pick the pair
 	$(VENV)/bin/pytest -s -rA tests/integration/test_argo_behaviour.py
 
-bench: setup ## benchmarks (print figures): CLI start-up, rendering, then the controller and the di-server on the local control plane
+bench: setup ## benchmarks (print figures): CLI start-up, rendering, the di-server's CPU per request, then the controller and the di-server on the local control plane
 	$(PYTHON) bench/bench_cli.py
 	$(PYTHON) bench/bench_render.py
+	$(PYTHON) bench/bench_server_app.py
 	@if [ -z "$$KUBECONFIG" ]; then $(MAKE) --no-print-directory cluster-up; fi
 	$(PYTHON) bench/bench_controller.py
 	$(PYTHON) bench/bench_server.py

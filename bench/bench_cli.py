@@ -1,17 +1,22 @@
 """CLI start-up benchmark: wall time of `dihera validate` and `dihera render` of a small job, `dihera crd`,
-and `dihera wait-peers` whose names resolve (every replica's init container: its whole run when peers are up).
+`dihera convert` of an older DIJob, and `dihera wait-peers` whose names resolve (every replica's init
+container: its whole run when peers are up).
 
     python bench/bench_cli.py [--runs N] [--file FILE]
 
-Prints the median, min and max of N runs of each command as a fresh process (what a person or a
-CI step pays), and the heaviest imports of one run (`python -X importtime`). Asserts nothing.
-Goals (issue 12): validate <= 0.5 s, render <= 1.0 s.
+Prints the median, min and max wall time of N runs of each command as a fresh process (what a person
+or a CI step pays) and its median CPU time (user + system: steadier when other work shares the
+cores), the heaviest imports of one run (`python -X importtime`), and two baselines measured in
+the same run: the interpreter alone (`python -c pass`) and importing Hera's models (`import
+hera.workflows`), the floor of any rendering with Hera. Ratios: against the goal where there is one
+(issue 12: validate <= 0.5 s, render <= 1.0 s), and render against the Hera floor. Asserts nothing.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -20,15 +25,34 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 COMMANDS: dict[str, list[str]] = {"validate": ["validate", "-q"], "render": ["render"], "crd": ["crd"],
+                                  "convert": ["convert", "-q", "tests/unit/fixtures/convert/v1alpha2-shape.yaml"],
                                   "wait-peers": ["wait-peers", "--rank", "0", "--nodes", "localhost"]}
 #: Commands that read the job file.
 WITH_FILE = ("validate", "render")
+#: Issue 12's goals, seconds of wall time.
+GOALS = {"validate": 0.5, "render": 1.0}
+#: What any process pays before dihera's own work, measured in the same run.
+BASELINES = {"python -c pass": ["-c", "pass"], "import hera.workflows": ["-c", "import hera.workflows"]}
 
 
-def wall(args: list[str]) -> float:
+def wall(args: list[str], python_args: list[str] | None = None) -> tuple[float, float]:
+    """Wall time and CPU time (user + system) of one run as a fresh process."""
+    argv = [sys.executable, *(python_args or ["-m", "dihera", *args])]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "dihera", *args], check=True, stdout=subprocess.DEVNULL, cwd=ROOT)
-    return time.perf_counter() - start
+    proc = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=ROOT, check=False)
+    elapsed = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}: {proc.stderr.decode(errors='replace')}")
+    return elapsed, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def timed(runs: int, args: list[str], python_args: list[str] | None = None) -> tuple[list[float], float]:
+    """Wall times of ``runs`` runs and their median CPU time (steadier than wall time on a busy machine)."""
+    wall(args, python_args)  # warm the bytecode cache
+    runs_ = [wall(args, python_args) for _ in range(runs)]
+    return [w for w, _ in runs_], statistics.median(c for _, c in runs_)
 
 
 def heaviest_imports(args: list[str], top: int) -> list[tuple[float, str]]:
@@ -52,12 +76,21 @@ def main() -> None:
     args = parser.parse_args()
     print(f"dihera CLI wall time, median of {args.runs} runs ({args.file}; load {os.getloadavg()[0]:.1f} "
           f"on {os.cpu_count()} cores)")
+    floors = {}
+    for name, python_args in BASELINES.items():
+        times, cpu = timed(args.runs, [], python_args)
+        floors[name] = statistics.median(times)
+        print(f"  baseline {name:<22} median {floors[name]:.3f} s  min {min(times):.3f}  max {max(times):.3f}  "
+              f"cpu {cpu:.3f} s")
     for name, argv in COMMANDS.items():
         full = argv + ([args.file] if name in WITH_FILE else [])
-        wall(full)  # warm the bytecode cache
-        times = [wall(full) for _ in range(args.runs)]
-        print(f"  dihera {name:<9} median {statistics.median(times):.3f} s  "
-              f"min {min(times):.3f}  max {max(times):.3f}")
+        times, cpu = timed(args.runs, full)
+        median = statistics.median(times)
+        ratios = [f"goal {GOALS[name]:.1f} s: ratio {median / GOALS[name]:.2f}"] if name in GOALS else []
+        if name == "render":
+            ratios.append(f"vs import hera.workflows: ratio {median / floors['import hera.workflows']:.2f}")
+        print(f"  dihera {name:<10} median {median:.3f} s  min {min(times):.3f}  max {max(times):.3f}  "
+              f"cpu {cpu:.3f} s  " + "  ".join(ratios))
         for seconds, module in heaviest_imports(full, 3):
             print(f"      import {module:<28} {seconds:.3f} s")
 

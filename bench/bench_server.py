@@ -1,10 +1,13 @@
 """di-server benchmark on the local control plane (figures printed, not asserted; 127.0.0.1 only).
 
-    python bench/bench_server.py [--requests 2000] [--clients 4] [--rounds 2]
+    python bench/bench_server.py [--requests 2000] [--clients 4] [--gets 1] [--rounds 2]
 
 1. GET throughput and latency: ``dihera server`` (the real entry point: uvicorn, auth on, watch caches)
    as a subprocess on a loopback port; N ``GET /v2alpha1/job/<ns>.<name>/replicas`` over C keep-alive
-   clients once the caches are warm; requests/s, p50, p99.
+   clients (threads on the standard library's http.client, light enough not to be the bottleneck)
+   once the caches are warm; requests/s, p50, p99. Baseline in the same run: as many ``GET /healthz``
+   (no auth, no job: the HTTP stack alone) over the same clients. Ratio = replicas / healthz req/s.
+   Goal (issue 12): >= 2,000 req/s with p99 <= 20 ms.
 2. Scale-up 2 -> 6 collectors: from the request to the 4 new pods Running (watch receive times).
    Baseline in the same run: an identical job whose Workflow gets the same 4 DAG tasks by one JSON
    patch (planned by dihera.scaling, no server, no ConfigMap or DIJob write). Ratio = server / direct.
@@ -16,6 +19,7 @@ Works in a namespace ``dihera-test-srvbench-*``, deleted at the end.
 from __future__ import annotations
 
 import argparse
+import http.client
 import os
 import signal
 import socket
@@ -159,18 +163,25 @@ def start_server(kubeconfig: str, ns: str, log: Path) -> tuple[subprocess.Popen[
     raise RuntimeError(f"dihera server did not become ready; log:\n{log.read_text(errors='replace')[-2000:]}")
 
 
-def bench_gets(url: str, path: str, token: str, total: int, clients: int) -> None:
-    headers = {"Authorization": f"Bearer {token}"}
+def bench_gets(url: str, path: str, token: str | None, total: int, clients: int) -> tuple[float, list[float]]:
+    """Requests per second and the sorted latencies of ``total`` GETs of ``path`` over ``clients`` connections."""
+    host, port = url.removeprefix("http://").split(":")
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     def worker(n: int) -> list[float]:
         times = []
-        with httpx.Client(base_url=url, headers=headers, timeout=30) as http:
+        conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        try:
             for _ in range(n):
                 started = time.perf_counter()
-                resp = http.get(path)
+                conn.request("GET", path, headers=headers)
+                resp = conn.getresponse()
+                body = resp.read()
                 times.append(time.perf_counter() - started)
-                if resp.status_code != 200:
-                    raise RuntimeError(f"GET {path}: {resp.status_code} {resp.text}")
+                if resp.status != 200:
+                    raise RuntimeError(f"GET {path}: {resp.status} {body[:300]!r}")
+        finally:
+            conn.close()
         return times
 
     worker(50)  # warm: auth cache, connections, first-request costs
@@ -178,11 +189,40 @@ def bench_gets(url: str, path: str, token: str, total: int, clients: int) -> Non
     started = time.perf_counter()
     with ThreadPoolExecutor(clients) as pool:
         latencies = sorted(t for ts in pool.map(worker, share) for t in ts)
-    elapsed = time.perf_counter() - started
-    p = statistics.quantiles(latencies, n=100)
+    return total / (time.perf_counter() - started), latencies
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def report_gets(url: str, ns: str, token: str, total: int, clients: int, server_pid: int) -> None:
+    """GET replicas (auth on) against GET /healthz on the same server and clients.
+
+    Also the server's CPU time per request: unlike req/s, it hardly moves when other work shares the
+    cores, and 1 / (CPU per request) is what one free core would serve.
+    """
+    rows = []
+    for name, path, bearer in (
+        ("GET /healthz (baseline)", "/healthz", None),
+        ("GET replicas, auth on", f"/v2alpha1/job/{ns}.server-0/replicas", token),
+    ):
+        cpu = cpu_seconds(server_pid)
+        rate, latencies = bench_gets(url, path, bearer, total, clients)
+        per_request = (cpu_seconds(server_pid) - cpu) / (total + 50)
+        rows.append(rate)
+        p = statistics.quantiles(latencies, n=100)
+        print(
+            f"{name:<24} {total} requests, {clients} clients: {rate:,.0f} req/s; p50 {p[49] * 1000:.1f} ms, "
+            f"p99 {p[98] * 1000:.1f} ms, max {latencies[-1] * 1000:.1f} ms; "
+            f"server CPU {per_request * 1e6:.0f} us/request ({1 / per_request:,.0f} req/s per core)"
+        )
+    p99 = statistics.quantiles(latencies, n=100)[98] * 1000
     print(
-        f"GET replicas: {total} requests, {clients} clients: {total / elapsed:,.0f} req/s; "
-        f"p50 {p[49] * 1000:.1f} ms, p99 {p[98] * 1000:.1f} ms, max {latencies[-1] * 1000:.1f} ms"
+        f"GET replicas / healthz: ratio {rows[1] / rows[0]:.2f}; goal >= 2,000 req/s (ratio {rows[1] / 2000:.2f}), "
+        f"p99 <= 20 ms (ratio {p99 / 20:.2f}); load {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
     )
 
 
@@ -199,11 +239,41 @@ def scale_direct(api: client.ApiClient, ns: str, name: str) -> None:
     )
 
 
+def scale_up(api: client.ApiClient, ns: str, names: list[str], url: str, token: str, pods: RunningPods) -> None:
+    """Each job 2 -> 6 collectors, directly or through the server; time to the 4 new pods Running."""
+    new = [f"collector-{i}" for i in (2, 3, 4, 5)]
+    times: dict[str, list[float]] = {"direct": [], "server": []}
+    for name in names:
+        kind = name.split("-")[0]
+        started = time.monotonic()
+        if kind == "direct":
+            scale_direct(api, ns, name)
+        else:
+            resp = httpx.put(
+                f"{url}/v1/namespaces/{ns}/dijobs/{name}/tasks/collector/replicas",
+                json={"replicas": 6},
+                headers={"Authorization": f"Bearer {token}"},
+                timeout=60,
+            )
+            if resp.status_code != 200:
+                raise RuntimeError(f"scale via the server: {resp.status_code} {resp.text}")
+        answered = time.monotonic() - started
+        done = pods.wait({f"{name}-{n}" for n in new}) - started
+        times[kind].append(done)
+        print(f"scale-up 2->6 {name}: request answered in {answered * 1000:.0f} ms, 4 new pods Running {done:.2f} s")
+    direct, server = statistics.median(times["direct"]), statistics.median(times["server"])
+    print(
+        f"scale-up to Running (median of {len(times['server'])}): server {server:.2f} s, direct patch {direct:.2f} s, "
+        f"ratio {server / direct:.2f}"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=2, help="scale-up measurements of each kind")
+    parser.add_argument("--rounds", type=int, default=2, help="scale-up measurements of each kind (0: none)")
+    parser.add_argument("--gets", type=int, default=1, help="GET measurements, one after another")
     args = parser.parse_args()
     kubeconfig = os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig")
     api = config.new_client_from_config(config_file=kubeconfig)
@@ -217,42 +287,20 @@ def main() -> int:
             if any(sa.metadata.name == "default" for sa in core.list_namespaced_service_account(ns).items):
                 break
             time.sleep(0.2)
-        names = [f"{kind}-{i}" for i in range(args.rounds) for kind in ("direct", "server")]
+        names = [f"{kind}-{i}" for i in range(max(args.rounds, 1)) for kind in ("direct", "server")]
         for name in names:
             start_job(api, ns, name)
         for name in names:
             pods.wait({f"{name}-learner-0", f"{name}-collector-0", f"{name}-collector-1"})
         token = token_for(api, ns)
         proc, url = start_server(kubeconfig, ns, Path(f"/tmp/{ns}.log"))
-        bench_gets(url, f"/v2alpha1/job/{ns}.server-0/replicas", token, args.requests, args.clients)
+        report_gets(url, ns, token, args.requests, args.clients, proc.pid)
 
-        new = [f"collector-{i}" for i in (2, 3, 4, 5)]
-        times: dict[str, list[float]] = {"direct": [], "server": []}
-        for name in names:
-            kind = name.split("-")[0]
-            started = time.monotonic()
-            if kind == "direct":
-                scale_direct(api, ns, name)
-            else:
-                resp = httpx.put(
-                    f"{url}/v1/namespaces/{ns}/dijobs/{name}/tasks/collector/replicas",
-                    json={"replicas": 6},
-                    headers={"Authorization": f"Bearer {token}"},
-                    timeout=60,
-                )
-                if resp.status_code != 200:
-                    raise RuntimeError(f"scale via the server: {resp.status_code} {resp.text}")
-            answered = time.monotonic() - started
-            done = pods.wait({f"{name}-{n}" for n in new}) - started
-            times[kind].append(done)
-            print(
-                f"scale-up 2->6 {name}: request answered in {answered * 1000:.0f} ms, 4 new pods Running {done:.2f} s"
-            )
-        direct, server = statistics.median(times["direct"]), statistics.median(times["server"])
-        print(
-            f"scale-up to Running (median of {args.rounds}): server {server:.2f} s, direct patch {direct:.2f} s, "
-            f"ratio {server / direct:.2f}"
-        )
+        if args.gets > 1:
+            for _ in range(args.gets - 1):
+                report_gets(url, ns, token, args.requests, args.clients, proc.pid)
+        if args.rounds:
+            scale_up(api, ns, names, url, token, pods)
     finally:
         if proc is not None:
             proc.send_signal(signal.SIGTERM)

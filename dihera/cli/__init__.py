@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import importlib.metadata
 import sys
 from collections.abc import Sequence
 
@@ -35,12 +34,22 @@ COMMAND_MODULES: tuple[str, ...] = (
     "dihera.cli.peers",
 )
 #: Top-level modules of the ``operator`` extra; a command missing one says how to install it.
-OPERATOR_MODULES = frozenset({"kopf", "fastapi", "uvicorn", "prometheus_client", "httpx", "starlette"})
+OPERATOR_MODULES = frozenset({"kopf", "fastapi", "uvicorn", "prometheus_client", "starlette", "uvloop", "httptools"})
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed package's version, looked up only when asked (importlib.metadata is slow)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+        import importlib.metadata
+
+        print(f"{parser.prog} {importlib.metadata.version('dihera')}")
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="dihera", description="DI-engine jobs on Argo Workflows.")
-    parser.add_argument("--version", action="version", version=f"%(prog)s {importlib.metadata.version('dihera')}")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMAND_MODULES:
         importlib.import_module(module).register(sub)

@@ -13,15 +13,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from dihera.convert import Counts, convert_documents
-from dihera.manifests import dump_yaml_stream, load_yaml_stream
-
 __all__ = ["register"]
 
 
 def _read(name: str) -> list[tuple[str, Any]]:
+    import yaml
+
+    from dihera.manifests import load_yaml_stream
+
     try:
         text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
     except OSError as err:
@@ -42,6 +41,9 @@ def _positive(text: str) -> int:
 
 
 def _cmd_convert(args: argparse.Namespace) -> int:
+    from dihera.convert import Counts, convert_documents
+    from dihera.manifests import dump_yaml_stream
+
     try:
         documents = _read(args.file)
         aggregators = [d for name in args.aggregator for d in _read(name)]

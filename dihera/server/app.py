@@ -2,7 +2,8 @@
 
 Every job route authenticates the caller's bearer token (TokenReview, 401), then asks whether that
 identity may ``get`` (reads) or ``patch`` (writes) DIJobs in the job's namespace, taken from the
-path only (SubjectAccessReview, 403). Reads come from the backend's watch-backed cache.
+path only (SubjectAccessReview, 403); both answers are remembered briefly (:mod:`dihera.server.authcache`). Reads
+come from the backend's watch-backed cache.
 
 Where things are: the routes in :mod:`dihera.server.routes` (one router per API), what they depend on
 (identity, job reference, scaling with an Idempotency-Key) in :mod:`dihera.server.dependencies`, how
@@ -10,20 +11,28 @@ errors are answered in :mod:`dihera.server.errors`.
 """
 
 from fastapi import FastAPI
+from fastapi.telemetry import TelemetryConfig
 
 from dihera.server import routes
+from dihera.server.access import Access
+from dihera.server.answers import AnswerCache
+from dihera.server.authcache import AuthCache
 from dihera.server.backend import Backend
 from dihera.server.dependencies import ServerContext
 from dihera.server.errors import ApiError, install_error_handlers
-from dihera.server.metrics import ServerMetrics
+from dihera.server.metrics import ObserveRequests, ServerMetrics
 from dihera.server.settings import ServerSettings
 
 __all__ = ["ApiError", "create_app"]
+
+#: FastAPI's native OpenTelemetry looks for providers on every request; the di-server exports Prometheus metrics.
+NO_TELEMETRY: TelemetryConfig = {"tracing": False, "metrics": False, "logs": False}
 
 
 def create_app(settings: ServerSettings, backend: Backend) -> FastAPI:
     """The di-server app over ``backend``; nothing is read or started here."""
     app = FastAPI(
+        telemetry=NO_TELEMETRY,
         title="dihera di-server",
         version="1",
         summary="Read and scale running DI-engine jobs (DIJobs on Argo Workflows).",
@@ -33,8 +42,9 @@ def create_app(settings: ServerSettings, backend: Backend) -> FastAPI:
         ),
     )
     metrics = ServerMetrics()
-    app.state.dihera = ServerContext(settings, backend, metrics)
-    app.middleware("http")(metrics.middleware)
+    access = Access(backend, AuthCache(settings.auth_cache_seconds, settings.auth_denied_cache_seconds))
+    app.state.dihera = ServerContext(settings, backend, metrics, access, AnswerCache())
+    app.add_middleware(ObserveRequests, metrics=metrics)
     install_error_handlers(app)
     for router in (routes.operations, routes.v2alpha1, routes.v1):
         app.include_router(router)

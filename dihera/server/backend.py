@@ -32,14 +32,18 @@ class Backend(Protocol):
 
     def record_profilings(self, namespace: str, name: str, data: Mapping[str, Any]) -> bool: ...
 
-    def authenticate(self, token: str) -> Identity | None: ...
+    def authenticate(self, token: str) -> Identity | None:
+        """TokenReview (blocking; the server caches the answer)."""
+        ...
 
     @property
     def keys(self) -> KeyStore:
         """Where ``Idempotency-Key`` answers are remembered."""
         ...
 
-    def allowed(self, identity: Identity, verb: str, namespace: str, name: str) -> bool: ...
+    def allowed(self, identity: Identity, verb: str, namespace: str, name: str) -> bool:
+        """SubjectAccessReview (blocking; the server caches the answer)."""
+        ...
 
 
 class KubeBackend:
@@ -48,7 +52,7 @@ class KubeBackend:
     def __init__(self, api: client.ApiClient, settings: ServerSettings) -> None:
         self._api = api
         self._cache = JobCache(api, settings.namespaces)
-        self._auth = Authenticator(api, ttl=settings.auth_cache_seconds)
+        self._auth = Authenticator(api)
         self._scaler = JobScaler(api, RenderSettings(cluster_domain=settings.cluster_domain))
         self._keys = AnnotationKeyStore(api, ttl=settings.idempotency_seconds)
 

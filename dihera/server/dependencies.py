@@ -1,20 +1,24 @@
 """What every job route depends on: the caller's identity and right (TokenReview, SubjectAccessReview),
 the job's reference from the path, the cached job, and scaling with an optional Idempotency-Key.
 
-The app's settings, backend and metrics are one :class:`ServerContext` on ``app.state`` (no globals).
+The app's settings, backend, access checks and metrics are one :class:`ServerContext` on ``app.state``
+(no globals). What only reads memory is ``async`` (no threadpool hop); what may call the API server
+runs in the threadpool: the reviews on a cache miss (:class:`~dihera.server.access.Access`) and scaling.
 """
 
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Depends, Header, Path, Request
+from fastapi import Depends, Header, Path, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from dihera.kube.cache import CachedJob
 from dihera.scaling import ScaleError, ScaleRequest
 from dihera.server import views
+from dihera.server.access import Access
+from dihera.server.answers import AnswerCache
 from dihera.server.backend import Backend
 from dihera.server.errors import ApiError
 from dihera.server.idempotency import KeyReused
@@ -23,19 +27,23 @@ from dihera.server.models import ScaleOut
 from dihera.server.settings import ServerSettings
 
 __all__ = [
+    "JSON",
     "V1_PATH",
     "V2_PATH",
     "Context",
     "IdempotencyKey",
+    "JobCall",
     "JobRef",
     "Reader",
     "ServerContext",
     "Writer",
+    "answer",
     "cached",
     "default_task",
     "scale",
 ]
 
+JSON = "application/json"
 _STATUS = {"invalid": 400, "out-of-bounds": 400, "not-found": 404, "conflict": 409}
 _NS, _NAME = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?"
 JobId = Annotated[
@@ -52,9 +60,11 @@ class ServerContext:
     settings: ServerSettings
     backend: Backend
     metrics: ServerMetrics
+    access: Access
+    answers: AnswerCache
 
 
-def _context(request: Request) -> ServerContext:
+async def _context(request: Request) -> ServerContext:
     ctx: ServerContext = request.app.state.dihera
     return ctx
 
@@ -62,11 +72,11 @@ def _context(request: Request) -> ServerContext:
 Context = Annotated[ServerContext, Depends(_context)]
 
 
-def _v2_path(job_id: JobId) -> None:
+async def _v2_path(job_id: JobId) -> None:
     """Declares and validates the path of a ``/v2alpha1`` job route (the guard reads it, after the token)."""
 
 
-def _v1_path(namespace: Namespace, name: Name) -> None:
+async def _v1_path(namespace: Namespace, name: Name) -> None:
     """Declares and validates the path of a ``/v1`` job route (the guard reads it, after the token)."""
 
 
@@ -92,33 +102,44 @@ def _job_ref(request: Request) -> JobRef:
     return JobRef(str(params["namespace"]), str(params["name"]))
 
 
-def _guard(verb: str) -> Callable[..., JobRef]:
-    def check(
-        request: Request, ctx: Context, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
-    ) -> JobRef:
+@dataclass(frozen=True)
+class JobCall:
+    """A request on one job that passed the guard: which job, and the app's context."""
+
+    ref: JobRef
+    ctx: ServerContext
+
+
+def _guard(verb: str) -> Callable[..., Awaitable[JobCall]]:
+    async def check(
+        request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
+    ) -> JobCall:
+        ctx: ServerContext = request.app.state.dihera  # not a sub-dependency: one fewer to solve per request
         if not ctx.settings.auth:
-            return _job_ref(request)
+            return JobCall(_job_ref(request), ctx)
         if credentials is None or not credentials.credentials:
             raise ApiError(401, "missing bearer token (header 'Authorization: Bearer <token>')")
-        identity = ctx.backend.authenticate(credentials.credentials)
+        identity = await ctx.access.identity(credentials.credentials)
         if identity is None:
             raise ApiError(401, "the bearer token was not accepted by the Kubernetes API server")
         ref = _job_ref(request)
-        if not ctx.backend.allowed(identity, verb, ref.namespace, ref.name):
+        if not await ctx.access.allowed(identity, verb, ref.namespace, ref.name):
             raise ApiError(
                 403, f"{identity.username} may not {verb} dijobs.diengine.opendilab.org in namespace {ref.namespace}"
             )
-        return ref
+        return JobCall(ref, ctx)
 
     return check
 
 
-Reader = Annotated[JobRef, Depends(_guard("get"))]
-Writer = Annotated[JobRef, Depends(_guard("patch"))]
+#: A job route's caller may ``get`` (Reader) or ``patch`` (Writer) DIJobs in the job's namespace.
+Reader = Annotated[JobCall, Depends(_guard("get"))]
+Writer = Annotated[JobCall, Depends(_guard("patch"))]
 
 
-def cached(ctx: ServerContext, ref: JobRef) -> CachedJob:
+def cached(call: JobCall) -> CachedJob:
     """The job from the backend's cache; 404 when it is not there or not in a served namespace."""
+    ctx, ref = call.ctx, call.ref
     if not ctx.settings.watches(ref.namespace):
         raise ApiError(404, f"DIJob {ref} not found: this di-server serves {ctx.settings.scope()} only")
     job = ctx.backend.job(ref.namespace, ref.name)
@@ -127,8 +148,15 @@ def cached(ctx: ServerContext, ref: JobRef) -> CachedJob:
     return job
 
 
-def scale(ctx: ServerContext, ref: JobRef, request: ScaleRequest, key: str | None) -> ScaleOut:
+def answer(call: JobCall, route: str, sources: Sequence[object], compute: Callable[[], bytes]) -> Response:
+    """A read's JSON, computed once per version of its ``sources`` (the cached objects it reads)."""
+    key = (route, call.ref.namespace, call.ref.name)
+    return Response(call.ctx.answers.get(key, sources, compute), media_type=JSON)
+
+
+def scale(job: JobCall, request: ScaleRequest, key: str | None) -> ScaleOut:
     """Apply ``request`` (once per Idempotency-Key, across every di-server replica)."""
+    ctx, ref = job.ctx, job.ref
 
     def call() -> tuple[int, Any]:
         try:

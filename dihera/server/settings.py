@@ -20,6 +20,9 @@ class ServerSettings:
     for a local demo. ``namespaces``: watch (and serve) only these namespaces, one cache each, so a
     Role per namespace is enough; empty: the whole cluster. Exact names, not patterns.
     ``idempotency_seconds``: how long an ``Idempotency-Key`` is remembered per job.
+    ``auth_cache_seconds``: how long an accepted token and an allowed request are remembered (a
+    revoked token or role keeps working that long); ``auth_denied_cache_seconds``: a rejected token
+    or a denied request (at most ``auth_cache_seconds``); 0 turns either off.
     ``log_level``: one of :data:`LOG_LEVELS`.
 
     Raises ValueError naming every bad field and value at once.
@@ -33,6 +36,7 @@ class ServerSettings:
     cluster_domain: str = "cluster.local"
     idempotency_seconds: float = 600.0
     auth_cache_seconds: float = 10.0
+    auth_denied_cache_seconds: float = 1.0
     log_level: str = "info"
 
     def __post_init__(self) -> None:
@@ -46,6 +50,14 @@ class ServerSettings:
             problems.append(f"namespaces: {', '.join(self.namespaces)!r} names a namespace twice")
         if self.log_level not in LOG_LEVELS:
             problems.append(f"log_level: {self.log_level!r} is not one of {', '.join(LOG_LEVELS)}")
+        problems += [
+            f"{name}: {value} is negative (seconds; 0 turns the cache off)"
+            for name, value in (
+                ("auth_cache_seconds", self.auth_cache_seconds),
+                ("auth_denied_cache_seconds", self.auth_denied_cache_seconds),
+            )
+            if value < 0
+        ]
         if not 0 <= self.port <= 65535:
             problems.append(f"port: {self.port} is not a TCP port (0-65535)")
         if problems:

@@ -13,7 +13,7 @@ from dihera.naming import dag_task_name, fqdn, hostname
 from dihera.render.env import MEMBERSHIP_FILE
 from dihera.server.models import JobSummary, ReplicaOut, ScaleOut, TaskOut
 
-__all__ = ["addresses", "membership_of", "replica_rows", "scale_out", "summary"]
+__all__ = ["addresses", "current_pods", "membership_of", "replica_rows", "scale_out", "summary"]
 
 
 def membership_of(job: CachedJob) -> Membership | None:
@@ -21,19 +21,23 @@ def membership_of(job: CachedJob) -> Membership | None:
     return Membership.from_json(data[MEMBERSHIP_FILE]) if MEMBERSHIP_FILE in data else None
 
 
-def _current_pod(pods: Sequence[Mapping[str, Any]], host: str) -> Mapping[str, Any] | None:
-    """The newest pod of a replica (a retried replica has older, finished pods too)."""
-    mine = [p for p in pods if ((p.get("metadata") or {}).get("labels") or {}).get(LABEL_POD) == host]
-    mine.sort(
-        key=lambda p: (p["metadata"].get("deletionTimestamp") is None, p["metadata"].get("creationTimestamp", ""))
-    )
-    return mine[-1] if mine else None
+def current_pods(pods: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """Each replica's newest pod by hostname (a retried replica has older, finished pods too); one pass."""
+    newest: dict[str, tuple[tuple[bool, str], Mapping[str, Any]]] = {}
+    for p in pods:
+        meta = p.get("metadata") or {}
+        host = (meta.get("labels") or {}).get(LABEL_POD)
+        if host is None:
+            continue
+        rank = (meta.get("deletionTimestamp") is None, meta.get("creationTimestamp", ""))
+        if host not in newest or newest[host][0] <= rank:
+            newest[host] = (rank, p)
+    return {host: p for host, (_, p) in newest.items()}
 
 
-def _row(job: CachedJob, r: Replica, domain: str) -> ReplicaOut:
+def _row(job: CachedJob, r: Replica, domain: str, pods: Mapping[str, Mapping[str, Any]]) -> ReplicaOut:
     meta = job.body["metadata"]
-    host = hostname(meta["name"], r.task, r.index)
-    pod = _current_pod(job.pods, host)
+    pod = pods.get(hostname(meta["name"], r.task, r.index))
     return ReplicaOut(
         name=dag_task_name(r.task, r.index),
         rank=r.rank,
@@ -48,12 +52,19 @@ def _row(job: CachedJob, r: Replica, domain: str) -> ReplicaOut:
 def replica_rows(job: CachedJob, domain: str) -> list[ReplicaOut]:
     """Every live replica in rank order, with its FQDN and its pod's phase."""
     membership = membership_of(job)
-    return [_row(job, r, domain) for r in membership.replicas] if membership else []
+    if membership is None:
+        return []
+    pods = current_pods(job.pods)
+    return [_row(job, r, domain, pods) for r in membership.replicas]
 
 
 def addresses(job: CachedJob, domain: str) -> list[str]:
     """The replicas' FQDNs in rank order (DI-orchestrator's GET replicas; vacant ranks are left out)."""
-    return [row.fqdn for row in replica_rows(job, domain)]
+    membership = membership_of(job)
+    if membership is None:
+        return []
+    meta = job.body["metadata"]
+    return [fqdn(meta["name"], meta["namespace"], r.task, r.index, domain) for r in membership.replicas]
 
 
 def summary(job: CachedJob) -> JobSummary:

@@ -162,7 +162,7 @@ def test_unknown_fields_are_errors_in_every_command(tmp_path: Path, capsys: pyte
     assert out.out == "" and "spec.backofflimit: unknown field of the DIJob spec; did you mean backoffLimit?" in out.err
 
 
-HEAVY = ("fastapi", "kopf", "uvicorn", "kubernetes", "starlette", "httpx", "prometheus_client")
+HEAVY = ("fastapi", "kopf", "uvicorn", "kubernetes", "starlette", "httpx", "prometheus_client", "uvloop", "httptools")
 
 
 @pytest.mark.parametrize(
@@ -170,9 +170,11 @@ HEAVY = ("fastapi", "kopf", "uvicorn", "kubernetes", "starlette", "httpx", "prom
     [
         pytest.param(["validate", "-q", "workflows/atari-dqn.yaml"], (*HEAVY, "hera", "pydantic"), id="validate"),
         pytest.param(["render", "workflows/atari-dqn.yaml"], HEAVY, id="render"),
-        pytest.param(["crd"], (*HEAVY, "hera", "pydantic"), id="crd"),
-        pytest.param(["wait-peers", "--rank", "0", "--nodes", "localhost"], (*HEAVY, "hera", "pydantic"),
-                     id="wait-peers"),
+        pytest.param(["crd"], (*HEAVY, "hera", "pydantic", "jsonschema"), id="crd"),
+        pytest.param(["convert", "tests/unit/fixtures/convert/v1alpha2-shape.yaml"], (*HEAVY, "hera", "pydantic"),
+                     id="convert"),
+        pytest.param(["wait-peers", "--rank", "0", "--nodes", "localhost"],
+                     (*HEAVY, "hera", "pydantic", "jsonschema", "yaml"), id="wait-peers"),
     ],
 )
 def test_commands_import_only_what_they_need(argv: list[str], forbidden: tuple[str, ...]) -> None:
@@ -184,6 +186,7 @@ def test_commands_import_only_what_they_need(argv: list[str], forbidden: tuple[s
         "print(code, sorted({m.split('.')[0] for m in sys.modules}))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    assert out.stdout, out.stderr
     code_text, _, loaded = out.stdout.partition(" ")
     assert code_text == "0", out
     assert [m for m in forbidden if f"'{m}'" in loaded] == []

@@ -73,6 +73,8 @@ def test_every_bad_value_is_named_at_once() -> None:
 def test_settings_refuse_duplicates_and_bad_ports() -> None:
     with pytest.raises(ValueError, match=r"namespaces: 'a, a' names a namespace twice; port: 70000 is not a TCP port"):
         ServerSettings(namespaces=("a", "a"), port=70000)
+    with pytest.raises(ValueError, match=r"auth_denied_cache_seconds: -1 is negative \(seconds; 0 turns"):
+        ServerSettings(auth_denied_cache_seconds=-1)
 
 
 def test_the_command_exits_2_naming_the_problem(capsys: pytest.CaptureFixture[str]) -> None:

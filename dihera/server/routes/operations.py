@@ -13,12 +13,12 @@ router = APIRouter(tags=["operations"])
 
 
 @router.get("/healthz")
-def healthz() -> dict[str, str]:
+async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
 @router.get("/readyz", responses={503: {"model": ErrorBody}})
-def readyz(ctx: Context) -> JSONResponse:
+async def readyz(ctx: Context) -> JSONResponse:
     if ctx.backend.ready():
         return JSONResponse({"status": "ready"})
     return JSONResponse({"detail": "caches not synced yet"}, status_code=503)

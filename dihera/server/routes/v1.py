@@ -1,10 +1,11 @@
 """The clean API: a job's summary and replicas, set a task's replicas, remove named replicas."""
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Response
 
 from dihera.scaling import ScaleRequest
 from dihera.server import views
-from dihera.server.dependencies import V1_PATH, Context, IdempotencyKey, Reader, Writer, cached, scale
+from dihera.server.answers import to_json
+from dihera.server.dependencies import V1_PATH, IdempotencyKey, Reader, Writer, answer, cached, scale
 from dihera.server.errors import ERRORS
 from dihera.server.models import JobSummary, RemoveReplicasBody, ReplicaOut, ReplicasBody, ScaleOut
 
@@ -16,26 +17,32 @@ router = APIRouter(
 
 
 @router.get("", response_model=JobSummary)
-def v1_job(ref: Reader, ctx: Context) -> JobSummary:
+async def v1_job(call: Reader) -> Response:
     """Tasks, live replica counts, phase and membership generation."""
-    return views.summary(cached(ctx, ref))
+    job = cached(call)
+    return answer(call, "v1-job", (job.body, job.configmap), lambda: to_json(views.summary(job)))
 
 
 @router.get("/replicas", response_model=list[ReplicaOut])
-def v1_replicas(ref: Reader, ctx: Context) -> list[ReplicaOut]:
+async def v1_replicas(call: Reader) -> Response:
     """Live replicas in rank order: name, rank, task, index, FQDN, pod and its phase."""
-    return views.replica_rows(cached(ctx, ref), ctx.settings.cluster_domain)
+    job = cached(call)
+
+    def rows() -> bytes:
+        return to_json(views.replica_rows(job, call.ctx.settings.cluster_domain), ReplicaOut)
+
+    return answer(call, "v1-replicas", (job.body, job.configmap, *job.pods), rows)
 
 
 @router.put("/tasks/{task}/replicas", response_model=ScaleOut)
-def v1_set(ref: Writer, ctx: Context, task: str, body: ReplicasBody, key: IdempotencyKey = None) -> ScaleOut:
+def v1_set(call: Writer, task: str, body: ReplicasBody, key: IdempotencyKey = None) -> ScaleOut:
     """Set a task's replica count. Survivors keep running; removed are the highest-ranked."""
-    cached(ctx, ref)
-    return scale(ctx, ref, ScaleRequest.set_replicas(task, body.replicas), key)
+    cached(call)
+    return scale(call, ScaleRequest.set_replicas(task, body.replicas), key)
 
 
 @router.post("/replicas:remove", response_model=ScaleOut)
-def v1_remove(ref: Writer, ctx: Context, body: RemoveReplicasBody, key: IdempotencyKey = None) -> ScaleOut:
+def v1_remove(call: Writer, body: RemoveReplicasBody, key: IdempotencyKey = None) -> ScaleOut:
     """Remove exactly the named replicas (``<task>-<index>``)."""
-    cached(ctx, ref)
-    return scale(ctx, ref, ScaleRequest.remove_named(body.replicas), key)
+    cached(call)
+    return scale(call, ScaleRequest.remove_named(body.replicas), key)

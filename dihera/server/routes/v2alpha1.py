@@ -6,17 +6,18 @@
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Query
+from fastapi import APIRouter, Body, Query, Response
 
 from dihera.scaling import Action, ScaleRequest
 from dihera.server import views
+from dihera.server.answers import to_json
 from dihera.server.dependencies import (
     V2_PATH,
-    Context,
     IdempotencyKey,
-    JobRef,
+    JobCall,
     Reader,
     Writer,
+    answer,
     cached,
     default_task,
     scale,
@@ -36,47 +37,47 @@ TaskQuery = Annotated[str | None, Query(description="task to scale (default: the
 
 
 @router.get("/replicas", response_model=Envelope)
-def v2_replicas(ref: Reader, ctx: Context) -> Envelope:
+async def v2_replicas(call: Reader) -> Response:
     """Addresses (FQDNs) of the job's replicas in rank order. ``job_id`` is ``<namespace>.<name>``."""
-    data = views.addresses(cached(ctx, ref), ctx.settings.cluster_domain)
-    return Envelope(success=True, code=0, message="", data=data)
+    job = cached(call)
+
+    def envelope() -> bytes:
+        data = views.addresses(job, call.ctx.settings.cluster_domain)
+        return to_json(Envelope(success=True, code=0, message="", data=data))
+
+    return answer(call, "v2-replicas", (job.body, job.configmap), envelope)
 
 
 def _scale_collectors(
-    ctx: Context,
-    ref: JobRef,
+    call: JobCall,
     request: Callable[[str, int], ScaleRequest],
     body: ReplicasBody,
     task: str | None,
     key: str | None,
 ) -> Envelope:
     """DI-orchestrator's add/remove: ``body.replicas`` replicas of the collector task (or ``?task=``)."""
-    asked = request(default_task(cached(ctx, ref), task), body.replicas)
-    out = scale(ctx, ref, asked, key)
+    asked = request(default_task(cached(call), task), body.replicas)
+    out = scale(call, asked, key)
     done = f"added {len(out.added)}" if asked.action is Action.ADD else f"removed {len(out.removed)}"
     return Envelope(success=True, code=0, message=f"{done} replica(s)", data=out.model_dump())
 
 
 @router.post("/replicas", response_model=Envelope)
-def v2_add(
-    ref: Writer, ctx: Context, body: ReplicasBody, task: TaskQuery = None, key: IdempotencyKey = None
-) -> Envelope:
+def v2_add(call: Writer, body: ReplicasBody, task: TaskQuery = None, key: IdempotencyKey = None) -> Envelope:
     """Add ``replicas`` replicas to the collector task (or ``?task=``)."""
-    return _scale_collectors(ctx, ref, ScaleRequest.add, body, task, key)
+    return _scale_collectors(call, ScaleRequest.add, body, task, key)
 
 
 @router.delete("/replicas", response_model=Envelope)
-def v2_remove(
-    ref: Writer, ctx: Context, body: ReplicasBody, task: TaskQuery = None, key: IdempotencyKey = None
-) -> Envelope:
+def v2_remove(call: Writer, body: ReplicasBody, task: TaskQuery = None, key: IdempotencyKey = None) -> Envelope:
     """Remove ``replicas`` replicas of the collector task (or ``?task=``), the highest-ranked first."""
-    return _scale_collectors(ctx, ref, ScaleRequest.remove, body, task, key)
+    return _scale_collectors(call, ScaleRequest.remove, body, task, key)
 
 
 @router.post("/profilings", response_model=Envelope)
-def v2_profilings(ref: Writer, ctx: Context, body: Annotated[dict[str, Any], Body()]) -> Envelope:
+def v2_profilings(call: Writer, body: Annotated[dict[str, Any], Body()]) -> Envelope:
     """Record profiling data: merged into the DIJob's ``status.profilings``."""
-    cached(ctx, ref)
-    if not ctx.backend.record_profilings(ref.namespace, ref.name, body):
-        raise ApiError(404, f"DIJob {ref} not found")
+    cached(call)
+    if not call.ctx.backend.record_profilings(call.ref.namespace, call.ref.name, body):
+        raise ApiError(404, f"DIJob {call.ref} not found")
     return Envelope(success=True, code=0, message="recorded", data=None)

@@ -1,0 +1,36 @@
+"""Who is calling and may they: the backend's reviews behind the :class:`~dihera.server.authcache.AuthCache`.
+
+A remembered answer is given on the event loop at once; only a miss runs the backend's blocking
+review (an API call) in the threadpool.
+"""
+
+from __future__ import annotations
+
+from starlette.concurrency import run_in_threadpool
+
+from dihera.kube.auth import Identity
+from dihera.server.authcache import AuthCache
+from dihera.server.backend import Backend
+
+__all__ = ["Access"]
+
+
+class Access:
+    def __init__(self, backend: Backend, cache: AuthCache) -> None:
+        self._backend, self._cache = backend, cache
+
+    async def identity(self, token: str) -> Identity | None:
+        """The token's identity (TokenReview), None when the API server rejects it."""
+        hit, identity = self._cache.identity(token)
+        if not hit:
+            identity = await run_in_threadpool(self._backend.authenticate, token)
+            self._cache.remember_identity(token, identity)
+        return identity
+
+    async def allowed(self, identity: Identity, verb: str, namespace: str, name: str) -> bool:
+        """May ``identity`` ``verb`` the DIJob (SubjectAccessReview)?"""
+        allowed = self._cache.decision(identity, verb, namespace, name)
+        if allowed is None:
+            allowed = await run_in_threadpool(self._backend.allowed, identity, verb, namespace, name)
+            self._cache.remember_decision(identity, verb, namespace, name, allowed)
+        return allowed

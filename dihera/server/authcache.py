@@ -1,0 +1,100 @@
+"""TokenReview and SubjectAccessReview answers, remembered for a short time (as kube-rbac-proxy does).
+
+Pure: the clock is injected, nothing here talks to Kubernetes. Keys:
+
+- identities by the SHA-256 of the bearer token (the token itself is never kept);
+- decisions by (username, uid, groups, extra, verb, namespace, name): everything the
+  SubjectAccessReview asked, so two callers or two jobs never share an answer.
+
+An accepted token or an allowed request is remembered for ``ttl`` seconds; a rejected token or a
+denied request for ``denied_ttl`` (shorter: a caller who was just granted a role waits at most that
+long, while a flood of bad tokens still costs the API server one review per ``denied_ttl``). The
+trade-off: a revoked token or role keeps working for up to ``ttl`` seconds on each di-server replica.
+``ttl`` 0 turns the cache off.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Callable, Hashable
+from typing import Generic, TypeVar
+
+from dihera.kube.auth import Identity
+
+__all__ = ["AuthCache", "TTLCache", "decision_key", "token_key"]
+
+V = TypeVar("V")
+
+
+class TTLCache(Generic[V]):
+    """A bounded map whose entries expire; the oldest entry goes first when it is full."""
+
+    def __init__(self, clock: Callable[[], float], size: int) -> None:
+        self._clock, self._size = clock, size
+        self._data: dict[Hashable, tuple[float, V]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> tuple[bool, V | None]:
+        """``(True, value)`` while the entry lives, else ``(False, None)``."""
+        with self._lock:
+            hit = self._data.get(key)
+            if hit is None:
+                return False, None
+            if hit[0] <= self._clock():
+                del self._data[key]
+                return False, None
+            return True, hit[1]
+
+    def put(self, key: Hashable, value: V, ttl: float) -> None:
+        """Remember ``value`` for ``ttl`` seconds (not at all when ``ttl`` <= 0)."""
+        if ttl <= 0:
+            return
+        with self._lock:
+            self._data.pop(key, None)
+            while len(self._data) >= self._size:
+                del self._data[next(iter(self._data))]
+            self._data[key] = (self._clock() + ttl, value)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def token_key(token: str) -> str:
+    """What an identity is remembered by: a hash, so a memory dump holds no token."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def decision_key(identity: Identity, verb: str, namespace: str, name: str) -> Hashable:
+    """Everything a SubjectAccessReview asks about."""
+    extra = tuple(sorted((k, tuple(v)) for k, v in identity.extra.items()))
+    return identity.username, identity.uid, identity.groups, extra, verb, namespace, name
+
+
+class AuthCache:
+    """Identities by token hash and decisions by request, each for ``ttl`` (``denied_ttl`` when refused)."""
+
+    def __init__(
+        self, ttl: float, denied_ttl: float, clock: Callable[[], float] = time.monotonic, size: int = 4096
+    ) -> None:
+        self.ttl = ttl
+        self.denied_ttl = min(denied_ttl, ttl)
+        self._identities: TTLCache[Identity | None] = TTLCache(clock, size)
+        self._decisions: TTLCache[bool] = TTLCache(clock, size)
+
+    def identity(self, token: str) -> tuple[bool, Identity | None]:
+        """``(True, identity)`` if the token's review is remembered (identity None: rejected)."""
+        return self._identities.get(token_key(token))
+
+    def remember_identity(self, token: str, identity: Identity | None) -> None:
+        self._identities.put(token_key(token), identity, self.ttl if identity is not None else self.denied_ttl)
+
+    def decision(self, identity: Identity, verb: str, namespace: str, name: str) -> bool | None:
+        """The remembered answer, or None when the API server must be asked."""
+        hit, allowed = self._decisions.get(decision_key(identity, verb, namespace, name))
+        return allowed if hit else None
+
+    def remember_decision(self, identity: Identity, verb: str, namespace: str, name: str, allowed: bool) -> None:
+        ttl = self.ttl if allowed else self.denied_ttl
+        self._decisions.put(decision_key(identity, verb, namespace, name), allowed, ttl)
