@@ -1,6 +1,6 @@
 """What the peer wait costs a replica whose peers are up (figures printed, not asserted; 127.0.0.1 only).
 
-    python bench/bench_peer_wait.py [--runs 8]
+    python bench/bench_peer_wait.py [--runs 8] [--compare-image NAME ...]
 
 The replica is rank 1 of a rendered two-replica DIJob (its ConfigMap and headless Service created as
 the controller would); rank 0 runs already (`sleep`, on the real node). Then rank 1's pod is created
@@ -8,8 +8,10 @@ the controller would); rank 0 runs already (`sleep`, on the real node). Then ran
 rendered (the project's image, built here), the same without its CPU limit, the same container
 running `true` instead (what any init container costs: the kubelet's cycle), and without any; each
 time from the create call to the watch event showing its main container running, then the pod is
-deleted. Prints p50 / min / max per variant, each one's cost over "without" (difference of the
-medians), and what the wait container said (its own measured wait).
+deleted. `--compare-image` adds a variant per image given: the same container from another build of
+the project's image already in the node's containerd (e.g. the previous commit's, tagged aside with
+`ctr images tag`), for a before/after in one run. Prints p50 / min / max per variant, each one's cost
+over "without" (difference of the medians), and what the wait container said (its own measured wait).
 
 Needs $KUBECONFIG or .devcluster/kubeconfig and a cluster with the real node (make cluster-up).
 Works in a namespace ``dihera-test-peerbench-*``, deleted at the end.
@@ -109,6 +111,8 @@ def summary(label: str, times: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=8)
+    parser.add_argument("--compare-image", action="append", default=[], metavar="NAME",
+                        help="another build of the project's image in the node's containerd (repeatable)")
     args = parser.parse_args()
     config.load_kube_config(os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig"))
     core = client.CoreV1Api()
@@ -128,6 +132,7 @@ def main() -> None:
         variants = {  # where the cost comes from: the kubelet's init container cycle, or the process in it
             "with the wait": [wait],
             "with the wait, no CPU limit": [uncapped],
+            **{f"with the wait from {image}": [{**wait, "image": image}] for image in args.compare_image},
             "with an init container running `true` (same image)": [{**wait, "command": ["true"]}],
             "without": [],
         }
@@ -137,7 +142,7 @@ def main() -> None:
             for label, init in variants.items():
                 name = f"rank1-{list(variants).index(label)}-{i}"
                 took = create_to_main(core, ns, replica_pod(name, "b", init))
-                if init and init[0]["command"][0] == "dihera":
+                if init == variants["with the wait"]:
                     said.append(core.read_namespaced_pod_log(name, ns, container=PEER_WAIT_CONTAINER).strip())
                 if i:
                     times[label].append(took)

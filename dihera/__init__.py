@@ -1,41 +1,24 @@
 """dihera: DI-engine reinforcement-learning jobs (DIJob v2alpha1) on Argo Workflows, rendered with Hera.
 
-Importing dihera is cheap: the validator and the other public names load on first use (PEP 562), so
-``dihera wait-peers`` and ``dihera crd`` load no validator; Hera loads with the first :func:`render`, the
-Kubernetes client only with the modules that talk to the API (``dihera.kube``). :func:`render` itself is
-bound at import: it shares its name with the package :mod:`dihera.render`, which would otherwise hide it
-once imported.
+Importing dihera is cheap: its public names are loaded on first use (PEP 562), so ``dihera wait-peers``
+(every replica's init container) and other light commands never load jsonschema, yaml or Hera; Hera is
+loaded by the first :func:`render`, the Kubernetes client only by the modules that talk to the API
+(``dihera.kube``).
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
-
-from dihera.render import RenderedJob, RenderSettings, render
 
 if TYPE_CHECKING:
     from dihera.errors import InvalidJobError, Problem
     from dihera.membership import Membership, Replica, plan_membership
     from dihera.model import CleanPodPolicy, DIJob, Priority, Task, TaskType
+    from dihera.render import RenderedJob, RenderSettings, render
     from dihera.validation import apply_defaults, load_job, validate
-
-#: Where each public name lives.
-_HOMES = {
-    "InvalidJobError": "dihera.errors",
-    "Problem": "dihera.errors",
-    "Membership": "dihera.membership",
-    "Replica": "dihera.membership",
-    "plan_membership": "dihera.membership",
-    "CleanPodPolicy": "dihera.model",
-    "DIJob": "dihera.model",
-    "Priority": "dihera.model",
-    "Task": "dihera.model",
-    "TaskType": "dihera.model",
-    "apply_defaults": "dihera.validation",
-    "load_job": "dihera.validation",
-    "validate": "dihera.validation",
-}
 
 __all__ = [
     "CleanPodPolicy",
@@ -58,15 +41,56 @@ __all__ = [
 
 __version__ = "0.1.0"
 
+#: Where each public name lives; loaded on first attribute access (``render`` is the property below).
+_LAZY: dict[str, str] = {
+    "InvalidJobError": "dihera.errors",
+    "Problem": "dihera.errors",
+    "Membership": "dihera.membership",
+    "Replica": "dihera.membership",
+    "plan_membership": "dihera.membership",
+    "CleanPodPolicy": "dihera.model",
+    "DIJob": "dihera.model",
+    "Priority": "dihera.model",
+    "Task": "dihera.model",
+    "TaskType": "dihera.model",
+    "RenderedJob": "dihera.render",
+    "RenderSettings": "dihera.render",
+    "apply_defaults": "dihera.validation",
+    "load_job": "dihera.validation",
+    "validate": "dihera.validation",
+}
 
-def __getattr__(name: str) -> Any:
-    home = _HOMES.get(name)
-    if home is None:
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
         raise AttributeError(f"module 'dihera' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later lookups skip this function
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *__all__])
+    return sorted({*globals(), *__all__})
+
+
+class _Package(types.ModuleType):
+    """The ``dihera`` module's type: ``dihera.render`` stays the function although a subpackage has that name.
+
+    Loading the subpackage ``dihera.render`` (first done by whichever module needs it, now that nothing is
+    loaded eagerly) makes the import system bind it on its parent as ``dihera.render``; this property
+    keeps the public function there instead, as the eager imports of the past did.
+    """
+
+    @property
+    def render(self) -> Any:
+        from dihera.render import render
+
+        return render
+
+    @render.setter
+    def render(self, value: object) -> None:  # the import system's binding of the subpackage: kept out
+        pass
+
+
+sys.modules[__name__].__class__ = _Package

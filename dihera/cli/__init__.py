@@ -9,8 +9,8 @@
     dihera controller | server  the operator (needs ``pip install 'dihera[operator]'``)
     dihera wait-peers           every replica's init container: wait until its peers' FQDNs resolve
 
-A new command group is a module with ``register(subparsers)`` named in :data:`COMMAND_MODULES`.
-Building the parser imports no heavy library, so ``dihera validate`` loads neither Hera nor the
+A new command group is a module with ``register(subparsers)`` named in :data:`COMMAND_MODULES` with
+the commands it adds. Building the parser imports no heavy library, so ``dihera validate`` loads neither Hera nor the
 Kubernetes client, and a plain ``pip install dihera`` runs every command but the operator's.
 """
 
@@ -20,44 +20,59 @@ import argparse
 import importlib
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 __all__ = ["COMMAND_MODULES", "OPERATOR_MODULES", "build_parser", "main"]
 
-#: Modules that add subcommands through ``register(subparsers)``, in help order.
-COMMAND_MODULES: tuple[str, ...] = (
-    "dihera.cli.jobs",
-    "dihera.cli.convert",
-    "dihera.cli.submit",
-    "dihera.cli.scale",
-    "dihera.cli.controller",
-    "dihera.cli.server",
-    "dihera.cli.peers",
-)
+#: The commands each module adds through ``register(subparsers)``, in help order. A command line naming
+#: one of them loads only its module (``dihera wait-peers``, every replica's init container, starts in
+#: a few tens of milliseconds); anything else (``--help``, a typo) loads them all.
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    "dihera.cli.jobs": ("validate", "render", "crd"),
+    "dihera.cli.convert": ("convert",),
+    "dihera.cli.submit": ("submit",),
+    "dihera.cli.scale": ("scale", "status"),
+    "dihera.cli.controller": ("controller",),
+    "dihera.cli.server": ("server",),
+    "dihera.cli.peers": ("wait-peers",),
+}
 #: Top-level modules of the ``operator`` extra; a command missing one says how to install it.
 OPERATOR_MODULES = frozenset({"kopf", "fastapi", "uvicorn", "prometheus_client", "starlette", "uvloop", "httptools"})
 
 
-class _Version(argparse.Action):
-    """``--version``: the installed package's version, looked up only when asked (importlib.metadata is slow)."""
+class _VersionAction(argparse.Action):
+    """``--version``: reads the installed package's version only when asked (importlib.metadata is slow)."""
 
-    def __call__(self, parser: argparse.ArgumentParser, *args: object, **kwargs: object) -> None:
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
         import importlib.metadata
 
         print(f"{parser.prog} {importlib.metadata.version('dihera')}")
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _modules_for(argv: Sequence[str] | None) -> list[str]:
+    """The command modules to load: the one owning the command ``argv`` names, else every one."""
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = next((word for word in words if not word.startswith("-")), None)
+    owner = [module for module, commands in COMMAND_MODULES.items() if command in commands]
+    return owner or list(COMMAND_MODULES)
+
+
+def build_parser(modules: Sequence[str] | None = None) -> argparse.ArgumentParser:
+    """The ``dihera`` parser with the commands of ``modules`` (default: every command)."""
     parser = argparse.ArgumentParser(prog="dihera", description="DI-engine jobs on Argo Workflows.")
-    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
+    parser.add_argument("--version", action=_VersionAction, help="show the version and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in COMMAND_MODULES:
+    for module in COMMAND_MODULES if modules is None else modules:
         importlib.import_module(module).register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = build_parser(_modules_for(argv)).parse_args(argv)
     try:
         code: int = args.func(args)
     except ModuleNotFoundError as err:

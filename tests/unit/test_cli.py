@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import ast
 import io
 import subprocess
 import sys
@@ -10,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from dihera.cli import main
+from dihera.cli import COMMAND_MODULES, _modules_for, build_parser, main
 
 from .builders import job, task
 
@@ -190,6 +192,46 @@ def test_commands_import_only_what_they_need(argv: list[str], forbidden: tuple[s
     code_text, _, loaded = out.stdout.partition(" ")
     assert code_text == "0", out
     assert [m for m in forbidden if f"'{m}'" in loaded] == []
+
+
+#: What `dihera wait-peers` (every replica's init container) may load of dihera: the wait and nothing else.
+PEER_WAIT_MODULES = {"dihera", "dihera.cli", "dihera.cli.peers", "dihera.constants", "dihera.peers"}
+
+
+def test_wait_peers_loads_only_the_wait_and_the_standard_library() -> None:
+    """A fresh process: no other command module, no jsonschema / yaml / attrs (what `import dihera` once cost)."""
+    code = (
+        "import sys, contextlib, io\n"
+        "from dihera.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        "    code = main(['wait-peers', '--rank', '0', '--nodes', 'localhost'])\n"
+        "print(code, sorted(m for m in sys.modules if m.split('.')[0] in ('dihera', 'jsonschema', 'yaml', 'attrs')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
+    code_text, _, loaded = out.stdout.strip().partition(" ")
+    assert code_text == "0", out
+    assert set(ast.literal_eval(loaded)) == PEER_WAIT_MODULES
+
+
+def test_each_command_module_adds_exactly_the_commands_it_is_listed_with() -> None:
+    """COMMAND_MODULES maps a command to the one module loaded for it: the map must match `register`."""
+    for module, commands in COMMAND_MODULES.items():
+        parser = build_parser([module])
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        assert tuple(sub.choices) == commands, module
+
+
+@pytest.mark.parametrize(
+    ("argv", "loaded"),
+    [
+        pytest.param(["wait-peers", "--rank", "0"], ["dihera.cli.peers"], id="one command"),
+        pytest.param(["status", "ns/job"], ["dihera.cli.scale"], id="a module with two commands"),
+        pytest.param(["--version"], list(COMMAND_MODULES), id="no command"),
+        pytest.param(["wiat-peers"], list(COMMAND_MODULES), id="a typo: every command, for argparse's message"),
+    ],
+)
+def test_a_command_line_loads_the_module_of_its_command(argv: list[str], loaded: list[str]) -> None:
+    assert _modules_for(argv) == loaded
 
 
 def test_operator_command_without_the_extras_names_the_install(monkeypatch: pytest.MonkeyPatch,
