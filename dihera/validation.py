@@ -19,6 +19,7 @@ from typing import Any
 import jsonschema
 
 from dihera.constants import ANNOTATION_PEER_WAIT_TIMEOUT, PEER_WAIT_CONTAINER
+from dihera.env_limits import env_size_problems
 from dihera.errors import InvalidJobError, Problem, format_value
 from dihera.model import CleanPodPolicy, DIJob, Priority, SuccessOperator, SuccessPolicy, Task, TaskType
 from dihera.peers import parse_timeout
@@ -229,7 +230,8 @@ def validate(manifest: Any) -> list[Problem]:
     spec = defaulted.get("spec")
     if not isinstance(spec, Mapping):
         return problems
-    problems += _rule_problems(str((defaulted.get("metadata") or {}).get("name") or ""), spec)
+    name = str((defaulted.get("metadata") or {}).get("name") or "")
+    problems += _rule_problems(name, spec) + env_size_problems(name, spec)
     problems += _success_policy_problems(spec)
     problems += provider_problems(spec.get("tasks") or [])
     problems += _peer_wait_problems(manifest) + _reserved_name_problems(spec.get("tasks"))
