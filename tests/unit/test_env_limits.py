@@ -185,10 +185,8 @@ def test_a_scale_up_past_the_limit_is_refused_and_a_scale_down_never_is() -> Non
 
 def test_the_search_domain_is_added_to_the_users_dns_config() -> None:
     """The user's dnsConfig (options, nameservers, own searches) is kept; the job's domain comes last, once."""
-    user = {
-        "options": [{"name": "ndots", "value": "2"}],
-        "searches": ["corp.example", domain],
-    }
+    domain = "di-dqn.default.svc.cluster.local"
+    user = {"options": [{"name": "ndots", "value": "2"}], "searches": [domain, "corp.example"]}
     rendered = render(load_job(job(task("learner", dnsConfig=user), name="dqn")))
     patch = json.loads(replica_template(rendered, "learner-0")["podSpecPatch"])
     assert patch["dnsConfig"] == {
