@@ -3,7 +3,7 @@
 The job is the worst case the names allow: 1 learner + 2,000 collectors + 1 evaluator, the longest
 job name the hostname rule allows beside ``collector-1999`` (48 characters) and a 63-character
 namespace. dihera renders it (its ConfigMap and Service are created as the controller creates them);
-the largest replica's pod (rank 2001, ``collector-1999``) and rank 0's are made from the rendered
+the largest replica's pod (``collector-1999``, rank 2000, the longest hostname) and rank 0's are made from the rendered
 template, on the real node, from the project's image. The largest replica's process prints the
 length and count of its ``DI_NODES`` and resolves rank 0's entry (a bare hostname, through the search
 domain the template gives the pod) with ``dihera.peers``, as ``dihera wait-peers`` does. A pod given
@@ -145,7 +145,7 @@ def test_the_largest_replica_of_a_2000_replica_job_starts_with_the_whole_node_li
     print(f"[largest replica, {long_namespace}]\n{log}")
     assert largest.status.phase == "Succeeded", (largest.status, log)
     own = f"{JOB}-collector-1999"
-    assert f"DI_NODES bytes {len(nodes)} entries {COLLECTORS + 2} rank {COLLECTORS + 1} own {own}" in log
+    assert f"DI_NODES bytes {len(nodes)} entries {COLLECTORS + 2} rank {COLLECTORS} own {own}" in log
     assert f"rank 0 {JOB}-learner-0 resolves" in log
 
     refused = poll(lambda: done("fqdn-form"), 180, "the FQDN-form pod to fail")
