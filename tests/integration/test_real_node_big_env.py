@@ -3,8 +3,8 @@
 The job is the worst case the names allow: 1 learner + 2,000 collectors + 1 evaluator, the longest
 job name the hostname rule allows beside ``collector-1999`` (48 characters) and a 63-character
 namespace. dihera renders it (its ConfigMap and Service are created as the controller creates them);
-the largest replica's pod (``collector-1999``, rank 2000, the longest hostname) and rank 0's are made from the rendered
-template, on the real node, from the project's image. The largest replica's process prints the
+the largest replica's pod (``collector-1999``, rank 2000, the longest hostname) and rank 0's are made
+from the rendered template, on the real node, from the project's image. The largest replica's process prints the
 length and count of its ``DI_NODES`` and resolves rank 0's entry (a bare hostname, through the search
 domain the template gives the pod) with ``dihera.peers``, as ``dihera wait-peers`` does. A pod given
 the same list as FQDNs (what a job of this size got before) never starts: Linux refuses to exec it.
