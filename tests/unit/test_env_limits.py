@@ -193,3 +193,11 @@ def test_the_search_domain_is_added_to_the_users_dns_config() -> None:
         "options": [{"name": "ndots", "value": "2"}],
         "searches": ["corp.example", domain],
     }
+
+
+def test_a_running_job_is_not_failed_by_an_edit_past_the_limit() -> None:
+    """The rule refuses a new job; once the controller took the job up (status.phase), an edit past the limit
+    is refused by the scaling plan (nothing changed) instead of making the stored job invalid."""
+    too_big = _big_job(_longest_job_name({"collector": 2099}), 2100)
+    assert [p.path for p in validate(too_big)] == ["spec.tasks"]
+    assert not validate({**too_big, "status": {"phase": "Running"}})
