@@ -12,7 +12,12 @@ membership read with it is older than the Workflow; its deleted pod is neither a
 
 from __future__ import annotations
 
+import base64
+import binascii
+import gzip
+import json
 import re
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +34,7 @@ __all__ = [
     "attempt_of",
     "exit_code",
     "replica_states",
+    "workflow_nodes",
 ]
 
 NODE_NAME_ANNOTATION = ANNOTATION_NODE_NAME
@@ -108,12 +114,27 @@ def _pod_attempt(pod: Mapping[str, Any]) -> int:
     return attempt_of(((pod.get("metadata") or {}).get("annotations") or {}).get(NODE_NAME_ANNOTATION, ""))
 
 
+def workflow_nodes(workflow: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
+    """The Workflow's ``status.nodes``; Argo moves them to ``status.compressedNodes`` (gzip, base64) once
+    the Workflow passes 1 MiB (a job of ~1,300 replicas), and they are read from there."""
+    status = workflow.get("status") or {}
+    nodes: Mapping[str, Mapping[str, Any]] = status.get("nodes") or {}
+    packed = status.get("compressedNodes")
+    if nodes or not packed:
+        return nodes
+    try:
+        unpacked: Mapping[str, Mapping[str, Any]] = json.loads(gzip.decompress(base64.b64decode(packed)))
+    except (binascii.Error, OSError, EOFError, zlib.error, ValueError):  # another algorithm (zstd, brotli)
+        return {}
+    return unpacked
+
+
 def _attempt_nodes(workflow: Mapping[str, Any] | None) -> dict[str, dict[int, Mapping[str, Any]]]:
     """Every replica's attempt nodes, by its DAG name and attempt number (a non-retried replica's one
     node is attempt 0): one pass over the Workflow's nodes, not one per replica."""
     if not workflow:
         return {}
-    nodes: Mapping[str, Mapping[str, Any]] = (workflow.get("status") or {}).get("nodes") or {}
+    nodes = workflow_nodes(workflow)
     prefix = f"{workflow['metadata']['name']}."
     out: dict[str, dict[int, Mapping[str, Any]]] = {}
     for node in nodes.values():
