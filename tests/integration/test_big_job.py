@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import subprocess
 import time
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +28,6 @@ from tests.integration.kwok_capacity import kwok_capacity
 from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
     Controller,
     Poll,
-    controller,
     controller_kubeconfig,
     manifest,
     task,
@@ -38,6 +41,29 @@ STEP = 100
 #: bare hostnames stays under Linux's limit up to 46 (docs/rendering.md, "Names in the node lists").
 NAME = "big-job-of-two-thousand-collectors-on-kwok-x"
 POLL_SECONDS = 3.0  # a LIST of 2,000 pods is ~10 MB: poll gently
+
+
+@pytest.fixture
+def big_controller(
+    controller_kubeconfig: Path,  # noqa: F811
+    dijob_crd: None,
+    namespace: str,
+    tmp_path: Path,
+) -> Iterator[Controller]:
+    """The controller of test_controller_jobs.py, given time to stop while it watches thousands of pods."""
+    ctl = Controller(controller_kubeconfig, namespace, tmp_path / "controller.log")
+    ctl.start()
+    try:
+        yield ctl
+    finally:
+        assert ctl.proc is not None
+        ctl.proc.send_signal(signal.SIGTERM)
+        try:
+            ctl.proc.wait(timeout=120)
+        except subprocess.TimeoutExpired:
+            ctl.proc.kill()
+            ctl.proc.wait()
+        print(ctl.logs()[-6000:])  # shown by pytest when the test failed
 
 
 def pod_table(api: client.ApiClient, namespace: str) -> dict[str, tuple[str, str, str]]:
@@ -94,7 +120,7 @@ def workflow(api: client.ApiClient, namespace: str) -> dict[str, Any]:
 
 
 def test_a_large_job_runs_and_scales_up_and_down_keeping_every_survivor(
-    controller: Controller,  # noqa: F811
+    big_controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,
@@ -108,7 +134,7 @@ def test_a_large_job_runs_and_scales_up_and_down_keeping_every_survivor(
         jobs.create(manifest(NAME, namespace, *templates, maxReplicas=n + STEP + 2))
         want = hosts(range(n))
         first, status = poll(
-            lambda: settled(cluster, jobs, namespace, want, 0), 120 + n * 0.5, "all Running", POLL_SECONDS
+            lambda: settled(cluster, jobs, namespace, want, 0), 120 + n * 0.6, "all Running", POLL_SECONDS
         )
         print(
             f"[big job] 1 + {n} + 1 replicas: apply -> all Running and status Running {time.monotonic() - start:.1f}s"
@@ -131,7 +157,9 @@ def test_a_large_job_runs_and_scales_up_and_down_keeping_every_survivor(
         start = time.monotonic()
         edit_replicas(cluster, namespace, NAME, collector=n + STEP)
         want = hosts(range(n + STEP))
-        grown, status = poll(lambda: settled(cluster, jobs, namespace, want, 1), 60 + STEP, "scaled up", POLL_SECONDS)
+        grown, status = poll(
+            lambda: settled(cluster, jobs, namespace, want, 1), 120 + n * 0.15, "scaled up", POLL_SECONDS
+        )
         print(f"[big job] +{STEP}: edit -> all Running and status Running {time.monotonic() - start:.1f}s")
         assert {h: grown[h][:2] for h in first} == {h: v[:2] for h, v in first.items()}, "a survivor moved"
         assert status["taskStatus"]["collector"] == {"Running": n + STEP}
@@ -142,7 +170,7 @@ def test_a_large_job_runs_and_scales_up_and_down_keeping_every_survivor(
         edit_replicas(cluster, namespace, NAME, collector=n - STEP)
         want = hosts(range(n - STEP))
         shrunk, status = poll(
-            lambda: settled(cluster, jobs, namespace, want, 2), 60 + STEP, "scaled down", POLL_SECONDS
+            lambda: settled(cluster, jobs, namespace, want, 2), 120 + n * 0.15, "scaled down", POLL_SECONDS
         )
         print(f"[big job] -{2 * STEP}: edit -> survivors only, status Running {time.monotonic() - start:.1f}s")
         assert {h: shrunk[h][:2] for h in want} == {h: grown[h][:2] for h in want}, "a survivor moved"
