@@ -9,7 +9,7 @@ PYTHON ?= $(VENV)/bin/python
 export DIHERA_CACHE ?= $(HOME)/.cache/dihera
 export PATH := $(DIHERA_CACHE)/bin:$(PATH)
 
-.PHONY: help setup tools generate check-generated lint typecheck unit packaging test test-default test-compat argo-behaviour bench clean
+.PHONY: help setup tools generate check-generated lint typecheck unit packaging test test-default test-compat test-big argo-behaviour bench clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -77,6 +77,9 @@ test-compat: setup ## the `compat` cluster tests on the compat pair (older Kuber
 	@start=$$SECONDS; env $(COMPAT_PAIR) $(VENV)/bin/pytest -m "cluster and compat" tests/integration; rc=$$?; \
 	  echo "[matrix] compat pair ($(COMPAT_PAIR)): $$((SECONDS - start))s"; exit $$rc
 
+test-big: setup ## the large-job test at full size: 1 learner + 2,000 collectors + 1 evaluator on kwok, scaled to 2,100 and 1,900
+	DIHERA_BIG_JOB_COLLECTORS=2000 $(VENV)/bin/pytest -s -rA tests/integration/test_big_job.py
+
 argo-behaviour: setup ## re-measure what Argo does with scaling's changes to a running Workflow (docs/scaling.md); DIHERA_ARGO_VERSION / DIHERA_KUBERNETES_VERSION pick the pair
 	$(VENV)/bin/pytest -s -rA tests/integration/test_argo_behaviour.py
 
@@ -89,6 +92,7 @@ bench: setup ## benchmarks (print figures): CLI start-up, rendering, the di-serv
 	$(PYTHON) bench/bench_server.py
 	$(PYTHON) bench/bench_realnode.py
 	$(PYTHON) bench/bench_peer_wait.py
+	$(PYTHON) bench/bench_bigjob.py
 
 clean: ## remove caches in the checkout (not the Go build cache)
 	rm -rf .pytest_cache .mypy_cache .ruff_cache build dist

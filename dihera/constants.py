@@ -20,6 +20,7 @@ __all__ = [
     "ANNOTATION_WORKFLOW_TITLE",
     "DEFAULT_IMAGE",
     "DEFAULT_PEER_WAIT_TIMEOUT",
+    "ENV_STRING_MARGIN",
     "EVENT_NORMAL",
     "EVENT_WARNING",
     "FAILED_NODE_PHASES",
@@ -31,6 +32,7 @@ __all__ = [
     "LABEL_TASK_NAME",
     "LABEL_TASK_TYPE",
     "MANAGED_BY",
+    "MAX_ENV_STRING",
     "PEER_WAIT_CONTAINER",
     "STUCK_WAITING_REASONS",
     "TERMINAL_PHASES",
@@ -154,6 +156,15 @@ FIELD_MANAGER_SERVER = "dihera-server"
 #: the mesh port (ding listens on the pod's FQDN), so 127.0.0.1 refuses (measured:
 #: bench/probe_vacant_rank_dial.py).
 VACANT_RANK_ADDRESS = "127.0.0.1"
+
+# -- one environment string: what Linux will exec (docs/rendering.md, "Names in the node lists") ----
+#: Linux refuses to exec a process (E2BIG) one of whose argument or environment strings, with its
+#: NUL, is longer than MAX_ARG_STRLEN (32 pages): ``NAME=value`` may hold at most 131071 bytes.
+MAX_ENV_STRING = 131072
+#: Bytes kept free beside a membership ConfigMap value that becomes an environment string: the
+#: variable's name (``DI_<TASK>_NODES``: at most 49 bytes), ``=`` and the NUL, and the text
+#: ``TF_CONFIG`` puts around ``TF_CLUSTER``. A value fits when its bytes + this <= MAX_ENV_STRING.
+ENV_STRING_MARGIN = 128
 
 # -- peers before main: the init container every replica gets (docs/rendering.md) ------------------
 #: The init container rendered first into every replica's pod: ``dihera wait-peers`` holds the

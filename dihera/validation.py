@@ -19,6 +19,7 @@ from typing import Any
 import jsonschema
 
 from dihera.constants import ANNOTATION_PEER_WAIT_TIMEOUT, PEER_WAIT_CONTAINER
+from dihera.env_limits import env_size_problems
 from dihera.errors import InvalidJobError, Problem, format_value
 from dihera.model import (
     CleanPodPolicy,
@@ -248,8 +249,18 @@ def _success_policy(spec: Mapping[str, Any]) -> SuccessPolicy | None:
     return SuccessPolicy(SuccessOperator(policy["operator"]), tuple(policy.get("targetTasks") or ()))
 
 
+def _started(manifest: Mapping[str, Any]) -> bool:
+    """Whether the controller has taken the job up (``status.phase`` set)."""
+    status = manifest.get("status")
+    return isinstance(status, Mapping) and bool(status.get("phase"))
+
+
 def validate(manifest: Any) -> list[Problem]:
-    """Every problem of a DIJob manifest (a dict as read from YAML); empty when it is valid."""
+    """Every problem of a DIJob manifest (a dict as read from YAML); empty when it is valid.
+
+    The environment-size rule (:func:`~dihera.env_limits.env_size_problems`) applies to a job not yet
+    taken up (no ``status.phase``); a running job's growth past it is refused by its scaling plan.
+    """
     if not isinstance(manifest, Mapping):
         return [Problem("(root)", f"a DIJob must be an object, got {format_value(manifest)}")]
     problems = _identity_problems(manifest) + _schema_problems(manifest)
@@ -257,7 +268,10 @@ def validate(manifest: Any) -> list[Problem]:
     spec = defaulted.get("spec")
     if not isinstance(spec, Mapping):
         return problems
-    problems += _rule_problems(str((defaulted.get("metadata") or {}).get("name") or ""), spec)
+    name = str((defaulted.get("metadata") or {}).get("name") or "")
+    problems += _rule_problems(name, spec)
+    if not _started(manifest):  # a running job's growth is checked by its scaling plan, on the exact membership
+        problems += env_size_problems(name, spec)
     problems += _success_policy_problems(spec) + _failure_policy_problems(spec)
     problems += provider_problems(spec.get("tasks") or [])
     problems += _peer_wait_problems(manifest) + _reserved_name_problems(spec.get("tasks"))

@@ -195,7 +195,10 @@ def _control_plane(settings: Settings, state: StateDir, ports: dict[str, int]) -
                 "--loglevel=info",
             ],
             health_url=f"http://127.0.0.1:{ports['workflow-controller']}/healthz",
-            # 1s instead of 10s between passes over a Workflow: short simulated pods progress quickly
-            env={"LEADER_ELECTION_DISABLE": "true", "DEFAULT_REQUEUE_TIME": "1s"},
+            # 1s instead of 10s between passes over a Workflow: short simulated pods progress quickly.
+            # A pass may run 5 minutes instead of 30 s: a pass over a Workflow of thousands of replicas
+            # spends most of 30 s on the running ones and then creates only a few pods before the
+            # deadline, so a 2,000-replica job's pods came ever slower (docs/scaling.md, "Large jobs").
+            env={"LEADER_ELECTION_DISABLE": "true", "DEFAULT_REQUEUE_TIME": "1s", "MAX_OPERATION_TIME": "300s"},
         ),
     ]

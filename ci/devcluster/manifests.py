@@ -14,15 +14,21 @@ def node_name(index: int) -> str:
     return f"kwok-node-{index}"
 
 
-def nodes(count: int) -> list[dict[str, Any]]:
-    """`count` Node objects for kwok to simulate; ci/kwok/nodes.yaml gives them cpu, memory, pods and GPUs."""
+def nodes(count: int, first: int = 0, pods: int | None = None) -> list[dict[str, Any]]:
+    """`count` Node objects for kwok to simulate, numbered from `first`; ci/kwok/nodes.yaml gives them cpu,
+    memory, pods (110 unless `pods` says otherwise) and GPUs. kwok takes up nodes added while it runs."""
+    size = {"sim.dihera.io/pods": str(pods)} if pods is not None else {}
     return [
         {
             "apiVersion": "v1",
             "kind": "Node",
             "metadata": {
                 "name": node_name(i),
-                "annotations": {KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1], "node.alpha.kubernetes.io/ttl": "0"},
+                "annotations": {
+                    KWOK_NODE_ANNOTATION[0]: KWOK_NODE_ANNOTATION[1],
+                    "node.alpha.kubernetes.io/ttl": "0",
+                    **size,
+                },
                 "labels": {
                     "kubernetes.io/arch": "amd64",
                     "kubernetes.io/hostname": node_name(i),
@@ -32,7 +38,7 @@ def nodes(count: int) -> list[dict[str, Any]]:
                 },
             },
         }
-        for i in range(count)
+        for i in range(first, first + count)
     ]
 
 

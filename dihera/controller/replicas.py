@@ -12,7 +12,12 @@ membership read with it is older than the Workflow; its deleted pod is neither a
 
 from __future__ import annotations
 
+import base64
+import binascii
+import gzip
+import json
 import re
+import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +34,7 @@ __all__ = [
     "attempt_of",
     "exit_code",
     "replica_states",
+    "workflow_nodes",
 ]
 
 NODE_NAME_ANNOTATION = ANNOTATION_NODE_NAME
@@ -108,19 +114,36 @@ def _pod_attempt(pod: Mapping[str, Any]) -> int:
     return attempt_of(((pod.get("metadata") or {}).get("annotations") or {}).get(NODE_NAME_ANNOTATION, ""))
 
 
-def _attempt_nodes(workflow: Mapping[str, Any] | None, replica_dag_name: str) -> dict[int, Mapping[str, Any]]:
-    """The replica's attempt nodes by attempt number (a non-retried replica's one node is attempt 0)."""
+def workflow_nodes(workflow: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
+    """The Workflow's ``status.nodes``; Argo moves them to ``status.compressedNodes`` (gzip, base64) once
+    the Workflow passes 1 MiB (a job of ~1,300 replicas), and they are read from there."""
+    status = workflow.get("status") or {}
+    nodes: Mapping[str, Mapping[str, Any]] = status.get("nodes") or {}
+    packed = status.get("compressedNodes")
+    if nodes or not packed:
+        return nodes
+    try:
+        unpacked: Mapping[str, Mapping[str, Any]] = json.loads(gzip.decompress(base64.b64decode(packed)))
+    except (binascii.Error, OSError, EOFError, zlib.error, ValueError):  # another algorithm (zstd, brotli)
+        return {}
+    return unpacked
+
+
+def _attempt_nodes(workflow: Mapping[str, Any] | None) -> dict[str, dict[int, Mapping[str, Any]]]:
+    """Every replica's attempt nodes, by its DAG name and attempt number (a non-retried replica's one
+    node is attempt 0): one pass over the Workflow's nodes, not one per replica."""
     if not workflow:
         return {}
-    nodes: Mapping[str, Mapping[str, Any]] = (workflow.get("status") or {}).get("nodes") or {}
-    prefix = f"{workflow['metadata']['name']}.{replica_dag_name}"
-    out: dict[int, Mapping[str, Any]] = {}
+    nodes = workflow_nodes(workflow)
+    prefix = f"{workflow['metadata']['name']}."
+    out: dict[str, dict[int, Mapping[str, Any]]] = {}
     for node in nodes.values():
         name = str(node.get("name", ""))
-        if node.get("type") != "Pod":
+        if node.get("type") != "Pod" or not name.startswith(prefix):
             continue
-        if name == prefix or (name.startswith(prefix + "(") and _ATTEMPT.search(name)):
-            out[attempt_of(name)] = node
+        attempt = _ATTEMPT.search(name)
+        replica = name[len(prefix) : attempt.start()] if attempt else name[len(prefix) :]
+        out.setdefault(replica, {})[attempt_of(name)] = node
     return out
 
 
@@ -152,10 +175,11 @@ def replica_states(
 ) -> tuple[ReplicaState, ...]:
     """Every live replica of ``membership`` in rank order (retired ones left out), with its current attempt."""
     pods_of = _by_hostname(pods)
+    nodes_of = _attempt_nodes(workflow)
     states = []
     for r in live_replicas(membership, workflow).replicas:
         host = hostname(job_name, r.task, r.index)
-        nodes = _attempt_nodes(workflow, dag_task_name(r.task, r.index))
+        nodes = nodes_of.get(dag_task_name(r.task, r.index), {})
         mine = pods_of.get(host, [])
         attempt = max([*nodes, *(_pod_attempt(p) for p in mine), 0])
         current = [p for p in mine if _pod_attempt(p) == attempt]

@@ -5,15 +5,16 @@ from __future__ import annotations
 from typing import Any
 
 from dihera.constants import LABEL_JOB, MANAGED_BY, VACANT_RANK_ADDRESS
+from dihera.env_limits import value_fits
 from dihera.membership import Membership
 from dihera.model import DIJob, task_env_name
-from dihera.naming import DI_PORT, DI_PORT_NAME, fqdn, membership_configmap_name, service_name
+from dihera.naming import DI_PORT, DI_PORT_NAME, Addressing, member_address, membership_configmap_name, service_name
 from dihera.render.env import GENERATION_KEY, MEMBERSHIP_FILE, NODES_KEY
 from dihera.render.providers import membership_data
 from dihera.render.settings import RenderSettings
 from dihera.schema import API_VERSION, KIND
 
-__all__ = ["job_labels", "membership_configmap", "node_lists", "owner_references", "service"]
+__all__ = ["job_labels", "membership_configmap", "membership_lists", "node_lists", "owner_references", "service"]
 
 
 def job_labels(job: DIJob) -> dict[str, str]:
@@ -62,16 +63,18 @@ def service(job: DIJob) -> dict[str, Any]:
     }
 
 
-def node_lists(job: DIJob, membership: Membership, settings: RenderSettings) -> dict[str, str]:
-    """``DI_NODES`` and every ``DI_<TASK>_NODES``, comma-joined FQDNs in rank order.
+def node_lists(
+    job: DIJob, membership: Membership, settings: RenderSettings, form: Addressing = Addressing.FQDN
+) -> dict[str, str]:
+    """``DI_NODES`` and every ``DI_<TASK>_NODES``, comma-joined replica names in ``form``, in rank order.
 
-    In ``DI_NODES`` the entry at position r is rank r's FQDN, so ``DI_NODES[DI_RANK]`` is the pod's
+    In ``DI_NODES`` the entry at position r is rank r's name, so ``DI_NODES[DI_RANK]`` is the pod's
     own address; a rank left vacant by a scale-down holds :data:`VACANT_RANK_ADDRESS` (an address
     that refuses DI-engine's dial instead of breaking it) until a new replica takes it.
     """
 
     def address(task: str, index: int) -> str:
-        return fqdn(job.name, job.namespace, task, index, settings.cluster_domain)
+        return member_address(job.name, job.namespace, task, index, settings.cluster_domain, form)
 
     top = max((r.rank for r in membership.replicas), default=-1)
     by_rank = [VACANT_RANK_ADDRESS] * (top + 1)
@@ -83,10 +86,26 @@ def node_lists(job: DIJob, membership: Membership, settings: RenderSettings) -> 
     return lists
 
 
+def membership_lists(job: DIJob, membership: Membership, settings: RenderSettings) -> tuple[Addressing, dict[str, str]]:
+    """The node lists and the env providers' keys, in the longest :class:`Addressing` form whose every
+    value still becomes an environment string Linux execs (:func:`~dihera.env_limits.value_fits`).
+
+    FQDNs (DI-orchestrator's form) while they fit; a job too large for them gets shorter names
+    that resolve to the same pods. Validation refuses a job for which even bare hostnames would
+    not fit (:func:`~dihera.env_limits.membership_env_bound`), so the last form always does.
+    """
+    forms = list(Addressing)
+    for form in forms:
+        data = node_lists(job, membership, settings, form)
+        data.update(membership_data(job, membership, settings, form))  # env providers' keys (WORLD_SIZE, TF_CLUSTER...)
+        if all(value_fits(v) for v in data.values()):
+            break
+    return form, data
+
+
 def membership_configmap(job: DIJob, membership: Membership, settings: RenderSettings) -> dict[str, Any]:
     """ConfigMap ``di-<job>``: node lists for the env, and ``membership.json`` for pods that watch it."""
-    data = node_lists(job, membership, settings)
-    data.update(membership_data(job, membership, settings))  # env providers' keys (WORLD_SIZE, TF_CLUSTER...)
+    _, data = membership_lists(job, membership, settings)
     data[GENERATION_KEY] = str(membership.generation)
     data[MEMBERSHIP_FILE] = membership.to_json()
     return {

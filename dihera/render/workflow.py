@@ -33,7 +33,14 @@ from dihera.constants import (
 )
 from dihera.membership import Membership
 from dihera.model import CleanPodPolicy, DIJob, Task
-from dihera.naming import dag_task_name, hostname, membership_configmap_name, service_name, workflow_name
+from dihera.naming import (
+    dag_task_name,
+    hostname,
+    membership_configmap_name,
+    search_domain,
+    service_name,
+    workflow_name,
+)
 from dihera.podtemplate import normalize_pod_spec
 from dihera.render.env import INDEX, RANK, di_env
 from dihera.render.objects import owner_references
@@ -90,6 +97,14 @@ def _with_ports(containers: list[dict[str, Any]], ports: list[dict[str, Any]]) -
     return [{**first, "ports": [*have, *extra]}, *containers[1:]] if extra else containers
 
 
+def _dns_config(user: Mapping[str, Any] | None, domain: str) -> dict[str, Any]:
+    """The template's ``dnsConfig`` with the job's search domain appended, so a replica's bare hostname
+    resolves (the membership lists of a large job use bare hostnames: docs/rendering.md)."""
+    config = dict(user or {})
+    searches = [s for s in config.get("searches") or [] if s != domain]
+    return {**config, "searches": [*searches, domain]}
+
+
 def _pod_metadata(job: DIJob, task: Task, replicas: int) -> m.Metadata:
     meta = task.template.get("metadata") or {}
     labels = {
@@ -116,6 +131,9 @@ def _task_template(job: DIJob, task: Task, replicas: int, settings: RenderSettin
     patch = {k: v for k, v in spec.items() if k not in _TEMPLATE_FIELDS and k not in _OWN_FIELDS}
     patch["hostname"] = hostname(job.name, task.name, INDEX)
     patch["subdomain"] = service_name(job.name)
+    patch["dnsConfig"] = _dns_config(
+        spec.get("dnsConfig"), search_domain(job.name, job.namespace, settings.cluster_domain)
+    )
     volumes = [
         *spec.get("volumes", []),
         *(dict(v) for v in job.volumes),

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from dihera.env_limits import MAX_VALUE_BYTES, nodes_bytes
 from dihera.errors import InvalidScale, OutOfBounds, ScaleNotFound
 from dihera.membership import Membership, Replica
 from dihera.model import DIJob
@@ -134,6 +135,12 @@ def plan_scale(job: DIJob, membership: Membership, workflow: Mapping[str, Any], 
     replicas = tuple(sorted(kept + added))
     removed = tuple(r for r in membership.replicas if r not in replicas)
     generation = membership.generation + (1 if replicas != membership.replicas else 0)
+    if added and (size := nodes_bytes(job.name, Membership(generation, replicas))) > MAX_VALUE_BYTES:
+        raise OutOfBounds(
+            f"spec.tasks: the job would have {len(replicas)} replicas in all (now {len(live)}), whose DI_NODES "
+            f"would be {size} bytes even as bare hostnames; Linux execs no process with an environment string "
+            f"over {MAX_VALUE_BYTES} bytes of value (docs/rendering.md); nothing changed"
+        )
     new_job = job
     for t in job.tasks:
         if t.replicas != counts[t.name]:

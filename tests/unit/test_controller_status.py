@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import base64
+import gzip
+import json
 from typing import Any
 
 import pytest
 
 from dihera.controller.cleanup import plan_cleanup
 from dihera.controller.conditions import set_phase_condition
-from dihera.controller.replicas import attempt_of, exit_code
+from dihera.controller.replicas import attempt_of, exit_code, workflow_nodes
 from dihera.controller.status import Observation, compute_status, task_status
 from dihera.membership import Membership, Replica
 from dihera.model import CleanPodPolicy
@@ -312,6 +315,22 @@ def test_attempts_are_read_from_workflow_nodes_too() -> None:
     assert update.status["restarts"] == 1
     assert update.status["phase"] == "Restarting"
     assert update.status["taskStatus"] == {"learner": {"Running": 1}, "collector": {"Running": 1}}
+
+
+def test_attempts_are_read_from_compressed_nodes_of_a_large_workflow() -> None:
+    """Past 1 MiB Argo moves status.nodes to status.compressedNodes (gzip, base64): read the same from there."""
+    nodes = {
+        "a": {"name": f"{JOB}.collector-1", "type": "Retry", "phase": "Running"},
+        "b": {"name": f"{JOB}.collector-1(0)", "type": "Pod", "phase": "Failed"},
+        "c": {"name": f"{JOB}.collector-1(1)", "type": "Pod", "phase": "Pending"},
+    }
+    packed = workflow()
+    packed["status"]["compressedNodes"] = base64.b64encode(gzip.compress(json.dumps(nodes).encode())).decode()
+    assert workflow_nodes(packed) == nodes
+    plain = compute_status(observe(workflow(nodes=nodes), FAILED_ONCE, backoff=3), {}, T1)
+    assert compute_status(observe(packed, FAILED_ONCE, backoff=3), {}, T1).status == plain.status
+    packed["status"]["compressedNodes"] = base64.b64encode(b"not gzip").decode()  # zstd or brotli: not read
+    assert workflow_nodes(packed) == {}
 
 
 def test_status_fields() -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from dihera.errors import Problem
 from dihera.membership import Membership
 from dihera.model import DIJob, EnvProvider, Task
+from dihera.naming import Addressing
 from dihera.render.providers import mxnet, tensorflow, torch
 from dihera.render.providers.base import Provider, ProviderTask
 from dihera.render.settings import RenderSettings
@@ -62,12 +63,14 @@ def provider_ports(task: Task) -> list[dict[str, Any]]:
     return provider.ports(task) if provider else []
 
 
-def membership_data(job: DIJob, membership: Membership, settings: RenderSettings) -> dict[str, str]:
-    """The keys every provider used by ``job`` adds to the membership ConfigMap."""
+def membership_data(
+    job: DIJob, membership: Membership, settings: RenderSettings, form: Addressing = Addressing.FQDN
+) -> dict[str, str]:
+    """The keys every provider used by ``job`` adds to the membership ConfigMap, replicas named in ``form``."""
     used = sorted({t.env_provider.name for t in job.tasks if t.env_provider is not None})
     data: dict[str, str] = {}
     for name in used:
-        data.update(PROVIDERS[name].membership_data(job, membership, settings))
+        data.update(PROVIDERS[name].membership_data(job, membership, settings, form))
     return data
 
 

@@ -7,7 +7,8 @@ A provider renders, for one task's template (shared by every replica of the task
   is a ``configMapKeyRef`` to a key the provider adds to the membership ConfigMap, so it follows
   scaling for pods started after it (a variable may also combine earlier ones with ``$(NAME)``);
 - ``ports``: container ports declared on the task's first container;
-- ``membership_data``: the keys it adds to the membership ConfigMap, from the live membership;
+- ``membership_data``: the keys it adds to the membership ConfigMap, from the live membership, with
+  replicas named in the given :class:`~dihera.naming.Addressing` form;
 - ``check``: job-wide rules (roles, counts) as problems naming the field.
 """
 
@@ -20,7 +21,8 @@ from typing import Any
 from dihera.errors import Problem
 from dihera.membership import Membership
 from dihera.model import DIJob, EnvProvider, Task
-from dihera.naming import fqdn, membership_configmap_name
+from dihera.naming import Addressing, fqdn, membership_configmap_name
+from dihera.naming import member_address as _member_address
 from dihera.render.settings import RenderSettings
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "counts_by_role",
     "data_key",
     "literal",
+    "member_address",
     "role_of",
     "role_problems",
     "single_replica_problems",
@@ -65,7 +68,7 @@ class Provider:
     default_port: int
     roles: tuple[str, ...]
     env: Callable[[DIJob, Task, RenderSettings], Env]
-    membership_data: Callable[[DIJob, Membership, RenderSettings], dict[str, str]]
+    membership_data: Callable[[DIJob, Membership, RenderSettings, Addressing], dict[str, str]]
     check: Callable[[Sequence[ProviderTask]], list[Problem]]
     port_name: str
 
@@ -98,7 +101,13 @@ def config_ref(job: DIJob, name: str, key: str) -> dict[str, Any]:
 
 
 def address(job: DIJob, task: str, index: int | str, settings: RenderSettings) -> str:
+    """One replica's FQDN (a single address in the env, such as MASTER_ADDR)."""
     return fqdn(job.name, job.namespace, task, index, settings.cluster_domain)
+
+
+def member_address(job: DIJob, task: str, index: int | str, settings: RenderSettings, form: Addressing) -> str:
+    """A replica in a membership list, in the form the ConfigMap uses (:class:`~dihera.naming.Addressing`)."""
+    return _member_address(job.name, job.namespace, task, index, settings.cluster_domain, form)
 
 
 def tasks_with(job: DIJob, provider: str) -> list[Task]:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dihera.errors import Problem
 from dihera.membership import Membership
 from dihera.model import DIJob, Task
+from dihera.naming import Addressing
 from dihera.render.providers.base import (
     Env,
     Provider,
@@ -54,8 +55,8 @@ def _env(job: DIJob, task: Task, settings: RenderSettings) -> Env:
     ]
 
 
-def _membership_data(job: DIJob, membership: Membership, settings: RenderSettings) -> dict[str, str]:
-    del settings
+def _membership_data(job: DIJob, membership: Membership, settings: RenderSettings, form: Addressing) -> dict[str, str]:
+    del settings, form
     if not tasks_with(job, "mxnet"):
         return {}
     counts = counts_by_role(PROVIDER, job, membership)

@@ -2,9 +2,10 @@
 
 Every task using the provider is one TF role: its ``envProvider.role``, else its name when the name
 is a role (``chief``, ``master``, ``worker``, ``ps``, ``evaluator``). ``TF_CONFIG`` is
-``{"cluster": {role: ["<fqdn>:<port>", ...]}, "task": {"type": role, "index": <index>}}``: the
+``{"cluster": {role: ["<name>:<port>", ...]}, "task": {"type": role, "index": <index>}}``: the
 cluster lists every live replica of every tensorflow task in index order, the evaluator excepted
-(TensorFlow keeps the evaluator out of the cluster). The cluster is one key of the membership
+(TensorFlow keeps the evaluator out of the cluster); names are FQDNs unless the job is too large
+for them (:func:`dihera.render.objects.membership_lists`). The cluster is one key of the membership
 ConfigMap (``TF_CLUSTER``), read into ``DI_TF_CLUSTER`` and spliced into ``TF_CONFIG`` with
 ``$(DI_TF_CLUSTER)``, so one template serves every replica.
 """
@@ -17,14 +18,15 @@ from collections.abc import Sequence
 from dihera.errors import Problem
 from dihera.membership import Membership
 from dihera.model import DIJob, Task
+from dihera.naming import Addressing
 from dihera.render.providers.base import (
     INDEX,
     Env,
     Provider,
     ProviderTask,
-    address,
     config_ref,
     literal,
+    member_address,
     role_problems,
     single_replica_problems,
     tasks_with,
@@ -49,7 +51,7 @@ def _env(job: DIJob, task: Task, settings: RenderSettings) -> Env:
     return [config_ref(job, CLUSTER_VAR, CLUSTER_KEY), literal("TF_CONFIG", config)]
 
 
-def _membership_data(job: DIJob, membership: Membership, settings: RenderSettings) -> dict[str, str]:
+def _membership_data(job: DIJob, membership: Membership, settings: RenderSettings, form: Addressing) -> dict[str, str]:
     cluster: dict[str, list[str]] = {}
     for t in tasks_with(job, "tensorflow"):
         assert t.env_provider is not None
@@ -58,7 +60,7 @@ def _membership_data(job: DIJob, membership: Membership, settings: RenderSetting
             continue
         port = PROVIDER.port(t.env_provider)
         replicas = sorted(membership.of_task(t.name), key=lambda r: r.index)
-        cluster[role] = [f"{address(job, t.name, r.index, settings)}:{port}" for r in replicas]
+        cluster[role] = [f"{member_address(job, t.name, r.index, settings, form)}:{port}" for r in replicas]
     if not tasks_with(job, "tensorflow"):
         return {}
     return {CLUSTER_KEY: json.dumps(cluster, sort_keys=True, separators=(",", ":"))}

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dihera.errors import Problem
 from dihera.membership import Membership
 from dihera.model import DIJob, Task
+from dihera.naming import Addressing
 from dihera.render.providers.base import (
     INDEX,
     Env,
@@ -46,8 +47,8 @@ def _env(job: DIJob, task: Task, settings: RenderSettings) -> Env:
     ]
 
 
-def _membership_data(job: DIJob, membership: Membership, settings: RenderSettings) -> dict[str, str]:
-    del settings
+def _membership_data(job: DIJob, membership: Membership, settings: RenderSettings, form: Addressing) -> dict[str, str]:
+    del settings, form
     return {_world_size_key(t.name): str(len(membership.of_task(t.name))) for t in tasks_with(job, "torch")}
 
 

@@ -1,0 +1,218 @@
+"""A 2,000-replica job on the local control plane's kwok nodes (figures printed, not asserted).
+
+    python bench/bench_bigjob.py [--collectors 2000] [--step 100]
+
+In one run, each way in its own namespace (deleted, pods gone, before the next):
+1. direct: the DIJob rendered here and its ConfigMap, Service and Workflow created directly (Argo
+   alone); then +step collectors the way the controller does it, directly: the new membership
+   ConfigMap written and the Workflow JSON-patched (dihera.scaling's pure plan and patch);
+2. controller: the DIJob created, then its ``spec.tasks[].replicas`` edited (what ``kubectl edit``
+   sends), with a ``dihera controller`` of its own (standalone) watching ``dihera-test-bench-*``.
+Each figure is the time from the first write to the last of the job's pods seen Running (a watch of
+the pods, raw JSON); ratio = controller / direct. The kwok nodes get room for the job first
+(tests/integration/kwok_capacity.py). Needs $KUBECONFIG or .devcluster/kubeconfig.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from kubernetes import client, config
+from kubernetes.client.exceptions import ApiException
+
+REPO = Path(__file__).resolve().parents[1]
+DIHERA = str(Path(sys.executable).with_name("dihera"))
+PREFIX = "dihera-test-bench"
+sys.path.insert(0, str(REPO))
+
+from dihera import load_job, render  # noqa: E402
+from dihera.kube.jobs import JobStore  # noqa: E402
+from dihera.kube.objects import ObjectStore  # noqa: E402
+from dihera.render.objects import membership_configmap  # noqa: E402
+from dihera.render.settings import RenderSettings  # noqa: E402
+from dihera.scaling import ScaleRequest, plan_scale, workflow_patch  # noqa: E402
+from tests.integration.kwok_capacity import kwok_capacity  # noqa: E402
+
+NAME = "big"
+WORKFLOWS = ("argoproj.io", "v1alpha1")
+DIJOBS = ("diengine.opendilab.org", "v2alpha1")
+
+
+def job_manifest(ns: str, collectors: int, most: int) -> dict[str, Any]:
+    def task(type_: str, replicas: int) -> dict[str, Any]:
+        tmpl = {
+            "metadata": {"annotations": {"sim.dihera.io/run-seconds": "3600"}},
+            "spec": {"containers": [{"name": "main", "image": "opendilab/ding:nightly", "command": ["ditask"]}]},
+        }
+        return {"type": type_, "replicas": replicas, "template": tmpl}
+
+    return {
+        "apiVersion": "diengine.opendilab.org/v2alpha1",
+        "kind": "DIJob",
+        "metadata": {"name": NAME, "namespace": ns},
+        "spec": {
+            "backoffLimit": 0,
+            "maxReplicas": most,
+            "tasks": [task("learner", 1), task("collector", collectors), task("evaluator", 1)],
+        },
+    }
+
+
+class RunningPods:
+    """When each of a namespace's pods was first seen Running (local receive time), from a raw watch."""
+
+    def __init__(self, api: client.ApiClient, ns: str) -> None:
+        self.api, self.ns = api, ns
+        self.running_at: dict[str, float] = {}
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        core = client.CoreV1Api(self.api)
+        version = ""
+        while True:
+            resp = core.list_namespaced_pod(
+                self.ns, watch=True, resource_version=version, timeout_seconds=900, _preload_content=False
+            )
+            for line in resp:
+                event = json.loads(line)
+                pod = event["object"]
+                version = pod["metadata"].get("resourceVersion", version)
+                host = (pod["metadata"].get("labels") or {}).get("diengine/pod")
+                if host and (pod.get("status") or {}).get("phase") == "Running":
+                    self.running_at.setdefault(host, time.monotonic())
+
+    def wait(self, hosts: set[str], timeout: float) -> float:
+        """The time the last of ``hosts`` was first seen Running."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            seen = [self.running_at[h] for h in hosts if h in self.running_at]
+            if len(seen) == len(hosts):
+                return max(seen)
+            time.sleep(0.2)
+        missing = len(hosts) - sum(h in self.running_at for h in hosts)
+        raise SystemExit(f"timed out after {timeout:.0f}s: {missing} of {len(hosts)} pods never seen Running")
+
+
+def hosts(first: int, stop: int, with_others: bool = True) -> set[str]:
+    out = {f"{NAME}-collector-{i}" for i in range(first, stop)}
+    return out | {f"{NAME}-learner-0", f"{NAME}-evaluator-0"} if with_others else out
+
+
+def new_namespace(core: client.CoreV1Api, tag: str) -> str:
+    ns = f"{PREFIX}-{tag}-{uuid.uuid4().hex[:6]}"
+    core.create_namespace({"metadata": {"name": ns}})
+    for _ in range(100):
+        if core.list_namespaced_service_account(ns).items:
+            break
+        time.sleep(0.1)
+    return ns
+
+
+def delete_and_wait(core: client.CoreV1Api, ns: str, timeout: float = 600) -> None:
+    core.delete_namespace(ns)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            core.read_namespace(ns)
+        except ApiException as err:
+            if err.status != 404:
+                raise
+            return
+        time.sleep(1)
+    raise SystemExit(f"namespace {ns} still not gone after {timeout:.0f}s")
+
+
+def direct(api: client.ApiClient, n: int, step: int, timeout: float) -> tuple[float, float]:
+    core, objects, custom = client.CoreV1Api(api), ObjectStore(api), client.CustomObjectsApi(api)
+    ns = new_namespace(core, "bigdirect")
+    pods = RunningPods(api, ns)
+    job = load_job(job_manifest(ns, n, n + step + 2))
+    rendered = render(job, RenderSettings())
+    t0 = time.monotonic()
+    for obj in rendered.objects():
+        objects.create(obj)
+    start = pods.wait(hosts(0, n), timeout) - t0
+    workflow = custom.get_namespaced_custom_object(*WORKFLOWS, ns, "workflows", NAME)
+    plan = plan_scale(job, rendered.membership, workflow, ScaleRequest.add("collector", step))
+    configmap = membership_configmap(plan.job, plan.membership, RenderSettings())
+    t1 = time.monotonic()
+    core.replace_namespaced_config_map(configmap["metadata"]["name"], ns, configmap)
+    custom.patch_namespaced_custom_object(
+        *WORKFLOWS, ns, "workflows", NAME, workflow_patch(plan.membership, workflow),
+        _content_type="application/json-patch+json",
+    )  # fmt: skip
+    scale = pods.wait(hosts(n, n + step, False), timeout) - t1
+    delete_and_wait(core, ns)
+    return start, scale
+
+
+def via_controller(api: client.ApiClient, n: int, step: int, timeout: float) -> tuple[float, float, float]:
+    core, jobs, custom = client.CoreV1Api(api), JobStore(api), client.CustomObjectsApi(api)
+    ns = new_namespace(core, "bigctl")
+    pods = RunningPods(api, ns)
+    t0 = time.monotonic()
+    jobs.create(job_manifest(ns, n, n + step + 2))
+    start = pods.wait(hosts(0, n), timeout) - t0
+    deadline = time.monotonic() + timeout
+    while ((jobs.get(ns, NAME) or {}).get("status") or {}).get("phase") != "Running":
+        if time.monotonic() > deadline:
+            raise SystemExit("the DIJob's status never said Running")
+        time.sleep(0.2)
+    status_at = time.monotonic() - t0
+    body = jobs.get(ns, NAME) or {}
+    tasks = body["spec"]["tasks"]
+    for t in tasks:
+        if t["type"] == "collector":
+            t["replicas"] = n + step
+    t1 = time.monotonic()
+    custom.patch_namespaced_custom_object(
+        *DIJOBS, ns, "dijobs", NAME, {"spec": {"tasks": tasks}}, _content_type="application/merge-patch+json"
+    )
+    scale = pods.wait(hosts(n, n + step, False), timeout) - t1
+    delete_and_wait(core, ns)
+    return start, scale, status_at
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--collectors", type=int, default=2000)
+    parser.add_argument("--step", type=int, default=100)
+    args = parser.parse_args()
+    n, step = args.collectors, args.step
+    kubeconfig = os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig")
+    api = config.new_client_from_config(config_file=kubeconfig)
+    timeout = 120 + n * 0.5
+    log = open(REPO / ".devcluster" / "logs" / "bench-bigjob.log", "ab")  # noqa: SIM115
+    argv = [DIHERA, "controller", "--kubeconfig", kubeconfig, "-n", f"{PREFIX}-*", "--standalone"]
+    proc = subprocess.Popen([*argv, "--metrics-port", "0", "--health-port", "0"], stdout=log, stderr=log)
+    try:
+        with kwok_capacity(api, n + step + 2):
+            time.sleep(3)
+            d_start, d_scale = direct(api, n, step, timeout)
+            c_start, c_scale, c_status = via_controller(api, n, step, timeout)
+        print(f"job of 1 learner + {n} collectors + 1 evaluator   direct(s)  controller(s)  ratio")
+        for what, d, c in (
+            (f"apply -> all {n + 2} pods Running", d_start, c_start),
+            (f"+{step} -> Running", d_scale, c_scale),
+        ):
+            print(f"  {what:<40}  {d:9.1f}  {c:13.1f}  {c / d:5.2f}")
+        print(f"  (controller: DIJob status Running {c_status:.1f}s after the apply)")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
