@@ -16,6 +16,7 @@ from dihera.controller.queue import ReconcileQueue
 from dihera.controller.reconcile import Reconciler
 from dihera.controller.server import Readiness, start_endpoints
 from dihera.controller.settings import ControllerSettings
+from dihera.controller.watch_cache import WatchCache
 from dihera.kube import api_client
 from dihera.kube.connection import kopf_connection
 from dihera.kube.events import EventRecorder
@@ -51,11 +52,14 @@ def run_controller(settings: ControllerSettings) -> int:
     configure_logging()
     # kopf logs its peering decisions ("Pausing operations in favour of ...", "Resuming operations ...") at INFO
     logging.getLogger("kopf._core.engines.peering").setLevel(logging.INFO)
-    api = api_client(settings.kubeconfig, settings.context)
     metrics = Metrics()
+    api = api_client(settings.kubeconfig, settings.context, on_request=metrics.requested)
+    cache = WatchCache()
     # one per controller: its per-job locks serialise scaling
     scaler = JobScaler(api, settings.render, field_manager=FIELD_MANAGER_CONTROLLER)
-    reconciler = Reconciler(JobStore(api), ObjectStore(api), EventRecorder(api), settings.render, metrics, scaler)
+    reconciler = Reconciler(
+        JobStore(api), ObjectStore(api), EventRecorder(api), settings.render, metrics, scaler, cache=cache
+    )
     queue = ReconcileQueue(reconciler.reconcile, settings.retry_delays)
     readiness = Readiness()
     runners: list[Any] = []
@@ -85,7 +89,7 @@ def run_controller(settings: ControllerSettings) -> int:
     def login(**_: Any) -> Any:
         return kopf_connection(api)
 
-    registry = build_registry(queue, login, startup, cleanup)
+    registry = build_registry(queue, cache, login, startup, cleanup)
     liveness = f"http://{settings.bind_address}:{settings.health_port}/healthz" if settings.health_port else None
     kopf.run(
         registry=registry,

@@ -1,0 +1,117 @@
+"""What kopf's watches delivered, for reconciles to read instead of asking the API server (no I/O here).
+
+kopf already watches the controller's DIJobs, and the Workflows, pods and membership ConfigMaps
+labelled ``diengine/job``; every event's object is put here (slimmed, :mod:`dihera.controller.slim`)
+before the job is queued, so a reconcile reads what the event brought. kopf calls the feeding
+functions as indexers, so it holds every handler until the initial listing of all four kinds is in:
+a reconcile never sees a job without its pods because the pods were not listed yet.
+
+Objects are kept per uid: an object deleted and recreated under the same name is two entries until
+the old one's DELETED event drops it, and :meth:`WatchCache.get` answers with the newest.
+Thread-safe: kopf's event loop writes, the reconcile threads read.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+from dihera.constants import LABEL_JOB
+from dihera.controller.slim import SLIMMERS
+
+__all__ = ["KINDS", "WatchCache"]
+
+KINDS = tuple(SLIMMERS)
+Key = tuple[str, str]  # (namespace, name)
+
+
+def _key(obj: Mapping[str, Any]) -> Key:
+    meta = obj.get("metadata") or {}
+    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+
+
+def _uid(obj: Mapping[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("uid") or "")
+
+
+def _age(obj: Mapping[str, Any]) -> tuple[str, int]:
+    """Order of two objects of one name: creation time, then resourceVersion (a tie-break only)."""
+    meta = obj.get("metadata") or {}
+    version = str(meta.get("resourceVersion") or "")
+    return str(meta.get("creationTimestamp") or ""), int(version) if version.isdigit() else 0
+
+
+def _job_of(obj: Mapping[str, Any]) -> str | None:
+    return ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_JOB)
+
+
+class WatchCache:
+    """The latest slim copy of every watched DIJob, Workflow, pod and membership ConfigMap."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._objects: dict[str, dict[Key, dict[str, dict[str, Any]]]] = {kind: {} for kind in KINDS}
+        #: (namespace, job) → names of the job's pods
+        self._pods_of: dict[Key, set[str]] = {}
+
+    def put(self, kind: str, obj: Mapping[str, Any]) -> None:
+        """An object as a watch event delivered it (added, modified, or listed)."""
+        slim = SLIMMERS[kind](obj)
+        key = _key(slim)
+        with self._lock:
+            self._objects[kind].setdefault(key, {})[_uid(slim)] = slim
+            job = _job_of(slim)
+            if kind == "Pod" and job:
+                self._pods_of.setdefault((key[0], job), set()).add(key[1])
+
+    def drop(self, kind: str, obj: Mapping[str, Any]) -> None:
+        """A DELETED event: forget that object (a newer one of the same name stays)."""
+        key = _key(obj)
+        with self._lock:
+            same_name = self._objects[kind].get(key)
+            if same_name is None:
+                return
+            same_name.pop(_uid(obj), None)
+            if same_name:
+                return
+            del self._objects[kind][key]
+            job = _job_of(obj)
+            if kind == "Pod" and job:
+                names = self._pods_of.get((key[0], job), set())
+                names.discard(key[1])
+                if not names:
+                    self._pods_of.pop((key[0], job), None)
+
+    def replace(self, kind: str, read: Mapping[str, Any], written: Mapping[str, Any]) -> bool:
+        """After a write: ``written`` (the API server's answer) replaces ``read`` (the version the write
+        was made from) if the cache still holds exactly that version. A newer one that arrived meanwhile
+        stays. Then the next pass reads its own write even before the watch delivers it. True if replaced.
+        """
+        key, uid = _key(read), _uid(read)
+        version = (read.get("metadata") or {}).get("resourceVersion")
+        with self._lock:
+            current = self._objects[kind].get(key, {}).get(uid)
+            if current is None or current["metadata"].get("resourceVersion") != version:
+                return False
+            self._objects[kind][key][uid] = SLIMMERS[kind](written)
+            return True
+
+    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+        with self._lock:
+            same_name = self._objects[kind].get((namespace, name))
+            if not same_name:
+                return None
+            return max(same_name.values(), key=_age)
+
+    def pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
+        """The pods labelled ``diengine/job=<job>`` in the namespace, in name order."""
+        with self._lock:
+            names = sorted(self._pods_of.get((namespace, job), ()))
+            found = [self._objects["Pod"].get((namespace, n)) or {} for n in names]
+            return [pod for same_name in found for pod in same_name.values()]
+
+    def sizes(self) -> dict[str, int]:
+        """Kind → objects held."""
+        with self._lock:
+            return {kind: sum(len(v) for v in objs.values()) for kind, objs in self._objects.items()}
