@@ -1,0 +1,75 @@
+"""The watch cache: latest copy per object, pods by job, deletes by uid, writes replace only what they read."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dihera.controller.watch_cache import WatchCache
+
+
+def obj(
+    name: str, uid: str, rv: str = "1", job: str | None = None, created: str = "2026-01-01T00:00:00Z"
+) -> dict[str, Any]:
+    meta: dict[str, Any] = {
+        "name": name,
+        "namespace": "ns",
+        "uid": uid,
+        "resourceVersion": rv,
+        "creationTimestamp": created,
+    }
+    if job is not None:
+        meta["labels"] = {"diengine/job": job}
+    return {"metadata": meta, "spec": {}, "status": {"phase": "Running"}}
+
+
+def test_the_latest_event_wins_and_objects_are_slimmed() -> None:
+    cache = WatchCache()
+    first = obj("j", "u1", "1")
+    first["metadata"]["managedFields"] = [{"manager": "m"}]
+    cache.put("DIJob", first)
+    cache.put("DIJob", {**obj("j", "u1", "2"), "status": {"phase": "Succeeded"}})
+    got = cache.get("DIJob", "ns", "j")
+    assert got is not None and got["metadata"]["resourceVersion"] == "2" and got["status"]["phase"] == "Succeeded"
+    assert cache.get("DIJob", "ns", "other") is None and cache.get("DIJob", "other", "j") is None
+    assert "managedFields" not in cache.get("DIJob", "ns", "j")["metadata"]  # type: ignore[index]
+
+
+def test_pods_are_found_by_their_job_label() -> None:
+    cache = WatchCache()
+    cache.put("Pod", obj("a-1", "p1", job="a"))
+    cache.put("Pod", obj("a-0", "p0", job="a"))
+    cache.put("Pod", obj("b-0", "p2", job="b"))
+    cache.put("Pod", obj("loose", "p3"))
+    assert [p["metadata"]["name"] for p in cache.pods("ns", "a")] == ["a-0", "a-1"]
+    cache.drop("Pod", obj("a-0", "p0", job="a"))
+    assert [p["metadata"]["name"] for p in cache.pods("ns", "a")] == ["a-1"]
+    cache.drop("Pod", obj("a-1", "p1", job="a"))
+    assert cache.pods("ns", "a") == [] and cache.sizes()["Pod"] == 2
+
+
+def test_a_recreated_object_survives_the_late_delete_of_its_predecessor() -> None:
+    cache = WatchCache()
+    cache.put("Workflow", obj("j", "old", "5", job="j", created="2026-01-01T00:00:00Z"))
+    cache.put("Workflow", obj("j", "new", "9", job="j", created="2026-01-01T00:00:07Z"))
+    assert cache.get("Workflow", "ns", "j")["metadata"]["uid"] == "new"  # type: ignore[index]
+    cache.drop("Workflow", obj("j", "old", "5", job="j"))
+    assert cache.get("Workflow", "ns", "j")["metadata"]["uid"] == "new"  # type: ignore[index]
+    cache.drop("Workflow", obj("j", "gone-long-ago", "1", job="j"))  # a delete of an unknown uid changes nothing
+    assert cache.sizes()["Workflow"] == 1
+
+
+def test_a_write_replaces_the_version_it_was_made_from_and_nothing_newer() -> None:
+    cache = WatchCache()
+    cache.put("DIJob", obj("j", "u", "1"))
+    read = cache.get("DIJob", "ns", "j")
+    assert read is not None
+    assert cache.replace("DIJob", read, {**obj("j", "u", "2"), "status": {"phase": "Starting"}})
+    assert cache.get("DIJob", "ns", "j")["status"] == {"phase": "Starting"}  # type: ignore[index]
+    # the watch delivered version 3 before the answer to a write made from version 2 came back
+    cache.put("DIJob", {**obj("j", "u", "3"), "status": {"phase": "Running"}})
+    assert not cache.replace("DIJob", obj("j", "u", "2"), {**obj("j", "u", "4"), "status": {"phase": "Old"}})
+    assert cache.get("DIJob", "ns", "j")["metadata"]["resourceVersion"] == "3"  # type: ignore[index]
+    # a write about an object the cache no longer holds does not bring it back
+    cache.drop("DIJob", obj("j", "u", "3"))
+    assert not cache.replace("DIJob", obj("j", "u", "3"), obj("j", "u", "5"))
+    assert cache.get("DIJob", "ns", "j") is None
