@@ -14,6 +14,7 @@ from dihera.controller.handlers import build_registry, configure_watching
 from dihera.controller.metrics import Metrics
 from dihera.controller.queue import ReconcileQueue
 from dihera.controller.reconcile import Reconciler
+from dihera.controller.resync import Resync
 from dihera.controller.server import Readiness, start_endpoints
 from dihera.controller.settings import ControllerSettings
 from dihera.controller.watch_cache import WatchCache
@@ -55,12 +56,12 @@ def run_controller(settings: ControllerSettings) -> int:
     metrics = Metrics()
     api = api_client(settings.kubeconfig, settings.context, on_request=metrics.requested)
     cache = WatchCache()
+    objects = ObjectStore(api)
     # one per controller: its per-job locks serialise scaling
     scaler = JobScaler(api, settings.render, field_manager=FIELD_MANAGER_CONTROLLER)
-    reconciler = Reconciler(
-        JobStore(api), ObjectStore(api), EventRecorder(api), settings.render, metrics, scaler, cache=cache
-    )
+    reconciler = Reconciler(JobStore(api), objects, EventRecorder(api), settings.render, metrics, scaler, cache=cache)
     queue = ReconcileQueue(reconciler.reconcile, settings.retry_delays)
+    resync = Resync(cache, objects, settings.all_namespaces, settings.resync_seconds, queue.request)
     readiness = Readiness()
     runners: list[Any] = []
     identity = settings.identity or f"{socket.gethostname()}/{os.getpid()}"  # names this replica in the peering
@@ -69,6 +70,7 @@ def run_controller(settings: ControllerSettings) -> int:
         if settings.metrics_port:
             runners.append(await start_endpoints(settings.bind_address, settings.metrics_port, metrics, readiness))
         readiness.set()
+        resync.start()
         where = "all namespaces" if settings.all_namespaces else ", ".join(settings.namespaces)
         peering = (
             "standalone"
@@ -82,6 +84,7 @@ def run_controller(settings: ControllerSettings) -> int:
 
     async def cleanup(**_: Any) -> None:
         readiness.clear()
+        resync.stop()
         queue.close()
         for runner in runners:
             await runner.cleanup()

@@ -9,12 +9,17 @@ a reconcile never sees a job without its pods because the pods were not listed y
 Objects are kept per uid: an object deleted and recreated under the same name is two entries until
 the old one's DELETED event drops it, and :meth:`WatchCache.get` answers with the newest.
 Thread-safe: kopf's event loop writes, the reconcile threads read.
+
+A watch that restarts with a new listing (after ``410 Gone``, or when peering resumes the controller)
+delivers no DELETED event for what was deleted in the gap. :meth:`WatchCache.sweep` drops such objects
+given a fresh listing (:mod:`dihera.controller.resync` makes one now and then).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from dihera.constants import LABEL_JOB
@@ -49,11 +54,14 @@ def _job_of(obj: Mapping[str, Any]) -> str | None:
 class WatchCache:
     """The latest slim copy of every watched DIJob, Workflow, pod and membership ConfigMap."""
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
+        self._clock = clock
         self._objects: dict[str, dict[Key, dict[str, dict[str, Any]]]] = {kind: {} for kind in KINDS}
         #: (namespace, job) → names of the job's pods
         self._pods_of: dict[Key, set[str]] = {}
+        #: kind → uid → when an event last brought the object (``clock``)
+        self._put_at: dict[str, dict[str, float]] = {kind: {} for kind in KINDS}
 
     def put(self, kind: str, obj: Mapping[str, Any]) -> None:
         """An object as a watch event delivered it (added, modified, or listed)."""
@@ -61,6 +69,7 @@ class WatchCache:
         key = _key(slim)
         with self._lock:
             self._objects[kind].setdefault(key, {})[_uid(slim)] = slim
+            self._put_at[kind][_uid(slim)] = self._clock()
             job = _job_of(slim)
             if kind == "Pod" and job:
                 self._pods_of.setdefault((key[0], job), set()).add(key[1])
@@ -73,6 +82,7 @@ class WatchCache:
             if same_name is None:
                 return
             same_name.pop(_uid(obj), None)
+            self._put_at[kind].pop(_uid(obj), None)
             if same_name:
                 return
             del self._objects[kind][key]
@@ -110,6 +120,33 @@ class WatchCache:
             names = sorted(self._pods_of.get((namespace, job), ()))
             found = [self._objects["Pod"].get((namespace, n)) or {} for n in names]
             return [pod for same_name in found for pod in same_name.values()]
+
+    def now(self) -> float:
+        """The cache's clock: read it before a listing made for :meth:`sweep`."""
+        return self._clock()
+
+    def namespaces(self) -> set[str]:
+        """Every namespace the cache holds an object in."""
+        with self._lock:
+            return {ns for objs in self._objects.values() for ns, _ in objs}
+
+    def sweep(
+        self, kind: str, namespace: str | None, listed: Collection[str], listed_at: float
+    ) -> list[dict[str, Any]]:
+        """Drop the ``kind`` objects (of ``namespace``; None: all) that a listing started at ``listed_at``
+        (:meth:`now`) did not return, unless an event brought them after it started. Returns them.
+        """
+        with self._lock:
+            gone = [
+                obj
+                for (ns, _), same_name in self._objects[kind].items()
+                if namespace is None or ns == namespace
+                for uid, obj in same_name.items()
+                if uid not in listed and self._put_at[kind].get(uid, 0.0) < listed_at
+            ]
+        for obj in gone:
+            self.drop(kind, obj)
+        return gone
 
     def sizes(self) -> dict[str, int]:
         """Kind → objects held."""

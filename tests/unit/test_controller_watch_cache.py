@@ -73,3 +73,31 @@ def test_a_write_replaces_the_version_it_was_made_from_and_nothing_newer() -> No
     cache.drop("DIJob", obj("j", "u", "3"))
     assert not cache.replace("DIJob", obj("j", "u", "3"), obj("j", "u", "5"))
     assert cache.get("DIJob", "ns", "j") is None
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_a_sweep_drops_what_a_fresh_listing_lacks_unless_an_event_brought_it_since() -> None:
+    clock = Clock()
+    cache = WatchCache(clock)
+    cache.put("Pod", obj("a-0", "p0", job="a"))  # deleted while the watch restarted: no DELETED event
+    cache.put("Pod", obj("a-1", "p1", job="a"))
+    cache.put(
+        "Pod",
+        {**obj("b-0", "p2", job="b"), "metadata": {**obj("b-0", "p2", job="b")["metadata"], "namespace": "other"}},
+    )
+    clock.t = 10.0
+    started = cache.now()
+    clock.t = 11.0
+    cache.put("Pod", obj("a-2", "p3", job="a"))  # created after the listing was taken
+    gone = cache.sweep("Pod", "ns", {"p1"}, started)
+    assert [p["metadata"]["name"] for p in gone] == ["a-0"]
+    assert [p["metadata"]["name"] for p in cache.pods("ns", "a")] == ["a-1", "a-2"]
+    assert cache.pods("other", "b") != []  # another namespace's listing decides about it
+    assert cache.namespaces() == {"ns", "other"}
