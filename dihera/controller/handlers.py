@@ -56,6 +56,22 @@ def _feed(registry: Any, cache: WatchCache, kind: str) -> None:
     kopf.index(group, version, plural, labels=labels, registry=registry, id=f"watch-cache-{kind}")(feed)
 
 
+def _on_event(registry: Any, queue: ReconcileQueue, cache: WatchCache, kind: str) -> None:
+    """Every event of a job's ``kind`` object (labelled ``diengine/job``) queues that job."""
+    group, version, plural = RESOURCES[kind]
+
+    def on_event(
+        type: str, body: Mapping[str, Any], labels: Mapping[str, str], namespace: str | None, **_: Any
+    ) -> None:
+        if type == "DELETED":
+            cache.drop(kind, body)
+        queue.request(namespace or "default", labels[LABEL_JOB])
+
+    kopf.on.event(group, version, plural, labels={LABEL_JOB: kopf.PRESENT}, registry=registry, id=f"{kind}-event")(
+        on_event
+    )
+
+
 def build_registry(
     queue: ReconcileQueue,
     cache: WatchCache,
@@ -82,29 +98,7 @@ def build_registry(
             log.info("DIJob deleted; its objects go with it (ownerReferences)", extra={"job": f"{namespace}/{name}"})
         queue.request(namespace, name)
 
-    @kopf.on.event("argoproj.io", "v1alpha1", "workflows", labels={LABEL_JOB: kopf.PRESENT}, registry=registry)
-    def workflow_event(
-        type: str, body: Mapping[str, Any], labels: Mapping[str, str], namespace: str | None, **_: Any
-    ) -> None:
-        if type == "DELETED":
-            cache.drop("Workflow", body)
-        queue.request(namespace or "default", labels[LABEL_JOB])
-
-    @kopf.on.event("", "v1", "pods", labels={LABEL_JOB: kopf.PRESENT}, registry=registry)
-    def pod_event(
-        type: str, body: Mapping[str, Any], labels: Mapping[str, str], namespace: str | None, **_: Any
-    ) -> None:
-        if type == "DELETED":
-            cache.drop("Pod", body)
-        queue.request(namespace or "default", labels[LABEL_JOB])
-
-    @kopf.on.event("", "v1", "configmaps", labels={LABEL_JOB: kopf.PRESENT}, registry=registry)
-    def configmap_event(
-        type: str, body: Mapping[str, Any], labels: Mapping[str, str], namespace: str | None, **_: Any
-    ) -> None:
-        if type == "DELETED":
-            cache.drop("ConfigMap", body)
-        queue.request(namespace or "default", labels[LABEL_JOB])
-
-    del dijob_event, workflow_event, pod_event, configmap_event
+    for kind in ("Workflow", "Pod", "ConfigMap"):
+        _on_event(registry, queue, cache, kind)
+    del dijob_event
     return registry
