@@ -26,15 +26,32 @@ from dihera.kube.objects import ObjectStore
 from dihera.kube.scale_executor import JobScaler
 from dihera.logs import configure_logging
 
-__all__ = ["kopf_settings", "run_controller"]
+__all__ = ["NoDiffBase", "kopf_settings", "run_controller"]
 
 log = logging.getLogger("dihera.controller")
 
 
+class NoDiffBase(kopf.DiffBaseStorage):
+    """No diff base: kopf would deep-copy every event's object to find what changed for ``on.create`` /
+    ``on.update`` handlers. The controller has none (only event and index handlers), so nothing reads the
+    copy; in the profile of a 44 x 10 burst that copying was half of kopf's event loop time."""
+
+    def build(self, *, body: Any, extra_fields: Any = None) -> Any:
+        return {}
+
+    def fetch(self, *, body: Any) -> Any:
+        return None
+
+    def store(self, *, body: Any, patch: Any, essence: Any) -> None:
+        return None
+
+
 def kopf_settings(settings: ControllerSettings) -> Any:
-    """kopf's OperatorSettings for ours: no event posting by kopf, server-side selectors, thread pool size."""
+    """kopf's OperatorSettings for ours: no event posting by kopf, no diff base, server-side selectors,
+    thread pool size."""
     kop = kopf.OperatorSettings()
     configure_watching(kop)
+    kop.persistence.diffbase_storage = NoDiffBase()
     kop.posting.enabled = False  # the controller posts its own Events about DIJobs
     kop.execution.max_workers = settings.workers
     kop.peering.name = settings.peering
