@@ -28,6 +28,9 @@ from dihera.controller.slim import SLIMMERS
 __all__ = ["KINDS", "WatchCache"]
 
 KINDS = tuple(SLIMMERS)
+#: Versions of our writes remembered per object until the watch delivers them; past it they are forgotten
+#: (a watch restarted with a new listing skips them).
+MAX_PENDING = 64
 Key = tuple[str, str]  # (namespace, name)
 
 
@@ -62,12 +65,22 @@ class WatchCache:
         self._pods_of: dict[Key, set[str]] = {}
         #: kind → uid → when an event last brought the object (``clock``)
         self._put_at: dict[str, dict[str, float]] = {kind: {} for kind in KINDS}
+        #: uid → resourceVersions our writes made (:meth:`replace`) that the watch has not delivered yet
+        self._ours: dict[str, set[str]] = {}
+        #: uid → those of them a later write of ours replaced: stale when the watch delivers them
+        self._superseded: dict[str, set[str]] = {}
 
     def put(self, kind: str, obj: Mapping[str, Any]) -> None:
         """An object as a watch event delivered it (added, modified, or listed)."""
         slim = SLIMMERS[kind](obj)
         key = _key(slim)
+        version = str(slim["metadata"].get("resourceVersion") or "")
         with self._lock:
+            self._ours.get(_uid(slim), set()).discard(version)
+            older = self._superseded.get(_uid(slim))
+            if older is not None and version in older:  # the watch catching up with our writes: keep the last
+                older.discard(version)
+                return
             self._objects[kind].setdefault(key, {})[_uid(slim)] = slim
             self._put_at[kind][_uid(slim)] = self._clock()
             job = _job_of(slim)
@@ -83,6 +96,8 @@ class WatchCache:
                 return
             same_name.pop(_uid(obj), None)
             self._put_at[kind].pop(_uid(obj), None)
+            self._superseded.pop(_uid(obj), None)
+            self._ours.pop(_uid(obj), None)
             if same_name:
                 return
             del self._objects[kind][key]
@@ -97,6 +112,11 @@ class WatchCache:
         """After a write: ``written`` (the API server's answer) replaces ``read`` (the version the write
         was made from) if the cache still holds exactly that version. A newer one that arrived meanwhile
         stays. Then the next pass reads its own write even before the watch delivers it. True if replaced.
+
+        If ``read`` came from an earlier write of ours that the watch has not delivered yet, the watch
+        delivers it after this: it is remembered as superseded and :meth:`put` skips it, so the cache
+        never goes back. Writes carry ``read``'s resourceVersion as a precondition, so no other version
+        lies between ``read`` and ``written``: whatever else the watch delivers is ``written`` or newer.
         """
         key, uid = _key(read), _uid(read)
         version = (read.get("metadata") or {}).get("resourceVersion")
@@ -105,6 +125,14 @@ class WatchCache:
             if current is None or current["metadata"].get("resourceVersion") != version:
                 return False
             self._objects[kind][key][uid] = SLIMMERS[kind](written)
+            ours = self._ours.setdefault(uid, set())
+            if version in ours:
+                ours.discard(str(version))
+                self._superseded.setdefault(uid, set()).add(str(version))
+            ours.add(str((written.get("metadata") or {}).get("resourceVersion") or ""))
+            for pending in (ours, self._superseded.get(uid, set())):
+                if len(pending) > MAX_PENDING:  # versions a restarted watch skipped: it will never deliver them
+                    pending.clear()
             return True
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:

@@ -101,3 +101,25 @@ def test_a_sweep_drops_what_a_fresh_listing_lacks_unless_an_event_brought_it_sin
     assert [p["metadata"]["name"] for p in cache.pods("ns", "a")] == ["a-1", "a-2"]
     assert cache.pods("other", "b") != []  # another namespace's listing decides about it
     assert cache.namespaces() == {"ns", "other"}
+
+
+def test_the_watch_catching_up_with_our_writes_never_takes_the_cache_back() -> None:
+    cache = WatchCache()
+    cache.put("DIJob", {**obj("j", "u", "1"), "status": {"phase": "Pending"}})
+    # two writes of ours (1 -> 2 -> 3) before the watch delivered any of them
+    assert cache.replace("DIJob", obj("j", "u", "1"), {**obj("j", "u", "2"), "status": {"phase": "Starting"}})
+    assert cache.replace("DIJob", obj("j", "u", "2"), {**obj("j", "u", "3"), "status": {"phase": "Running"}})
+    for version, phase in (("2", "Starting"), ("3", "Running")):  # the watch delivers them now, in order
+        cache.put("DIJob", {**obj("j", "u", version), "status": {"phase": phase}})
+        assert cache.get("DIJob", "ns", "j")["status"]["phase"] == "Running"  # type: ignore[index]
+    cache.put("DIJob", {**obj("j", "u", "4"), "status": {"phase": "Running", "profilings": {"a": 1}}})
+    assert cache.get("DIJob", "ns", "j")["metadata"]["resourceVersion"] == "4"  # type: ignore[index]
+
+
+def test_versions_the_watch_delivered_before_a_write_are_not_remembered() -> None:
+    cache = WatchCache()
+    for n in range(1, 200):  # each write is made from the version the watch delivered: nothing to skip later
+        cache.put("DIJob", obj("j", "u", str(2 * n - 1)))
+        assert cache.replace("DIJob", obj("j", "u", str(2 * n - 1)), obj("j", "u", str(2 * n)))
+        cache.put("DIJob", obj("j", "u", str(2 * n)))
+    assert cache._superseded.get("u", set()) == set() and cache._ours.get("u", set()) == set()
