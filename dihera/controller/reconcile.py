@@ -404,8 +404,10 @@ class Reconciler:
         if plan.empty:
             return
         if plan.shutdown_workflow and workflow is not None:
-            self._objects.shutdown_workflow(job.namespace, workflow["metadata"]["name"])
+            stopped = self._objects.shutdown_workflow(job.namespace, workflow["metadata"]["name"])
             self._metrics.wrote("patch", "Workflow")
+            if self._cache is not None and stopped:  # the next pass does not stop it again
+                self._cache.replace("Workflow", workflow, stopped)
         for pod in plan.delete_pods:
             self._objects.delete_pod(job.namespace, pod)
         self._metrics.wrote("delete", "Pod", len(plan.delete_pods))

@@ -133,15 +133,17 @@ class ObjectStore:
             raise RuntimeError(f"{kind} {namespace}/{name} exists but cannot be read")
         return found
 
-    def shutdown_workflow(self, namespace: str, name: str, how: str = "Terminate") -> None:
-        """Ask Argo to stop a Workflow (``spec.shutdown``); a missing Workflow is fine."""
+    def shutdown_workflow(self, namespace: str, name: str, how: str = "Terminate") -> dict[str, Any] | None:
+        """Ask Argo to stop a Workflow (``spec.shutdown``); the Workflow as patched, or None when it is gone."""
         try:
-            self._custom.patch_namespaced_custom_object(
+            patched = self._custom.patch_namespaced_custom_object(
                 WORKFLOW_GROUP, WORKFLOW_VERSION, namespace, WORKFLOW_PLURAL, name, {"spec": {"shutdown": how}}
             )
         except ApiException as err:
             if not _missing(err):
                 raise
+            return None
+        return _as_dict(patched)
 
     def delete_pod(self, namespace: str, name: str) -> None:
         try:
