@@ -167,7 +167,7 @@ class Reconciler:
             body = self._record_pending(body, job, generation, extra)
             old = dict(body["status"])
         if job is not None:
-            workflow, membership, foreign, refused = self._converge(job, body, old, generation, extra, reads)
+            workflow, membership, foreign, refused, body = self._converge(job, body, old, generation, extra, reads)
         refused = self._first_report(key, refused)
         pods: list[dict[str, Any]] = []
         if workflow is not None and not foreign:
@@ -195,16 +195,17 @@ class Reconciler:
     def _converge(
         self,
         job: DIJob,
-        body: Mapping[str, Any],
+        body: dict[str, Any],
         old: Mapping[str, Any],
         generation: int,
         extra: Mapping[str, str],
         reads: Reads,
-    ) -> tuple[dict[str, Any] | None, Membership, bool, str | None]:
+    ) -> tuple[dict[str, Any] | None, Membership, bool, str | None, dict[str, Any]]:
         """Create the job's objects, or bring a running job's replicas and spec together.
 
-        ``(workflow, membership, foreign, refused)``: what is there now, whether the Workflow belongs to
-        another (deleted) DIJob, and why a scale was refused (None: not refused).
+        ``(workflow, membership, foreign, refused, body)``: what is there now, whether the Workflow belongs
+        to another (deleted) DIJob, why a scale was refused (None: not refused), and the DIJob (read again
+        after a scale, which stamps it: the status write's precondition is then the stamped version).
         """
         namespace, name = job.namespace, job.name
         configmap = reads.configmap(namespace, membership_configmap_name(name))
@@ -224,9 +225,10 @@ class Reconciler:
                 if refused is None:  # observe what the scaler made (the watch cache may not have it yet)
                     membership = _membership(self._live.configmap(namespace, membership_configmap_name(name)))
                     workflow = self._live.workflow(namespace, workflow_name(name))
+                    body = self._live.dijob(namespace, name) or body
             elif edit.action is EditAction.REFUSE:
                 refused = edit.message
-        return workflow, membership or plan_membership(job, None), foreign, refused
+        return workflow, membership or plan_membership(job, None), foreign, refused, body
 
     def _check_current(
         self,
