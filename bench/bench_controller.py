@@ -294,6 +294,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=50)
     parser.add_argument("--replicas", type=int, default=10)
     parser.add_argument("--memory-jobs", type=int, default=500)
+    parser.add_argument("--steady-only", action="store_true", help="only the API reads (steady state, hand edit)")
     args = parser.parse_args()
     kubeconfig = os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig")
     api = config.new_client_from_config(config_file=kubeconfig)
@@ -311,6 +312,9 @@ def main() -> int:
                 time.sleep(0.2)
         time.sleep(3)
         print(f"controller RSS idle (started, no DIJob): {rss_mib(proc.pid):.0f} MiB")
+        if args.steady_only:
+            steady_state(api)
+            return 0
         # the controller's first job loads what rendering needs (Hera's models); measured on its own, and
         # kept out of the runs below, which compare the per-job cost with creating the Workflow directly
         cold, _ = via_controller(api, 1, 1)
