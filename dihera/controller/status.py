@@ -260,14 +260,16 @@ def status_patch(body: Mapping[str, Any], status: Mapping[str, Any]) -> list[dic
     """JSON patch writing the controller's fields of ``status`` over the DIJob ``body`` was read as.
 
     Only :data:`OWN_FIELDS` that changed are written (``add`` replaces a whole value; a field gone is
-    removed), so a field another writer owns, or wrote since ``body`` was read, is never touched. Every
-    write carries ``body``'s resourceVersion as a precondition: if the DIJob changed since it was read
-    (another writer, or a watch cache behind the API server) the API server answers 409 and the pass
-    reads it again from the API server. A job without a status yet gets one created.
+    removed), so a field another writer owns, or wrote since ``body`` was read, is never touched. A
+    job without a status yet gets one created under a resourceVersion precondition (another writer may
+    have created it meanwhile: then the API server answers 409 and the pass reads again). Later writes
+    carry no precondition, so the di-server's profilings writes never make them fail; a watch cache
+    behind the API server cannot make them undo a newer status either (docs/controller.md).
     """
     old = body.get("status")
     ops: list[dict[str, Any]] = []
     if old is None:
+        ops.append(precondition(body))
         ops.append({"op": "add", "path": "/status", "value": {}})
         old = {}
     for name in OWN_FIELDS:
@@ -275,4 +277,4 @@ def status_patch(body: Mapping[str, Any], status: Mapping[str, Any]) -> list[dic
             ops.append({"op": "add", "path": f"/status/{name}", "value": status[name]})
         elif name not in status and name in old:
             ops.append({"op": "remove", "path": f"/status/{name}"})
-    return [precondition(body), *ops] if ops else []
+    return ops

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -28,9 +29,11 @@ from dihera.controller.slim import SLIMMERS
 __all__ = ["KINDS", "WatchCache"]
 
 KINDS = tuple(SLIMMERS)
-#: Versions of our writes remembered per object until the watch delivers them; past it they are forgotten
-#: (a watch restarted with a new listing skips them).
-MAX_PENDING = 64
+#: How long after a write of ours the watch may take to deliver it: older versions delivered before it
+#: are skipped meanwhile (a watch restarted with a new listing never delivers it: the pin then expires).
+PIN_SECONDS = 30.0
+#: resourceVersions remembered per object of those the watch delivered last.
+DELIVERED_KEPT = 8
 Key = tuple[str, str]  # (namespace, name)
 
 
@@ -65,22 +68,25 @@ class WatchCache:
         self._pods_of: dict[Key, set[str]] = {}
         #: kind → uid → when an event last brought the object (``clock``)
         self._put_at: dict[str, dict[str, float]] = {kind: {} for kind in KINDS}
-        #: uid → resourceVersions our writes made (:meth:`replace`) that the watch has not delivered yet
-        self._ours: dict[str, set[str]] = {}
-        #: uid → those of them a later write of ours replaced: stale when the watch delivers them
-        self._superseded: dict[str, set[str]] = {}
+        #: uid → the resourceVersion of our last write (:meth:`replace`) until the watch delivers it, and
+        #: until when older versions the watch delivers meanwhile are skipped
+        self._pinned: dict[str, tuple[str, float]] = {}
+        #: uid → the last resourceVersions the watch delivered
+        self._delivered: dict[str, deque[str]] = {}
 
     def put(self, kind: str, obj: Mapping[str, Any]) -> None:
         """An object as a watch event delivered it (added, modified, or listed)."""
         slim = SLIMMERS[kind](obj)
         key = _key(slim)
         version = str(slim["metadata"].get("resourceVersion") or "")
+        uid = _uid(slim)
         with self._lock:
-            self._ours.get(_uid(slim), set()).discard(version)
-            older = self._superseded.get(_uid(slim))
-            if older is not None and version in older:  # the watch catching up with our writes: keep the last
-                older.discard(version)
-                return
+            self._delivered.setdefault(uid, deque(maxlen=DELIVERED_KEPT)).append(version)
+            pin = self._pinned.get(uid)
+            if pin is not None:
+                if version != pin[0] and self._clock() < pin[1]:
+                    return  # older than our write: the watch is catching up with it
+                del self._pinned[uid]
             self._objects[kind].setdefault(key, {})[_uid(slim)] = slim
             self._put_at[kind][_uid(slim)] = self._clock()
             job = _job_of(slim)
@@ -96,8 +102,8 @@ class WatchCache:
                 return
             same_name.pop(_uid(obj), None)
             self._put_at[kind].pop(_uid(obj), None)
-            self._superseded.pop(_uid(obj), None)
-            self._ours.pop(_uid(obj), None)
+            self._pinned.pop(_uid(obj), None)
+            self._delivered.pop(_uid(obj), None)
             if same_name:
                 return
             del self._objects[kind][key]
@@ -109,30 +115,22 @@ class WatchCache:
                     self._pods_of.pop((key[0], job), None)
 
     def replace(self, kind: str, read: Mapping[str, Any], written: Mapping[str, Any]) -> bool:
-        """After a write: ``written`` (the API server's answer) replaces ``read`` (the version the write
-        was made from) if the cache still holds exactly that version. A newer one that arrived meanwhile
-        stays. Then the next pass reads its own write even before the watch delivers it. True if replaced.
+        """After a write made from ``read``: ``written`` (the API server's answer) goes into the cache at
+        once, so the next pass reads its own write even before the watch delivers it. True if it did.
 
-        If ``read`` came from an earlier write of ours that the watch has not delivered yet, the watch
-        delivers it after this: it is remembered as superseded and :meth:`put` skips it, so the cache
-        never goes back. Writes carry ``read``'s resourceVersion as a precondition, so no other version
-        lies between ``read`` and ``written``: whatever else the watch delivers is ``written`` or newer.
+        Nothing changes if the watch already delivered ``written`` (what the cache holds is then as new
+        or newer), or if the object is no longer in the cache (deleted). Otherwise everything the cache
+        holds is older than ``written`` (a watch delivers in order), and until the watch delivers
+        ``written`` itself (or :data:`PIN_SECONDS` pass) the versions it delivers before are skipped, so
+        the cache never goes back to a status older than the one just written.
         """
         key, uid = _key(read), _uid(read)
-        version = (read.get("metadata") or {}).get("resourceVersion")
+        version = str((written.get("metadata") or {}).get("resourceVersion") or "")
         with self._lock:
-            current = self._objects[kind].get(key, {}).get(uid)
-            if current is None or current["metadata"].get("resourceVersion") != version:
+            if self._objects[kind].get(key, {}).get(uid) is None or version in self._delivered.get(uid, ()):
                 return False
             self._objects[kind][key][uid] = SLIMMERS[kind](written)
-            ours = self._ours.setdefault(uid, set())
-            if version in ours:
-                ours.discard(str(version))
-                self._superseded.setdefault(uid, set()).add(str(version))
-            ours.add(str((written.get("metadata") or {}).get("resourceVersion") or ""))
-            for pending in (ours, self._superseded.get(uid, set())):
-                if len(pending) > MAX_PENDING:  # versions a restarted watch skipped: it will never deliver them
-                    pending.clear()
+            self._pinned[uid] = (version, self._clock() + PIN_SECONDS)
             return True
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:

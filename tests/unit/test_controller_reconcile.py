@@ -85,6 +85,7 @@ class Cluster:
             self.conflicts -= 1
             raise StatusConflict(f"{namespace}/{name} moved")
         self.body = jsonpatch.apply_patch(self.body, ops)
+        self.body["metadata"]["resourceVersion"] = str(int(self.body["metadata"]["resourceVersion"]) + 1)
         self.statuses.append(self.body["status"])
         return copy.deepcopy(self.body)
 

@@ -87,18 +87,14 @@ def test_a_steady_state_pass_reads_nothing_from_the_api_and_a_second_one_writes_
     assert cluster.events == []  # it was Running already: no phase change, no Event
 
 
-def test_every_status_write_is_made_under_the_resource_version_it_was_computed_from() -> None:
+def test_a_status_write_from_a_cached_dijob_leaves_what_another_writer_wrote_since() -> None:
     cluster = running_job()
-    ops: list[list[dict[str, Any]]] = []
-    patch = cluster.patch_status
-
-    def recording(namespace: str, name: str, o: list[dict[str, Any]]) -> dict[str, Any]:
-        ops.append(o)
-        return patch(namespace, name, o)
-
-    cluster.patch_status = recording  # type: ignore[method-assign]
-    reconciler(cluster, cluster.watched()).reconcile(NS, NAME)
-    assert ops[0][0] == {"op": "replace", "path": "/metadata/resourceVersion", "value": "1"}
+    cache = cluster.watched()
+    cluster.body["status"]["profilings"] = {"p": {"fps": 1}}  # the di-server, after the cache's copy
+    reconciler(cluster, cache).reconcile(NS, NAME)
+    (status,) = cluster.statuses
+    assert status["phase"] == "Running" and status["profilings"] == {"p": {"fps": 1}}
+    assert cluster.reads == []
 
 
 def test_a_workflow_the_status_names_but_the_cache_lacks_is_asked_of_the_api_and_nothing_is_written() -> None:
@@ -147,7 +143,7 @@ def test_an_ending_seen_in_the_cache_is_confirmed_by_the_api_before_it_is_writte
 
 
 def test_a_status_write_refused_by_its_precondition_is_recomputed_from_the_api() -> None:
-    cluster = running_job()
+    cluster = running_job()  # (only a job's first status write carries one; here the fake refuses any)
     cluster.conflicts = 1
     reconciler(cluster, cluster.watched()).reconcile(NS, NAME)
     assert set(cluster.reads) == set(READS) and len(cluster.statuses) == 1
