@@ -3,10 +3,15 @@
     python bench/bench_controller.py [--jobs 50] [--replicas 10] [--memory-jobs 500]
 
 1. time from creation to all pods Running: the same rendered Workflows created directly (baseline) and
-   DIJobs through the controller, 1 job and N jobs of R replicas; ratio = controller / direct;
+   DIJobs through the controller, 1 job and N jobs of R replicas; ratio = controller / direct (after
+   one warm-up job, whose time is printed on its own: the controller's first render loads Hera);
 2. status-sync latency: the last pod of a job seen Running (watch) → its DIJob seen Running (watch);
 3. API writes per job lifetime, counted by the controller (``dihera_api_writes_total``);
-4. controller RSS with M DIJobs (single-replica, completing quickly).
+4. API reads (GET, LIST) per reconcile in the steady state: every pod and DIJob of running jobs touched
+   (an annotation: one watch event each), and the requests of one hand edit of ``replicas``
+   (``dihera_api_requests_total``, ``dihera_reconcile_duration_seconds_count``);
+5. controller RSS idle (started, no job yet), after the runs above, and with M DIJobs (single-replica,
+   completing quickly).
 
 Runs a controller of its own (standalone) on namespaces ``dihera-test-bench-*`` (the demo controller
 skips ``dihera-test-*``). Needs $KUBECONFIG or .devcluster/kubeconfig. kwok nodes hold 440 pods here:
@@ -35,6 +40,7 @@ REPO = Path(__file__).resolve().parents[1]
 DIHERA = str(Path(sys.executable).with_name("dihera"))
 PREFIX = "dihera-test-bench"
 METRICS_PORT = 18090
+STEADY_JOBS, STEADY_REPLICAS = 4, 5
 sys.path.insert(0, str(REPO))
 
 from dihera import load_job, render  # noqa: E402
@@ -166,14 +172,109 @@ def via_controller(api: client.ApiClient, n: int, r: int) -> tuple[float, list[f
     return t, lat
 
 
-def metrics() -> dict[str, float]:
+def scrape() -> dict[str, float]:
+    """Every sample of the controller's /metrics: ``name{labels}`` → value."""
     with urllib.request.urlopen(f"http://127.0.0.1:{METRICS_PORT}/metrics", timeout=5) as resp:
         text = resp.read().decode()
     out: dict[str, float] = {}
     for line in text.splitlines():
-        if line.startswith("dihera_api_writes_total"):
-            out[line.split("{")[1].split("}")[0]] = float(line.rsplit(" ", 1)[1])
+        if line and not line.startswith("#"):
+            sample, value = line.rsplit(" ", 1)
+            out[sample] = float(value)
     return out
+
+
+def metrics() -> dict[str, float]:
+    """``dihera_api_writes_total`` by ``verb,kind`` labels."""
+    return {k.split("{")[1].split("}")[0]: v for k, v in scrape().items() if k.startswith("dihera_api_writes_total")}
+
+
+def requests_by_verb(before: dict[str, float], after: dict[str, float]) -> dict[str, int]:
+    """``verb kind`` → requests between two scrapes (None when the controller does not count them)."""
+    out: dict[str, int] = {}
+    for key, value in after.items():
+        if key.startswith("dihera_api_requests_total{"):
+            labels = dict(part.split("=", 1) for part in key.split("{")[1].rstrip("}").split(","))
+            n = int(value - before.get(key, 0))
+            if n:
+                out[f"{labels['verb'].strip(chr(34))} {labels['kind'].strip(chr(34))}"] = n
+    return out
+
+
+def reconciles(sample: dict[str, float]) -> float:
+    return sample.get("dihera_reconcile_duration_seconds_count", 0.0)
+
+
+def wait_quiet(seconds: float = 2.0, timeout: float = 120) -> dict[str, float]:
+    """Scrape until the controller made no reconcile for ``seconds``; the last scrape."""
+    last, since, deadline = scrape(), time.monotonic(), time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = scrape()
+        if reconciles(now) != reconciles(last):
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= seconds:
+            return now
+    return last
+
+
+def reads(delta: dict[str, int]) -> str:
+    gets = sum(n for k, n in delta.items() if k.startswith("get "))
+    lists = sum(n for k, n in delta.items() if k.startswith("list "))
+    return f"{gets} GET + {lists} LIST"
+
+
+def dijob_phase(api: client.ApiClient, ns: str, name: str) -> dict[str, Any]:
+    obj = client.CustomObjectsApi(api).get_namespaced_custom_object(
+        "diengine.opendilab.org", "v2alpha1", ns, "dijobs", name
+    )
+    return dict(obj.get("status") or {})
+
+
+def steady_state(api: client.ApiClient) -> None:
+    """Reads per reconcile when running jobs' pods and DIJobs change, then the requests of one hand edit."""
+    core, custom, jobs = client.CoreV1Api(api), client.CustomObjectsApi(api), JobStore(api)
+    ns = new_namespace(core, "steady")
+    w = Watcher(api, ns, STEADY_REPLICAS)
+    names = [f"s{i}" for i in range(STEADY_JOBS)]
+    for x in names:
+        jobs.create(job_manifest(x, ns, STEADY_REPLICAS, "600"))
+    wait_all_running(w, names, 300)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not all(x in w.status_running_at for x in names):
+        time.sleep(0.2)
+    w.stop()
+    before = wait_quiet()
+    touch = {"metadata": {"annotations": {"bench.dihera.io/touched": str(time.time())}}}
+    pods = core.list_namespaced_pod(ns, label_selector="diengine/job").items
+    for p in pods:
+        core.patch_namespaced_pod(p.metadata.name, ns, touch)
+    for x in names:
+        custom.patch_namespaced_custom_object("diengine.opendilab.org", "v2alpha1", ns, "dijobs", x, touch)
+    after = wait_quiet()
+    delta, passes = requests_by_verb(before, after), reconciles(after) - reconciles(before)
+    per = {k: round(n / passes, 2) for k, n in delta.items()} if passes else {}
+    print(f"steady state: {len(pods)} pod + {len(names)} DIJob events -> {passes:.0f} reconciles; API reads per "
+          f"reconcile: {reads({k: round(n / passes) for k, n in delta.items()}) if passes else '-'}  (all requests per "
+          f"reconcile: {per or 'none'})")  # fmt: skip
+    before = after
+    where = ("diengine.opendilab.org", "v2alpha1", ns, "dijobs", names[0])
+    tasks = custom.get_namespaced_custom_object(*where)["spec"]["tasks"]  # as kubectl edit: a merge patch
+    tasks[0]["replicas"] = STEADY_REPLICAS + 1
+    custom.patch_namespaced_custom_object(
+        *where, {"spec": {"tasks": tasks}}, _content_type="application/merge-patch+json"
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        status = dijob_phase(api, ns, names[0])
+        if status.get("replicas") == STEADY_REPLICAS + 1 and status.get("phase") == "Running":
+            break
+        time.sleep(0.2)
+    after = wait_quiet()
+    delta, passes = requests_by_verb(before, after), reconciles(after) - reconciles(before)
+    print(f"hand edit of replicas {STEADY_REPLICAS} -> {STEADY_REPLICAS + 1} (to Running again): {reads(delta)} in "
+          f"{passes:.0f} reconciles; all requests: {delta or 'not counted by this controller'}")  # fmt: skip
+    delete_and_wait(core, ns)
 
 
 def rss_mib(pid: int) -> float:
@@ -193,6 +294,7 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=50)
     parser.add_argument("--replicas", type=int, default=10)
     parser.add_argument("--memory-jobs", type=int, default=500)
+    parser.add_argument("--steady-only", action="store_true", help="only the API reads (steady state, hand edit)")
     args = parser.parse_args()
     kubeconfig = os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig")
     api = config.new_client_from_config(config_file=kubeconfig)
@@ -201,7 +303,22 @@ def main() -> int:
     argv = [DIHERA, "controller", "--kubeconfig", kubeconfig, "-n", f"{PREFIX}-*", "--standalone"]
     proc = subprocess.Popen([*argv, "--metrics-port", str(METRICS_PORT), "--health-port", "0"], stdout=log, stderr=log)
     try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                scrape()
+                break
+            except OSError:
+                time.sleep(0.2)
         time.sleep(3)
+        print(f"controller RSS idle (started, no DIJob): {rss_mib(proc.pid):.0f} MiB")
+        if args.steady_only:
+            steady_state(api)
+            return 0
+        # the controller's first job loads what rendering needs (Hera's models); measured on its own, and
+        # kept out of the runs below, which compare the per-job cost with creating the Workflow directly
+        cold, _ = via_controller(api, 1, 1)
+        print(f"first DIJob after start (1 x 1, loads the rendering code): {cold:.2f} s to all pods Running")
         print("jobs x replicas  direct(s)  controller(s)  ratio  status-sync p50/p99 (ms)")
         writes_before = sum(metrics().values())
         jobs_done = 0
@@ -216,10 +333,12 @@ def main() -> int:
         w = metrics()
         per_job = (sum(w.values()) - writes_before) / jobs_done
         print(f"API writes per job (creation to all Running, {jobs_done} jobs): {per_job:.1f}  {w}")
+        steady_state(api)
         # memory: M single-replica jobs that finish in 1 s
         core, jobstore = client.CoreV1Api(api), JobStore(api)
         ns = new_namespace(core, "mem")
         before = rss_mib(proc.pid)
+        print(f"controller RSS after the runs above: {before:.0f} MiB")
         for i in range(args.memory_jobs):
             jobstore.create(job_manifest(f"m{i}", ns, 1, "1"))
         deadline = time.monotonic() + 300
@@ -232,7 +351,7 @@ def main() -> int:
             if done == args.memory_jobs:
                 break
             time.sleep(2)
-        print(f"controller RSS: {before:.0f} MiB idle, {rss_mib(proc.pid):.0f} MiB with {args.memory_jobs} DIJobs "
+        print(f"controller RSS with {args.memory_jobs} DIJobs: {rss_mib(proc.pid):.0f} MiB "
               f"({done} Succeeded within the time cap)")  # fmt: skip
         delete_and_wait(core, ns)
     finally:

@@ -39,6 +39,7 @@ __all__ = [
     "TERMINAL_POD_PHASES",
     "VACANT_RANK_ADDRESS",
     "WARNING_PHASES",
+    "WORKFLOW_ENTRYPOINT",
     "EventReason",
     "Phase",
     "StuckReason",
@@ -142,6 +143,8 @@ ANNOTATION_IDEMPOTENCY = "diengine/idempotency-keys"
 #: Argo UI's title and description of a Workflow.
 ANNOTATION_WORKFLOW_TITLE = "workflows.argoproj.io/title"
 ANNOTATION_WORKFLOW_DESCRIPTION = "workflows.argoproj.io/description"
+#: The Workflow's DAG template (and entrypoint) that holds one task per replica.
+WORKFLOW_ENTRYPOINT = "dijob"
 #: Argo's annotation on a pod: the Workflow node it runs (``<workflow>.<dag task>(<attempt>)``).
 ANNOTATION_NODE_NAME = "workflows.argoproj.io/node-name"
 

@@ -60,6 +60,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         metrics_port=_port(args.metrics_port, env("DIHERA_CONTROLLER_METRICS_PORT"), 8080),
         health_port=_port(args.health_port, env("DIHERA_CONTROLLER_HEALTH_PORT"), 8081),
         workers=args.workers,
+        resync_seconds=args.resync_seconds,
     )
 
 
@@ -111,4 +112,11 @@ def register(sub: Any) -> None:
     p.add_argument("--metrics-port", type=int, help="/metrics and /readyz (default 8080; 0: off)")
     p.add_argument("--health-port", type=int, help="kopf liveness /healthz (default 8081; 0: off)")
     p.add_argument("--workers", type=int, default=16, help="threads reconciling jobs")
+    p.add_argument(
+        "--resync-seconds",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="how often the watch cache drops what was deleted while a watch restarted (default 300; 0: never)",
+    )
     p.set_defaults(func=_cmd_controller)

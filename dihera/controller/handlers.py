@@ -1,8 +1,13 @@
-"""kopf handlers: every event about a DIJob, its Workflow or its pods re-syncs that one job.
+"""kopf handlers: every event about a DIJob, its Workflow, its pods or its membership ConfigMap re-syncs that job.
 
-Only watch-event handlers are used, so kopf itself writes nothing to the objects (no finalizers,
-no state annotations): the controller's own writes are the objects it creates, the status, events and
-cleanup. Workflows and pods are watched with a server-side label selector ``diengine/job``.
+Only watch-event and indexing handlers are used, so kopf itself writes nothing to the objects (no
+finalizers, no state annotations): the controller's own writes are the objects it creates, the status,
+events and cleanup. Workflows and pods are watched with a server-side label selector ``diengine/job``,
+ConfigMaps with ``app.kubernetes.io/managed-by=dihera,diengine/job``.
+
+Each event's object goes into the :class:`~dihera.controller.watch_cache.WatchCache` before the job is
+queued. The feeding functions are kopf indexers (returning nothing, so kopf's own index stays empty):
+kopf then starts no handler until the initial listing of every kind has been fed in.
 """
 
 from __future__ import annotations
@@ -13,11 +18,12 @@ from typing import Any
 
 import kopf
 
-from dihera.constants import LABEL_JOB
+from dihera.constants import LABEL_JOB, MANAGED_BY
 from dihera.controller.queue import ReconcileQueue
+from dihera.controller.watch_cache import WatchCache
 from dihera.schema import GROUP, PLURAL, VERSION
 
-__all__ = ["build_registry", "configure_watching"]
+__all__ = ["RESOURCES", "build_registry", "configure_watching"]
 
 log = logging.getLogger("dihera.controller")
 
@@ -26,16 +32,57 @@ def configure_watching(settings: Any) -> None:
     """Server-side label selectors: the controller never lists pods or Workflows that are not a job's."""
     settings.watching.label_selectors["argoproj.io", "workflows"] = LABEL_JOB
     settings.watching.label_selectors["v1", "pods"] = LABEL_JOB
+    managed = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
+    settings.watching.label_selectors["v1", "configmaps"] = f"{managed},{LABEL_JOB}"
+
+
+#: kind → (group, version, plural) as kopf names them.
+RESOURCES = {
+    "DIJob": (GROUP, VERSION, PLURAL),
+    "Workflow": ("argoproj.io", "v1alpha1", "workflows"),
+    "Pod": ("", "v1", "pods"),
+    "ConfigMap": ("", "v1", "configmaps"),
+}
+
+
+def _feed(registry: Any, cache: WatchCache, kind: str) -> None:
+    """Register the indexer that puts every listed, added or modified ``kind`` into ``cache``."""
+    group, version, plural = RESOURCES[kind]
+    labels = None if kind == "DIJob" else {LABEL_JOB: kopf.PRESENT}
+
+    async def feed(body: Mapping[str, Any], **_: Any) -> None:
+        cache.put(kind, body)
+
+    kopf.index(group, version, plural, labels=labels, registry=registry, id=f"watch-cache-{kind}")(feed)
+
+
+def _on_event(registry: Any, queue: ReconcileQueue, cache: WatchCache, kind: str) -> None:
+    """Every event of a job's ``kind`` object (labelled ``diengine/job``) queues that job."""
+    group, version, plural = RESOURCES[kind]
+
+    def on_event(
+        type: str, body: Mapping[str, Any], labels: Mapping[str, str], namespace: str | None, **_: Any
+    ) -> None:
+        if type == "DELETED":
+            cache.drop(kind, body)
+        queue.request(namespace or "default", labels[LABEL_JOB])
+
+    kopf.on.event(group, version, plural, labels={LABEL_JOB: kopf.PRESENT}, registry=registry, id=f"{kind}-event")(
+        on_event
+    )
 
 
 def build_registry(
     queue: ReconcileQueue,
+    cache: WatchCache,
     login: Callable[..., Any],
     on_startup: Callable[..., Any] | None = None,
     on_cleanup: Callable[..., Any] | None = None,
 ) -> Any:
-    """A fresh ``kopf.OperatorRegistry`` (no global registry) wired to ``queue``."""
+    """A fresh ``kopf.OperatorRegistry`` (no global registry) feeding ``cache`` and wired to ``queue``."""
     registry = kopf.OperatorRegistry()
+    for kind in RESOURCES:
+        _feed(registry, cache, kind)
     kopf.on.login(registry=registry)(login)
     if on_startup is not None:
         kopf.on.startup(registry=registry)(on_startup)
@@ -43,20 +90,15 @@ def build_registry(
         kopf.on.cleanup(registry=registry)(on_cleanup)
 
     @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry)
-    def dijob_event(type: str, name: str, namespace: str | None, **_: Any) -> None:
+    def dijob_event(type: str, body: Mapping[str, Any], name: str, namespace: str | None, **_: Any) -> None:
         namespace = namespace or "default"
         if type == "DELETED":
+            cache.drop("DIJob", body)
             queue.forget(namespace, name)
             log.info("DIJob deleted; its objects go with it (ownerReferences)", extra={"job": f"{namespace}/{name}"})
         queue.request(namespace, name)
 
-    @kopf.on.event("argoproj.io", "v1alpha1", "workflows", labels={LABEL_JOB: kopf.PRESENT}, registry=registry)
-    def workflow_event(labels: Mapping[str, str], namespace: str | None, **_: Any) -> None:
-        queue.request(namespace or "default", labels[LABEL_JOB])
-
-    @kopf.on.event("", "v1", "pods", labels={LABEL_JOB: kopf.PRESENT}, registry=registry)
-    def pod_event(labels: Mapping[str, str], namespace: str | None, **_: Any) -> None:
-        queue.request(namespace or "default", labels[LABEL_JOB])
-
-    del dijob_event, workflow_event, pod_event
+    for kind in ("Workflow", "Pod", "ConfigMap"):
+        _on_event(registry, queue, cache, kind)
+    del dijob_event
     return registry

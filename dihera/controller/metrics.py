@@ -15,7 +15,8 @@ PHASES = tuple(p.value for p in Phase)
 
 class Metrics:
     """``dihera_jobs{phase}``, ``dihera_reconcile_duration_seconds``, ``dihera_job_restarts_total``,
-    ``dihera_reconcile_errors_total``, ``dihera_api_writes_total{verb,kind}``."""
+    ``dihera_reconcile_errors_total``, ``dihera_api_writes_total{verb,kind}``, ``dihera_api_requests_total{verb,kind}``
+    (every request, reads too), ``dihera_live_confirmations_total``, ``dihera_cache_behind_total``."""
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
@@ -35,6 +36,22 @@ class Metrics:
         self.status_conflicts = Counter(
             "dihera_status_conflicts",
             "Status writes refused because the DIJob changed since it was read (re-read and recomputed)",
+            registry=self.registry,
+        )
+        self.requests = Counter(
+            "dihera_api_requests",
+            "Kubernetes API requests sent by the controller's API client (kopf's watches and peering not included)",
+            ["verb", "kind"],
+            registry=self.registry,
+        )
+        self.live_confirmations = Counter(
+            "dihera_live_confirmations",
+            "Passes read again from the API server because the watch cache decided a terminal phase",
+            registry=self.registry,
+        )
+        self.cache_behind = Counter(
+            "dihera_cache_behind",
+            "Passes that wrote nothing because the watch cache had not delivered what the status records",
             registry=self.registry,
         )
         self.writes = Counter(
@@ -60,6 +77,10 @@ class Metrics:
                 counts[p] = counts.get(p, 0) + 1
         for p, n in counts.items():
             self.jobs.labels(phase=p).set(n)
+
+    def requested(self, verb: str, kind: str) -> None:
+        """One API request (the API client's hook, :func:`dihera.kube.config.api_client`)."""
+        self.requests.labels(verb=verb, kind=kind).inc()
 
     def wrote(self, verb: str, kind: str, n: int = 1) -> None:
         if n:

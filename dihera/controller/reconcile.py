@@ -14,6 +14,11 @@ the status recording the drop is written (:mod:`dihera.controller.failure_policy
 
 A pass returns the seconds until a time-based decision is due (``activeDeadlineSeconds`` of a running
 job, ``ttlSecondsAfterFinished`` of a finished one), or None; the queue reconciles the job again then.
+
+Reads come from the watch cache (:mod:`dihera.controller.reads`): a steady-state pass sends no GET or
+LIST. The API server is asked only when the cache may be behind what a decision needs (a Workflow or
+ConfigMap the status already records but the cache has not delivered yet, a phase that ends the job,
+a status write refused by its resourceVersion precondition); docs/controller.md, "Reading from watches".
 """
 
 from __future__ import annotations
@@ -24,13 +29,15 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dihera.constants import LABEL_JOB, EventReason, Phase
+from dihera.constants import EventReason, Phase
 from dihera.controller.cleanup import plan_cleanup
 from dihera.controller.deadlines import seconds_left
 from dihera.controller.effects import Scaler, delete_workflow, drop_replicas
 from dihera.controller.metrics import Metrics
+from dihera.controller.reads import CachedReads, LiveReads, Reads
 from dihera.controller.status import TERMINAL, Observation, StatusUpdate, compute_status, status_patch
 from dihera.controller.suspend import SuspendAction, SuspendPlan, plan_suspend, resumed_job
+from dihera.controller.watch_cache import WatchCache
 from dihera.errors import InvalidJobError, ScaleError
 from dihera.kube.events import EventRecorder
 from dihera.kube.jobs import JobStore, StatusConflict
@@ -43,11 +50,20 @@ from dihera.render.env import MEMBERSHIP_FILE
 from dihera.scaling import EditAction, ScaleRequest, plan_spec_edit, spec_generation
 from dihera.validation import load_job
 
-__all__ = ["Reconciler", "Scaler", "utc_now"]
+__all__ = ["CacheBehind", "ConfirmLive", "Reconciler", "Scaler", "utc_now"]
 
 log = logging.getLogger("dihera.controller")
 #: Reads-and-recomputes of one reconcile whose status write met another writer, before the queue retries.
 STATUS_ATTEMPTS = 5
+
+
+class CacheBehind(Exception):
+    """The watch cache has not delivered an object the job's status already records: the pass writes
+    nothing; that object's watch event queues the job again."""
+
+
+class ConfirmLive(Exception):
+    """A decision from the watch cache that cannot be undone (a terminal phase): read from the API and decide again."""
 
 
 def utc_now() -> str:
@@ -76,7 +92,9 @@ class Reconciler:
         metrics: Metrics,
         scaler: Scaler,
         clock: Callable[[], str] = utc_now,
+        cache: WatchCache | None = None,
     ) -> None:
+        """``cache``: read from kopf's watches (None: every read goes to the API server)."""
         self._jobs = jobs
         self._objects = objects
         self._events = events
@@ -84,6 +102,9 @@ class Reconciler:
         self._metrics = metrics
         self._scaler = scaler
         self._clock = clock
+        self._cache = cache
+        self._live: Reads = LiveReads(jobs, objects)
+        self._reads: Reads = CachedReads(cache) if cache is not None else self._live
         #: job → the permanent scale refusal last reported (one ScaleRefused Event per refusal, no retry)
         self._refused: dict[str, str] = {}
 
@@ -93,15 +114,25 @@ class Reconciler:
         Returns the seconds after which the job must be reconciled again even if nothing changes, or None.
         """
         started = time.perf_counter()
+        reads = self._reads
         try:
             for attempt in range(1, STATUS_ATTEMPTS + 1):
                 try:
-                    return self._reconcile(namespace, name)
+                    return self._reconcile(namespace, name, reads)
                 except StatusConflict as err:
                     self._metrics.status_conflicts.inc()
                     log.info("%s; reading it again", err, extra={"job": f"{namespace}/{name}"})
                     if attempt == STATUS_ATTEMPTS:
                         raise
+                    reads = self._live
+                except ConfirmLive as why:
+                    self._metrics.live_confirmations.inc()
+                    log.info("%s; confirming with the API server", why, extra={"job": f"{namespace}/{name}"})
+                    reads = self._live
+                except CacheBehind as why:
+                    self._metrics.cache_behind.inc()
+                    log.debug("%s; waiting for its watch event", why, extra={"job": f"{namespace}/{name}"})
+                    return None
         except Exception:
             self._metrics.errors.inc()
             raise
@@ -109,10 +140,10 @@ class Reconciler:
             self._metrics.reconcile_seconds.observe(time.perf_counter() - started)
         return None
 
-    def _reconcile(self, namespace: str, name: str) -> float | None:
+    def _reconcile(self, namespace: str, name: str, reads: Reads) -> float | None:
         key = f"{namespace}/{name}"
         extra = {"job": key}
-        body = self._jobs.get(namespace, name)
+        body = reads.dijob(namespace, name)
         if body is None or body["metadata"].get("deletionTimestamp"):
             self._metrics.job_phase(key, None)
             self._refused.pop(key, None)
@@ -120,7 +151,7 @@ class Reconciler:
         old: dict[str, Any] = dict(body.get("status") or {})
         if old.get("phase") in TERMINAL:
             self._metrics.job_phase(key, old["phase"])
-            return self._finished(body, old, extra)
+            return self._finished(body, old, extra, reads)
         job: DIJob | None = None
         invalid: str | None = None
         try:
@@ -138,12 +169,14 @@ class Reconciler:
             body = self._record_pending(body, job, generation, extra)
             old = dict(body["status"])
         if job is not None:
-            workflow, membership, foreign, refused, suspension = self._converge(job, body, old, generation, extra)
+            workflow, membership, foreign, refused, suspension, body = self._converge(
+                job, body, old, generation, extra, reads
+            )
         refused = self._first_report(key, refused)
         pods: list[dict[str, Any]] = []
         if workflow is not None and not foreign:
             wf_uid = workflow["metadata"].get("uid")
-            pods = [p for p in self._objects.list_pods(namespace, f"{LABEL_JOB}={name}") if _owned_by(p, wf_uid)]
+            pods = [p for p in reads.pods(namespace, name) if _owned_by(p, wf_uid)]
         obs = Observation(
             name=name,
             generation=generation,
@@ -161,21 +194,33 @@ class Reconciler:
             suspended=suspension.message,
         )
         update = compute_status(obs, old, self._clock())
+        if reads.cached and update.status["phase"] in TERMINAL:
+            raise ConfirmLive(f"phase {update.status['phase']} decided from the watch cache")
         self._apply(body, update, job, workflow if not foreign else None, pods, extra, suspension.action)
         return update.wakeup
 
     def _converge(
-        self, job: DIJob, body: Mapping[str, Any], old: Mapping[str, Any], generation: int, extra: Mapping[str, str]
-    ) -> tuple[dict[str, Any] | None, Membership, bool, str | None, SuspendPlan]:
+        self,
+        job: DIJob,
+        body: dict[str, Any],
+        old: Mapping[str, Any],
+        generation: int,
+        extra: Mapping[str, str],
+        reads: Reads,
+    ) -> tuple[dict[str, Any] | None, Membership, bool, str | None, SuspendPlan, dict[str, Any]]:
         """Create the job's objects (again, on resume), or bring a running job's replicas and spec together.
 
-        ``(workflow, membership, foreign, refused, suspension)``: what is there now, whether the Workflow
-        belongs to another (deleted) DIJob, why a scale was refused (None: not refused), and what
-        ``spec.suspend`` asks.
+        ``(workflow, membership, foreign, refused, suspension, body)``: what is there now, whether the
+        Workflow belongs to another (deleted) DIJob, why a scale was refused (None: not refused), what
+        ``spec.suspend`` asks, and the DIJob (read again after a scale, which stamps it: the status
+        write's precondition is then the stamped version).
         """
         namespace, name = job.namespace, job.name
-        membership = _membership(self._objects.get_configmap(namespace, membership_configmap_name(name)))
-        workflow = self._objects.get_workflow(namespace, workflow_name(name))
+        configmap = reads.configmap(namespace, membership_configmap_name(name))
+        workflow = reads.workflow(namespace, workflow_name(name))
+        if reads.cached:
+            self._check_current(namespace, name, old, configmap, workflow)
+        membership = _membership(configmap)
         foreign = workflow is not None and not _owned_by(workflow, job.uid)
         refused: str | None = None
         suspension = self._suspension(job, old, workflow, foreign, membership)
@@ -191,12 +236,13 @@ class Reconciler:
             edit = plan_spec_edit(job, stamp, generation, observed, membership, workflow)
             if edit.action in (EditAction.SCALE, EditAction.CATCH_UP):
                 refused = self._scale(namespace, name, edit.message, extra)
-                if refused is None:  # observe what the scaler made
-                    membership = _membership(self._objects.get_configmap(namespace, membership_configmap_name(name)))
-                    workflow = self._objects.get_workflow(namespace, workflow_name(name))
+                if refused is None:  # observe what the scaler made (the watch cache may not have it yet)
+                    membership = _membership(self._live.configmap(namespace, membership_configmap_name(name)))
+                    workflow = self._live.workflow(namespace, workflow_name(name))
+                    body = self._live.dijob(namespace, name) or body
             elif edit.action is EditAction.REFUSE:
                 refused = edit.message
-        return workflow, membership or plan_membership(job, None), foreign, refused, suspension
+        return workflow, membership or plan_membership(job, None), foreign, refused, suspension, body
 
     def _suspension(
         self,
@@ -206,12 +252,39 @@ class Reconciler:
         foreign: bool,
         membership: Membership | None,
     ) -> SuspendPlan:
-        """What ``spec.suspend`` asks; a resume counts the suspended run's pods still there."""
+        """What ``spec.suspend`` asks; a resume counts the suspended run's pods still there (asked of the API
+        server: a resume must not start while an old pod is still going away)."""
         leftover = 0
         if workflow is None and not job.suspend and old.get("phase") == Phase.SUSPENDED:
-            leftover = len(self._objects.list_pods(job.namespace, f"{LABEL_JOB}={job.name}"))
+            leftover = len(self._live.pods(job.namespace, job.name))
         replicas = len(membership.replicas) if membership else 0
         return plan_suspend(job.suspend, old, workflow, foreign, replicas, leftover)
+
+    def _check_current(
+        self,
+        namespace: str,
+        name: str,
+        old: Mapping[str, Any],
+        configmap: Mapping[str, Any] | None,
+        workflow: Mapping[str, Any] | None,
+    ) -> None:
+        """Raise :class:`CacheBehind` when the cache is behind what the status records.
+
+        The status names a Workflow (or a membership generation) the cache does not hold yet: just
+        created, or committed by a scaler, and its watch event still on the way. A missing object is
+        asked of the API server, so one deleted for real is seen as gone (and the job fails).
+        """
+        if not old.get("workflowName"):
+            return  # nothing created yet: creation reads back what already exists
+        if workflow is None and self._live.workflow(namespace, workflow_name(name)) is not None:
+            raise CacheBehind(f"the Workflow {workflow_name(name)} is not in the watch cache yet")
+        cm_name = membership_configmap_name(name)
+        if configmap is None and self._live.configmap(namespace, cm_name) is not None:
+            raise CacheBehind(f"the ConfigMap {cm_name} is not in the watch cache yet")
+        cached = _membership(configmap)
+        recorded = old.get("membershipGeneration")
+        if cached is not None and recorded is not None and cached.generation < int(recorded):
+            raise CacheBehind(f"the ConfigMap {cm_name} in the watch cache is at generation {cached.generation}")
 
     def _record_pending(
         self, body: Mapping[str, Any], job: DIJob, generation: int, extra: Mapping[str, str]
@@ -230,8 +303,7 @@ class Reconciler:
             workflow=None,
         )
         update = compute_status(obs, body.get("status") or {}, self._clock())
-        self._apply(body, update, None, None, [], extra)
-        return {**body, "status": dict(update.status)}
+        return self._apply(body, update, None, None, [], extra)
 
     def _first_report(self, key: str, refused: str | None) -> str | None:
         """``refused`` the first time it is seen for the job, else None (it was reported already)."""
@@ -287,13 +359,17 @@ class Reconciler:
         pods: list[dict[str, Any]],
         extra: Mapping[str, str],
         suspension: SuspendAction = SuspendAction.NONE,
-    ) -> None:
+    ) -> dict[str, Any]:
+        """Write the status (if it changed), post the events, clean up; returns the DIJob as written."""
         meta = body["metadata"]
         namespace, name = meta["namespace"], meta["name"]
         phase = update.status["phase"]
+        written: dict[str, Any] = {**body, "status": dict(update.status)}
         if update.changed:
-            self._jobs.patch_status(namespace, name, status_patch(body, update.status))
+            written = self._jobs.patch_status(namespace, name, status_patch(body, update.status))
             self._metrics.wrote("patch", "DIJob/status")
+            if self._cache is not None:  # the next pass reads this write, not the version it replaced
+                self._cache.replace("DIJob", body, written)
             old_phase = (body.get("status") or {}).get("phase")
             if old_phase != phase:
                 log.info("phase %s -> %s: %s", old_phase or "-", phase, _message(update.status), extra=extra)
@@ -313,8 +389,11 @@ class Reconciler:
             if suspension is SuspendAction.STOP and workflow is not None:
                 delete_workflow(self._objects, self._metrics, job, workflow, extra)
             self._cleanup_now(job, phase, workflow, pods, extra)
+        return written
 
-    def _finished(self, body: Mapping[str, Any], status: Mapping[str, Any], extra: Mapping[str, str]) -> float | None:
+    def _finished(
+        self, body: Mapping[str, Any], status: Mapping[str, Any], extra: Mapping[str, str], reads: Reads
+    ) -> float | None:
         """A finished job: cleanPodPolicy for pods still around, then ttlSecondsAfterFinished (idempotent).
 
         Returns the seconds until the TTL is due, or None.
@@ -323,7 +402,7 @@ class Reconciler:
             job = load_job(body)
         except InvalidJobError:
             return None
-        self._cleanup(job, status["phase"], extra)
+        self._cleanup(job, status["phase"], extra, reads)
         left = seconds_left(status.get("completionTimestamp"), job.ttl_seconds_after_finished, self._clock())
         if left is None or left > 0:
             return left
@@ -337,13 +416,16 @@ class Reconciler:
             )
         return None
 
-    def _cleanup(self, job: DIJob, phase: str, extra: Mapping[str, str]) -> None:
-        """A finished job: honour cleanPodPolicy for pods that are still around (idempotent)."""
-        workflow = self._objects.get_workflow(job.namespace, workflow_name(job.name))
+    def _cleanup(self, job: DIJob, phase: str, extra: Mapping[str, str], reads: Reads) -> None:
+        """A finished job: honour cleanPodPolicy for pods that are still around (idempotent).
+
+        From the watch cache: a pod it has not delivered yet is deleted by the pass its event starts.
+        """
+        workflow = reads.workflow(job.namespace, workflow_name(job.name))
         if workflow is None or not _owned_by(workflow, job.uid):
             return
         wf_uid = workflow["metadata"].get("uid")
-        pods = self._objects.list_pods(job.namespace, f"{LABEL_JOB}={job.name}")
+        pods = reads.pods(job.namespace, job.name)
         self._cleanup_now(job, phase, workflow, [p for p in pods if _owned_by(p, wf_uid)], extra)
 
     def _cleanup_now(
@@ -358,8 +440,10 @@ class Reconciler:
         if plan.empty:
             return
         if plan.shutdown_workflow and workflow is not None:
-            self._objects.shutdown_workflow(job.namespace, workflow["metadata"]["name"])
+            stopped = self._objects.shutdown_workflow(job.namespace, workflow["metadata"]["name"])
             self._metrics.wrote("patch", "Workflow")
+            if self._cache is not None and stopped:  # the next pass does not stop it again
+                self._cache.replace("Workflow", workflow, stopped)
         for pod in plan.delete_pods:
             self._objects.delete_pod(job.namespace, pod)
         self._metrics.wrote("delete", "Pod", len(plan.delete_pods))

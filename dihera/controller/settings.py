@@ -40,6 +40,8 @@ class ControllerSettings:
     health_port: int = 8081
     workers: int = 16
     retry_delays: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 30.0)
+    #: Seconds between sweeps of the watch cache (:mod:`dihera.controller.resync`); 0: none.
+    resync_seconds: float = 300.0
 
     def __post_init__(self) -> None:
         if not self.namespaces and not self.all_namespaces:

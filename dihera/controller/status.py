@@ -336,7 +336,9 @@ def status_patch(body: Mapping[str, Any], status: Mapping[str, Any]) -> list[dic
     Only :data:`OWN_FIELDS` that changed are written (``add`` replaces a whole value; a field gone is
     removed), so a field another writer owns, or wrote since ``body`` was read, is never touched. A
     job without a status yet gets one created under a resourceVersion precondition (another writer may
-    have created it meanwhile: then the API server answers 409 and the pass reads again).
+    have created it meanwhile: then the API server answers 409 and the pass reads again). Later writes
+    carry no precondition, so the di-server's profilings writes never make them fail; a watch cache
+    behind the API server cannot make them undo a newer status either (docs/controller.md).
     """
     old = body.get("status")
     ops: list[dict[str, Any]] = []

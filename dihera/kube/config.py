@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import functools
 import os
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client, config
 
-__all__ = ["DEFAULT_REQUEST_TIMEOUT", "api_client"]
+from dihera.kube.requests import request_kind, request_verb
+
+__all__ = ["DEFAULT_REQUEST_TIMEOUT", "OnRequest", "api_client"]
+
+#: Called with ``(verb, kind)`` (:mod:`dihera.kube.requests`) before every request an API client sends.
+OnRequest = Callable[[str, str], None]
 
 #: (connect, read) seconds for every request that names no timeout of its own. The client's
 #: default is to wait forever, so one stalled connection could freeze a reconcile for good.
@@ -16,13 +22,18 @@ __all__ = ["DEFAULT_REQUEST_TIMEOUT", "api_client"]
 DEFAULT_REQUEST_TIMEOUT = (10.0, 60.0)
 
 
-def _with_default_timeout(api: client.ApiClient, timeout: tuple[float, float]) -> client.ApiClient:
+def _wrap_requests(
+    api: client.ApiClient, timeout: tuple[float, float], on_request: OnRequest | None
+) -> client.ApiClient:
+    """Every request of ``api`` passes here: the default timeout, and ``on_request`` to count it."""
     send: Any = api.rest_client.request
 
     @functools.wraps(send)
     def request(method: str, url: str, *args: Any, _request_timeout: Any = None, **kwargs: Any) -> Any:
         if _request_timeout is None and "watch=true" not in url:
             _request_timeout = timeout
+        if on_request is not None:
+            on_request(request_verb(method, url), request_kind(url))
         return send(method, url, *args, _request_timeout=_request_timeout, **kwargs)
 
     api.rest_client.request = request  # type: ignore[method-assign]
@@ -33,10 +44,12 @@ def api_client(
     kubeconfig: str | None = None,
     context: str | None = None,
     timeout: tuple[float, float] = DEFAULT_REQUEST_TIMEOUT,
+    on_request: OnRequest | None = None,
 ) -> client.ApiClient:
     """An API client for ``kubeconfig`` (or ``$KUBECONFIG``, or ``~/.kube/config``), else in-cluster config.
 
-    Requests without a timeout of their own get ``timeout``. Called at an entry point only;
+    Requests without a timeout of their own get ``timeout``; ``on_request`` (if given) is told the verb
+    and kind of every request, so the caller can count them in one place. Called at an entry point only;
     nothing reads configuration at import time.
     """
     path = kubeconfig or os.environ.get("KUBECONFIG")
@@ -48,4 +61,4 @@ def api_client(
         )
     else:
         config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-    return _with_default_timeout(client.ApiClient(cfg), timeout)
+    return _wrap_requests(client.ApiClient(cfg), timeout, on_request)

@@ -69,14 +69,15 @@ class JobStore:
             return False
         return True
 
-    def patch_status(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> None:
-        """Apply a JSON patch to the status subresource; :class:`StatusConflict` when a precondition in it failed.
+    def patch_status(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Apply a JSON patch to the status subresource; the DIJob as written, or :class:`StatusConflict` when a
+        precondition in it failed.
 
         The controller's patches (:func:`dihera.controller.status.status_patch`) touch only the fields it
         owns, so another writer's fields (the di-server's ``status.profilings``) are never overwritten.
         """
         try:
-            self._custom.patch_namespaced_custom_object_status(
+            written = self._custom.patch_namespaced_custom_object_status(
                 GROUP,
                 VERSION,
                 namespace,
@@ -90,6 +91,7 @@ class JobStore:
             if err.status == 409:
                 raise StatusConflict(f"DIJob {namespace}/{name} changed since it was read") from err
             raise
+        return cast(dict[str, Any], written)
 
     def wait_for_phase(
         self,

@@ -12,6 +12,8 @@ from typing import Any, cast
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from dihera.schema import GROUP, PLURAL, VERSION
+
 __all__ = [
     "WORKFLOW_GROUP",
     "WORKFLOW_PLURAL",
@@ -64,6 +66,36 @@ class ObjectStore:
         items: list[dict[str, Any]] = _json(resp).get("items", [])
         return items
 
+    def list_uids(self, kind: str, namespace: str | None, selector: str = "") -> set[str]:
+        """The uids of every ``kind`` object (DIJob, Workflow, Pod, ConfigMap) in the namespace (None: all).
+
+        For the controller's watch-cache sweep: what exists now, so what the cache holds beyond it is gone.
+        """
+        opts: dict[str, Any] = {"label_selector": selector, "_preload_content": False}
+        custom = {"DIJob": (GROUP, VERSION, PLURAL), "Workflow": (WORKFLOW_GROUP, WORKFLOW_VERSION, WORKFLOW_PLURAL)}
+        resp: Any
+        if kind in custom:
+            group, version, plural = custom[kind]
+            if namespace:
+                resp = self._custom.list_namespaced_custom_object(group, version, namespace, plural, **opts)
+            else:
+                resp = self._custom.list_cluster_custom_object(group, version, plural, **opts)
+        elif kind == "Pod":
+            core = self._core
+            resp = (
+                core.list_namespaced_pod(namespace, **opts) if namespace else core.list_pod_for_all_namespaces(**opts)
+            )
+        elif kind == "ConfigMap":
+            core = self._core
+            resp = (
+                core.list_namespaced_config_map(namespace, **opts)
+                if namespace
+                else core.list_config_map_for_all_namespaces(**opts)
+            )
+        else:
+            raise ValueError(f"cannot list {kind}: unsupported kind; valid: DIJob, Workflow, Pod, ConfigMap")
+        return {str(item["metadata"]["uid"]) for item in _json(resp).get("items") or []}
+
     # -- writes ----------------------------------------------------------------------------------
 
     def create(self, obj: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
@@ -101,15 +133,17 @@ class ObjectStore:
             raise RuntimeError(f"{kind} {namespace}/{name} exists but cannot be read")
         return found
 
-    def shutdown_workflow(self, namespace: str, name: str, how: str = "Terminate") -> None:
-        """Ask Argo to stop a Workflow (``spec.shutdown``); a missing Workflow is fine."""
+    def shutdown_workflow(self, namespace: str, name: str, how: str = "Terminate") -> dict[str, Any] | None:
+        """Ask Argo to stop a Workflow (``spec.shutdown``); the Workflow as patched, or None when it is gone."""
         try:
-            self._custom.patch_namespaced_custom_object(
+            patched = self._custom.patch_namespaced_custom_object(
                 WORKFLOW_GROUP, WORKFLOW_VERSION, namespace, WORKFLOW_PLURAL, name, {"spec": {"shutdown": how}}
             )
         except ApiException as err:
             if not _missing(err):
                 raise
+            return None
+        return _as_dict(patched)
 
     def delete_workflow(self, namespace: str, name: str, uid: str | None = None) -> bool:
         """Delete a Workflow (its pods follow through ownerReferences); False when it was already gone.

@@ -30,6 +30,7 @@ from dihera.constants import (
     LABEL_TASK_NAME,
     LABEL_TASK_TYPE,
     MANAGED_BY,
+    WORKFLOW_ENTRYPOINT,
 )
 from dihera.membership import Membership
 from dihera.model import CleanPodPolicy, DIJob, Task
@@ -51,7 +52,7 @@ from dihera.render.strict import strict, strict_list
 
 __all__ = ["DESCRIPTION_ANNOTATION", "ENTRYPOINT", "MEMBERSHIP_VOLUME", "build_workflow", "dag_task", "describe"]
 
-ENTRYPOINT = "dijob"
+ENTRYPOINT = WORKFLOW_ENTRYPOINT
 DESCRIPTION_ANNOTATION = ANNOTATION_WORKFLOW_DESCRIPTION
 MEMBERSHIP_VOLUME = "dihera-membership"
 

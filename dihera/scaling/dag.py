@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dihera.constants import WORKFLOW_ENTRYPOINT as ENTRYPOINT
 from dihera.errors import NotDiheraWorkflow
 from dihera.membership import Membership
 from dihera.naming import dag_task_name
-from dihera.render.workflow import ENTRYPOINT
 
 __all__ = ["RETIRED_TEMPLATE", "DagSlots", "live_replicas", "read_dag", "retired_dag_tasks"]
 

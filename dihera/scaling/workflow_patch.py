@@ -10,12 +10,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dihera.constants import ANNOTATION_GENERATION, ANNOTATION_REPLICAS, LABEL_POD, LABEL_TASK_TYPE, TERMINAL_POD_PHASES
+from dihera.constants import (
+    ANNOTATION_GENERATION,
+    ANNOTATION_REPLICAS,
+    ANNOTATION_WORKFLOW_DESCRIPTION,
+    LABEL_POD,
+    LABEL_TASK_TYPE,
+    TERMINAL_POD_PHASES,
+)
 from dihera.errors import RetiredReplica
 from dihera.membership import Membership
 from dihera.naming import dag_task_name
 from dihera.patches import pointer
-from dihera.render.workflow import DESCRIPTION_ANNOTATION, dag_task, describe
 from dihera.scaling.dag import RETIRED_TEMPLATE, DagSlots, read_dag
 
 __all__ = ["pods_to_delete", "workflow_patch"]
@@ -27,6 +33,8 @@ def workflow_patch(membership: Membership, workflow: Mapping[str, Any]) -> list[
     Retires live DAG tasks that left the membership, appends DAG tasks for new replicas, keeps
     every other DAG task untouched. Each positional operation is guarded by a ``test`` of the name.
     """
+    from dihera.render.workflow import dag_task  # Hera's models: loaded only when a scale needs them
+
     slots = read_dag(workflow)
     spec = workflow["spec"]
     wanted = {dag_task_name(r.task, r.index): r for r in membership.replicas}
@@ -77,7 +85,7 @@ def workflow_patch(membership: Membership, workflow: Mapping[str, Any]) -> list[
         ops.append(
             {
                 "op": "add",
-                "path": f"/metadata/annotations/{pointer(DESCRIPTION_ANNOTATION)}",
+                "path": f"/metadata/annotations/{pointer(ANNOTATION_WORKFLOW_DESCRIPTION)}",
                 "value": _description(membership, workflow),
             }
         )
@@ -94,6 +102,8 @@ def _drop_tasks(workflow: Mapping[str, Any], slots: DagSlots) -> frozenset[str]:
 
 def _description(membership: Membership, workflow: Mapping[str, Any]) -> str:
     """The Argo UI description for ``membership``: task types read from the task templates' labels."""
+    from dihera.render.workflow import describe
+
     meta = workflow.get("metadata") or {}
     tasks = [
         (str(t["name"]), str(labels[LABEL_TASK_TYPE]), len(membership.of_task(str(t["name"]))))

@@ -89,8 +89,9 @@ EMPTY_INPUTS = {"empty": "", "comments": "# nothing\n# at all\n", "separator": "
 
 @pytest.mark.parametrize("command", ["validate", "render", "submit"])
 @pytest.mark.parametrize("text", list(EMPTY_INPUTS.values()), ids=list(EMPTY_INPUTS))
-def test_empty_input_is_an_error_for_every_command(tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str,
-                                                   text: str) -> None:
+def test_empty_input_is_an_error_for_every_command(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, text: str
+) -> None:
     path = tmp_path / "empty.yaml"
     path.write_text(text)
     assert main([command, str(path)]) == 1
@@ -100,8 +101,9 @@ def test_empty_input_is_an_error_for_every_command(tmp_path: Path, capsys: pytes
 
 
 @pytest.mark.parametrize("command", ["validate", "render", "submit"])
-def test_duplicate_keys_are_errors_naming_key_and_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                       command: str) -> None:
+def test_duplicate_keys_are_errors_naming_key_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
     path = tmp_path / "dup.yaml"
     path.write_text(yaml.safe_dump(job(task("learner"))) + "spec:\n  tasks: []\n")
     lines = path.read_text().splitlines()
@@ -121,22 +123,30 @@ def test_companion_objects_are_validated_and_passed_through(path: Path, capsys: 
     given = list(yaml.safe_load_all(path.read_text()))
     others = [d for d in given if d["kind"] != "DIJob"]
     assert rendered[: len(others)] == others  # untouched, first
-    assert [d["kind"] for d in rendered[len(others):]] == ["ConfigMap", "Service", "Workflow"]
+    assert [d["kind"] for d in rendered[len(others) :]] == ["ConfigMap", "Service", "Workflow"]
 
 
 @pytest.mark.parametrize(
     ("documents", "expected"),
     [
-        pytest.param([{"kind": "ConfigMap", "metadata": {"name": "c"}}], "document 2 (line 14): is not a Kubernetes "
-                     "object: apiVersion missing", id="no-api-version"),
-        pytest.param([{"data": {"a": "b"}}], "document 2 (line 14): is not a Kubernetes object: apiVersion and kind "
-                     "missing", id="no-api-version-no-kind"),
-        pytest.param([["a"]], "document 2 (line 14): must be a Kubernetes object (a mapping), got ['a']",
-                     id="not-a-mapping"),
+        pytest.param(
+            [{"kind": "ConfigMap", "metadata": {"name": "c"}}],
+            "document 2 (line 14): is not a Kubernetes object: apiVersion missing",
+            id="no-api-version",
+        ),
+        pytest.param(
+            [{"data": {"a": "b"}}],
+            "document 2 (line 14): is not a Kubernetes object: apiVersion and kind missing",
+            id="no-api-version-no-kind",
+        ),
+        pytest.param(
+            [["a"]], "document 2 (line 14): must be a Kubernetes object (a mapping), got ['a']", id="not-a-mapping"
+        ),
     ],
 )
-def test_a_document_that_is_no_object_is_named_by_position(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                                           documents: list[object], expected: str) -> None:
+def test_a_document_that_is_no_object_is_named_by_position(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], documents: list[object], expected: str
+) -> None:
     path = tmp_path / "multi.yaml"
     path.write_text(yaml.safe_dump_all([job(task("learner")), *documents]))
     assert main(["validate", str(path)]) == 1
@@ -234,12 +244,17 @@ def test_a_command_line_loads_the_module_of_its_command(argv: list[str], loaded:
     assert _modules_for(argv) == loaded
 
 
-def test_operator_command_without_the_extras_names_the_install(monkeypatch: pytest.MonkeyPatch,
-                                                               capsys: pytest.CaptureFixture[str]) -> None:
+def test_operator_command_without_the_extras_names_the_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setitem(sys.modules, "kopf", None)  # import kopf raises ModuleNotFoundError, as without the extra
     assert main(["controller", "--standalone"]) == 2
-    assert "dihera controller needs the operator extras (module 'kopf' is missing): pip install 'dihera[operator]'" \
+    assert (
+        "dihera controller needs the operator extras (module 'kopf' is missing): pip install 'dihera[operator]'"
         in capsys.readouterr().err
+    )
+
+
 def test_version_is_the_package_version(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main(["--version"])

@@ -80,12 +80,14 @@ class Cluster:
     def get(self, namespace: str, name: str) -> dict[str, Any]:
         return copy.deepcopy(self.body)
 
-    def patch_status(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> None:
+    def patch_status(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> dict[str, Any]:
         if self.conflicts:
             self.conflicts -= 1
             raise StatusConflict(f"{namespace}/{name} moved")
         self.body = jsonpatch.apply_patch(self.body, ops)
+        self.body["metadata"]["resourceVersion"] = str(int(self.body["metadata"]["resourceVersion"]) + 1)
         self.statuses.append(self.body["status"])
+        return copy.deepcopy(self.body)
 
     # ObjectStore
     def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:
@@ -225,9 +227,10 @@ class NewJobCluster(Cluster):
         self.configmap, self.workflow = None, None  # type: ignore[assignment]
         self.writes: list[str] = []
 
-    def patch_status(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> None:
-        super().patch_status(namespace, name, ops)
+    def patch_status(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> dict[str, Any]:
+        written = super().patch_status(namespace, name, ops)
         self.writes.append(f"status {self.body['status']['phase']}")
+        return written
 
     def create(self, obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         self.writes.append(f"create {obj['kind']}")

@@ -29,9 +29,10 @@ class LifecycleCluster(Cluster):
         self.pods_of = LIVE.replicas
         self.created_workflow: dict[str, Any] | None = None
 
-    def patch_status(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> None:
-        super().patch_status(namespace, name, ops)
+    def patch_status(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> dict[str, Any]:
+        written = super().patch_status(namespace, name, ops)
         self.order.append(f"status {self.body['status']['phase']}")
+        return written
 
     def delete(self, namespace: str, name: str, uid: str | None = None) -> bool:
         self.deleted.append((namespace, name, uid))

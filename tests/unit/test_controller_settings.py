@@ -51,6 +51,20 @@ def test_peering_lifetime_and_identity_reach_kopf() -> None:
     assert settings(["-n", "a"]).identity is None
 
 
+def test_kopf_keeps_no_diff_base_and_the_sweep_interval_is_a_flag() -> None:
+    from kopf._cogs.structs.bodies import Body
+
+    from dihera.controller.run import NoDiffBase, kopf_settings
+
+    kop = kopf_settings(settings(["-n", "a"]))
+    assert isinstance(kop.persistence.diffbase_storage, NoDiffBase)
+    body = Body({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "main"}]}})
+    assert kop.persistence.diffbase_storage.build(body=body) == {}
+    assert kop.persistence.diffbase_storage.fetch(body=body) is None
+    assert settings(["-n", "a"]).resync_seconds == 300
+    assert settings(["-n", "a", "--resync-seconds", "0"]).resync_seconds == 0
+
+
 def test_peering_lifetime_too_short_is_refused() -> None:
     with pytest.raises(ValueError, match="at least 5 seconds"):
         settings(["-n", "a", "--peering-lifetime", "4"])

@@ -23,15 +23,27 @@ def problems(text: str) -> list[str]:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        pytest.param("a: 1\na: 2\n", ["line 2: duplicate key 'a' (first at line 1); give each key once"],
-                     id="top-level"),
-        pytest.param("s:\n  t:\n  - x: 1\n    y: 2\n    x: 3\n",
-                     ["line 5: duplicate key 'x' (first at line 3); give each key once"], id="nested-in-list"),
-        pytest.param("a: 1\na: 2\nb: 1\nb: 2\n",
-                     ["line 2: duplicate key 'a' (first at line 1); give each key once",
-                      "line 4: duplicate key 'b' (first at line 3); give each key once"], id="all-at-once"),
-        pytest.param("kind: DIJob\n---\nkind: DIJob\nkind: X\n",
-                     ["line 4: duplicate key 'kind' (first at line 3); give each key once"], id="second-document"),
+        pytest.param(
+            "a: 1\na: 2\n", ["line 2: duplicate key 'a' (first at line 1); give each key once"], id="top-level"
+        ),
+        pytest.param(
+            "s:\n  t:\n  - x: 1\n    y: 2\n    x: 3\n",
+            ["line 5: duplicate key 'x' (first at line 3); give each key once"],
+            id="nested-in-list",
+        ),
+        pytest.param(
+            "a: 1\na: 2\nb: 1\nb: 2\n",
+            [
+                "line 2: duplicate key 'a' (first at line 1); give each key once",
+                "line 4: duplicate key 'b' (first at line 3); give each key once",
+            ],
+            id="all-at-once",
+        ),
+        pytest.param(
+            "kind: DIJob\n---\nkind: DIJob\nkind: X\n",
+            ["line 4: duplicate key 'kind' (first at line 3); give each key once"],
+            id="second-document",
+        ),
     ],
 )
 def test_duplicate_keys(text: str, expected: list[str]) -> None:
@@ -60,8 +72,12 @@ def test_positions_count_every_document_and_lines_start_at_one() -> None:
     [
         pytest.param([job(), configmap()], [0], [1], id="job-then-config"),
         pytest.param([configmap(), job(), configmap("b")], [1], [0, 2], id="config-first"),
-        pytest.param([{"spec": {"tasks": [task("learner")]}, "metadata": {"name": "j"}}], [0], [],
-                     id="dijob-without-apiversion-and-kind"),
+        pytest.param(
+            [{"spec": {"tasks": [task("learner")]}, "metadata": {"name": "j"}}],
+            [0],
+            [],
+            id="dijob-without-apiversion-and-kind",
+        ),
         pytest.param([job(name="a"), job(name="b")], [0, 1], [], id="two-jobs"),
     ],
 )

@@ -1,4 +1,4 @@
-"""Requests get a default timeout; watches and requests that name their own keep theirs."""
+"""Requests get a default timeout (watches and requests that name their own keep theirs) and are counted."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 
-from dihera.kube.config import DEFAULT_REQUEST_TIMEOUT, _with_default_timeout, api_client
+from dihera.kube.config import DEFAULT_REQUEST_TIMEOUT, _wrap_requests, api_client
 
 
 def test_default_timeout_except_for_watches_and_explicit_timeouts() -> None:
@@ -18,7 +18,7 @@ def test_default_timeout_except_for_watches_and_explicit_timeouts() -> None:
         seen.append(_request_timeout)
 
     api: Any = SimpleNamespace(rest_client=SimpleNamespace(request=send))
-    _with_default_timeout(api, (1.0, 2.0))
+    _wrap_requests(api, (1.0, 2.0), None)
     api.rest_client.request("GET", "https://x/api/v1/pods")
     api.rest_client.request("GET", "https://x/api/v1/pods?watch=true&timeoutSeconds=240")
     api.rest_client.request("PATCH", "https://x/api/v1/pods/a", _request_timeout=5)
@@ -40,3 +40,16 @@ def test_api_client_applies_the_default(tmp_path: Path) -> None:
     assert api.configuration.host == "https://127.0.0.1:1"
     assert api.rest_client.request.__wrapped__.__self__ is api.rest_client
     assert DEFAULT_REQUEST_TIMEOUT == (10.0, 60.0)
+
+
+def test_every_request_is_named_to_the_hook() -> None:
+    named: list[tuple[str, str]] = []
+
+    def send(method: str, url: str, *args: Any, **kw: Any) -> None:
+        return None
+
+    api: Any = SimpleNamespace(rest_client=SimpleNamespace(request=send))
+    _wrap_requests(api, (1.0, 2.0), lambda verb, kind: named.append((verb, kind)))
+    api.rest_client.request("GET", "https://x/api/v1/namespaces/ns/pods?labelSelector=diengine%2Fjob%3Dj")
+    api.rest_client.request("PATCH", "https://x/apis/diengine.opendilab.org/v2alpha1/namespaces/ns/dijobs/j/status")
+    assert named == [("list", "pods"), ("patch", "dijobs/status")]

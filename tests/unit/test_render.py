@@ -99,20 +99,36 @@ def test_every_container_gets_the_env_before_its_own() -> None:
 
 
 def test_init_containers_get_the_env_and_the_membership_mount() -> None:
-    manifest = job({"type": "none", "name": "worker", "replicas": 2, "template": {"spec": {
-        "initContainers": [container("wait-for-peers", command=["sh", "-c", "echo $DI_NODES"],
-                                     env=[{"name": "DI_RANK", "value": "9"}, {"name": "Y", "value": "1"}])],
-        "containers": [container("main")]}}})
+    manifest = job(
+        {
+            "type": "none",
+            "name": "worker",
+            "replicas": 2,
+            "template": {
+                "spec": {
+                    "initContainers": [
+                        container(
+                            "wait-for-peers",
+                            command=["sh", "-c", "echo $DI_NODES"],
+                            env=[{"name": "DI_RANK", "value": "9"}, {"name": "Y", "value": "1"}],
+                        )
+                    ],
+                    "containers": [container("main")],
+                }
+            },
+        }
+    )
     rendered = render(load_job(manifest))
     t = replica_template(rendered, "worker-1")
     wait, init = t["initContainers"]  # dihera's peer wait first (tests/unit/test_render_peer_wait.py)
     assert wait["name"] == "dihera-wait-peers"
     main_env = t["containerSet"]["containers"][0]["env"]
     assert init["env"][: len(main_env)] == main_env  # the same DI_* variables, in the same order, first
-    assert init["env"][len(main_env):] == [{"name": "Y", "value": "1"}]  # the user's DI_RANK cannot shadow it
+    assert init["env"][len(main_env) :] == [{"name": "Y", "value": "1"}]  # the user's DI_RANK cannot shadow it
     assert {e["name"]: e.get("value") for e in init["env"]}["DI_RANK"] == "1"
     assert init["volumeMounts"] == [
-        {"name": "dihera-membership", "mountPath": "/etc/dihera/membership", "readOnly": True}]
+        {"name": "dihera-membership", "mountPath": "/etc/dihera/membership", "readOnly": True}
+    ]
 
 
 def test_task_name_with_dash_becomes_env_name() -> None:
@@ -136,8 +152,9 @@ def test_pod_template_is_kept_whole() -> None:
     assert {"name": "work", "mountPath": "/work"} in learner["volumeMounts"]
     assert containers[1]["ports"] == [{"containerPort": 9100, "name": "metrics"}]
     (_, init), (src_init,) = t["initContainers"], source["spec"]["initContainers"]  # after dihera's peer wait
-    assert {k: init[k] for k in src_init if k != "volumeMounts"} == {k: v for k, v in src_init.items()
-                                                                     if k != "volumeMounts"}
+    assert {k: init[k] for k in src_init if k != "volumeMounts"} == {
+        k: v for k, v in src_init.items() if k != "volumeMounts"
+    }
     assert init["volumeMounts"][0] == src_init["volumeMounts"][0]  # kept, the membership mount added after
     assert t["nodeSelector"] == {"accelerator": "a100"}
     assert t["tolerations"] == source["spec"]["tolerations"]

@@ -49,12 +49,18 @@ def test_the_wait_is_hardened_small_and_runs_the_projects_image() -> None:
     wait = wait_container(render(load_job(three_tasks())), "learner-0")
     assert (wait["image"], wait["imagePullPolicy"]) == (DEFAULT_IMAGE, "IfNotPresent")
     assert wait["securityContext"] == {
-        "runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532, "readOnlyRootFilesystem": True,
-        "allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]},
+        "runAsNonRoot": True,
+        "runAsUser": 65532,
+        "runAsGroup": 65532,
+        "readOnlyRootFilesystem": True,
+        "allowPrivilegeEscalation": False,
+        "capabilities": {"drop": ["ALL"]},
         "seccompProfile": {"type": "RuntimeDefault"},
     }
-    assert wait["resources"] == {"requests": {"cpu": "10m", "memory": "32Mi"},
-                                 "limits": {"cpu": "500m", "memory": "64Mi"}}
+    assert wait["resources"] == {
+        "requests": {"cpu": "10m", "memory": "32Mi"},
+        "limits": {"cpu": "500m", "memory": "64Mi"},
+    }
     assert wait["terminationMessagePolicy"] == "FallbackToLogsOnError"
 
 
@@ -73,9 +79,16 @@ def test_settings_choose_the_image_pull_policy_and_bound() -> None:
         RenderSettings(peer_wait_timeout=-1)
 
 
-@pytest.mark.parametrize(("annotation", "settings_timeout", "expected"), [
-    (None, 300, "300"), ("30", 300, "30"), ("600", 0, "600"), ("0", 300, None), (None, 0, None),
-])
+@pytest.mark.parametrize(
+    ("annotation", "settings_timeout", "expected"),
+    [
+        (None, 300, "300"),
+        ("30", 300, "30"),
+        ("600", 0, "600"),
+        ("0", 300, None),
+        (None, 0, None),
+    ],
+)
 def test_the_jobs_annotation_overrides_the_platforms_bound_and_0_turns_it_off(
     annotation: str | None, settings_timeout: int, expected: str | None
 ) -> None:
@@ -94,8 +107,10 @@ def test_rendering_stays_deterministic() -> None:
 
 
 def test_validation_names_a_bad_annotation_and_the_reserved_container_name() -> None:
-    manifest = job(task("none", name="w", initContainers=[container(PEER_WAIT_CONTAINER)]),
-                   task("none", name="v", containers=[container(PEER_WAIT_CONTAINER)]))
+    manifest = job(
+        task("none", name="w", initContainers=[container(PEER_WAIT_CONTAINER)]),
+        task("none", name="v", containers=[container(PEER_WAIT_CONTAINER)]),
+    )
     manifest["metadata"]["annotations"] = {ANNOTATION_PEER_WAIT_TIMEOUT: "5m"}
     assert [str(p) for p in validate(manifest)] == [
         "metadata.annotations.diengine/peer-wait-timeout: '5m' is not a whole number of seconds >= 0 "
@@ -119,8 +134,11 @@ def test_controller_takes_the_wait_from_flags_then_the_charts_variables() -> Non
     def settings(argv: list[str], env: dict[str, str]) -> RenderSettings:
         return settings_from_args(build_parser().parse_args(["controller", *argv]), env).render
 
-    env = {"DIHERA_PEER_WAIT_IMAGE": "reg/dihera:1", "DIHERA_PEER_WAIT_IMAGE_PULL_POLICY": "Always",
-           "DIHERA_PEER_WAIT_TIMEOUT": "20"}
+    env = {
+        "DIHERA_PEER_WAIT_IMAGE": "reg/dihera:1",
+        "DIHERA_PEER_WAIT_IMAGE_PULL_POLICY": "Always",
+        "DIHERA_PEER_WAIT_TIMEOUT": "20",
+    }
     s = settings([], env)
     assert (s.peer_wait_image, s.peer_wait_image_pull_policy, s.peer_wait_timeout) == ("reg/dihera:1", "Always", 20)
     s = settings(["--peer-wait-image", "x:2", "--peer-wait-timeout", "0"], env)

@@ -34,9 +34,14 @@ def _walk(schema: dict[str, Any], path: str = "") -> list[tuple[str, dict[str, A
 
 def test_every_spec_and_status_field_is_described() -> None:
     schema = dijob_schema()
-    undescribed = [p for p, s in _walk(schema) if not s.get("description")
-                   and not p.startswith((".apiVersion", ".kind", ".metadata"))
-                   and not p.endswith("[]") and "{}" not in p]
+    undescribed = [
+        p
+        for p, s in _walk(schema)
+        if not s.get("description")
+        and not p.startswith((".apiVersion", ".kind", ".metadata"))
+        and not p.endswith("[]")
+        and "{}" not in p
+    ]
     assert undescribed == []
 
 
@@ -57,8 +62,10 @@ def test_crd_shape() -> None:
     task = spec["properties"]["tasks"]["items"]
     assert task["properties"]["type"]["enum"] == ["learner", "collector", "evaluator", "none"]
     assert task["properties"]["replicas"]["minimum"] == 1
-    rules = [r["rule"] for r in spec["x-kubernetes-validations"] + task["x-kubernetes-validations"]
-             + root["x-kubernetes-validations"]]
+    rules = [
+        r["rule"]
+        for r in spec["x-kubernetes-validations"] + task["x-kubernetes-validations"] + root["x-kubernetes-validations"]
+    ]
     assert len(rules) == 10
     assert any("exists" in r or "filter" in r for r in rules)
     assert any("successPolicy.targetTasks" in r for r in rules)

@@ -42,51 +42,94 @@ def test_defaults_do_not_mutate_the_input() -> None:
 @pytest.mark.parametrize(
     ("manifest", "expected"),
     [
-        pytest.param(job(task("collector"), task("collector", name="c2")),
-                     ["spec.tasks[0].type: 'collector' is the type of 2 tasks",
-                      "spec.tasks[1].type: 'collector' is the type of 2 tasks"], id="two-tasks-of-one-type"),
-        pytest.param(job(task("none", name="x"), task("none", name="x")),
-                     ["spec.tasks[0].name: 'x' is used by 2 tasks", "spec.tasks[1].name: 'x' is used by 2 tasks"],
-                     id="one-name-twice"),
-        pytest.param(job(task("learner"), task("none", name="learner")),
-                     ["spec.tasks[0].name: 'learner' is used by 2 tasks", "spec.tasks[1].name: 'learner' is used by 2"],
-                     id="defaulted-name-clashes"),
-        pytest.param(job(task("none")), ["spec.tasks[0].name: is required for a task of type none"],
-                     id="unnamed-none-task"),
-        pytest.param(job(task("learner"), minReplicas=3, maxReplicas=2),
-                     ["spec.minReplicas: 3 must not exceed maxReplicas (2)",
-                      "spec.tasks: the total replicas of all tasks (1) must be at least minReplicas (3)"],
-                     id="min-above-max"),
-        pytest.param(job(task("collector", replicas=6), maxReplicas=5),
-                     ["spec.tasks: the total replicas of all tasks (6) must be at most maxReplicas (5)"],
-                     id="above-max"),
-        pytest.param(job(task("none", name="a" * 31), name="j" * 30),
-                     ["spec.tasks[0].name: pod hostname '" + "j" * 30 + "-" + "a" * 31 + "-0' would be 64"],
-                     id="hostname-too-long"),
-        pytest.param(job(task("bogus", name="x")),
-                     ["spec.tasks[0].type: 'bogus' is not valid; valid values: learner, collector, evaluator, none"],
-                     id="bad-type"),
-        pytest.param(job(task("learner", replicas=0)), ["spec.tasks[0].replicas: 0 is less than the minimum of 1"],
-                     id="zero-replicas"),
-        pytest.param(job(task("learner"), cleanPodPolicy="Sometimes"),
-                     ["spec.cleanPodPolicy: 'Sometimes' is not valid; valid values: Running, All, None"],
-                     id="bad-clean-pod-policy"),
-        pytest.param(job(task("learner"), priority="urgent"),
-                     ["spec.priority: 'urgent' is not valid; valid values: normal, high"], id="bad-priority"),
-        pytest.param(job(task("learner"), backoffLimit=-1),
-                     ["spec.backoffLimit: -1 is less than the minimum of 0"], id="negative-backoff"),
-        pytest.param(job(task("none", name="Bad_Name")), ["spec.tasks[0].name: 'Bad_Name' is not a DNS label"],
-                     id="task-name-not-dns"),
-        pytest.param(job(task("learner"), name="Job.1"), ["metadata.name: 'Job.1' is not a DNS label"],
-                     id="job-name-not-dns"),
-        pytest.param(job(task("learner"), name="j" * 61),
-                     ["metadata.name: '" + "j" * 61 + "' is too long",
-                      "spec.tasks[0].name: pod hostname '" + "j" * 61 + "-learner-0' would be 71"],
-                     id="job-name-too-long"),
-        pytest.param({**job(task("learner")), "kind": "Job"}, ["kind: 'Job' is not valid; expected DIJob"],
-                     id="wrong-kind"),
-        pytest.param({"apiVersion": "diengine.opendilab.org/v2alpha1", "kind": "DIJob", "metadata": {"name": "x"}},
-                     ["(root): 'spec' is a required property"], id="no-spec"),
+        pytest.param(
+            job(task("collector"), task("collector", name="c2")),
+            [
+                "spec.tasks[0].type: 'collector' is the type of 2 tasks",
+                "spec.tasks[1].type: 'collector' is the type of 2 tasks",
+            ],
+            id="two-tasks-of-one-type",
+        ),
+        pytest.param(
+            job(task("none", name="x"), task("none", name="x")),
+            ["spec.tasks[0].name: 'x' is used by 2 tasks", "spec.tasks[1].name: 'x' is used by 2 tasks"],
+            id="one-name-twice",
+        ),
+        pytest.param(
+            job(task("learner"), task("none", name="learner")),
+            ["spec.tasks[0].name: 'learner' is used by 2 tasks", "spec.tasks[1].name: 'learner' is used by 2"],
+            id="defaulted-name-clashes",
+        ),
+        pytest.param(
+            job(task("none")), ["spec.tasks[0].name: is required for a task of type none"], id="unnamed-none-task"
+        ),
+        pytest.param(
+            job(task("learner"), minReplicas=3, maxReplicas=2),
+            [
+                "spec.minReplicas: 3 must not exceed maxReplicas (2)",
+                "spec.tasks: the total replicas of all tasks (1) must be at least minReplicas (3)",
+            ],
+            id="min-above-max",
+        ),
+        pytest.param(
+            job(task("collector", replicas=6), maxReplicas=5),
+            ["spec.tasks: the total replicas of all tasks (6) must be at most maxReplicas (5)"],
+            id="above-max",
+        ),
+        pytest.param(
+            job(task("none", name="a" * 31), name="j" * 30),
+            ["spec.tasks[0].name: pod hostname '" + "j" * 30 + "-" + "a" * 31 + "-0' would be 64"],
+            id="hostname-too-long",
+        ),
+        pytest.param(
+            job(task("bogus", name="x")),
+            ["spec.tasks[0].type: 'bogus' is not valid; valid values: learner, collector, evaluator, none"],
+            id="bad-type",
+        ),
+        pytest.param(
+            job(task("learner", replicas=0)),
+            ["spec.tasks[0].replicas: 0 is less than the minimum of 1"],
+            id="zero-replicas",
+        ),
+        pytest.param(
+            job(task("learner"), cleanPodPolicy="Sometimes"),
+            ["spec.cleanPodPolicy: 'Sometimes' is not valid; valid values: Running, All, None"],
+            id="bad-clean-pod-policy",
+        ),
+        pytest.param(
+            job(task("learner"), priority="urgent"),
+            ["spec.priority: 'urgent' is not valid; valid values: normal, high"],
+            id="bad-priority",
+        ),
+        pytest.param(
+            job(task("learner"), backoffLimit=-1),
+            ["spec.backoffLimit: -1 is less than the minimum of 0"],
+            id="negative-backoff",
+        ),
+        pytest.param(
+            job(task("none", name="Bad_Name")),
+            ["spec.tasks[0].name: 'Bad_Name' is not a DNS label"],
+            id="task-name-not-dns",
+        ),
+        pytest.param(
+            job(task("learner"), name="Job.1"), ["metadata.name: 'Job.1' is not a DNS label"], id="job-name-not-dns"
+        ),
+        pytest.param(
+            job(task("learner"), name="j" * 61),
+            [
+                "metadata.name: '" + "j" * 61 + "' is too long",
+                "spec.tasks[0].name: pod hostname '" + "j" * 61 + "-learner-0' would be 71",
+            ],
+            id="job-name-too-long",
+        ),
+        pytest.param(
+            {**job(task("learner")), "kind": "Job"}, ["kind: 'Job' is not valid; expected DIJob"], id="wrong-kind"
+        ),
+        pytest.param(
+            {"apiVersion": "diengine.opendilab.org/v2alpha1", "kind": "DIJob", "metadata": {"name": "x"}},
+            ["(root): 'spec' is a required property"],
+            id="no-spec",
+        ),
         pytest.param(job(), [], id="valid"),
     ],
 )
@@ -103,8 +146,13 @@ def test_all_problems_are_reported_at_once() -> None:
         load_job(manifest, source="bad.yaml")
     paths = [p.path for p in err.value.problems]
     assert paths == sorted(paths)
-    assert {"spec.priority", "spec.tasks[0].replicas", "spec.tasks[0].type", "spec.tasks[1].type",
-            "spec.tasks[2].name"} <= set(paths)
+    assert {
+        "spec.priority",
+        "spec.tasks[0].replicas",
+        "spec.tasks[0].type",
+        "spec.tasks[1].type",
+        "spec.tasks[2].name",
+    } <= set(paths)
     assert str(err.value).startswith("bad.yaml is invalid (")
 
 
@@ -112,16 +160,24 @@ def test_all_problems_are_reported_at_once() -> None:
     ("spec", "expected"),
     [
         ({"containers": [container(comand=["x"])]}, "spec.tasks[0].template.spec.containers[0].comand: unknown field"),
-        ({"containers": [container(env=[{"name": "A", "value": 1}])]},
-         "spec.tasks[0].template.spec.containers[0].env[0].value: must be of type string, got 1"),
+        (
+            {"containers": [container(env=[{"name": "A", "value": 1}])]},
+            "spec.tasks[0].template.spec.containers[0].env[0].value: must be of type string, got 1",
+        ),
         ({"containers": [container()], "nodeSelektor": {}}, "spec.tasks[0].template.spec.nodeSelektor: unknown field"),
-        ({"containers": [container()], "restartPolicy": "Always"},
-         "spec.tasks[0].template.spec.restartPolicy: must be Never, got 'Always'"),
+        (
+            {"containers": [container()], "restartPolicy": "Always"},
+            "spec.tasks[0].template.spec.restartPolicy: must be Never, got 'Always'",
+        ),
         ({"containers": [container()], "hostname": "x"}, "spec.tasks[0].template.spec.hostname: must not be set"),
-        ({"containers": [container(), container()]},
-         "spec.tasks[0].template.spec.containers[1].name: 'main' is already the name of"),
-        ({"containers": [container()], "tolerations": [{"key": "a", "operatr": "Exists"}]},
-         "spec.tasks[0].template.spec.tolerations[0].operatr: unknown field"),
+        (
+            {"containers": [container(), container()]},
+            "spec.tasks[0].template.spec.containers[1].name: 'main' is already the name of",
+        ),
+        (
+            {"containers": [container()], "tolerations": [{"key": "a", "operatr": "Exists"}]},
+            "spec.tasks[0].template.spec.tolerations[0].operatr: unknown field",
+        ),
         ({"containers": []}, "spec.tasks[0].template.spec.containers: [] should be non-empty"),
     ],
 )
@@ -132,8 +188,18 @@ def test_pod_template_is_checked_field_by_field(spec: dict[str, Any], expected: 
 
 
 def test_numeric_quantities_are_accepted() -> None:
-    manifest = job({"type": "learner", "template": {"spec": {"containers": [
-        container(resources={"requests": {"cpu": 1, "nvidia.com/gpu": 1}, "limits": {"cpu": 1.5}})]}}})
+    manifest = job(
+        {
+            "type": "learner",
+            "template": {
+                "spec": {
+                    "containers": [
+                        container(resources={"requests": {"cpu": 1, "nvidia.com/gpu": 1}, "limits": {"cpu": 1.5}})
+                    ]
+                }
+            },
+        }
+    )
     assert validate(manifest) == []
 
 
@@ -158,36 +224,66 @@ def test_task_types_are_typed() -> None:
 @pytest.mark.parametrize(
     ("path", "value", "expected"),
     [
-        pytest.param(("spec", "backofflimit"), 2,
-                     "spec.backofflimit: unknown field of the DIJob spec; did you mean backoffLimit?", id="spec-case"),
-        pytest.param(("spec", "cleanpodPolicy"), "All",
-                     "spec.cleanpodPolicy: unknown field of the DIJob spec; did you mean cleanPodPolicy?",
-                     id="spec-typo"),
-        pytest.param(("spec", "tasks", 0, "replica"), 2,
-                     "spec.tasks[0].replica: unknown field of a DIJob task; did you mean replicas?", id="task-typo"),
-        pytest.param(("spec", "tasks", 0, "template", "spek"), {},
-                     "spec.tasks[0].template.spek: unknown field of core/v1 PodTemplateSpec; did you mean spec?",
-                     id="template-typo"),
-        pytest.param(("spec", "tasks", 0, "template", "metadata", "lables"), {},
-                     "spec.tasks[0].template.metadata.lables: unknown field of core/v1 ObjectMeta; "
-                     "did you mean labels?", id="template-metadata-typo"),
-        pytest.param(("spec", "tasks", 0, "template", "spec", "containers", 0, "imagePullPolicyy"), "Always",
-                     "spec.tasks[0].template.spec.containers[0].imagePullPolicyy: unknown field of core/v1 Container; "
-                     "did you mean imagePullPolicy?", id="container-typo"),
-        pytest.param(("spec", "tasks", 0, "template", "spec", "containers", 0, "resources", "limts"), {},
-                     "spec.tasks[0].template.spec.containers[0].resources.limts: unknown field of core/v1 "
-                     "ResourceRequirements; did you mean limits?", id="nested-typo"),
-        pytest.param(("spec", "volumes"), [{"name": "v", "hostpath": {"path": "/x"}}],
-                     "spec.volumes[0].hostpath: unknown field of core/v1 Volume; did you mean hostPath?",
-                     id="job-volume-typo"),
+        pytest.param(
+            ("spec", "backofflimit"),
+            2,
+            "spec.backofflimit: unknown field of the DIJob spec; did you mean backoffLimit?",
+            id="spec-case",
+        ),
+        pytest.param(
+            ("spec", "cleanpodPolicy"),
+            "All",
+            "spec.cleanpodPolicy: unknown field of the DIJob spec; did you mean cleanPodPolicy?",
+            id="spec-typo",
+        ),
+        pytest.param(
+            ("spec", "tasks", 0, "replica"),
+            2,
+            "spec.tasks[0].replica: unknown field of a DIJob task; did you mean replicas?",
+            id="task-typo",
+        ),
+        pytest.param(
+            ("spec", "tasks", 0, "template", "spek"),
+            {},
+            "spec.tasks[0].template.spek: unknown field of core/v1 PodTemplateSpec; did you mean spec?",
+            id="template-typo",
+        ),
+        pytest.param(
+            ("spec", "tasks", 0, "template", "metadata", "lables"),
+            {},
+            "spec.tasks[0].template.metadata.lables: unknown field of core/v1 ObjectMeta; did you mean labels?",
+            id="template-metadata-typo",
+        ),
+        pytest.param(
+            ("spec", "tasks", 0, "template", "spec", "containers", 0, "imagePullPolicyy"),
+            "Always",
+            "spec.tasks[0].template.spec.containers[0].imagePullPolicyy: unknown field of core/v1 Container; "
+            "did you mean imagePullPolicy?",
+            id="container-typo",
+        ),
+        pytest.param(
+            ("spec", "tasks", 0, "template", "spec", "containers", 0, "resources", "limts"),
+            {},
+            "spec.tasks[0].template.spec.containers[0].resources.limts: unknown field of core/v1 "
+            "ResourceRequirements; did you mean limits?",
+            id="nested-typo",
+        ),
+        pytest.param(
+            ("spec", "volumes"),
+            [{"name": "v", "hostpath": {"path": "/x"}}],
+            "spec.volumes[0].hostpath: unknown field of core/v1 Volume; did you mean hostPath?",
+            id="job-volume-typo",
+        ),
         pytest.param(("spek",), {}, "spek: unknown field of a DIJob; did you mean spec?", id="root-typo"),
-        pytest.param(("spec", "zzz"), 1,
-                     "spec.zzz: unknown field of the DIJob spec; valid fields: activeDeadlineSeconds, backoffLimit, ",
-                     id="no-near-field"),
+        pytest.param(
+            ("spec", "zzz"),
+            1,
+            "spec.zzz: unknown field of the DIJob spec; valid fields: activeDeadlineSeconds, backoffLimit, ",
+            id="no-near-field",
+        ),
     ],
 )
-def test_unknown_fields_name_the_path_and_the_nearest_field(path: tuple[Any, ...], value: Any,
-                                                           expected: str) -> None:
+def test_unknown_fields_name_the_path_and_the_nearest_field(path: tuple[Any, ...], value: Any, expected: str) -> None:
     manifest = job(task("learner"))
     node: Any = manifest
     for part in path[:-1]:

@@ -34,10 +34,11 @@ no ClusterRole: kopf then logs that it cannot watch CRDs or namespaces and uses 
 - apiGroups: [""]
   resources: [services]
   verbs: [get, create]
-# The job's membership ConfigMap (created; replaced with a resourceVersion when scaling).
+# The job's membership ConfigMap (watched for the controller's cache, label-selected; created; read and
+# replaced with a resourceVersion when scaling).
 - apiGroups: [""]
   resources: [configmaps]
-  verbs: [get, create, update]
+  verbs: [get, list, watch, create, update]
 # Events about DIJobs.
 - apiGroups: [""]
   resources: [events]

@@ -1,0 +1,43 @@
+"""kopf wiring: one cache-feeding indexer and one event handler per watched kind (no cluster)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import kopf
+
+from dihera.controller.handlers import RESOURCES, build_registry, configure_watching
+from dihera.controller.queue import ReconcileQueue
+from dihera.controller.watch_cache import WatchCache
+
+
+def pod() -> dict[str, Any]:
+    meta = {"name": "j-learner-0", "namespace": "ns", "uid": "p", "labels": {"diengine/job": "j"}}
+    return {"metadata": meta, "status": {"phase": "Running"}}
+
+
+def test_every_watched_kind_feeds_the_cache_and_queues_its_job() -> None:
+    queued: list[tuple[str, str]] = []
+    queue = ReconcileQueue(lambda ns, name: queued.append((ns, name)))  # type: ignore[func-returns-value]
+    cache = WatchCache()
+    registry = build_registry(queue, cache, lambda **_: None)
+    indexers = {h.id: h for h in registry._indexing.get_all_handlers()}
+    watchers = {h.id: h for h in registry._watching.get_all_handlers()}
+    assert set(indexers) == {f"watch-cache-{kind}" for kind in RESOURCES}
+    assert {"Workflow-event", "Pod-event", "ConfigMap-event"} <= set(watchers) and len(watchers) == 4
+
+    asyncio.run(indexers["watch-cache-Pod"].fn(body=pod()))
+    assert [p["metadata"]["name"] for p in cache.pods("ns", "j")] == ["j-learner-0"]
+    on_pod = watchers["Pod-event"].fn
+    on_pod(type="MODIFIED", body=pod(), labels=pod()["metadata"]["labels"], namespace="ns")
+    on_pod(type="DELETED", body=pod(), labels=pod()["metadata"]["labels"], namespace="ns")
+    assert cache.pods("ns", "j") == [] and queued == [("ns", "j"), ("ns", "j")]
+
+
+def test_server_side_selectors_for_everything_but_dijobs() -> None:
+    settings = kopf.OperatorSettings()
+    configure_watching(settings)
+    selectors = settings.watching.label_selectors
+    assert selectors["argoproj.io", "workflows"] == selectors["v1", "pods"] == "diengine/job"
+    assert selectors["v1", "configmaps"] == "app.kubernetes.io/managed-by=dihera,diengine/job"

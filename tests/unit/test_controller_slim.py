@@ -1,0 +1,177 @@
+"""The watch cache's slim objects lead to the same decisions as the objects the API server serves."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from dihera.controller.cleanup import plan_cleanup
+from dihera.controller.slim import slim_configmap, slim_dijob, slim_pod, slim_workflow
+from dihera.controller.status import Observation, compute_status
+from dihera.model import CleanPodPolicy
+from dihera.scaling.spec_edit import plan_spec_edit
+from dihera.validation import load_job
+from tests.unit.builders import job, task
+from tests.unit.test_controller_status import (
+    ALWAYS_FAILS,
+    FAILED_ONCE,
+    GROWN,
+    RETIRED_NODES,
+    RETRIED,
+    SHRUNK,
+    T1,
+    observe,
+    pod,
+    running,
+    workflow,
+)
+
+MANAGED = [{"manager": "kubelet", "operation": "Update", "fieldsV1": {"f:status": {"f:phase": {}}}}]
+
+
+def dressed_pod(p: dict[str, Any], memory: str | None = "48Mi") -> dict[str, Any]:
+    """``p`` with what the API server adds: managedFields, the full spec, container details."""
+    full = copy.deepcopy(p)
+    meta = full["metadata"]
+    meta.update(managedFields=MANAGED, uid=f"uid-{meta['name']}", resourceVersion="7", namespace="ns")
+    meta["annotations"] = {**meta.get("annotations", {}), "diengine/rank": "1", "big": "x" * 1000}
+    main = {"name": "main", "image": "ding", "env": [{"name": "DI_NODES", "value": "y" * 5000}]}
+    if memory:
+        main["resources"] = {"limits": {"memory": memory, "cpu": "1"}, "requests": {"cpu": "1"}}
+    full["spec"] = {"initContainers": [{"name": "init", "image": "argoexec"}], "containers": [main], "nodeName": "n"}
+    status = full["status"]
+    status.update(hostIP="10.0.0.1", podIP="10.0.0.2", startTime="t", qosClass="Burstable")
+    for cs in status.get("containerStatuses") or []:
+        cs.update(image="ding", imageID="sha256:1", containerID="containerd://1", restartCount=0)
+    return full
+
+
+def dressed_workflow(wf: dict[str, Any] | None) -> dict[str, Any] | None:
+    if wf is None:
+        return None
+    full = copy.deepcopy(wf)
+    full["metadata"].update(managedFields=MANAGED, resourceVersion="9", namespace="ns")
+    for t in full["spec"]["templates"]:
+        for dag_task in (t.get("dag") or {}).get("tasks") or []:
+            dag_task["arguments"] = {"parameters": [{"name": "rank", "value": "1"}]}
+    full["spec"]["templates"].append({"name": "collector", "container": {"image": "ding", "env": [{"name": "A"}]}})
+    nodes = full["status"].setdefault("nodes", {})
+    nodes["dag"] = {"name": "job", "type": "DAG", "phase": "Running", "children": list(nodes)}
+    for node in nodes.values():
+        node.update(inputs={"parameters": [{"name": "rank", "value": "1"}]}, startedAt="t", hostNodeName="n")
+    return full
+
+
+def slimmed(obs: Observation) -> tuple[Observation, Observation]:
+    """The observation with dressed objects, and the same through the slimmers."""
+    pods = [dressed_pod(p) for p in obs.pods]
+    wf = dressed_workflow(dict(obs.workflow) if obs.workflow is not None else None)
+    full = Observation(**{**obs.__dict__, "pods": pods, "workflow": wf})
+    slim_wf = slim_workflow(wf) if wf is not None else None
+    return full, Observation(**{**obs.__dict__, "pods": [slim_pod(p) for p in pods], "workflow": slim_wf})
+
+
+OOM = {
+    **pod("collector", 1, "Failed", False, code=137),
+    "status": {
+        "phase": "Failed",
+        "containerStatuses": [{"name": "main", "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled"}}}],
+    },
+}
+UNSCHEDULABLE = {
+    **pod("collector", 1, "Pending", False),
+    "status": {
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes"}],
+    },
+}
+PULL = {
+    **pod("collector", 1, "Pending", False),
+    "status": {
+        "phase": "Pending",
+        "containerStatuses": [{"name": "main", "state": {"waiting": {"reason": "ImagePullBackOff", "message": "no"}}}],
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("obs", "old"),
+    [
+        (observe(workflow(), running()), {}),
+        (observe(workflow(), running(("collector", 1))), {"phase": "Running", "membershipGeneration": 1}),
+        (observe(workflow(), FAILED_ONCE, backoff=1), {}),
+        (observe(workflow(), RETRIED, backoff=1), {}),
+        (observe(workflow(), ALWAYS_FAILS, backoff=1), {}),
+        (observe(workflow("Failed", message="boom"), running()), {}),
+        (observe(workflow("Succeeded"), []), {}),
+        (observe(workflow(), [*running(), pod("collector", 2, "Pending", False)], membership=GROWN), {}),
+        (
+            observe(
+                workflow(retired=("collector-1",), nodes=RETIRED_NODES), running(("collector", 1)), membership=SHRUNK
+            ),
+            {"phase": "Running", "membershipGeneration": 1},
+        ),
+        (observe(workflow(), [*running(("collector", 1)), OOM]), {}),
+        (observe(workflow(), [*running(("collector", 1)), UNSCHEDULABLE]), {}),
+        (observe(workflow(), [*running(("collector", 1)), PULL]), {}),
+    ],
+)
+def test_status_from_slim_objects_is_the_status_from_full_ones(obs: Observation, old: dict[str, Any]) -> None:
+    full, slim = slimmed(obs)
+    assert compute_status(slim, old, T1) == compute_status(full, old, T1)
+
+
+def test_the_oom_message_still_names_the_memory_limit() -> None:
+    _, slim = slimmed(observe(workflow(), [*running(("collector", 1)), OOM]))
+    message = compute_status(slim, {}, T1).status["conditions"][-1]["message"]
+    assert "memory limit 48Mi" in message
+
+
+@pytest.mark.parametrize("policy", list(CleanPodPolicy))
+@pytest.mark.parametrize("phase", ["Succeeded", "Failed"])
+def test_cleanup_from_slim_objects_is_the_cleanup_from_full_ones(policy: CleanPodPolicy, phase: str) -> None:
+    pods = [dressed_pod(p) for p in [*running(("collector", 1)), pod("collector", 1, "Succeeded", False)]]
+    wf = dressed_workflow(workflow())
+    assert wf is not None
+    stopped = {**wf, "spec": {**wf["spec"], "shutdown": "Terminate"}}
+    for w in (wf, stopped):
+        assert plan_cleanup(policy, phase, slim_workflow(w), [slim_pod(p) for p in pods]) == plan_cleanup(
+            policy, phase, w, pods
+        )
+
+
+def test_a_hand_edit_is_planned_the_same_from_a_slim_dijob_and_workflow() -> None:
+    body = job(task("learner", replicas=1), task("collector", replicas=3), name="job")
+    body["metadata"].update(namespace="ns", uid="u", generation=2, managedFields=MANAGED)
+    body["metadata"]["annotations"] = {"kubectl.kubernetes.io/last-applied-configuration": "{}" * 500}
+    body["status"] = {"observedGeneration": 1, "membershipGeneration": 1}
+    wf = dressed_workflow(workflow(retired=("collector-1",)))
+    assert wf is not None
+    slim_body = slim_dijob(body)
+    assert "managedFields" not in slim_body["metadata"] and "annotations" not in slim_body["metadata"]
+    full_plan = plan_spec_edit(load_job(body), 1, 2, 1, GROWN, wf)
+    assert plan_spec_edit(load_job(slim_body), 1, 2, 1, GROWN, slim_workflow(wf)) == full_plan
+
+
+def test_a_configmap_keeps_its_data_and_identity_only() -> None:
+    cm = {
+        "metadata": {
+            "name": "j-membership",
+            "namespace": "ns",
+            "uid": "c",
+            "resourceVersion": "3",
+            "managedFields": MANAGED,
+        },
+        "data": {"membership.json": "{}"},
+    }
+    assert slim_configmap(cm) == {
+        "metadata": {"name": "j-membership", "namespace": "ns", "uid": "c", "resourceVersion": "3"},
+        "data": {"membership.json": "{}"},
+    }
+
+
+def test_slim_objects_are_much_smaller() -> None:
+    full = dressed_pod(pod("collector", 1))
+    assert len(repr(slim_pod(full))) * 5 < len(repr(full))
