@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dihera.constants import ANNOTATION_NODE_NAME
+from dihera.controller.replicas import workflow_nodes
 
 __all__ = ["SLIMMERS", "slim_configmap", "slim_dijob", "slim_pod", "slim_workflow"]
 
@@ -101,7 +102,7 @@ def slim_workflow(obj: Mapping[str, Any]) -> dict[str, Any]:
     out_spec["templates"] = [_template(t) for t in spec.get("templates") or []]
     nodes = {
         node_id: _pick(node, ("name", "type", "phase", "message"))
-        for node_id, node in (status.get("nodes") or {}).items()
+        for node_id, node in workflow_nodes(obj).items()  # compressedNodes unpacked: a big job's slim copy is small
         if node.get("type") == "Pod"
     }
     out_status = _pick(status, ("phase", "message"))

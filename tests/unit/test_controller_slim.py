@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import copy
+import gzip
+import json
 from typing import Any
 
 import pytest
@@ -175,3 +178,19 @@ def test_a_configmap_keeps_its_data_and_identity_only() -> None:
 def test_slim_objects_are_much_smaller() -> None:
     full = dressed_pod(pod("collector", 1))
     assert len(repr(slim_pod(full))) * 5 < len(repr(full))
+
+
+def test_a_big_workflows_compressed_nodes_are_unpacked_into_its_slim_copy() -> None:
+    """Past 1 MiB Argo keeps the nodes only in status.compressedNodes: the cache's copy must still have them."""
+    nodes = {
+        "a": {"name": "j.collector-1", "type": "Retry", "phase": "Running"},
+        "b": {"name": "j.collector-1(0)", "type": "Pod", "phase": "Failed", "message": "OOMKilled"},
+        "c": {"name": "j.collector-1(1)", "type": "Pod", "phase": "Pending", "hostNodeName": "kwok-0"},
+    }
+    packed = workflow()
+    packed["status"]["compressedNodes"] = base64.b64encode(gzip.compress(json.dumps(nodes).encode())).decode()
+    assert slim_workflow(packed)["status"]["nodes"] == {
+        "b": {"name": "j.collector-1(0)", "type": "Pod", "phase": "Failed", "message": "OOMKilled"},
+        "c": {"name": "j.collector-1(1)", "type": "Pod", "phase": "Pending"},
+    }
+    assert "compressedNodes" not in slim_workflow(packed)["status"]
