@@ -41,14 +41,15 @@ def test_cache_key_follows_the_inputs_only(tmp_path: Path) -> None:
     for name in (*DING_BUILD.inputs, "dihera"):
         (tmp_path / name).mkdir(parents=True)
     (tmp_path / "ci/images/di-engine/Dockerfile").write_text("FROM x\n")
-    (tmp_path / "examples/cartpole/main.py").write_text("print(1)\n")
+    (tmp_path / "examples/cartpole/cartpole_dqn/main.py").write_text("print(1)\n")
     base = images.Image(images.PYTHON_IMAGE, tmp_path / "python-0123.tar")
     key = images.dockerfile_archive(settings(tmp_path), DING_BUILD, base)
     assert key.parent == tmp_path / "cache" / "images" and key.name.startswith("di-engine-")
 
     (tmp_path / "dihera" / "x.py").write_text("unrelated\n")
+    (tmp_path / "examples/cartpole/README.md").write_text("docs only\n")  # not copied into the image
     assert images.dockerfile_archive(settings(tmp_path), DING_BUILD, base) == key
-    (tmp_path / "examples/cartpole/main.py").write_text("print(2)\n")
+    (tmp_path / "examples/cartpole/cartpole_dqn/main.py").write_text("print(2)\n")
     changed = images.dockerfile_archive(settings(tmp_path), DING_BUILD, base)
     assert changed != key
     other_base = images.Image(images.PYTHON_IMAGE, tmp_path / "python-4567.tar")
