@@ -15,7 +15,9 @@ membership, so a crash or a concurrent writer never makes a request apply twice 
 from __future__ import annotations
 
 import logging
+import random
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -67,6 +69,12 @@ class ScaleResult:
     removed: tuple[Replica, ...]
     deleted_pods: tuple[str, ...]
     changed: bool
+
+
+#: The first pause after a lost resourceVersion race (seconds, jittered from 0), doubling per attempt up to
+#: the cap: ten attempts span up to about 3 s.
+CONFLICT_PAUSE = 0.01
+CONFLICT_PAUSE_CAP = 0.5
 
 
 class _Conflict(Exception):
@@ -153,11 +161,17 @@ class JobScaler:
         return ScaleResult(namespace, name, membership, job_counts, added, removed, tuple(deleted), changed)
 
     def _retry(self, step: Callable[[], T]) -> T:
-        for _ in range(self._attempts):
+        """``step`` again after each lost resourceVersion race, after a jittered, growing pause.
+
+        A DIJob's resourceVersion also moves with every status write (the controller's, the di-server's
+        profilings): against a writer in a tight loop, retries back to back keep losing the same race.
+        """
+        for attempt in range(self._attempts):
             try:
                 return step()
             except _Conflict:
-                continue
+                if attempt + 1 < self._attempts:
+                    time.sleep(random.uniform(0, min(CONFLICT_PAUSE_CAP, CONFLICT_PAUSE * 2**attempt)))
         raise ScaleConflict(f"gave up after {self._attempts} resourceVersion conflicts; try again")
 
     # -- reads ------------------------------------------------------------------------------------
@@ -229,8 +243,15 @@ class JobScaler:
         return doomed
 
     def _write_spec(self, namespace: str, name: str) -> None:
-        """Spec counts and stamp from the *latest* membership, in one patch."""
-        body, configmap, _ = self._read(namespace, name)
+        """Spec counts and stamp from the *latest* membership, in one patch.
+
+        The DIJob is read last, right before the patch guarded by its resourceVersion: the shorter
+        that window, the fewer status writes land in it.
+        """
+        configmap = self._objects.get_configmap(namespace, membership_configmap_name(name))
+        body = self._jobs.get(namespace, name)
+        if body is None or configmap is None or MEMBERSHIP_FILE not in (configmap.get("data") or {}):
+            raise ScaleNotFound(f"DIJob {namespace}/{name} or its membership went away")
         membership = Membership.from_json(configmap["data"][MEMBERSHIP_FILE])
         ops = job_spec_patch(body, membership.task_counts(), membership.generation)
         if ops:

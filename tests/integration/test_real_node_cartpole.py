@@ -91,6 +91,26 @@ def test_cartpole_dqn_dijob_trains_to_the_stop_value_on_the_real_node(
     assert len(connected) == len(replicas), "a replica's start-up barrier timed out"
 
 
+#: The learner's CPU while the added collector starts. CartPole converges 25-60 s after the learner's first
+#: iteration, while a collector added then needs its pod started and DI-engine (torch) imported on cores the
+#: running replicas keep busy: in runs here the job finished first (the added collector then never heard
+#: DI-engine's one-off finish, docs/scaling.md). So the test throttles the learner in place (Kubernetes'
+#: in-place pod resize: same pod, same container, no restart) from the scale-up until the added collector
+#: collects with a learner model: training goes on, slower, and the collectors and the evaluator, which wait
+#: for the learner's models, leave the new replica the cores. A cap from the start would slow the learner's
+#: own start-up (imports, config formatting) as much as its training.
+THROTTLED = {"requests": {"cpu": "50m"}, "limits": {"cpu": "50m"}}
+#: Then back to the template's request; a limit once set cannot be removed, so the node's two cores.
+UNTHROTTLED = {"requests": {"cpu": "200m"}, "limits": {"cpu": "2"}}
+SCALE_TIME_BOUND = 540
+
+
+def resize_learner(cluster: client.ApiClient, namespace: str, pod: str, resources: dict[str, Any]) -> None:
+    """In-place resize of the learner's DI-engine container (the pods/resize subresource)."""
+    body = {"spec": {"containers": [{"name": "di-container", "resources": resources}]}}
+    client.CoreV1Api(cluster).patch_namespaced_pod_resize(pod, namespace, body)
+
+
 #: Kills the container's DI-engine process (a child of Argo's emissary, PID 1), not the pod object.
 KILL_MAIN = """
 import os, signal
@@ -137,6 +157,12 @@ def test_a_collector_whose_process_is_killed_mid_training_restarts_in_place_and_
     before: dict[str, dict[str, Any]] = {}  # the pods by hostname when the collector was killed
     killed_output: list[str] = []
     restarted: dict[str, Any] = {}  # the victim's second attempt, seen while it ran, and its log then
+    # The restarted collector imports DI-engine again while the learner trains on: unthrottled, the job
+    # reached the stop value before it started (CI, 2026-11-23). As in the scale test below, the learner is
+    # throttled in place from the kill until the second attempt has started DI-engine.
+    learner = f"{NAME}-learner-0"  # its hostname
+    unthrottled: list[float] = []  # seconds after create when the learner was given its cores back
+    start = time.monotonic()
 
     def kill_then_watch(status: dict[str, Any]) -> None:
         if killed_output:
@@ -144,6 +170,10 @@ def test_a_collector_whose_process_is_killed_mid_training_restarts_in_place_and_
                 if pod["spec"]["hostname"] == victim and pod["metadata"]["uid"] != before[victim]["metadata"]["uid"]:
                     log = job_logs(cluster, namespace, NAME).get(pod["metadata"]["name"], "")
                     restarted.update(pod=pod, log=log or restarted.get("log", ""))
+            started = any(x["event"] == "role" for x in contract_lines(restarted.get("log", "")))
+            if started and not unthrottled:
+                resize_learner(cluster, namespace, before[learner]["metadata"]["name"], UNTHROTTLED)
+                unthrottled.append(round(time.monotonic() - start, 1))
             return
         if status.get("phase") != "Running":
             return
@@ -151,6 +181,7 @@ def test_a_collector_whose_process_is_killed_mid_training_restarts_in_place_and_
         if not any(line.startswith("dihera-progress ") for log in logs.values() for line in own_lines(log)):
             return
         before.update({p["spec"]["hostname"]: p for p in job_pods(cluster, namespace, NAME)})
+        resize_learner(cluster, namespace, before[learner]["metadata"]["name"], THROTTLED)
         killed_output.append(kill_main(kubeconfig, namespace, before[victim]["metadata"]["name"]))
 
     run = follow(cluster, namespace, NAME, timeout=TIME_BOUND, on_tick=kill_then_watch)
@@ -171,33 +202,17 @@ def test_a_collector_whose_process_is_killed_mid_training_restarts_in_place_and_
     killed = next(p for p in pods[victim] if p["metadata"]["uid"] == before[victim]["metadata"]["uid"])
     assert exit_codes(killed)["di-container"] not in (None, 0), killed["status"]
     assert restarted, f"no second attempt of {victim} was seen: {run.phases}"
+    assert unthrottled, f"the second attempt of {victim} never started DI-engine: {restarted['log'][-3000:]}"
     rank = "diengine/rank"  # restarted in place: same rank, same hostname (so the same FQDN)
     assert restarted["pod"]["metadata"]["annotations"][rank] == killed["metadata"]["annotations"][rank]
     restarted_lines = contract_lines(restarted["log"])
     assert [x["role"] for x in restarted_lines if x["event"] == "role"] == ["collector"], restarted["log"][-3000:]
     evaluator = next(contract_lines(log) for log in logs.values() if "dihera-role role=evaluator" in log)
     assert any(x["event"] == "stop-value-reached" for x in evaluator), evaluator
-    print(f"\n[cartpole] collector killed and restarted in place; phases {run.phases}; {run.seconds:.0f}s to Succeeded")
-
-
-#: The learner's CPU while the added collector starts. CartPole converges 25-60 s after the learner's first
-#: iteration, while a collector added then needs its pod started and DI-engine (torch) imported on cores the
-#: running replicas keep busy: in runs here the job finished first (the added collector then never heard
-#: DI-engine's one-off finish, docs/scaling.md). So the test throttles the learner in place (Kubernetes'
-#: in-place pod resize: same pod, same container, no restart) from the scale-up until the added collector
-#: collects with a learner model: training goes on, slower, and the collectors and the evaluator, which wait
-#: for the learner's models, leave the new replica the cores. A cap from the start would slow the learner's
-#: own start-up (imports, config formatting) as much as its training.
-THROTTLED = {"requests": {"cpu": "50m"}, "limits": {"cpu": "50m"}}
-#: Then back to the template's request; a limit once set cannot be removed, so the node's two cores.
-UNTHROTTLED = {"requests": {"cpu": "200m"}, "limits": {"cpu": "2"}}
-SCALE_TIME_BOUND = 540
-
-
-def resize_learner(cluster: client.ApiClient, namespace: str, pod: str, resources: dict[str, Any]) -> None:
-    """In-place resize of the learner's DI-engine container (the pods/resize subresource)."""
-    body = {"spec": {"containers": [{"name": "di-container", "resources": resources}]}}
-    client.CoreV1Api(cluster).patch_namespaced_pod_resize(pod, namespace, body)
+    print(
+        f"\n[cartpole] collector killed and restarted in place; learner unthrottled at {unthrottled[0]} s; "
+        f"phases {run.phases}; {run.seconds:.0f}s to Succeeded"
+    )
 
 
 def cpu_limit(pod: dict[str, Any]) -> str | None:
