@@ -26,6 +26,7 @@ __all__ = [
     "FAILED_NODE_PHASES",
     "FIELD_MANAGER_CONTROLLER",
     "FIELD_MANAGER_SERVER",
+    "FULFILLED_NODE_PHASES",
     "LABEL_JOB",
     "LABEL_MANAGED_BY",
     "LABEL_POD",
@@ -124,6 +125,8 @@ EVENT_WARNING = "Warning"
 TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
 #: Argo node (and Workflow) phases that mean failure.
 FAILED_NODE_PHASES = frozenset({"Failed", "Error"})
+#: Argo node phases after which Argo never starts a pod for the node again (Argo's ``Fulfilled``).
+FULFILLED_NODE_PHASES = frozenset({"Succeeded", "Failed", "Error", "Skipped", "Omitted"})
 
 # -- labels and annotations on what a DIJob creates -------------------------------------------------
 LABEL_JOB = "diengine/job"

@@ -3,23 +3,24 @@
 Like cleanPodPolicy (:mod:`dihera.controller.cleanup`), each is decided by a pure module and done
 only once the status recording it is written, so a pass that fails in between does it again next
 time: the scale-down of replicas ``failurePolicy: DropReplica`` dropped
-(:mod:`dihera.controller.failure_policy`), and the deletion of a suspended job's Workflow
-(:mod:`dihera.controller.suspend`).
+(:mod:`dihera.controller.failure_policy`), the deletion of a suspended job's Workflow
+(:mod:`dihera.controller.suspend`), and of the pods a scale-down left to the controller
+(:mod:`dihera.scaling.retired_pods`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from dihera.controller.metrics import Metrics
 from dihera.errors import ScaleError
 from dihera.kube.objects import ObjectStore
 from dihera.model import DIJob
-from dihera.scaling import ScaleRequest
+from dihera.scaling import ScaleRequest, retired_pods
 
-__all__ = ["Scaler", "delete_workflow", "drop_replicas"]
+__all__ = ["Scaler", "delete_retired_pods", "delete_workflow", "drop_replicas"]
 
 log = logging.getLogger("dihera.controller")
 
@@ -63,3 +64,25 @@ def delete_workflow(
     if objects.delete_workflow(job.namespace, meta["name"], uid=meta.get("uid")):
         metrics.wrote("delete", "Workflow")
         log.info("spec.suspend: deleted the Workflow %s; its pods go with it", meta["name"], extra=extra)
+
+
+def delete_retired_pods(
+    objects: ObjectStore,
+    metrics: Metrics,
+    job: DIJob,
+    workflow: Mapping[str, Any],
+    pods: Sequence[Mapping[str, Any]],
+    extra: Mapping[str, str],
+) -> None:
+    """Delete the live pods of retired replicas whose tombstone Argo has finished (the scaler's leftovers).
+
+    A scale-down deletes them itself once Argo acts on its Workflow patch, waiting a bounded time; a pod
+    still waiting then (Argo slower still, or a scaler that stopped) is deleted here, when the Workflow's
+    watch event shows Argo finished the tombstone. Nothing to do in the steady state.
+    """
+    ready = retired_pods(job.name, workflow, pods).ready
+    for pod in ready:
+        objects.delete_pod(job.namespace, pod)
+    if ready:
+        metrics.wrote("delete", "Pod", len(ready))
+        log.info("deleted %d pod(s) of retired replicas: %s", len(ready), ", ".join(ready), extra=extra)

@@ -32,7 +32,7 @@ from typing import Any
 from dihera.constants import EventReason, Phase
 from dihera.controller.cleanup import plan_cleanup
 from dihera.controller.deadlines import seconds_left
-from dihera.controller.effects import Scaler, delete_workflow, drop_replicas
+from dihera.controller.effects import Scaler, delete_retired_pods, delete_workflow, drop_replicas
 from dihera.controller.metrics import Metrics
 from dihera.controller.reads import CachedReads, LiveReads, Reads
 from dihera.controller.status import TERMINAL, Observation, StatusUpdate, compute_status, status_patch
@@ -165,11 +165,12 @@ class Reconciler:
         foreign = False
         refused: str | None = None
         suspension = SuspendPlan()
+        scaled = False
         if job is not None and not old.get("phase"):  # a new job: Pending is recorded before its objects exist
             body = self._record_pending(body, job, generation, extra)
             old = dict(body["status"])
         if job is not None:
-            workflow, membership, foreign, refused, suspension, body = self._converge(
+            workflow, membership, foreign, refused, suspension, body, scaled = self._converge(
                 job, body, old, generation, extra, reads
             )
         refused = self._first_report(key, refused)
@@ -196,7 +197,9 @@ class Reconciler:
         update = compute_status(obs, old, self._clock())
         if reads.cached and update.status["phase"] in TERMINAL:
             raise ConfirmLive(f"phase {update.status['phase']} decided from the watch cache")
-        self._apply(body, update, job, workflow if not foreign else None, pods, extra, suspension.action)
+        # the scaler just deleted the retired replicas' pods it could (read live): the cache may not show it yet
+        seen_pods = [] if scaled else pods
+        self._apply(body, update, job, workflow if not foreign else None, seen_pods, extra, suspension.action)
         return update.wakeup
 
     def _converge(
@@ -207,13 +210,13 @@ class Reconciler:
         generation: int,
         extra: Mapping[str, str],
         reads: Reads,
-    ) -> tuple[dict[str, Any] | None, Membership, bool, str | None, SuspendPlan, dict[str, Any]]:
+    ) -> tuple[dict[str, Any] | None, Membership, bool, str | None, SuspendPlan, dict[str, Any], bool]:
         """Create the job's objects (again, on resume), or bring a running job's replicas and spec together.
 
-        ``(workflow, membership, foreign, refused, suspension, body)``: what is there now, whether the
-        Workflow belongs to another (deleted) DIJob, why a scale was refused (None: not refused), what
-        ``spec.suspend`` asks, and the DIJob (read again after a scale, which stamps it: the status
-        write's precondition is then the stamped version).
+        ``(workflow, membership, foreign, refused, suspension, body, scaled)``: what is there now, whether
+        the Workflow belongs to another (deleted) DIJob, why a scale was refused (None: not refused), what
+        ``spec.suspend`` asks, the DIJob (read again after a scale, which stamps it: the status write's
+        precondition is then the stamped version), and whether the scaler ran.
         """
         namespace, name = job.namespace, job.name
         configmap = reads.configmap(namespace, membership_configmap_name(name))
@@ -223,6 +226,7 @@ class Reconciler:
         membership = _membership(configmap)
         foreign = workflow is not None and not _owned_by(workflow, job.uid)
         refused: str | None = None
+        scaled = False
         suspension = self._suspension(job, old, workflow, foreign, membership)
         resume = suspension.action is SuspendAction.RESUME
         fresh = suspension.action is SuspendAction.NONE and workflow is None and not old.get("workflowName")
@@ -236,13 +240,14 @@ class Reconciler:
             edit = plan_spec_edit(job, stamp, generation, observed, membership, workflow)
             if edit.action in (EditAction.SCALE, EditAction.CATCH_UP):
                 refused = self._scale(namespace, name, edit.message, extra)
+                scaled = refused is None
                 if refused is None:  # observe what the scaler made (the watch cache may not have it yet)
                     membership = _membership(self._live.configmap(namespace, membership_configmap_name(name)))
                     workflow = self._live.workflow(namespace, workflow_name(name))
                     body = self._live.dijob(namespace, name) or body
             elif edit.action is EditAction.REFUSE:
                 refused = edit.message
-        return workflow, membership or plan_membership(job, None), foreign, refused, suspension, body
+        return workflow, membership or plan_membership(job, None), foreign, refused, suspension, body, scaled
 
     def _suspension(
         self,
@@ -386,6 +391,8 @@ class Reconciler:
         # cleanup that fails here is done again by the next pass (the job is finished then).
         if job is not None:
             drop_replicas(self._scaler, self._metrics, job, update.drops, extra)
+            if phase not in TERMINAL and workflow is not None:
+                delete_retired_pods(self._objects, self._metrics, job, workflow, pods, extra)
             if suspension is SuspendAction.STOP and workflow is not None:
                 delete_workflow(self._objects, self._metrics, job, workflow, extra)
             self._cleanup_now(job, phase, workflow, pods, extra)

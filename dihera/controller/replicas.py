@@ -12,12 +12,7 @@ membership read with it is older than the Workflow; its deleted pod is neither a
 
 from __future__ import annotations
 
-import base64
-import binascii
-import gzip
-import json
 import re
-import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -26,7 +21,7 @@ from dihera.constants import ANNOTATION_NODE_NAME, FAILED_NODE_PHASES, LABEL_POD
 from dihera.controller.stuck import pod_problem
 from dihera.membership import Membership
 from dihera.naming import dag_task_name, hostname
-from dihera.scaling.dag import live_replicas
+from dihera.scaling.dag import live_replicas, workflow_nodes
 
 __all__ = [
     "NODE_NAME_ANNOTATION",
@@ -112,21 +107,6 @@ def _ready(pod: Mapping[str, Any]) -> bool:
 
 def _pod_attempt(pod: Mapping[str, Any]) -> int:
     return attempt_of(((pod.get("metadata") or {}).get("annotations") or {}).get(NODE_NAME_ANNOTATION, ""))
-
-
-def workflow_nodes(workflow: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
-    """The Workflow's ``status.nodes``; Argo moves them to ``status.compressedNodes`` (gzip, base64) once
-    the Workflow passes 1 MiB (a job of ~1,300 replicas), and they are read from there."""
-    status = workflow.get("status") or {}
-    nodes: Mapping[str, Mapping[str, Any]] = status.get("nodes") or {}
-    packed = status.get("compressedNodes")
-    if nodes or not packed:
-        return nodes
-    try:
-        unpacked: Mapping[str, Mapping[str, Any]] = json.loads(gzip.decompress(base64.b64decode(packed)))
-    except (binascii.Error, OSError, EOFError, zlib.error, ValueError):  # another algorithm (zstd, brotli)
-        return {}
-    return unpacked
 
 
 def _attempt_nodes(workflow: Mapping[str, Any] | None) -> dict[str, dict[int, Mapping[str, Any]]]:

@@ -2,10 +2,10 @@
 
 A pod or a Workflow as the API serves it is mostly what the controller never looks at
 (``managedFields``, every container's spec, Argo's per-node inputs and outputs); the cache keeps a
-copy with only what :mod:`dihera.controller.status`, :mod:`dihera.controller.cleanup` and
-:mod:`dihera.scaling.spec_edit` read, so 500 jobs cost little memory. A field read by new decision
-code must be added here (``tests/unit/test_controller_slim.py`` compares decisions on full and slim
-objects).
+copy with only what :mod:`dihera.controller.status`, :mod:`dihera.controller.cleanup`,
+:mod:`dihera.scaling.spec_edit` and :mod:`dihera.scaling.retired_pods` read, so 500 jobs cost little
+memory. A field read by new decision code must be added here (``tests/unit/test_controller_slim.py``
+compares decisions on full and slim objects).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from dihera.constants import ANNOTATION_NODE_NAME
-from dihera.controller.replicas import workflow_nodes
+from dihera.scaling.dag import retired_dag_tasks, workflow_nodes
 
 __all__ = ["SLIMMERS", "slim_configmap", "slim_dijob", "slim_pod", "slim_workflow"]
 
@@ -95,15 +95,18 @@ def _template(t: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def slim_workflow(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """Phase, message, the Pod nodes (name, type, phase, message), the DAG's slots and ``spec.shutdown``."""
+    """Phase, message, the Pod nodes and the retired DAG tasks' nodes (name, type, phase, message), the DAG's
+    slots and ``spec.shutdown``."""
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     out_spec = _pick(spec, ("shutdown",))
     out_spec["templates"] = [_template(t) for t in spec.get("templates") or []]
+    prefix = f"{(obj.get('metadata') or {}).get('name')}."
+    tombstones = {prefix + task for task in retired_dag_tasks(obj)}  # whether Argo finished them (retired_pods)
     nodes = {
         node_id: _pick(node, ("name", "type", "phase", "message"))
         for node_id, node in workflow_nodes(obj).items()  # compressedNodes unpacked: a big job's slim copy is small
-        if node.get("type") == "Pod"
+        if node.get("type") == "Pod" or node.get("name") in tombstones
     }
     out_status = _pick(status, ("phase", "message"))
     if nodes:

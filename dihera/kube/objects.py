@@ -6,10 +6,11 @@ Every call names the object in its errors; "already exists" and "not found" are 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Generator, Mapping
 from typing import Any, cast
 
-from kubernetes import client
+from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from dihera.schema import GROUP, PLURAL, VERSION
@@ -59,6 +60,41 @@ class ObjectStore:
                 return None
             raise
         return _as_dict(obj)
+
+    def watch_workflow(
+        self, namespace: str, name: str, after: str, seconds: float
+    ) -> Generator[dict[str, Any], None, None]:
+        """The Workflow as each write after resourceVersion ``after`` leaves it, for up to ``seconds``.
+
+        One watch of that one object (no polling of a Workflow that may weigh megabytes); it ends when the
+        time is up or the Workflow is deleted. A version too old to watch from (410 Gone) is answered with
+        one read of the Workflow as it is now.
+        """
+        stream = watch.Watch()  # type: ignore[no-untyped-call]
+        try:
+            for event in stream.stream(  # type: ignore[no-untyped-call]
+                self._custom.list_namespaced_custom_object,
+                WORKFLOW_GROUP,
+                WORKFLOW_VERSION,
+                namespace,
+                WORKFLOW_PLURAL,
+                field_selector=f"metadata.name={name}",
+                resource_version=after,
+                timeout_seconds=max(1, math.ceil(seconds)),
+                _request_timeout=seconds + 10,
+            ):
+                if event["type"] == "DELETED":
+                    return
+                if event["type"] in ("ADDED", "MODIFIED"):
+                    yield _as_dict(event["object"])
+        except ApiException as err:
+            if err.status != 410:
+                raise
+            current = self.get_workflow(namespace, name)
+            if current is not None:
+                yield current
+        finally:
+            stream.stop()  # type: ignore[no-untyped-call]
 
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         """Pods matching a label selector, as plain dicts (the API's JSON, camelCase)."""

@@ -1,7 +1,8 @@
 """Apply a scale request to a running job (the only I/O of scaling; decisions are in dihera.scaling).
 
 Order: commit the new membership to the ConfigMap (new generation) → converge the Workflow's DAG
-to it → delete the pods of retired replicas → write ``spec.tasks[].replicas`` and the DIJob's stamp
+to it → delete the pods of retired replicas once Argo has finished their tombstones (a bounded watch of
+the Workflow; :mod:`dihera.scaling.retired_pods`) → write ``spec.tasks[].replicas`` and the DIJob's stamp
 ``diengine/membership-generation`` in one patch (server requests), or the stamp alone (a synced
 hand edit). The stamp tells the controller whether a spec is newer than the membership (a hand
 edit to apply) or older (written before a newer commit: never applied); see docs/scaling.md.
@@ -19,7 +20,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -42,7 +43,7 @@ from dihera.scaling import (
     ScaleRequest,
     job_spec_patch,
     plan_scale,
-    pods_to_delete,
+    retired_pods,
     spec_is_current,
     stamp_patch,
     workflow_patch,
@@ -75,6 +76,12 @@ class ScaleResult:
 #: the cap: ten attempts span up to about 3 s.
 CONFLICT_PAUSE = 0.01
 CONFLICT_PAUSE_CAP = 0.5
+#: How long a scale-down waits for Argo to finish the retired replicas' tombstones before deleting their pods
+#: (seconds; Argo acts within a pass or two, ~1 s, idle, and took several seconds on a loaded machine). A pod
+#: still waiting then is deleted by the controller once Argo has finished its tombstone.
+RETIRE_WAIT = 60.0
+#: A wait for Argo at least this long is logged (seconds).
+RETIRE_WAIT_LOGGED = 1.0
 
 
 class _Conflict(Exception):
@@ -90,8 +97,11 @@ class JobScaler:
         settings: RenderSettings | None = None,
         attempts: int = 10,
         field_manager: str = FIELD_MANAGER_SERVER,
+        retire_wait: float = RETIRE_WAIT,
     ) -> None:
+        """``retire_wait``: seconds a scale-down waits for Argo before deleting retired replicas' pods."""
         self._manager = field_manager
+        self._retire_wait = retire_wait
         self._api = api
         self._settings = settings or RenderSettings()
         self._attempts = attempts
@@ -237,10 +247,47 @@ class JobScaler:
                     _content_type=JSON_PATCH,
                 )
             )
-        doomed = pods_to_delete(name, workflow, self._objects.list_pods(namespace, f"{LABEL_JOB}={name}"))
-        for pod in doomed:  # after the DAG task is retired: Argo does not retry it
-            self._objects.delete_pod(namespace, pod)
-        return doomed
+        return self._delete_retired_pods(namespace, name, workflow)
+
+    def _delete_retired_pods(self, namespace: str, name: str, workflow: dict[str, Any]) -> list[str]:
+        """Delete the live pods of retired replicas, each once Argo has finished its tombstone.
+
+        Argo may act on the Workflow patch seconds after it was written (its informer lags under load);
+        a pod deleted before would be started again (:mod:`dihera.scaling.retired_pods`). The Workflow is
+        watched from the version read or written, for up to ``retire_wait`` seconds; a pod still waiting
+        then is left to the controller, which deletes it once its watch shows the tombstone finished.
+        """
+        pods = self._objects.list_pods(namespace, f"{LABEL_JOB}={name}")
+        found = retired_pods(name, workflow, pods)
+        started = time.monotonic()
+        deleted: list[str] = []
+        updates = self._objects.watch_workflow(
+            namespace, workflow_name(name), workflow["metadata"]["resourceVersion"], self._retire_wait
+        )
+        with closing(updates):
+            while True:
+                for pod in found.ready:
+                    self._objects.delete_pod(namespace, pod)
+                deleted += found.ready
+                if not found.waiting or time.monotonic() - started >= self._retire_wait:
+                    break
+                newer = next(updates, None)
+                if newer is None:
+                    break
+                waiting = set(found.waiting)
+                found = retired_pods(name, newer, [p for p in pods if p["metadata"]["name"] in waiting])
+        waited = time.monotonic() - started
+        extra = {"job": f"{namespace}/{name}"}
+        if found.waiting:
+            log.warning(
+                "Argo has not finished the retired replicas of pods %s after %.1fs; left to the controller",
+                list(found.waiting),
+                waited,
+                extra=extra,
+            )
+        elif deleted and waited >= RETIRE_WAIT_LOGGED:
+            log.info("deleted %d retired pod(s) after %.1fs for Argo", len(deleted), waited, extra=extra)
+        return sorted(deleted)
 
     def _write_spec(self, namespace: str, name: str) -> None:
         """Spec counts and stamp from the *latest* membership, in one patch.

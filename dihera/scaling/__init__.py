@@ -6,7 +6,8 @@ v3.7.18 and v4.1.4, see docs/scaling.md). The parts, each a module named for its
 - :mod:`~dihera.scaling.request`: what a scale request asks (``ScaleRequest``);
 - :mod:`~dihera.scaling.dag`: the Workflow's DAG as scaling sees it (live slots, retired tombstones);
 - :mod:`~dihera.scaling.plan`: the new counts and membership (``plan_scale``), refusals as typed errors;
-- :mod:`~dihera.scaling.workflow_patch`: the JSON patch converging the Workflow, pods left to delete;
+- :mod:`~dihera.scaling.workflow_patch`: the JSON patch converging the Workflow;
+- :mod:`~dihera.scaling.retired_pods`: the pods of retired replicas, deleted once Argo finished their tombstone;
 - :mod:`~dihera.scaling.spec_patch`: the DIJob's stamp and the patch writing counts and stamp;
 - :mod:`~dihera.scaling.spec_edit`: whether a hand edit of the spec is to be applied or caught up.
 
@@ -19,6 +20,7 @@ from dihera.errors import ScaleError
 from dihera.scaling.dag import RETIRED_TEMPLATE, DagSlots, live_replicas, read_dag, retired_dag_tasks
 from dihera.scaling.plan import ScalePlan, plan_scale, target_counts
 from dihera.scaling.request import Action, ScaleRequest
+from dihera.scaling.retired_pods import RetiredPods, retired_pods
 from dihera.scaling.spec_edit import EditAction, SpecEdit, plan_spec_edit
 from dihera.scaling.spec_patch import (
     GENERATION_ANNOTATION,
@@ -27,7 +29,7 @@ from dihera.scaling.spec_patch import (
     spec_is_current,
     stamp_patch,
 )
-from dihera.scaling.workflow_patch import pods_to_delete, workflow_patch
+from dihera.scaling.workflow_patch import workflow_patch
 
 __all__ = [
     "GENERATION_ANNOTATION",
@@ -35,6 +37,7 @@ __all__ = [
     "Action",
     "DagSlots",
     "EditAction",
+    "RetiredPods",
     "ScaleError",
     "ScalePlan",
     "ScaleRequest",
@@ -43,9 +46,9 @@ __all__ = [
     "live_replicas",
     "plan_scale",
     "plan_spec_edit",
-    "pods_to_delete",
     "read_dag",
     "retired_dag_tasks",
+    "retired_pods",
     "spec_generation",
     "spec_is_current",
     "stamp_patch",

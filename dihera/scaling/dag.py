@@ -7,6 +7,11 @@ name is never used twice in one Workflow.
 
 from __future__ import annotations
 
+import base64
+import binascii
+import gzip
+import json
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -16,7 +21,7 @@ from dihera.errors import NotDiheraWorkflow
 from dihera.membership import Membership
 from dihera.naming import dag_task_name
 
-__all__ = ["RETIRED_TEMPLATE", "DagSlots", "live_replicas", "read_dag", "retired_dag_tasks"]
+__all__ = ["RETIRED_TEMPLATE", "DagSlots", "live_replicas", "read_dag", "retired_dag_tasks", "workflow_nodes"]
 
 RETIRED_TEMPLATE = "dihera-retired"
 
@@ -70,3 +75,18 @@ def live_replicas(membership: Membership, workflow: Mapping[str, Any] | None) ->
         return membership
     kept = tuple(r for r in membership.replicas if dag_task_name(r.task, r.index) not in retired)
     return Membership(membership.generation, kept)
+
+
+def workflow_nodes(workflow: Mapping[str, Any]) -> Mapping[str, Mapping[str, Any]]:
+    """The Workflow's ``status.nodes``; Argo moves them to ``status.compressedNodes`` (gzip, base64) once
+    the Workflow passes 1 MiB (a job of ~1,300 replicas), and they are read from there."""
+    status = workflow.get("status") or {}
+    nodes: Mapping[str, Mapping[str, Any]] = status.get("nodes") or {}
+    packed = status.get("compressedNodes")
+    if nodes or not packed:
+        return nodes
+    try:
+        unpacked: Mapping[str, Mapping[str, Any]] = json.loads(gzip.decompress(base64.b64decode(packed)))
+    except (binascii.Error, OSError, EOFError, zlib.error, ValueError):  # another algorithm (zstd, brotli)
+        return {}
+    return unpacked

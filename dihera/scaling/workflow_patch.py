@@ -1,4 +1,6 @@
-"""The JSON patch converging a running Workflow to a membership (pure), and the pods it leaves to delete.
+"""The JSON patch converging a running Workflow to a membership (pure).
+
+The pods it leaves to delete, and when: :mod:`dihera.scaling.retired_pods`.
 
 New replicas are DAG tasks appended to the entry DAG (Argo schedules them on its next pass); removed
 ones become tombstones (see :mod:`dihera.scaling.dag`); every positional operation is guarded by a
@@ -7,16 +9,14 @@ ones become tombstones (see :mod:`dihera.scaling.dag`); every positional operati
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from dihera.constants import (
     ANNOTATION_GENERATION,
     ANNOTATION_REPLICAS,
     ANNOTATION_WORKFLOW_DESCRIPTION,
-    LABEL_POD,
     LABEL_TASK_TYPE,
-    TERMINAL_POD_PHASES,
 )
 from dihera.errors import RetiredReplica
 from dihera.membership import Membership
@@ -24,7 +24,7 @@ from dihera.naming import dag_task_name
 from dihera.patches import pointer
 from dihera.scaling.dag import RETIRED_TEMPLATE, DagSlots, read_dag
 
-__all__ = ["pods_to_delete", "workflow_patch"]
+__all__ = ["workflow_patch"]
 
 
 def workflow_patch(membership: Membership, workflow: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -111,17 +111,3 @@ def _description(membership: Membership, workflow: Mapping[str, Any]) -> str:
         if LABEL_TASK_TYPE in (labels := (t.get("metadata") or {}).get("labels") or {})
     ]
     return describe(f"{meta.get('namespace')}/{meta.get('name')}", tasks, membership.generation)
-
-
-def pods_to_delete(job_name: str, workflow: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> list[str]:
-    """Names of the job's pods still alive on a retired DAG task (safe: a retired slot never returns)."""
-    # a replica's hostname is ``<job>-<task>-<index>``, its DAG task name ``<task>-<index>``
-    retired = {f"{job_name}-{n}" for n in read_dag(workflow).retired}
-    out = []
-    for pod in pods:
-        meta = pod.get("metadata") or {}
-        phase = (pod.get("status") or {}).get("phase")
-        alive = phase not in TERMINAL_POD_PHASES and not meta.get("deletionTimestamp")
-        if alive and (meta.get("labels") or {}).get(LABEL_POD) in retired:
-            out.append(str(meta["name"]))
-    return sorted(out)

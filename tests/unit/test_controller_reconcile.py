@@ -75,6 +75,8 @@ class Cluster:
         self.scale_error: ScaleError | None = None
         self.scale_result = (GROWN, workflow(2, GROWN))
         self.conflicts = 0
+        self.pods = [pod(r) for r in LIVE.replicas]
+        self.deleted: list[str] = []
 
     # JobStore
     def get(self, namespace: str, name: str) -> dict[str, Any]:
@@ -97,7 +99,10 @@ class Cluster:
         return copy.deepcopy(self.workflow)
 
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
-        return [pod(r) for r in LIVE.replicas]
+        return copy.deepcopy(self.pods)
+
+    def delete_pod(self, namespace: str, name: str) -> None:
+        self.deleted.append(name)
 
     # EventRecorder
     def post(self, job: Any, type_: str, reason: str, message: str) -> bool:
@@ -264,3 +269,36 @@ def test_a_job_with_a_status_is_not_set_back_to_pending() -> None:
     reconcile(cluster)
     assert "status Pending" not in cluster.writes[:1]
     assert cluster.writes[0] == "create ConfigMap"
+
+
+SHRUNK = Membership(2, LIVE.replicas[:2])  # collector-1 retired
+
+
+def retired_collector_1(tombstone: str) -> Cluster:
+    """A job scaled 2 -> 1 collectors, spec and stamp current: collector-1's pod is still alive, and Argo's
+    node of its tombstone (the DAG task ``collector-1``) is ``tombstone``."""
+    cluster = Cluster(dijob(collectors=1, generation=2, observed=2, stamp=2), SHRUNK, converged=2)
+    cluster.body["status"]["membershipGeneration"] = 2
+    tasks = cluster.workflow["spec"]["templates"][0]["dag"]["tasks"]
+    tasks.append({"name": "collector-1", "template": "dihera-retired"})
+    cluster.workflow["status"]["nodes"] = {"r": {"name": f"{NAME}.collector-1", "type": "Retry", "phase": tombstone}}
+    return cluster
+
+
+@pytest.mark.parametrize(("tombstone", "deleted"), [("Succeeded", ["j-collector-1"]), ("Running", [])])
+def test_a_retired_replicas_pod_left_by_the_scaler_is_deleted_once_argo_finished_its_tombstone(
+    tombstone: str, deleted: list[str]
+) -> None:
+    # the scaler waits for Argo a bounded time; a pod it left is the controller's, never deleted too early
+    cluster = retired_collector_1(tombstone)
+    reconcile(cluster)
+    assert cluster.scale_calls == [] and cluster.deleted == deleted
+
+
+def test_the_pass_that_ran_the_scaler_leaves_the_retired_pods_to_it() -> None:
+    # the pods come from the watch cache, which may not show the scaler's deletions yet: no second delete
+    cluster = retired_collector_1("Succeeded")
+    cluster.body["metadata"]["annotations"]["diengine/membership-generation"] = "1"  # a commit to catch up
+    cluster.scale_result = (SHRUNK, copy.deepcopy(cluster.workflow))
+    reconcile(cluster)
+    assert len(cluster.scale_calls) == 1 and cluster.deleted == []

@@ -14,6 +14,7 @@ from dihera.controller.cleanup import plan_cleanup
 from dihera.controller.slim import slim_configmap, slim_dijob, slim_pod, slim_workflow
 from dihera.controller.status import Observation, compute_status
 from dihera.model import CleanPodPolicy
+from dihera.scaling.retired_pods import retired_pods
 from dihera.scaling.spec_edit import plan_spec_edit
 from dihera.validation import load_job
 from tests.unit.builders import job, task
@@ -21,6 +22,7 @@ from tests.unit.test_controller_status import (
     ALWAYS_FAILS,
     FAILED_ONCE,
     GROWN,
+    JOB,
     RETIRED_NODES,
     RETRIED,
     SHRUNK,
@@ -194,3 +196,21 @@ def test_a_big_workflows_compressed_nodes_are_unpacked_into_its_slim_copy() -> N
         "c": {"name": "j.collector-1(1)", "type": "Pod", "phase": "Pending"},
     }
     assert "compressedNodes" not in slim_workflow(packed)["status"]
+
+
+@pytest.mark.parametrize("tombstone", ["Running", "Succeeded"])
+def test_the_retired_pods_to_delete_are_the_same_from_slim_objects(tombstone: str) -> None:
+    """The cache keeps the node of a retired DAG task (a Retry node, not a Pod one): whether Argo finished it."""
+    nodes = {
+        "a": {"name": f"{JOB}.collector-1", "type": "Retry", "phase": tombstone, "inputs": {}},
+        "b": {"name": f"{JOB}.collector-1(0)", "type": "Pod", "phase": "Running"},
+        "c": {"name": f"{JOB}.collector-0", "type": "Retry", "phase": "Running"},
+    }
+    wf = dressed_workflow(workflow(retired=("collector-1",), nodes=nodes))
+    assert wf is not None
+    pods = [dressed_pod(p) for p in running()]
+    slim = slim_workflow(wf)
+    assert set(slim["status"]["nodes"]) == {"a", "b"}  # a live replica's Retry node is not kept
+    full = retired_pods(JOB, wf, pods)
+    assert retired_pods(JOB, slim, [slim_pod(p) for p in pods]) == full
+    assert full.ready == (() if tombstone == "Running" else (f"{JOB}-collector-1-0",))

@@ -1,4 +1,4 @@
-"""The scaling planner: membership changes, bounds, the Workflow JSON patch and the pods to delete."""
+"""The scaling planner: membership changes, bounds, the Workflow JSON patch (the pods to delete: test_scaling_retired_pods)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from dihera.scaling import (
     ScaleRequest,
     job_spec_patch,
     plan_scale,
-    pods_to_delete,
     read_dag,
     spec_generation,
     spec_is_current,
@@ -208,28 +207,6 @@ def test_a_replica_already_retired_in_the_workflow_is_dropped_from_the_membershi
     plan = plan_scale(job, membership, patched, ScaleRequest.sync())
     assert "collector-1" not in [f"{r.task}-{r.index}" for r in plan.membership.replicas]
     assert plan.added == (Replica(2, "collector", 2),)
-
-
-def _pod(name: str, host: str, phase: str = "Running", deleting: bool = False) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": {"diengine/pod": host}}
-    if deleting:
-        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    return {"metadata": meta, "status": {"phase": phase}}
-
-
-def test_only_live_pods_of_retired_replicas_are_deleted() -> None:
-    job, membership, workflow = _state()
-    down = plan_scale(job, membership, workflow, ScaleRequest.remove("collector", 1))
-    patched = _apply(workflow, down.membership)
-    pods = [
-        _pod("a", "j-collector-0"),
-        _pod("b", "j-collector-1"),
-        _pod("c", "j-collector-1", phase="Failed"),
-        _pod("d", "j-collector-1", deleting=True),
-        _pod("e", "j-learner-0"),
-    ]
-    assert pods_to_delete("j", patched, pods) == ["b"]
-    assert pods_to_delete("j", workflow, pods) == []
 
 
 def test_job_spec_patch_sets_only_changed_counts() -> None:

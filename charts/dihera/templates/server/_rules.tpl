@@ -16,10 +16,10 @@ its callers with TokenReviews and SubjectAccessReviews).
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs/status]
   verbs: [patch]
-# The job's Workflow (read and converged when scaling).
+# The job's Workflow (read and converged when scaling; watched until Argo finishes retired replicas).
 - apiGroups: [argoproj.io]
   resources: [workflows]
-  verbs: [get, patch]
+  verbs: [get, patch, watch]
 # The job's membership ConfigMap (watch cache; replaced with a resourceVersion when scaling).
 - apiGroups: [""]
   resources: [configmaps]
