@@ -1,4 +1,4 @@
-"""The scaling planner: membership changes, bounds, the Workflow JSON patch (the pods to delete: test_scaling_retired_pods)."""
+"""The scaling planner: membership changes, bounds, the Workflow patch (retired pods: test_scaling_retired_pods)."""
 
 from __future__ import annotations
 
