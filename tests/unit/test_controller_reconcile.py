@@ -75,7 +75,7 @@ class Cluster:
         self.scale_error: ScaleError | None = None
         self.scale_result = (GROWN, workflow(2, GROWN))
         self.conflicts = 0
-        self.pods = [pod(r) for r in LIVE.replicas]
+        self.live_pods = [pod(r) for r in LIVE.replicas]
         self.deleted: list[str] = []
 
     # JobStore
@@ -99,7 +99,7 @@ class Cluster:
         return copy.deepcopy(self.workflow)
 
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
-        return copy.deepcopy(self.pods)
+        return copy.deepcopy(self.live_pods)
 
     def delete_pod(self, namespace: str, name: str) -> None:
         self.deleted.append(name)
