@@ -81,8 +81,7 @@ def delete_retired_pods(
     watch event shows Argo finished the tombstone. Nothing to do in the steady state.
     """
     ready = retired_pods(job.name, workflow, pods).ready
-    for pod in ready:
-        objects.delete_pod(job.namespace, pod)
+    objects.delete_pods(job.namespace, ready)
     if ready:
         metrics.wrote("delete", "Pod", len(ready))
         log.info("deleted %d pod(s) of retired replicas: %s", len(ready), ", ".join(ready), extra=extra)

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Generator, Mapping
+from collections.abc import Generator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 from kubernetes import client, watch
@@ -16,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 from dihera.schema import GROUP, PLURAL, VERSION
 
 __all__ = [
+    "DELETE_CONCURRENCY",
     "WORKFLOW_GROUP",
     "WORKFLOW_PLURAL",
     "WORKFLOW_VERSION",
@@ -25,6 +27,8 @@ __all__ = [
 WORKFLOW_GROUP = "argoproj.io"
 WORKFLOW_VERSION = "v1alpha1"
 WORKFLOW_PLURAL = "workflows"
+#: Pod deletions in flight at once (:meth:`ObjectStore.delete_pods`).
+DELETE_CONCURRENCY = 8
 
 
 def _missing(err: ApiException) -> bool:
@@ -205,6 +209,19 @@ class ObjectStore:
         except ApiException as err:
             if not _missing(err):
                 raise
+
+    def delete_pods(self, namespace: str, names: Sequence[str]) -> None:
+        """Delete pods, up to :data:`DELETE_CONCURRENCY` requests at a time (a scale-down of 100 replicas
+        took 70 s one by one on a loaded machine); the first error is raised once all were tried."""
+        if len(names) <= 1:
+            for name in names:
+                self.delete_pod(namespace, name)
+            return
+        with ThreadPoolExecutor(min(DELETE_CONCURRENCY, len(names)), thread_name_prefix="delete-pod") as pool:
+            futures = [pool.submit(self.delete_pod, namespace, name) for name in names]
+        errors = [e for f in futures if (e := f.exception()) is not None]
+        if errors:
+            raise errors[0]
 
 
 def _json(resp: Any) -> dict[str, Any]:

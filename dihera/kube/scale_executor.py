@@ -259,24 +259,26 @@ class JobScaler:
         """
         pods = self._objects.list_pods(namespace, f"{LABEL_JOB}={name}")
         found = retired_pods(name, workflow, pods)
-        started = time.monotonic()
+        deadline = time.monotonic() + self._retire_wait
         deleted: list[str] = []
+        waited = 0.0  # seconds spent waiting for Argo's writes
         updates = self._objects.watch_workflow(
             namespace, workflow_name(name), workflow["metadata"]["resourceVersion"], self._retire_wait
         )
         with closing(updates):
             while True:
-                for pod in found.ready:
-                    self._objects.delete_pod(namespace, pod)
-                deleted += found.ready
-                if not found.waiting or time.monotonic() - started >= self._retire_wait:
+                if found.ready:
+                    self._objects.delete_pods(namespace, found.ready)
+                    deleted += found.ready
+                if not found.waiting or time.monotonic() >= deadline:
                     break
+                before = time.monotonic()
                 newer = next(updates, None)
+                waited += time.monotonic() - before
                 if newer is None:
                     break
                 waiting = set(found.waiting)
                 found = retired_pods(name, newer, [p for p in pods if p["metadata"]["name"] in waiting])
-        waited = time.monotonic() - started
         extra = {"job": f"{namespace}/{name}"}
         if found.waiting:
             log.warning(
@@ -286,7 +288,7 @@ class JobScaler:
                 extra=extra,
             )
         elif deleted and waited >= RETIRE_WAIT_LOGGED:
-            log.info("deleted %d retired pod(s) after %.1fs for Argo", len(deleted), waited, extra=extra)
+            log.info("deleted %d retired pod(s); waited %.1fs for Argo", len(deleted), waited, extra=extra)
         return sorted(deleted)
 
     def _write_spec(self, namespace: str, name: str) -> None:

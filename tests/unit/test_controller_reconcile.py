@@ -101,8 +101,8 @@ class Cluster:
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         return copy.deepcopy(self.live_pods)
 
-    def delete_pod(self, namespace: str, name: str) -> None:
-        self.deleted.append(name)
+    def delete_pods(self, namespace: str, names: list[str]) -> None:
+        self.deleted += names
 
     # EventRecorder
     def post(self, job: Any, type_: str, reason: str, message: str) -> bool:

@@ -1,9 +1,12 @@
-"""JobScaler's per-job locks serialise requests and leave the table when idle (bounded by jobs in use)."""
+"""JobScaler's per-job locks serialise requests and leave the table when idle (bounded by jobs in use); a
+scale-down deletes a retired replica's pod only once Argo's writes show its tombstone finished."""
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator, Sequence
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -70,3 +73,78 @@ def test_lost_races_are_retried_after_growing_jittered_pauses_then_refused(monke
         scaler._retry(always)
     assert len(pauses) == 5  # no pause after the last attempt
     assert max(pauses) <= scale_executor.CONFLICT_PAUSE_CAP
+
+
+class _Objects:
+    """The ObjectStore calls of a scale-down's pod deletion: Argo's writes arrive as ``updates``."""
+
+    def __init__(self, pods: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
+        self.pods, self.updates = pods, updates
+        self.deleted: list[list[str]] = []
+        self.watched_from: list[str] = []
+
+    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        return self.pods
+
+    def watch_workflow(self, namespace: str, name: str, after: str, seconds: float) -> Iterator[dict[str, Any]]:
+        self.watched_from.append(after)
+        yield from self.updates
+
+    def delete_pods(self, namespace: str, names: Sequence[str]) -> None:
+        self.deleted.append(list(names))
+
+
+def _retiring(tombstones: dict[str, str], version: str) -> dict[str, Any]:
+    """Job ``j`` with collector-1 and collector-2 retired; ``tombstones``: DAG task -> its node's phase."""
+    live = [{"name": "collector-0", "template": "collector"}]
+    tasks = live + [{"name": n, "template": "dihera-retired"} for n in ("collector-1", "collector-2")]
+    nodes = {n: {"name": f"j.{n}", "type": "Retry", "phase": p} for n, p in tombstones.items()}
+    return {
+        "metadata": {"name": "j", "resourceVersion": version},
+        "spec": {"templates": [{"name": "dijob", "dag": {"tasks": tasks}}]},
+        "status": {"nodes": nodes},
+    }
+
+
+def _pod(host: str) -> dict[str, Any]:
+    return {
+        "metadata": {"name": f"pod-{host}", "labels": {"diengine/pod": f"j-{host}"}},
+        "status": {"phase": "Running"},
+    }
+
+
+PODS = [_pod("collector-0"), _pod("collector-1"), _pod("collector-2")]
+
+
+def test_retired_pods_are_deleted_as_argo_finishes_their_tombstones() -> None:
+    objects = _Objects(
+        PODS,
+        [
+            _retiring({"collector-1": "Running", "collector-2": "Running"}, "11"),  # a write of Argo's before ours
+            _retiring({"collector-1": "Succeeded", "collector-2": "Running"}, "12"),
+            _retiring({"collector-1": "Succeeded", "collector-2": "Succeeded"}, "13"),
+        ],
+    )
+    scaler = JobScaler(client.ApiClient())
+    scaler._objects = objects  # type: ignore[assignment]
+    deleted = scaler._delete_retired_pods("ns", "j", _retiring({}, "10"))
+    assert objects.watched_from == ["10"]  # from the version our patch wrote
+    assert objects.deleted == [["pod-collector-1"], ["pod-collector-2"]]
+    assert deleted == ["pod-collector-1", "pod-collector-2"]
+
+
+def test_a_pod_argo_has_not_finished_in_time_is_left_to_the_controller() -> None:
+    objects = _Objects(PODS, [_retiring({"collector-1": "Succeeded"}, "11")])  # then the watch times out
+    scaler = JobScaler(client.ApiClient(), retire_wait=5)
+    scaler._objects = objects  # type: ignore[assignment]
+    assert scaler._delete_retired_pods("ns", "j", _retiring({}, "10")) == ["pod-collector-1"]
+    assert objects.deleted == [["pod-collector-1"]]
+
+
+def test_no_watch_when_argo_already_finished_every_tombstone() -> None:
+    objects = _Objects(PODS, [])
+    scaler = JobScaler(client.ApiClient())
+    scaler._objects = objects  # type: ignore[assignment]
+    done = _retiring({"collector-1": "Succeeded", "collector-2": "Failed"}, "10")
+    assert scaler._delete_retired_pods("ns", "j", done) == ["pod-collector-1", "pod-collector-2"]
+    assert objects.watched_from == [] and objects.deleted == [["pod-collector-1", "pod-collector-2"]]
