@@ -11,7 +11,7 @@ time: the scale-down of replicas ``failurePolicy: DropReplica`` dropped
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from dihera.controller.metrics import Metrics
@@ -73,15 +73,21 @@ def delete_retired_pods(
     workflow: Mapping[str, Any],
     pods: Sequence[Mapping[str, Any]],
     extra: Mapping[str, str],
+    live_pods: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
 ) -> None:
     """Delete the live pods of retired replicas whose tombstone Argo has finished (the scaler's leftovers).
 
     A scale-down deletes them itself once Argo acts on its Workflow patch, waiting a bounded time; a pod
     still waiting then (Argo slower still, or a scaler that stopped) is deleted here, when the Workflow's
-    watch event shows Argo finished the tombstone. Nothing to do in the steady state.
+    watch event shows Argo finished the tombstone. Nothing to do in the steady state. ``pods`` from the
+    watch cache may not show the scaler's deletions yet: ``live_pods`` (the API server's list) confirms
+    any candidate first, so they are not deleted twice.
     """
     ready = retired_pods(job.name, workflow, pods).ready
+    if ready and live_pods is not None:
+        ready = retired_pods(job.name, workflow, live_pods()).ready
+    if not ready:
+        return
     objects.delete_pods(job.namespace, ready)
-    if ready:
-        metrics.wrote("delete", "Pod", len(ready))
-        log.info("deleted %d pod(s) of retired replicas: %s", len(ready), ", ".join(ready), extra=extra)
+    metrics.wrote("delete", "Pod", len(ready))
+    log.info("deleted %d pod(s) of retired replicas: %s", len(ready), ", ".join(ready), extra=extra)

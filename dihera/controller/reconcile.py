@@ -392,11 +392,16 @@ class Reconciler:
         if job is not None:
             drop_replicas(self._scaler, self._metrics, job, update.drops, extra)
             if phase not in TERMINAL and workflow is not None:
-                delete_retired_pods(self._objects, self._metrics, job, workflow, pods, extra)
+                uid = workflow["metadata"].get("uid")
+                live = None if self._cache is None else lambda: self._live_pods(job, uid)
+                delete_retired_pods(self._objects, self._metrics, job, workflow, pods, extra, live)
             if suspension is SuspendAction.STOP and workflow is not None:
                 delete_workflow(self._objects, self._metrics, job, workflow, extra)
             self._cleanup_now(job, phase, workflow, pods, extra)
         return written
+
+    def _live_pods(self, job: DIJob, workflow_uid: str | None) -> list[dict[str, Any]]:
+        return [p for p in self._live.pods(job.namespace, job.name) if _owned_by(p, workflow_uid)]
 
     def _finished(
         self, body: Mapping[str, Any], status: Mapping[str, Any], extra: Mapping[str, str], reads: Reads
