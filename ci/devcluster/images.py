@@ -255,24 +255,22 @@ def dockerfile_image(
         base_ref = f"docker-archive:{base.archive}"
         subprocess.run([*buildah, "pull", "--quiet", base_ref], check=True, stdout=subprocess.DEVNULL, env=env)
         # No --layers: with a Dockerfile's bind mount from a builder stage buildah reuses stale layers.
+        # The image is committed straight into the docker-archive (the cache), never into buildah's
+        # storage (which keeps only the base): no second copy of a big layer on disk, no push.
+        tmp_archive = Path(tmp) / "image.tar"
         bud = [
             *buildah, "bud", "--isolation=chroot", *([] if progress else ["--quiet"]),
             f"--file={context / build.dockerfile}",
             f"--build-arg=PYTHON_IMAGE={base.name}",
             f"--volume={HOST_CA_BUNDLE}:/etc/ssl/certs/ca-certificates.crt:ro",
-            f"--tag={build.name}", str(context),
+            f"--tag=docker-archive:{tmp_archive}:{build.name}", str(context),
         ]  # fmt: skip
         if progress:
             _run_streamed(bud, env, progress)
         else:
             subprocess.run(bud, check=True, stdout=subprocess.DEVNULL, env=env)
-        tmp_archive = Path(tmp) / "image.tar"
-        push = [*buildah, "push", "--quiet", build.name, f"docker-archive:{tmp_archive}:{build.name}"]
-        subprocess.run(push, check=True, env=env)
         shutil.move(tmp_archive, archive)
         _prune(archive)
-        for rmi in (["rmi", build.name], ["rmi", "--prune"]):  # the archive is the cache: keep no copy
-            subprocess.run([*buildah, *rmi], check=False, capture_output=True, env=env)
     log.info("built %s in %.0fs", build.name, time.monotonic() - start)
     return Image(build.name, archive)
 
