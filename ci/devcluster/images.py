@@ -37,6 +37,7 @@ __all__ = [
     "build_all",
     "dockerfile_archive",
     "dockerfile_image",
+    "dockerfile_images",
     "import_all",
     "python_image",
 ]
@@ -281,15 +282,21 @@ def _dihera_image(settings: Settings, base: Image) -> Image:
     return dockerfile_image(settings, build, base)
 
 
+def dockerfile_images(settings: Settings) -> list[Image]:
+    """The images that need no Go program (the Python base, the project's image), built when their
+    inputs changed: `make test` builds them in the background while the Go programs compile."""
+    settings.images_dir.mkdir(parents=True, exist_ok=True)
+    python = python_image(settings)
+    return [python, _dihera_image(settings, python)]
+
+
 def build_all(settings: Settings) -> list[Image]:
     """Every image of the real node, built when its inputs changed (else found in the cache)."""
     settings.images_dir.mkdir(parents=True, exist_ok=True)
-    python = python_image(settings)
     return [
         _binary_image(settings, "pause", PAUSE_IMAGE, ["/pause"]),
         _binary_image(settings, "argoexec", ARGOEXEC_IMAGE, ["/bin/argoexec"]),
-        python,
-        _dihera_image(settings, python),
+        *dockerfile_images(settings),
     ]
 
 
