@@ -11,9 +11,10 @@
 # writes its exit status to NAME.rc when it ends.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-dir=${DIHERA_BG_DIR:-$here/../build/bg}
+dir=${DIHERA_BG_DIR:-$(dirname "$here")/build/bg}
 
 say() { printf '[bg] %s\n' "$*"; }
+last() { tail -n 1 "$dir/$1.log" | cut -c1-160 | sed 's/^./; last line: &/'; } # last NAME: "; last line: ..." or nothing
 
 start() { # start NAME COMMAND...
   local name=$1
@@ -40,7 +41,7 @@ wait_for() { # wait NAME
       break
     fi
     if ((SECONDS - since >= report)); then
-      say "$name: still running (waited $((SECONDS - since))s); last: $(tail -n 1 "$dir/$name.log" | cut -c1-160)"
+      say "$name: still running (waited $((SECONDS - since))s)$(last "$name")"
       report=$((report + 30))
     fi
     sleep 1
@@ -52,7 +53,7 @@ wait_for() { # wait NAME
     say "$name: FAILED (exit $rc after ${took}s; whole log: $dir/$name.log)"
     return 1
   fi
-  say "$name: done in ${took}s (waited $((SECONDS - since))s for it); last: $(tail -n 1 "$dir/$name.log" | cut -c1-160)"
+  say "$name: done in ${took}s (waited $((SECONDS - since))s for it)$(last "$name")"
 }
 
 case ${1:-} in
