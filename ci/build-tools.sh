@@ -59,8 +59,8 @@ prefetch_rest() { # start fetching the modules of the tools after the current on
   log "fetching the modules of ${next[*]} in the background (log: $cache/prefetch.log)"
 }
 
-prefetch_modules() { # prefetch_modules DIR PACKAGE: `go list -deps` there (in the checkout: never writing its go.mod)
-  local flags=$GOFLAGS start=$SECONDS
+prefetch_modules() { # prefetch_modules DIR PACKAGE [START]: `go list -deps` there (in the checkout: never writing its go.mod)
+  local flags=$GOFLAGS start=${3:-$SECONDS}
   [[ $1 == "$here"/* ]] && flags=${flags/-mod=mod/-mod=readonly}
   if (cd "$1" && GOFLAGS=$flags go list -deps "$2" > /dev/null); then
     log "fetched the modules of $2 in $((SECONDS - start))s"
@@ -95,7 +95,7 @@ install_mod() { # install_mod NAME VERSION PACKAGE [LDFLAGS]
   if [[ -n $prefetch ]]; then # a throw-away module requiring PACKAGE@VERSION
     tmp=$(mktemp -d -p "$src")
     (cd "$tmp" && go mod init dihera.local/prefetch > /dev/null 2>&1 && go get "$pkg@$version" > /dev/null 2>&1) || true
-    prefetch_modules "$tmp" "$pkg"
+    prefetch_modules "$tmp" "$pkg" "$start"
     return 0
   fi
   prefetch_rest
