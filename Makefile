@@ -9,7 +9,7 @@ PYTHON ?= $(VENV)/bin/python
 export DIHERA_CACHE ?= $(HOME)/.cache/dihera
 export PATH := $(DIHERA_CACHE)/bin:$(PATH)
 
-.PHONY: help setup tools generate check-generated lint typecheck unit packaging test test-default test-compat test-big argo-behaviour bench clean
+.PHONY: help setup tools images-bg generate check-generated lint typecheck unit packaging test test-default test-compat test-big argo-behaviour bench clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -22,9 +22,15 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed ## create .venv with dihera and its dev tools
 
+# The real node's images that need no Go program (the Python base, the project's image, the DI-engine
+# image: ~3 GB of wheels to download, ~5.4 GB to write) build in the background while `tools` compiles
+# (ci/bg.sh); `make test` waits for them before its tests. Warm it is a key check.
+REAL_NODE := $(if $(filter 0,$(DIHERA_REAL_NODE)),,1)
+images-bg: setup setup-node ## start building the real node's images in the background (log: build/bg/images.log)
+	@$(if $(REAL_NODE),bash ci/bg.sh start images $(PYTHON) -m ci.devcluster images,true)
+
 tools: ## build the control-plane programs from the Go module proxy (cached in $DIHERA_CACHE), the real node's too
-	bash ci/build-tools.sh
-	@if [ "$${DIHERA_REAL_NODE:-1}" != 0 ]; then bash ci/build-tools.sh kubelet coredns netns-forward pause argoexec; fi
+	bash ci/build-tools.sh default $(if $(REAL_NODE),kubelet coredns netns-forward pause argoexec)
 
 generate: setup ## regenerate files derived from schemas/ and examples
 	$(PYTHON) -m dihera.schema.generate
@@ -61,8 +67,9 @@ COMPAT_BUILD_LOG := $(DIHERA_CACHE)/compat-build.log
 
 # The compat pair's programs are built (niced, in the background) while the default row's tests run:
 # on a cold machine that hides most of their ~15 minutes; warm, the build is a stamp check.
-test: setup setup-node tools check-generated lint typecheck chart-lint ## everything CI runs: checks, unit, chart and cluster tests on both rows of the version matrix
-	@nice -n 10 bash ci/build-tools.sh $(COMPAT_TOOLS) > $(COMPAT_BUILD_LOG) 2>&1 & bg=$$!; \
+test: setup setup-node images-bg tools check-generated lint typecheck chart-lint ## everything CI runs: checks, unit, chart and cluster tests on both rows of the version matrix
+	@$(if $(REAL_NODE),bash ci/bg.sh wait images || exit 1;) \
+	  nice -n 10 bash ci/build-tools.sh $(COMPAT_TOOLS) > $(COMPAT_BUILD_LOG) 2>&1 & bg=$$!; \
 	  echo "[matrix] building the compat pair's programs in the background (log: $(COMPAT_BUILD_LOG))"; \
 	  $(MAKE) --no-print-directory test-default; rc=$$?; \
 	  if ! wait $$bg; then tail -n 40 $(COMPAT_BUILD_LOG); echo "[matrix] the compat pair's build failed"; exit 1; fi; \

@@ -5,7 +5,8 @@
 #   ci/build-tools.sh [--kubernetes VERSION] [--argo VERSION] [TOOL...]
 #   ci/build-tools.sh [--kubernetes VERSION] [--argo VERSION] --pair-dir
 #
-# (defaults: ci/versions.env). The wrapper modules that build Kubernetes, etcd and Argo are generated
+# (defaults: ci/versions.env; no TOOL, or the word `default` among them: the control plane's and the
+# chart tools' programs). The wrapper modules that build Kubernetes, etcd and Argo are generated
 # per version into $cache/src/<component>-<version>/ from the upstream module's own go.mod (Kubernetes'
 # staging `replace` lines become their published v0.x twins; Argo's own replace lines are repeated).
 # Binaries land in $cache/bin/<component>-<version>/, so several versions stay built side by side and
@@ -30,13 +31,43 @@ cache=${DIHERA_CACHE:-$HOME/.cache/dihera}
 bin="$cache/bin"
 pair="$cache/pairs/${KUBERNETES_VERSION}_${ARGO_VERSION}"
 if [[ -n $print_pair_dir ]]; then echo "$pair"; exit 0; fi
-mkdir -p "$bin" "$cache/src" "$pair"
+# Cold, the module downloads (network) of the programs still to build overlap the compiling (CPU) of
+# the current one: the first real build starts this script again, niced, in the background on the rest
+# of the list in prefetch mode ($DIHERA_PREFETCH_SRC: its own wrapper dir), where a build is a
+# `go list -deps` (it fetches the modules into the shared module cache) and nothing is installed. Best
+# effort: a build fetches whatever the prefetch has not got yet; it is stopped when the builds are done.
+prefetch=${DIHERA_PREFETCH_SRC:-}
+src=${prefetch:-$cache/src}
+mkdir -p "$bin" "$src" "$pair"
 # -mod=mod: a generated wrapper's go.mod only names the upstream module; `go build` adds the rest of
 # the requirements and writes go.sum, checked against GOSUMDB (reached through the module proxy).
 export GOFLAGS=-mod=mod
 export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
 
-log() { printf '[build-tools] %s\n' "$*" >&2; }
+log() { printf '[build-tools]%s %s\n' "${prefetch:+ prefetch:}" "$*" >&2; }
+
+prefetch_pid=
+prefetch_rest() { # start fetching the modules of the tools after the current one (${next[@]}), once
+  [[ -n $prefetch || -n $prefetch_pid || ${#next[@]} -eq 0 ]] && return 0
+  local dir
+  dir=$(mktemp -d)
+  DIHERA_PREFETCH_SRC=$dir setsid nice -n 10 bash "$0" --kubernetes "$KUBERNETES_VERSION" --argo "$ARGO_VERSION" \
+    "${next[@]}" > "$cache/prefetch.log" 2>&1 < /dev/null &
+  prefetch_pid=$!
+  # shellcheck disable=SC2064 # expanded now: the pid and the dir
+  trap "kill -- -$prefetch_pid 2>/dev/null || true; wait $prefetch_pid 2>/dev/null || true; rm -rf '$dir'" EXIT
+  log "fetching the modules of ${next[*]} in the background (log: $cache/prefetch.log)"
+}
+
+prefetch_modules() { # prefetch_modules DIR PACKAGE [START]: `go list -deps` there (in the checkout: never writing its go.mod)
+  local flags=$GOFLAGS start=${3:-$SECONDS}
+  [[ $1 == "$here"/* ]] && flags=${flags/-mod=mod/-mod=readonly}
+  if (cd "$1" && GOFLAGS=$flags go list -deps "$2" > /dev/null); then
+    log "fetched the modules of $2 in $((SECONDS - start))s"
+  else
+    log "could not list $2 (its build fetches what it needs)"
+  fi
+}
 
 # built PATH STAMP: true when PATH was built with STAMP (version, ldflags, sources; kept in DIR/.NAME.version),
 # so a change of any rebuilds it.
@@ -46,6 +77,8 @@ built() { [[ -x "$1" && "$(cat "$(stamp_file "$1")" 2>/dev/null)" == "$2" ]]; }
 go_build() { # go_build MODULE_DIR OUT PACKAGE STAMP [LDFLAGS]
   local dir=$1 out=$2 pkg=$3 stamp=$4 ldflags=${5:-}
   built "$out" "$stamp" && return 0
+  [[ -n $prefetch ]] && { prefetch_modules "$dir" "$pkg"; return 0; }
+  prefetch_rest
   log "building $(basename "$out") ${stamp%% *}"
   local start=$SECONDS
   mkdir -p "$(dirname "$out")"
@@ -58,8 +91,15 @@ go_build() { # go_build MODULE_DIR OUT PACKAGE STAMP [LDFLAGS]
 install_mod() { # install_mod NAME VERSION PACKAGE [LDFLAGS]
   local name=$1 version=$2 pkg=$3 ldflags=${4:-}
   built "$bin/$name" "$version $ldflags" && return 0
-  log "building $name $version"
   local start=$SECONDS tmp
+  if [[ -n $prefetch ]]; then # a throw-away module requiring PACKAGE@VERSION
+    tmp=$(mktemp -d -p "$src")
+    (cd "$tmp" && go mod init dihera.local/prefetch > /dev/null 2>&1 && go get "$pkg@$version" > /dev/null 2>&1) || true
+    prefetch_modules "$tmp" "$pkg" "$start"
+    return 0
+  fi
+  prefetch_rest
+  log "building $name $version"
   tmp=$(mktemp -d)
   GOBIN="$tmp" go install -trimpath -ldflags "-s -w $ldflags" "$pkg@$version"
   mv "$tmp/$name" "$bin/$name"
@@ -77,7 +117,7 @@ module_file() { # module_file MODULE VERSION FIELD: GoMod (the go.mod) or Dir (t
 # module's own go.sum: the checksum database does not know every pseudo-version upstream pins (go build
 # asks GOSUMDB only for sums missing there, e.g. Kubernetes' published staging twins). Prints the dir.
 wrapper() {
-  local dir="$cache/src/$1" content=$2 upstream=$3
+  local dir="$src/$1" content=$2 upstream=$3
   mkdir -p "$dir"
   if [[ "$(cat "$dir/.generated" 2>/dev/null)" != "$content" ]]; then
     printf '%s\n' "$content" > "$dir/go.mod"
@@ -179,7 +219,7 @@ build_argo() { # build_argo VERSION PROGRAM (workflow-controller: the loopback m
   # (a cold build of both takes ~4 minutes less on 2 cores).
   CGO_ENABLED=0 go_build "$dir" "$bin/argo-$v/$2" "$pkg" "$v loopback-$main_sum static" "-X $module.version=$v"
   # Argo's CRDs ship in its module; copy them next to the binaries.
-  if [[ $2 == workflow-controller && ! -d "$bin/argo-$v/crds" ]]; then
+  if [[ $2 == workflow-controller && ! -d "$bin/argo-$v/crds" && -z $prefetch ]]; then
     mkdir -p "$bin/argo-$v/crds.tmp"
     cp "$(module_file "$module" "$v" Dir)"/manifests/base/crds/minimal/argoproj.io_*.yaml "$bin/argo-$v/crds.tmp/"
     chmod -R u+w "$bin/argo-$v/crds.tmp"
@@ -187,26 +227,26 @@ build_argo() { # build_argo VERSION PROGRAM (workflow-controller: the loopback m
   fi
 }
 
-link() { ln -sfn "$1" "$pair/$2"; } # link TARGET NAME: one program of the pair's set
+link() { [[ -n $prefetch ]] || ln -sfn "$1" "$pair/$2"; } # link TARGET NAME: one program of the pair's set
 
 # Argo's workflow/executor/osspecific/signal_linux.go is a symlink to signal_darwin.go upstream, and
 # module zips drop symlinks, so argoexec does not build from the proxy's zip: it is built from a copy
 # of the module with that file restored, through a modfile of its own (the Argo wrapper's go.mod plus a
 # replace line pointing at the copy).
 argoexec_modfile() { # argoexec_modfile VERSION: prints the modfile's path
-  local v=$1 module dir src osdir
+  local v=$1 module dir copy osdir
   module=$(argo_module "$v")
   dir=$(argo_wrapper "$v")
-  src="$cache/src/argo-workflows-$v"
-  osdir="$src/workflow/executor/osspecific"
+  copy="$src/argo-workflows-$v"
+  osdir="$copy/workflow/executor/osspecific"
   if [[ ! -f "$osdir/signal_linux.go" ]]; then
-    rm -rf "$src"
-    cp -r "$(module_file "$module" "$v" Dir)" "$src" && chmod -R u+w "$src"
+    rm -rf "$copy"
+    cp -r "$(module_file "$module" "$v" Dir)" "$copy" && chmod -R u+w "$copy"
     cp "$osdir/signal_darwin.go" "$osdir/signal_linux.go"
   fi
   cp "$dir/go.mod" "$dir/argoexec.go.mod"
   cp "$dir/go.sum" "$dir/argoexec.go.sum"
-  echo "replace $module => $src" >> "$dir/argoexec.go.mod"
+  echo "replace $module => $copy" >> "$dir/argoexec.go.mod"
   echo "$dir/argoexec.go.mod"
 }
 
@@ -223,8 +263,11 @@ own_program() { # own_program NAME: a small program of this repository (ci/tools
 }
 
 
-want=${*:-etcd kube-apiserver kube-controller-manager kube-scheduler kwok workflow-controller helm ct helm-docs}
-for tool in $want; do
+default="etcd kube-apiserver kube-controller-manager kube-scheduler kwok workflow-controller helm ct helm-docs"
+want=${*:-default}
+read -ra tools <<< "${want//default/$default}"
+for i in "${!tools[@]}"; do
+  tool=${tools[i]} next=("${tools[@]:i+1}")
   case $tool in
     etcd) ev=$(etcd_version "$KUBERNETES_VERSION"); build_etcd "$ev"; link "$bin/etcd-$ev/etcd" etcd ;;
     kube-apiserver|kube-controller-manager|kube-scheduler)
@@ -255,4 +298,5 @@ for tool in $want; do
     *) log "unknown tool: $tool"; exit 2 ;;
   esac
 done
+[[ -n $prefetch ]] && { rm -rf "$src"; exit 0; }
 log "all tools ready in $bin (Kubernetes $KUBERNETES_VERSION, Argo $ARGO_VERSION: $pair)"

@@ -1,7 +1,9 @@
-"""Command line: python -m ci.devcluster up|down|status|di-engine-image [--state-dir DIR] [--json].
+"""Command line: python -m ci.devcluster up|down|status|di-engine-image|images [--state-dir DIR] [--json].
 
 `di-engine-image`: build the DI-engine image if its inputs changed and import it into the real node
-when one runs here (ci/devcluster/dingimage.py; not done at `up`: it is ~5 GB)."""
+when one runs here (ci/devcluster/dingimage.py; not done at `up`: it is ~5 GB). `images`: build, when
+their inputs changed, every image that needs no Go program (the Python base, the project's image, the
+DI-engine image) without importing any: what `make test` runs in the background while `tools` compiles."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import logging
 import sys
 from pathlib import Path
 
-from . import dingimage, realnode
+from . import dingimage, images, realnode
 from .cluster import Cluster, ClusterError
 from .settings import Settings
 
@@ -38,7 +40,7 @@ def _print_status(report: dict[str, object]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ci.devcluster", description=__doc__)
-    parser.add_argument("command", choices=("up", "down", "status", "di-engine-image"))
+    parser.add_argument("command", choices=("up", "down", "status", "di-engine-image", "images"))
     parser.add_argument("--state-dir", type=Path, help="state directory (default: .devcluster/ in the repo)")
     parser.add_argument("--json", action="store_true", help="status as JSON")
     args = parser.parse_args(argv)
@@ -55,6 +57,9 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 dingimage.build_ding_image(cluster.settings)
                 logging.getLogger("devcluster").info("no real node running here: built, not imported")
+        elif args.command == "images":
+            images.dockerfile_images(cluster.settings)
+            dingimage.build_ding_image(cluster.settings)
         elif args.command == "down":
             cluster.down()
         else:

@@ -37,6 +37,7 @@ __all__ = [
     "build_all",
     "dockerfile_archive",
     "dockerfile_image",
+    "dockerfile_images",
     "import_all",
     "python_image",
 ]
@@ -255,24 +256,22 @@ def dockerfile_image(
         base_ref = f"docker-archive:{base.archive}"
         subprocess.run([*buildah, "pull", "--quiet", base_ref], check=True, stdout=subprocess.DEVNULL, env=env)
         # No --layers: with a Dockerfile's bind mount from a builder stage buildah reuses stale layers.
+        # The image is committed straight into the docker-archive (the cache), never into buildah's
+        # storage (which keeps only the base): no second copy of a big layer on disk, no push.
+        tmp_archive = Path(tmp) / "image.tar"
         bud = [
             *buildah, "bud", "--isolation=chroot", *([] if progress else ["--quiet"]),
             f"--file={context / build.dockerfile}",
             f"--build-arg=PYTHON_IMAGE={base.name}",
             f"--volume={HOST_CA_BUNDLE}:/etc/ssl/certs/ca-certificates.crt:ro",
-            f"--tag={build.name}", str(context),
+            f"--tag=docker-archive:{tmp_archive}:{build.name}", str(context),
         ]  # fmt: skip
         if progress:
             _run_streamed(bud, env, progress)
         else:
             subprocess.run(bud, check=True, stdout=subprocess.DEVNULL, env=env)
-        tmp_archive = Path(tmp) / "image.tar"
-        push = [*buildah, "push", "--quiet", build.name, f"docker-archive:{tmp_archive}:{build.name}"]
-        subprocess.run(push, check=True, env=env)
         shutil.move(tmp_archive, archive)
         _prune(archive)
-        for rmi in (["rmi", build.name], ["rmi", "--prune"]):  # the archive is the cache: keep no copy
-            subprocess.run([*buildah, *rmi], check=False, capture_output=True, env=env)
     log.info("built %s in %.0fs", build.name, time.monotonic() - start)
     return Image(build.name, archive)
 
@@ -283,15 +282,21 @@ def _dihera_image(settings: Settings, base: Image) -> Image:
     return dockerfile_image(settings, build, base)
 
 
+def dockerfile_images(settings: Settings) -> list[Image]:
+    """The images that need no Go program (the Python base, the project's image), built when their
+    inputs changed: `make test` builds them in the background while the Go programs compile."""
+    settings.images_dir.mkdir(parents=True, exist_ok=True)
+    python = python_image(settings)
+    return [python, _dihera_image(settings, python)]
+
+
 def build_all(settings: Settings) -> list[Image]:
     """Every image of the real node, built when its inputs changed (else found in the cache)."""
     settings.images_dir.mkdir(parents=True, exist_ok=True)
-    python = python_image(settings)
     return [
         _binary_image(settings, "pause", PAUSE_IMAGE, ["/pause"]),
         _binary_image(settings, "argoexec", ARGOEXEC_IMAGE, ["/bin/argoexec"]),
-        python,
-        _dihera_image(settings, python),
+        *dockerfile_images(settings),
     ]
 
 
