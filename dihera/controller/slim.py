@@ -95,17 +95,18 @@ def _template(t: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def slim_workflow(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """Phase, message, the Pod nodes (name, type, phase, message), the DAG's slots and ``spec.shutdown``."""
+    """Phase, message, progress, the Pod nodes (name, type, phase, message, progress), the DAG's slots and
+    ``spec.shutdown``."""
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     out_spec = _pick(spec, ("shutdown",))
     out_spec["templates"] = [_template(t) for t in spec.get("templates") or []]
     nodes = {
-        node_id: _pick(node, ("name", "type", "phase", "message"))
+        node_id: _pick(node, ("name", "type", "phase", "message", "progress"))
         for node_id, node in workflow_nodes(obj).items()  # compressedNodes unpacked: a big job's slim copy is small
         if node.get("type") == "Pod"
     }
-    out_status = _pick(status, ("phase", "message"))
+    out_status = _pick(status, ("phase", "message", "progress"))
     if nodes:
         out_status["nodes"] = nodes
     return {"metadata": _metadata(obj), "spec": out_spec, "status": out_status}

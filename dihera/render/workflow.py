@@ -11,7 +11,7 @@ on the template, every other pod spec field goes into ``podSpecPatch``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import pydantic

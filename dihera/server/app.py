@@ -46,6 +46,6 @@ def create_app(settings: ServerSettings, backend: Backend) -> FastAPI:
     app.state.dihera = ServerContext(settings, backend, metrics, access, AnswerCache())
     app.add_middleware(ObserveRequests, metrics=metrics)
     install_error_handlers(app)
-    for router in (routes.operations, routes.v2alpha1, routes.v1):
+    for router in (routes.operations, routes.v2alpha1, routes.v1, routes.ui):
         app.include_router(router)
     return app

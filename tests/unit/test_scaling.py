@@ -339,7 +339,8 @@ def test_the_argo_ui_annotations_follow_the_membership() -> None:
     first = render(dqn).workflow
     bigger = plan_membership(dqn.with_replicas("collector", 5), plan_membership(dqn, None))
     ops = workflow_patch(bigger, first)
-    patched = {o["path"].rsplit("/", 1)[1].replace("~1", "/"): o["value"] for o in ops if "/metadata/annotations/" in o["path"]}
+    on_meta = [o for o in ops if "/metadata/annotations/" in o["path"]]
+    patched = {o["path"].rsplit("/", 1)[1].replace("~1", "/"): o["value"] for o in on_meta}
     rendered = render(dqn.with_replicas("collector", 5), membership=bigger).workflow["metadata"]["annotations"]
     assert patched == {k: v for k, v in rendered.items() if k != "workflows.argoproj.io/title"}
     description = patched["workflows.argoproj.io/description"]
