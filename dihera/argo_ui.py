@@ -16,8 +16,11 @@ the tests.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
+
+import yaml
 
 from dihera.constants import (
     ANNOTATION_GENERATION,
@@ -33,6 +36,7 @@ __all__ = [
     "UI_COLUMNS",
     "argo_config",
     "columns",
+    "configmap_data",
     "describe",
     "helm_values",
     "links",
@@ -50,6 +54,7 @@ UI_COLUMNS: tuple[tuple[str, str], ...] = (
 JOB_VIEW_PATH = "/ui/namespaces/{namespace}/dijobs/{name}"
 POD_VIEW_PATH = "/ui/namespaces/{namespace}/dijobs/{name}/pods/{pod}"
 _JOB_OF_WORKFLOW = f"${{workflow.metadata.labels.{LABEL_JOB}}}"
+_URL = re.compile(r"^https?://[^/\s?#]+(/[^\s?#]*)?$")
 
 
 def task_summary(tasks: Sequence[tuple[str, str, int]]) -> str:
@@ -85,7 +90,14 @@ def columns() -> list[dict[str, str]]:
 
 
 def links(server_url: str) -> list[dict[str, str]]:
-    """Argo's ``links`` to the di-server at ``server_url`` (as the browser reaches it, no trailing slash)."""
+    """Argo's ``links`` to the di-server at ``server_url`` (as the browser reaches it: ``http(s)://host[:port][/path]``).
+
+    Raises ValueError naming the URL when it is not one."""
+    if not _URL.match(server_url):
+        raise ValueError(
+            f"server_url: {server_url!r} is not an http(s) URL without query or fragment "
+            "(e.g. http://127.0.0.1:8081 or https://dihera.example.com/di-server)"
+        )
     base = server_url.rstrip("/")
     job = JOB_VIEW_PATH.format(namespace="${metadata.namespace}", name=_JOB_OF_WORKFLOW)
     pod = POD_VIEW_PATH.format(namespace="${metadata.namespace}", name=_JOB_OF_WORKFLOW, pod="${metadata.name}")
@@ -99,6 +111,13 @@ def argo_config(server_url: str) -> dict[str, list[dict[str, str]]]:
     """The ``columns`` and ``links`` entries of Argo's controller configuration (a ConfigMap key each,
     holding its YAML)."""
     return {"columns": columns(), "links": links(server_url)}
+
+
+def configmap_data(server_url: str) -> dict[str, str]:
+    """The ``data`` entries of ``workflow-controller-configmap``: ``columns`` and ``links``, each as YAML."""
+    return {
+        key: yaml.safe_dump(value, sort_keys=False, width=1 << 16) for key, value in argo_config(server_url).items()
+    }
 
 
 def helm_values(server_url: str) -> dict[str, Any]:
