@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PORT_NAMES", "StateDir", "pick_ports"]
+__all__ = ["PORT_NAMES", "StateDir", "di_server_url", "pick_ports"]
 
 MARKER = ".dihera-devcluster"
 PORT_NAMES = (
@@ -21,6 +21,9 @@ PORT_NAMES = (
     "kube-controller-manager",
     "kube-scheduler",
     "workflow-controller",
+    # Not a process of the cluster: where a di-server is reached from the host (`make demo`'s port-forward,
+    # the tests' in-process server), so the Argo UI's links in Argo's ConfigMap point at a known URL.
+    "di-server",
 )
 
 
@@ -115,6 +118,11 @@ class StateDir:
 
     def save_ports(self, ports: dict[str, int]) -> None:
         (self.root / "ports.json").write_text(json.dumps(ports, indent=2) + "\n")
+
+
+def di_server_url(ports: dict[str, int]) -> str:
+    """The URL the Argo UI's links and `make demo` use for the di-server (dihera.argo_ui)."""
+    return f"http://127.0.0.1:{ports['di-server']}"
 
 
 def _free(port: int) -> bool:
