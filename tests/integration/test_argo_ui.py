@@ -30,8 +30,17 @@ from dihera.constants import LABEL_JOB
 from dihera.kube.jobs import JobStore
 from dihera.server import ServerSettings
 from tests.integration.lifecycle import FOREVER
-from tests.integration.test_controller_jobs import Controller, Poll, job_pods, manifest, phase_is, task
-from tests.integration.test_server_scaling import running_server, sa_token
+from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
+    Controller,
+    Poll,
+    controller,
+    controller_kubeconfig,
+    job_pods,
+    manifest,
+    phase_is,
+    task,
+)
+from tests.integration.test_server_scaling import running_server, sa_token, server_kubeconfig  # noqa: F401
 
 pytestmark = pytest.mark.cluster
 ARGO = ("argoproj.io", "v1alpha1")
@@ -76,7 +85,11 @@ def link_object(workflow: dict[str, Any], pod: str | None = None) -> dict[str, A
 
 
 @pytest.fixture
-def ui_server(cluster: client.ApiClient, server_kubeconfig: Path, namespace: str) -> Iterator[str]:
+def ui_server(
+    cluster: client.ApiClient,
+    server_kubeconfig: Path,  # noqa: F811
+    namespace: str,
+) -> Iterator[str]:
     """The di-server on the port Argo's links name (anonymous views), serving the test namespace."""
     (first, *_) = argo_ui_config(cluster)["links"]
     where = urlsplit(first["url"])
@@ -89,7 +102,7 @@ def ui_server(cluster: client.ApiClient, server_kubeconfig: Path, namespace: str
 def start(cluster: client.ApiClient, namespace: str, name: str, poll: Poll, **spec: Any) -> JobStore:
     jobs = JobStore(cluster)
     collectors = task("collector", **FOREVER)
-    jobs.create(namespace, manifest(name, namespace, task("learner", **FOREVER), collectors, **spec))
+    jobs.create(manifest(name, namespace, task("learner", **FOREVER), collectors, **spec))
     poll(phase_is(jobs, namespace, name, "Running"), 90, f"DIJob {name} Running")
     return jobs
 
@@ -107,7 +120,11 @@ def follow(url: str, **headers: str) -> httpx.Response:
 
 
 def test_columns_and_links_of_a_running_dijob_land_on_the_di_server(
-    controller: Controller, cluster: client.ApiClient, namespace: str, ui_server: str, poll: Poll
+    controller: Controller,  # noqa: F811
+    cluster: client.ApiClient,
+    namespace: str,
+    ui_server: str,
+    poll: Poll,
 ) -> None:
     name = "ui"
     start(cluster, namespace, name, poll, maxReplicas=4)
@@ -213,13 +230,18 @@ def report_progress(cluster: client.ApiClient, wf: dict[str, Any], node_id: str,
 
 
 def test_a_replicas_self_reported_progress_reaches_the_dijobs_status(
-    controller: Controller, cluster: client.ApiClient, namespace: str, poll: Poll
+    controller: Controller,  # noqa: F811
+    cluster: client.ApiClient,
+    namespace: str,
+    poll: Poll,
 ) -> None:
     name = "progress"
     jobs = start(cluster, namespace, name, poll)
     wf = workflow(cluster, namespace, name)
     node_id = learner_node(wf)
-    for reported, total in (("7/10", "7/11"), ("10/10", "10/11")):  # the collector's node counts 0/1
+    # Argo's sum over executable nodes: the learner's pod node, the collector's (0/1), and each pod's
+    # containerSet container node "main" (0/1 each): what the Argo UI's list shows
+    for reported, total in (("7/10", "7/13"), ("10/10", "10/13")):
         report_progress(cluster, wf, node_id, reported)
 
         def followed(reported: str = reported) -> dict[str, Any] | None:
