@@ -59,3 +59,18 @@ def test_the_workflow_controller_passes_a_short_progress_tick_to_pods() -> None:
     ]
     assert controller.env["ARGO_PROGRESS_PATCH_TICK_DURATION"] == "5s"
     assert controller.env["ARGO_PROGRESS_FILE_TICK_DURATION"] == "3s"
+
+
+def test_a_state_from_before_the_di_server_port_gets_one_and_keeps_the_others(tmp_path: Path) -> None:
+    import json
+
+    from ci.devcluster.state import PORT_NAMES, StateDir
+
+    old = {name: 30000 + i for i, name in enumerate(PORT_NAMES) if name != "di-server"}
+    (tmp_path / "ports.json").write_text(json.dumps(old))
+    ports = StateDir(tmp_path).load_ports()
+    assert ports is not None and {k: ports[k] for k in old} == old
+    assert ports["di-server"] > max(old.values())
+    assert json.loads((tmp_path / "ports.json").read_text()) == ports
+    (tmp_path / "ports.json").write_text(json.dumps({**old, "gone": 1}))
+    assert StateDir(tmp_path).load_ports() is None
