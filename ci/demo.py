@@ -13,12 +13,12 @@ DEMO_HELM_ARGS, e.g. `--set image.repository=registry.example/dihera`, for your 
 the job runs with the image DEMO_DI_ENGINE_IMAGE (default: the job's own, `dihera/di-engine:0.5.3`),
 without the local node's placement.
 
-The di-server is reached through `kubectl port-forward` on 127.0.0.1 (on the local control plane at the
-port its Argo ConfigMap's UI links point at, with the read-only views open to a browser without a token;
-pid in .devcluster/, its URL in
+The di-server is reached through `kubectl port-forward` on 127.0.0.1 (pid in .devcluster/, its URL in
 .devcluster/di-server-url, a 24 h bearer token of ServiceAccount `dihera-demo` in
-.devcluster/di-server-token). The controller watches only the demo's namespace (default dihera-demo),
-so the tests' own controllers keep theirs.
+.devcluster/di-server-token). On the local control plane that is the port the Argo UI's links point at
+(Argo's ConfigMap, docs/argo-ui.md), and the di-server's read-only views open without a token. The
+controller watches only the demo's namespace (default dihera-demo), so the tests' own controllers keep
+theirs.
 
     python ci/demo.py [--job FILE] [--namespace NS] [--timeout S]
     python ci/demo.py --stop [--uninstall]   # stop the port-forward (and uninstall the release)
