@@ -15,8 +15,10 @@ without the local node's placement.
 
 The di-server is reached through `kubectl port-forward` on 127.0.0.1 (pid in .devcluster/, its URL in
 .devcluster/di-server-url, a 24 h bearer token of ServiceAccount `dihera-demo` in
-.devcluster/di-server-token). The controller watches only the demo's namespace (default dihera-demo),
-so the tests' own controllers keep theirs.
+.devcluster/di-server-token). On the local control plane that is the port the Argo UI's links point at
+(Argo's ConfigMap, docs/argo-ui.md), and the di-server's read-only views open without a token. The
+controller watches only the demo's namespace (default dihera-demo), so the tests' own controllers keep
+theirs.
 
     python ci/demo.py [--job FILE] [--namespace NS] [--timeout S]
     python ci/demo.py --stop [--uninstall]   # stop the port-forward (and uninstall the release)
@@ -120,6 +122,8 @@ def install_chart(kubeconfig: str, namespace: str, local_node: bool) -> None:
         from ci.devcluster.settings import Settings
 
         args += ["-f", str(REALNODE_VALUES), "--set", f"image.tag={package_version(Settings.from_environ())}"]
+        # the Argo UI's links (a browser sends no token) open the di-server's read-only views
+        args += ["--set", "server.anonymousViews=true"]
     say(f"installing the chart: release {RELEASE} in {RELEASE_NAMESPACE}, watching namespace {namespace}")
     run(
         h, "upgrade", "--install", RELEASE, str(CHART), *where, "--create-namespace", "--take-ownership",
@@ -144,12 +148,22 @@ def forward_pid() -> int | None:
     return pid if b"port-forward" in cmdline else None
 
 
-def forward_server(kubeconfig: str) -> str:
-    """`kubectl port-forward` of the di-server's Service to 127.0.0.1 (the API server dials the pod)."""
+def reserved_port(local_node: bool) -> int | None:
+    """The local control plane's di-server port (Argo's UI links point there: dihera.argo_ui), else None."""
+    if not local_node:
+        return None
+    from ci.devcluster.state import StateDir
+
+    return (StateDir(STATE).load_ports() or {}).get("di-server")
+
+
+def forward_server(kubeconfig: str, port: int | None = None) -> str:
+    """`kubectl port-forward` of the di-server's Service to 127.0.0.1:``port`` (default: a free one; the
+    API server dials the pod)."""
     if forward_pid() and SERVER_URL.is_file():
         return SERVER_URL.read_text().strip()
     FORWARD_LOG.parent.mkdir(parents=True, exist_ok=True)
-    port = free_port()
+    port = port or free_port()
     argv = ["kubectl", f"--kubeconfig={kubeconfig}", "-n", RELEASE_NAMESPACE, "port-forward",
             "--address=127.0.0.1", f"svc/{RELEASE}-server", f"{port}:http"]  # fmt: skip
     with FORWARD_LOG.open("ab") as log:
@@ -276,7 +290,7 @@ def main() -> int:
     doc = prepare_job(yaml.safe_load(Path(args.job).read_text()), di_engine_image(local_node), local_node)
     name = doc["metadata"]["name"]
     container = doc["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["name"]
-    url = forward_server(kubeconfig)
+    url = forward_server(kubeconfig, reserved_port(local_node))
     token = demo_token(kubeconfig, args.namespace)
     run(*kubectl, "delete", "dijob", name, "--ignore-not-found", "--wait=true", quiet=True)
     say(f"submitting {Path(args.job).relative_to(REPO) if Path(args.job).is_absolute() else args.job} "

@@ -16,6 +16,7 @@ __all__ = [
     "ANNOTATION_RANK",
     "ANNOTATION_REPLICAS",
     "ANNOTATION_TASK_RANK",
+    "ANNOTATION_TASK_REPLICAS",
     "ANNOTATION_WORKFLOW_DESCRIPTION",
     "ANNOTATION_WORKFLOW_TITLE",
     "DEFAULT_IMAGE",
@@ -143,6 +144,8 @@ ANNOTATION_REPLICAS = "diengine/replicas"
 ANNOTATION_GENERATION = "diengine/membership-generation"
 #: On the DIJob: the di-server's recent ``Idempotency-Key`` answers (JSON), shared by its replicas.
 ANNOTATION_IDEMPOTENCY = "diengine/idempotency-keys"
+#: On the Workflow: its live replicas per task, ``learner 1, collector 2`` (an Argo UI column, dihera.argo_ui).
+ANNOTATION_TASK_REPLICAS = "diengine/task-replicas"
 #: Argo UI's title and description of a Workflow.
 ANNOTATION_WORKFLOW_TITLE = "workflows.argoproj.io/title"
 ANNOTATION_WORKFLOW_DESCRIPTION = "workflows.argoproj.io/description"

@@ -16,7 +16,7 @@ from . import certs, images, kube, manifests, nodehost, processes, realnode
 from .components import Component, components
 from .kubeconfig import render_kubeconfig, write_kubeconfig
 from .settings import Settings
-from .state import StateDir, pick_ports
+from .state import StateDir, di_server_url, pick_ports
 
 __all__ = ["Cluster", "ClusterError"]
 
@@ -199,7 +199,8 @@ class Cluster:
 
     def _install_objects(self, api: kube.Api) -> None:
         files = []
-        for name, objects in (("nodes", manifests.nodes(self.settings.nodes)), ("argo", manifests.argo_objects())):
+        argo = manifests.argo_objects(di_server_url(self.state.load_ports() or {}))
+        for name, objects in (("nodes", manifests.nodes(self.settings.nodes)), ("argo", argo)):
             path = self.state.manifests / f"{name}.json"
             path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2))
             files.append(path)

@@ -199,6 +199,14 @@ def _control_plane(settings: Settings, state: StateDir, ports: dict[str, int]) -
             # A pass may run 5 minutes instead of 30 s: a pass over a Workflow of thousands of replicas
             # spends most of 30 s on the running ones and then creates only a few pods before the
             # deadline, so a 2,000-replica job's pods came ever slower (docs/scaling.md, "Large jobs").
-            env={"LEADER_ELECTION_DISABLE": "true", "DEFAULT_REQUEUE_TIME": "1s", "MAX_OPERATION_TIME": "300s"},
+            # Self-reported progress ($ARGO_PROGRESS_FILE) reaches the Workflow every 5s instead of every minute
+            # (the controller passes both ticks to the pods' executors; docs/argo-ui.md).
+            env={
+                "LEADER_ELECTION_DISABLE": "true",
+                "DEFAULT_REQUEUE_TIME": "1s",
+                "MAX_OPERATION_TIME": "300s",
+                "ARGO_PROGRESS_PATCH_TICK_DURATION": "5s",
+                "ARGO_PROGRESS_FILE_TICK_DURATION": "3s",
+            },
         ),
     ]

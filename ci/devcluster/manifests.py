@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from dihera.argo_ui import configmap_data
+
 __all__ = ["ARGO_NAMESPACE", "KWOK_NODE_ANNOTATION", "argo_objects", "node_name", "nodes"]
 
 ARGO_NAMESPACE = "argo"
@@ -44,7 +46,8 @@ def nodes(count: int, first: int = 0, pods: int | None = None) -> list[dict[str,
 
 # The controller refuses to start without its ConfigMap. Metrics stay off: no listener beyond loopback.
 # The executor (init and wait containers) is the argoexec image built here: on the real node it runs
-# for real; on kwok's nodes it is only a name.
+# for real; on kwok's nodes it is only a name. The Argo UI's columns and links for DIJobs come from
+# dihera.argo_ui, pointing at the di-server's URL on the host (argo_objects).
 ARGO_CONFIG = {
     "metricsConfig": "enabled: false\n",
     "telemetryConfig": "enabled: false\n",
@@ -52,14 +55,14 @@ ARGO_CONFIG = {
 }
 
 
-def argo_objects() -> list[dict[str, Any]]:
-    """The `argo` namespace and the workflow-controller ConfigMap."""
+def argo_objects(di_server_url: str) -> list[dict[str, Any]]:
+    """The `argo` namespace and the workflow-controller ConfigMap (its UI links open `di_server_url`)."""
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ARGO_NAMESPACE}},
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": "workflow-controller-configmap", "namespace": ARGO_NAMESPACE},
-            "data": dict(ARGO_CONFIG),
+            "data": {**ARGO_CONFIG, **configmap_data(di_server_url)},
         },
     ]

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["PORT_NAMES", "StateDir", "pick_ports"]
+__all__ = ["PORT_NAMES", "StateDir", "di_server_url", "pick_ports"]
 
 MARKER = ".dihera-devcluster"
 PORT_NAMES = (
@@ -21,6 +21,9 @@ PORT_NAMES = (
     "kube-controller-manager",
     "kube-scheduler",
     "workflow-controller",
+    # Not a process of the cluster: where a di-server is reached from the host (`make demo`'s port-forward,
+    # the tests' in-process server), so the Argo UI's links in Argo's ConfigMap point at a known URL.
+    "di-server",
 )
 
 
@@ -111,10 +114,21 @@ class StateDir:
         if not path.exists():
             return None
         ports = json.loads(path.read_text())
-        return ports if set(ports) == set(PORT_NAMES) else None
+        if not set(ports) <= set(PORT_NAMES):
+            return None
+        missing = [name for name in PORT_NAMES if name not in ports]
+        if missing:  # a state written before a port was added: the running processes keep theirs
+            ports.update(pick_ports(max(ports.values(), default=21000) + 1, missing))
+            self.save_ports(ports)
+        return ports
 
     def save_ports(self, ports: dict[str, int]) -> None:
         (self.root / "ports.json").write_text(json.dumps(ports, indent=2) + "\n")
+
+
+def di_server_url(ports: dict[str, int]) -> str:
+    """The URL the Argo UI's links and `make demo` use for the di-server (dihera.argo_ui)."""
+    return f"http://127.0.0.1:{ports['di-server']}"
 
 
 def _free(port: int) -> bool:
@@ -126,11 +140,11 @@ def _free(port: int) -> bool:
     return True
 
 
-def pick_ports(first: int) -> dict[str, int]:
-    """Free loopback ports for every component, searched upward from `first`."""
+def pick_ports(first: int, names: tuple[str, ...] | list[str] = PORT_NAMES) -> dict[str, int]:
+    """Free loopback ports for every component (or `names`), searched upward from `first`."""
     ports: dict[str, int] = {}
     candidate = first
-    for name in PORT_NAMES:
+    for name in names:
         while not _free(candidate):
             candidate += 1
             if candidate > 65535:

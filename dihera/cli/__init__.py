@@ -8,6 +8,7 @@
     dihera scale | status       change or show a running job's replicas
     dihera controller | server  the operator (needs ``pip install 'dihera[operator]'``)
     dihera wait-peers           every replica's init container: wait until its peers' FQDNs resolve
+    dihera argo-ui-config       the Argo UI's columns and links for DIJobs (Argo's ConfigMap or argo-helm values)
 
 A new command group is a module with ``register(subparsers)`` named in :data:`COMMAND_MODULES` with
 the commands it adds. Building the parser imports no heavy library, so ``dihera validate`` loads neither Hera nor the
@@ -35,6 +36,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "dihera.cli.controller": ("controller",),
     "dihera.cli.server": ("server",),
     "dihera.cli.peers": ("wait-peers",),
+    "dihera.cli.argo_ui": ("argo-ui-config",),
 }
 #: Top-level modules of the ``operator`` extra; a command missing one says how to install it.
 OPERATOR_MODULES = frozenset({"kopf", "fastapi", "uvicorn", "prometheus_client", "starlette", "uvloop", "httptools"})

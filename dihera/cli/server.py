@@ -1,6 +1,6 @@
 """``dihera server``: run the di-server, the HTTP API to read and scale jobs (needs the operator extras).
 
-dihera server [--host H] [--port P] [--kubeconfig F] [-n NS[,NS...]] [--log-level L] [--no-auth]
+dihera server [--host H] [--port P] [--kubeconfig F] [-n NS[,NS...]] [--log-level L] [--no-auth] [--anonymous-views]
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
             namespaces=namespaces,
             cluster_domain=args.cluster_domain or env("DIHERA_CLUSTER_DOMAIN") or "cluster.local",
             log_level=level,
+            anonymous_views=bool(getattr(args, "anonymous_views", False)),
         )
     except ValueError as err:
         problems.append(str(err))
@@ -83,4 +84,9 @@ def register(sub: Any) -> None:
     p.add_argument("--cluster-domain", help="cluster DNS domain (default $DIHERA_CLUSTER_DOMAIN, else cluster.local)")
     p.add_argument("--log-level", help="debug, info, warning or error (default $DIHERA_LOG_LEVEL, else info)")
     p.add_argument("--no-auth", action="store_true", help="accept every caller (local demo only)")
+    p.add_argument(
+        "--anonymous-views",
+        action="store_true",
+        help="serve the read-only /ui views (the Argo UI's links) without a token; API reads and writes still need one",
+    )
     p.set_defaults(func=_cmd_server)

@@ -58,6 +58,8 @@ class ReplicaState:
     problem: tuple[str, str] | None = None
     #: Every user container exited 0 (the pod may still be Running while Argo's wait container finishes).
     finished: bool = False
+    #: The current attempt's node progress ``N/M`` as Argo keeps it (self-reported, or its default).
+    progress: str | None = None
 
     @property
     def name(self) -> str:
@@ -188,6 +190,7 @@ def replica_states(
                 last_failure_code=failures[-1][1] if failures else None,
                 problem=_problem(pod, pod_phase, failed_pods[-1] if failed_pods else None),
                 finished=finished_ok(pod) if pod else False,
+                progress=(node.get("progress") or None) if node else None,
             )
         )
     return tuple(states)

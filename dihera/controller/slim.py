@@ -95,8 +95,8 @@ def _template(t: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def slim_workflow(obj: Mapping[str, Any]) -> dict[str, Any]:
-    """Phase, message, the Pod nodes and the retired DAG tasks' nodes (name, type, phase, message), the DAG's
-    slots and ``spec.shutdown``."""
+    """Phase, message, progress, the Pod nodes and the retired DAG tasks' nodes (name, type, phase, message,
+    progress), the DAG's slots and ``spec.shutdown``."""
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     out_spec = _pick(spec, ("shutdown",))
@@ -104,11 +104,11 @@ def slim_workflow(obj: Mapping[str, Any]) -> dict[str, Any]:
     prefix = f"{(obj.get('metadata') or {}).get('name')}."
     tombstones = {prefix + task for task in retired_dag_tasks(obj)}  # whether Argo finished them (retired_pods)
     nodes = {
-        node_id: _pick(node, ("name", "type", "phase", "message"))
+        node_id: _pick(node, ("name", "type", "phase", "message", "progress"))
         for node_id, node in workflow_nodes(obj).items()  # compressedNodes unpacked: a big job's slim copy is small
         if node.get("type") == "Pod" or node.get("name") in tombstones
     }
-    out_status = _pick(status, ("phase", "message"))
+    out_status = _pick(status, ("phase", "message", "progress"))
     if nodes:
         out_status["nodes"] = nodes
     return {"metadata": _metadata(obj), "spec": out_spec, "status": out_status}

@@ -24,6 +24,7 @@ from dihera.controller.conditions import set_phase_condition
 from dihera.controller.deadlines import seconds_left
 from dihera.controller.failure_policy import DropPlan, plan_drops, restart_counts
 from dihera.controller.phase import PhaseDecision, PhaseInputs, decide_phase
+from dihera.controller.progress import task_progress, workflow_progress
 from dihera.controller.replicas import ReplicaState, replica_states
 from dihera.membership import Membership
 from dihera.model import SuccessPolicy
@@ -59,6 +60,8 @@ OWN_FIELDS = (
     "startTime",
     "stuckReplicas",
     "droppedReplicas",
+    "progress",
+    "taskProgress",
 )
 
 
@@ -319,6 +322,8 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
         "workflowName": wf_name or None,
         "membershipGeneration": new_mg,
         "completionTimestamp": now if decision.phase in TERMINAL else None,
+        "progress": workflow_progress(ours),
+        "taskProgress": task_progress(kept) or None,
     }
     status.update({k: v for k, v in optional.items() if v is not None})
     added = seen.restarts - int(old.get("restarts") or 0)

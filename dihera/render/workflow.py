@@ -11,7 +11,7 @@ on the template, every other pod spec field goes into ``podSpecPatch``.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 import pydantic
@@ -19,6 +19,7 @@ from hera.workflows import Workflow
 from hera.workflows import models as m
 from hera.workflows.protocol import Templatable
 
+from dihera.argo_ui import describe, ui_annotations
 from dihera.constants import (
     ANNOTATION_RANK,
     ANNOTATION_REPLICAS,
@@ -211,16 +212,6 @@ def dag_task(task_name: str, index: int, rank: int, drop: bool = False) -> m.DAG
     )
 
 
-def describe(job_id: str, tasks: Sequence[tuple[str, str, int]], generation: int) -> str:
-    """The Argo UI description: the job, its replicas and a table of (task, type, replicas)."""
-    rows = "\n".join(f"| {name} | {type_} | {count} |" for name, type_, count in tasks)
-    total = sum(count for _, _, count in tasks)
-    return (
-        f"DI-engine job `{job_id}`: {total} replicas (membership generation {generation}).\n\n"
-        f"| task | type | replicas |\n|---|---|---|\n{rows}\n"
-    )
-
-
 def build_workflow(job: DIJob, membership: Membership, settings: RenderSettings) -> Workflow:
     """The Hera ``Workflow`` running ``job`` with ``membership``'s replicas."""
     dag = m.Template(
@@ -236,7 +227,7 @@ def build_workflow(job: DIJob, membership: Membership, settings: RenderSettings)
     labels = {**dict(job.labels), **MANAGED_BY, LABEL_JOB: job.name}
     annotations = {
         ANNOTATION_WORKFLOW_TITLE: f"DIJob {job.name}",
-        DESCRIPTION_ANNOTATION: describe(
+        **ui_annotations(
             job.id, [(t.name, t.type.value, len(membership.of_task(t.name))) for t in job.tasks], membership.generation
         ),
     }

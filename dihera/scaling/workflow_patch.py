@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from dihera.argo_ui import ui_annotations
 from dihera.constants import (
     ANNOTATION_GENERATION,
     ANNOTATION_REPLICAS,
-    ANNOTATION_WORKFLOW_DESCRIPTION,
     LABEL_TASK_TYPE,
 )
 from dihera.errors import RetiredReplica
@@ -79,16 +79,10 @@ def workflow_patch(membership: Membership, workflow: Mapping[str, Any]) -> list[
     if ops or (meta_annotations or {}).get(ANNOTATION_GENERATION) != generation:
         if meta_annotations is None:
             ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
-        ops.append(
-            {"op": "add", "path": f"/metadata/annotations/{pointer(ANNOTATION_GENERATION)}", "value": generation}
-        )
-        ops.append(
-            {
-                "op": "add",
-                "path": f"/metadata/annotations/{pointer(ANNOTATION_WORKFLOW_DESCRIPTION)}",
-                "value": _description(membership, workflow),
-            }
-        )
+        ops += [
+            {"op": "add", "path": f"/metadata/annotations/{pointer(key)}", "value": value}
+            for key, value in _ui_annotations(membership, workflow).items()
+        ]
     return ops
 
 
@@ -100,14 +94,14 @@ def _drop_tasks(workflow: Mapping[str, Any], slots: DagSlots) -> frozenset[str]:
     )
 
 
-def _description(membership: Membership, workflow: Mapping[str, Any]) -> str:
-    """The Argo UI description for ``membership``: task types read from the task templates' labels."""
-    from dihera.render.workflow import describe
-
+def _ui_annotations(membership: Membership, workflow: Mapping[str, Any]) -> dict[str, str]:
+    """The Argo UI annotations for ``membership`` (description, columns, generation): task types read
+    from the task templates' labels."""
     meta = workflow.get("metadata") or {}
     tasks = [
         (str(t["name"]), str(labels[LABEL_TASK_TYPE]), len(membership.of_task(str(t["name"]))))
         for t in workflow["spec"]["templates"]
         if LABEL_TASK_TYPE in (labels := (t.get("metadata") or {}).get("labels") or {})
     ]
-    return describe(f"{meta.get('namespace')}/{meta.get('name')}", tasks, membership.generation)
+    return ui_annotations(f"{meta.get('namespace')}/{meta.get('name')}", tasks, membership.generation)
+

@@ -34,6 +34,13 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
         "description": "Replica count changes",
     },
     {
+        "name": "Progress",
+        "type": "string",
+        "jsonPath": ".status.progress",
+        "priority": 1,
+        "description": "The Workflow's progress N/M (the replicas' self-reported progress, as the Argo UI shows it)",
+    },
+    {
         "name": "Workflow",
         "type": "string",
         "jsonPath": ".status.workflowName",

@@ -3,7 +3,8 @@
 Every job route authenticates the caller's bearer token (TokenReview, 401), then asks whether that
 identity may ``get`` (reads) or ``patch`` (writes) DIJobs in the job's namespace, taken from the
 path only (SubjectAccessReview, 403); both answers are remembered briefly (:mod:`dihera.server.authcache`). Reads
-come from the backend's watch-backed cache.
+come from the backend's watch-backed cache. The read-only ``/ui`` views (where the Argo UI's links land)
+answer a caller without a token only when ``ServerSettings.anonymous_views`` is on.
 
 Where things are: the routes in :mod:`dihera.server.routes` (one router per API), what they depend on
 (identity, job reference, scaling with an Idempotency-Key) in :mod:`dihera.server.dependencies`, how
@@ -46,6 +47,6 @@ def create_app(settings: ServerSettings, backend: Backend) -> FastAPI:
     app.state.dihera = ServerContext(settings, backend, metrics, access, AnswerCache())
     app.add_middleware(ObserveRequests, metrics=metrics)
     install_error_handlers(app)
-    for router in (routes.operations, routes.v2alpha1, routes.v1):
+    for router in (routes.operations, routes.v2alpha1, routes.v1, routes.ui):
         app.include_router(router)
     return app

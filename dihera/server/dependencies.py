@@ -36,6 +36,7 @@ __all__ = [
     "JobRef",
     "Reader",
     "ServerContext",
+    "Viewer",
     "Writer",
     "answer",
     "cached",
@@ -110,12 +111,15 @@ class JobCall:
     ctx: ServerContext
 
 
-def _guard(verb: str) -> Callable[..., Awaitable[JobCall]]:
+def _guard(verb: str, view: bool = False) -> Callable[..., Awaitable[JobCall]]:
+    """``view``: a read-only view (``/ui``), served without a token when ``anonymous_views`` is on."""
+
     async def check(
         request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
     ) -> JobCall:
         ctx: ServerContext = request.app.state.dihera  # not a sub-dependency: one fewer to solve per request
-        if not ctx.settings.auth:
+        anonymous = credentials is None or not credentials.credentials
+        if not ctx.settings.auth or (view and anonymous and ctx.settings.anonymous_views):
             return JobCall(_job_ref(request), ctx)
         if credentials is None or not credentials.credentials:
             raise ApiError(401, "missing bearer token (header 'Authorization: Bearer <token>')")
@@ -132,9 +136,11 @@ def _guard(verb: str) -> Callable[..., Awaitable[JobCall]]:
     return check
 
 
-#: A job route's caller may ``get`` (Reader) or ``patch`` (Writer) DIJobs in the job's namespace.
+#: A job route's caller may ``get`` (Reader) or ``patch`` (Writer) DIJobs in the job's namespace; a
+#: read-only view's (Viewer) too, unless the server serves views to anyone (``anonymous_views``).
 Reader = Annotated[JobCall, Depends(_guard("get"))]
 Writer = Annotated[JobCall, Depends(_guard("patch"))]
+Viewer = Annotated[JobCall, Depends(_guard("get", view=True))]
 
 
 def cached(call: JobCall) -> CachedJob:

@@ -10,6 +10,8 @@ __all__ = [
     "Envelope",
     "ErrorBody",
     "JobSummary",
+    "JobView",
+    "PodView",
     "RemoveReplicasBody",
     "ReplicaOut",
     "ReplicasBody",
@@ -64,6 +66,26 @@ class ReplicaOut(BaseModel):
     fqdn: str
     pod: str | None = Field(description="pod name of the replica's current attempt")
     phase: str | None = Field(description="pod phase, None while no pod exists")
+
+
+class JobView(BaseModel):
+    """What the Argo UI's workflow link opens: the job, its replicas and its progress."""
+
+    job: JobSummary
+    progress: str | None = Field(description="the Workflow's progress N/M, as the Argo UI shows it (status.progress)")
+    taskProgress: dict[str, str] = Field(description="per task, its live replicas' self-reported progress summed")
+    replicas: list[ReplicaOut]
+
+
+class PodView(BaseModel):
+    """What the Argo UI's pod link opens: the replica that pod ran or runs."""
+
+    namespace: str
+    job: str
+    pod: str
+    podPhase: str | None
+    replica: ReplicaOut | None = Field(description="the replica, None when it left the job (scaled down, dropped)")
+    current: bool = Field(description="the pod is the replica's current attempt (False: an earlier, retried one)")
 
 
 class ScaleOut(BaseModel):

@@ -24,6 +24,9 @@ class ServerSettings:
     revoked token or role keeps working that long); ``auth_denied_cache_seconds``: a rejected token
     or a denied request (at most ``auth_cache_seconds``); 0 turns either off.
     ``log_level``: one of :data:`LOG_LEVELS`.
+    ``anonymous_views``: serve the read-only views (``/ui/...``, where the Argo UI's links land) to
+    callers without a token, as a browser following a link is; a token, when sent, is still checked.
+    Off by default; the API's reads and every write always need a token (docs/argo-ui.md).
 
     Raises ValueError naming every bad field and value at once.
     """
@@ -38,6 +41,7 @@ class ServerSettings:
     auth_cache_seconds: float = 10.0
     auth_denied_cache_seconds: float = 1.0
     log_level: str = "info"
+    anonymous_views: bool = False
 
     def __post_init__(self) -> None:
         problems = [

@@ -11,9 +11,18 @@ from dihera.kube.scale_executor import ScaleResult
 from dihera.membership import Membership, Replica
 from dihera.naming import dag_task_name, fqdn, hostname
 from dihera.render.env import MEMBERSHIP_FILE
-from dihera.server.models import JobSummary, ReplicaOut, ScaleOut, TaskOut
+from dihera.server.models import JobSummary, JobView, PodView, ReplicaOut, ScaleOut, TaskOut
 
-__all__ = ["addresses", "current_pods", "membership_of", "replica_rows", "scale_out", "summary"]
+__all__ = [
+    "addresses",
+    "current_pods",
+    "job_view",
+    "membership_of",
+    "pod_view",
+    "replica_rows",
+    "scale_out",
+    "summary",
+]
 
 
 def membership_of(job: CachedJob) -> Membership | None:
@@ -85,6 +94,36 @@ def summary(job: CachedJob) -> JobSummary:
         minReplicas=spec.get("minReplicas"),
         maxReplicas=spec.get("maxReplicas"),
         tasks=tasks,
+    )
+
+
+def job_view(job: CachedJob, domain: str) -> JobView:
+    """The job's summary, its replicas and the progress its status carries (the Argo UI's workflow link)."""
+    status = job.body.get("status") or {}
+    return JobView(
+        job=summary(job),
+        progress=status.get("progress"),
+        taskProgress=dict(status.get("taskProgress") or {}),
+        replicas=replica_rows(job, domain),
+    )
+
+
+def pod_view(job: CachedJob, pod_name: str, domain: str) -> PodView | None:
+    """The replica the job's pod ``pod_name`` ran (the Argo UI's pod link); None: no such pod of the job."""
+    pod = next((p for p in job.pods if (p.get("metadata") or {}).get("name") == pod_name), None)
+    if pod is None:
+        return None
+    host = (pod["metadata"].get("labels") or {}).get(LABEL_POD)
+    meta = job.body["metadata"]
+    rows = [r for r in replica_rows(job, domain) if hostname(meta["name"], r.task, r.index) == host]
+    replica = rows[0] if rows else None
+    return PodView(
+        namespace=meta["namespace"],
+        job=meta["name"],
+        pod=pod_name,
+        podPhase=(pod.get("status") or {}).get("phase"),
+        replica=replica,
+        current=replica is not None and replica.pod == pod_name,
     )
 
 

@@ -36,6 +36,8 @@ STOP_VALUE = 195.0
 #: processes on 2 loaded cores (the reference). Past this, training did not converge.
 TIME_BOUND = 420
 ROLES = {"learner": 1, "evaluator": 1, "collector": 2}
+#: The example's default DIHERA_TRAIN_ITER_BUDGET: the M of the learner's progress N/M.
+TRAIN_ITER_BUDGET = 2000
 
 
 def fields(line: str) -> dict[str, str]:
@@ -55,9 +57,19 @@ def test_cartpole_dqn_dijob_trains_to_the_stop_value_on_the_real_node(
     namespace: str,
 ) -> None:
     JobStore(cluster).create(on_real_node("cartpole-dqn.yaml", namespace, ding_image, cluster))
-    run = follow(cluster, namespace, NAME, timeout=TIME_BOUND)
+    learner_progress: list[str] = []  # status.taskProgress.learner as it changed (docs/argo-ui.md)
+
+    def progress_seen(status: dict[str, Any]) -> None:
+        value = (status.get("taskProgress") or {}).get("learner")
+        if value and (not learner_progress or learner_progress[-1] != value):
+            learner_progress.append(value)
+
+    run = follow(cluster, namespace, NAME, timeout=TIME_BOUND, on_tick=progress_seen)
     logs = job_logs(cluster, namespace, NAME)
     assert run.status["phase"] == "Succeeded", (run.phases, run.status, {p: log[-3000:] for p, log in logs.items()})
+    # the learner's $ARGO_PROGRESS_FILE (iterations/budget) reached Argo's node and the DIJob's status
+    reported = [v for v in learner_progress if v.endswith(f"/{TRAIN_ITER_BUDGET}") and not v.startswith("0/")]
+    assert reported, f"no self-reported learner progress in the DIJob status: {learner_progress}"
     conditions = [c["type"] for c in run.status["conditions"]]
     assert conditions[:1] == ["Pending"] and conditions.index("Running") < conditions.index("Succeeded"), conditions
     # Pending, Running while it trains, Succeeded at the end. (The controller shows Starting again for a

@@ -196,11 +196,13 @@ def server_kubeconfig(kubeconfig: Path, cluster: client.ApiClient, tmp_path_fact
 
 
 @contextmanager
-def running_server(settings: ServerSettings, kubeconfig: Path) -> Iterator[str]:
-    """A di-server with ``settings`` acting as the identity of ``kubeconfig``, on a free loopback port; its URL."""
+def running_server(settings: ServerSettings, kubeconfig: Path, port: int = 0) -> Iterator[str]:
+    """A di-server with ``settings`` acting as the identity of ``kubeconfig``, on loopback ``port`` (0: a free
+    one); its URL."""
     backend = KubeBackend(api_client(str(kubeconfig)), settings).start()
     sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
     srv = uvicorn.Server(uvicorn.Config(create_app(settings, backend), log_level="warning"))
     thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
     try:

@@ -305,7 +305,8 @@ def test_stamp_patch_is_metadata_only_and_monotonic(stamp: str | None, generatio
     assert stamp_patch(_stamped(stamp), generation) == ops
 
 
-def test_the_argo_ui_description_follows_the_membership() -> None:
+def test_the_argo_ui_annotations_follow_the_membership() -> None:
+    """Description and the columns' annotations after a scale-up are what rendering the bigger job writes."""
     from dihera import load_job, plan_membership, render
     from dihera.scaling import workflow_patch
     from tests.unit.builders import job as job_manifest
@@ -315,14 +316,15 @@ def test_the_argo_ui_description_follows_the_membership() -> None:
     first = render(dqn).workflow
     bigger = plan_membership(dqn.with_replicas("collector", 5), plan_membership(dqn, None))
     ops = workflow_patch(bigger, first)
-    (description,) = [o["value"] for o in ops if o["path"].endswith("workflows.argoproj.io~1description")]
-    assert (
-        description
-        == render(dqn.with_replicas("collector", 5), membership=bigger).workflow["metadata"]["annotations"][
-            "workflows.argoproj.io/description"
-        ]
-    )
-    assert "| collector | collector | 5 |" in description and "6 replicas (membership generation 2)" in description
+    on_meta = [o for o in ops if "/metadata/annotations/" in o["path"]]
+    patched = {o["path"].rsplit("/", 1)[1].replace("~1", "/"): o["value"] for o in on_meta}
+    rendered = render(dqn.with_replicas("collector", 5), membership=bigger).workflow["metadata"]["annotations"]
+    assert patched == {k: v for k, v in rendered.items() if k != "workflows.argoproj.io/title"}
+    description = patched["workflows.argoproj.io/description"]
+    assert description.startswith("6 replicas: learner 1, collector 5 (membership generation 2).\n\n")
+    assert "| collector | collector | 5 |" in description
+    assert patched["diengine/task-replicas"] == "learner 1, collector 5"
+    assert (patched["diengine/replicas"], patched["diengine/membership-generation"]) == ("6", "2")
 
 
 def _continue_on(workflow: dict[str, Any]) -> dict[str, Any]:

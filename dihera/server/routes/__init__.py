@@ -1,7 +1,9 @@
-"""The di-server's routes, one router per API: operations, DI-orchestrator's ``/v2alpha1``, the clean ``/v1``."""
+"""The di-server's routes, one router per API: operations, DI-orchestrator's ``/v2alpha1``, the clean ``/v1``,
+and the read-only ``/ui`` views the Argo UI links to."""
 
 from dihera.server.routes.operations import router as operations
+from dihera.server.routes.ui import router as ui
 from dihera.server.routes.v1 import router as v1
 from dihera.server.routes.v2alpha1 import router as v2alpha1
 
-__all__ = ["operations", "v1", "v2alpha1"]
+__all__ = ["operations", "ui", "v1", "v2alpha1"]

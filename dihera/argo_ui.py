@@ -1,0 +1,125 @@
+"""How a DIJob reads in the Argo UI (pure): the Workflow's title, description and column annotations,
+and the ``columns`` and ``links`` of Argo's ``workflow-controller-configmap`` that point at the di-server.
+
+The workflow list shows the title and, on one line, the description (``escapeInvalidMarkdown`` turns
+line breaks into spaces and the row cuts the rest with an ellipsis), so the description's first
+sentence says the replicas per task alone; the task table after it shows in the expanded row and the
+drawer (GitHub-flavoured markdown). Columns read annotations the renderer writes and scaling updates
+(annotations, not labels: a label value allows no spaces or commas and at most 63 characters).
+
+Links: ``workflow`` scope opens the job in the di-server, ``pod`` scope the replica running that pod.
+Argo substitutes ``${metadata.namespace}``, ``${metadata.name}`` (the Workflow's, or the pod's name)
+and ``${workflow.metadata.labels.<key>}``. The same values go into the dev cluster's ConfigMap
+(``ci/devcluster``), argo-helm's ``controller.columns`` / ``controller.links`` (docs/argo-ui.md) and
+the tests.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from dihera.constants import (
+    ANNOTATION_GENERATION,
+    ANNOTATION_REPLICAS,
+    ANNOTATION_TASK_REPLICAS,
+    ANNOTATION_WORKFLOW_DESCRIPTION,
+    LABEL_JOB,
+)
+
+__all__ = [
+    "JOB_VIEW_PATH",
+    "POD_VIEW_PATH",
+    "UI_COLUMNS",
+    "argo_config",
+    "columns",
+    "configmap_data",
+    "describe",
+    "helm_values",
+    "links",
+    "task_summary",
+    "ui_annotations",
+]
+
+#: (column name, annotation key) of the workflow list's custom columns.
+UI_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("Replicas", ANNOTATION_REPLICAS),
+    ("Tasks", ANNOTATION_TASK_REPLICAS),
+    ("Generation", ANNOTATION_GENERATION),
+)
+#: The di-server's read-only views the links open (``dihera.server.routes.views``), before substitution.
+JOB_VIEW_PATH = "/ui/namespaces/{namespace}/dijobs/{name}"
+POD_VIEW_PATH = "/ui/namespaces/{namespace}/dijobs/{name}/pods/{pod}"
+_JOB_OF_WORKFLOW = f"${{workflow.metadata.labels.{LABEL_JOB}}}"
+_URL = re.compile(r"^https?://[^/\s?#]+(/[^\s?#]*)?$")
+
+
+def task_summary(tasks: Sequence[tuple[str, str, int]]) -> str:
+    """``learner 1, collector 2``: each task's live replicas, in the job's task order."""
+    return ", ".join(f"{name} {count}" for name, _, count in tasks)
+
+
+def describe(job_id: str, tasks: Sequence[tuple[str, str, int]], generation: int) -> str:
+    """The Workflow's description: one sentence the list row can show alone, then the task table."""
+    rows = "\n".join(f"| {name} | {type_} | {count} |" for name, type_, count in tasks)
+    total = sum(count for _, _, count in tasks)
+    return (
+        f"{total} replicas: {task_summary(tasks)} (membership generation {generation}).\n\n"
+        f"| task | type | replicas |\n|---|---|---|\n{rows}\n\n"
+        f"DI-engine job `{job_id}`.\n"
+    )
+
+
+def ui_annotations(job_id: str, tasks: Sequence[tuple[str, str, int]], generation: int) -> dict[str, str]:
+    """The Workflow's annotations that follow its membership: description and the columns' values.
+    ``tasks``: (name, type, live replicas) in the job's order."""
+    return {
+        ANNOTATION_WORKFLOW_DESCRIPTION: describe(job_id, tasks, generation),
+        ANNOTATION_REPLICAS: str(sum(count for _, _, count in tasks)),
+        ANNOTATION_TASK_REPLICAS: task_summary(tasks),
+        ANNOTATION_GENERATION: str(generation),
+    }
+
+
+def columns() -> list[dict[str, str]]:
+    """Argo's ``columns``: one per :data:`UI_COLUMNS` entry, read from the Workflow's annotations."""
+    return [{"name": name, "type": "annotation", "key": key} for name, key in UI_COLUMNS]
+
+
+def links(server_url: str) -> list[dict[str, str]]:
+    """Argo's ``links`` to the di-server at ``server_url`` (as the browser reaches it: ``http(s)://host[:port][/path]``).
+
+    Raises ValueError naming the URL when it is not one."""
+    if not _URL.match(server_url):
+        raise ValueError(
+            f"server_url: {server_url!r} is not an http(s) URL without query or fragment "
+            "(e.g. http://127.0.0.1:8081 or https://dihera.example.com/di-server)"
+        )
+    base = server_url.rstrip("/")
+    job = JOB_VIEW_PATH.format(namespace="${metadata.namespace}", name=_JOB_OF_WORKFLOW)
+    pod = POD_VIEW_PATH.format(namespace="${metadata.namespace}", name=_JOB_OF_WORKFLOW, pod="${metadata.name}")
+    return [
+        {"name": "DIJob (di-server)", "scope": "workflow", "url": base + job, "target": "_blank"},
+        {"name": "Replica (di-server)", "scope": "pod", "url": base + pod, "target": "_blank"},
+    ]
+
+
+def argo_config(server_url: str) -> dict[str, list[dict[str, str]]]:
+    """The ``columns`` and ``links`` entries of Argo's controller configuration (a ConfigMap key each,
+    holding its YAML)."""
+    return {"columns": columns(), "links": links(server_url)}
+
+
+def configmap_data(server_url: str) -> dict[str, str]:
+    """The ``data`` entries of ``workflow-controller-configmap``: ``columns`` and ``links``, each as YAML."""
+    return {
+        key: yaml.safe_dump(value, sort_keys=False, width=1 << 16) for key, value in argo_config(server_url).items()
+    }
+
+
+def helm_values(server_url: str) -> dict[str, Any]:
+    """The same for argo-helm's ``argo-workflows`` chart: its values ``controller.columns`` and ``controller.links``."""
+    return {"controller": argo_config(server_url)}

@@ -1,0 +1,135 @@
+"""The read-only views the Argo UI's links land on (``/ui``): JSON or HTML, and who may open them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from dihera.argo_ui import JOB_VIEW_PATH, POD_VIEW_PATH, links
+from dihera.constants import LABEL_JOB, LABEL_POD
+from dihera.kube.cache import CachedJob
+from dihera.server import ServerSettings, create_app
+from tests.unit.builders import job as job_doc
+from tests.unit.builders import task
+from tests.unit.test_server_api import ADMIN, VIEWER, FakeBackend
+
+JOB_URL = JOB_VIEW_PATH.format(namespace="team-a", name="dqn")
+HTML = {"Accept": "text/html,application/xhtml+xml"}
+
+
+def pod(name: str, host: str, phase: str, created: str = "2026-01-01T00:00:01Z") -> dict[str, Any]:
+    return {
+        "metadata": {"name": name, "labels": {LABEL_POD: host, LABEL_JOB: "dqn"}, "creationTimestamp": created},
+        "status": {"phase": phase},
+    }
+
+
+class PodsBackend(FakeBackend):
+    """The API tests' backend, with pods: collector-0 retried (pod c0-a failed, c0-b runs), a retired pod."""
+
+    PODS = (
+        pod("dqn-learner-0-x", "dqn-learner-0", "Running"),
+        pod("dqn-collector-0-a", "dqn-collector-0", "Failed"),
+        pod("dqn-collector-0-b", "dqn-collector-0", "Running", "2026-01-01T00:00:05Z"),
+        pod("dqn-collector-7-z", "dqn-collector-7", "Succeeded"),
+    )
+
+    def job(self, namespace: str, name: str) -> CachedJob | None:
+        entry = self.jobs.get((namespace, name))
+        return CachedJob(entry["body"], entry["configmap"], self.PODS) if entry else None
+
+
+@pytest.fixture
+def backend() -> PodsBackend:
+    b = PodsBackend()
+    b.add(job_doc(task("learner"), task("collector", replicas=2), name="dqn"))
+    status = b.jobs[("team-a", "dqn")]["body"]["status"]
+    status.update(progress="40/2003", taskProgress={"learner": "40/2000", "collector": "0/2"})
+    return b
+
+
+def client(backend: PodsBackend, token: str | None = None, anonymous_views: bool = False) -> TestClient:
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    return TestClient(create_app(ServerSettings(anonymous_views=anonymous_views), backend), headers=headers)
+
+
+def test_job_view_json(backend: PodsBackend) -> None:
+    body = client(backend, VIEWER).get(JOB_URL).json()
+    assert body["job"]["name"] == "dqn" and body["job"]["membershipGeneration"] == 1
+    assert (body["progress"], body["taskProgress"]) == ("40/2003", {"learner": "40/2000", "collector": "0/2"})
+    assert [(r["name"], r["pod"], r["phase"]) for r in body["replicas"]] == [
+        ("learner-0", "dqn-learner-0-x", "Running"),
+        ("collector-0", "dqn-collector-0-b", "Running"),
+        ("collector-1", None, None),
+    ]
+
+
+def test_pod_view_names_the_replica_and_whether_the_pod_is_its_current_attempt(backend: PodsBackend) -> None:
+    http = client(backend, VIEWER)
+
+    def view(name: str) -> dict[str, Any]:
+        resp = http.get(POD_VIEW_PATH.format(namespace="team-a", name="dqn", pod=name))
+        assert resp.status_code == 200, resp.text
+        return dict(resp.json())
+
+    current = view("dqn-collector-0-b")
+    assert (current["replica"]["name"], current["current"], current["podPhase"]) == ("collector-0", True, "Running")
+    earlier = view("dqn-collector-0-a")
+    assert (earlier["replica"]["name"], earlier["current"], earlier["podPhase"]) == ("collector-0", False, "Failed")
+    retired = view("dqn-collector-7-z")
+    assert (retired["replica"], retired["current"]) == (None, False)
+    missing = http.get(POD_VIEW_PATH.format(namespace="team-a", name="dqn", pod="nope"))
+    assert missing.status_code == 404 and "nope is not a pod of DIJob team-a/dqn" in missing.text
+
+
+def test_a_browser_gets_html_with_every_value_escaped(backend: PodsBackend) -> None:
+    backend.jobs[("team-a", "dqn")]["body"]["status"]["taskProgress"] = {"learner": "<b>1/2</b>"}
+    resp = client(backend, VIEWER).get(JOB_URL, headers=HTML)
+    assert resp.headers["content-type"].startswith("text/html")
+    page = resp.text
+    assert "<h1>DIJob team-a/dqn</h1>" in page and "dqn-collector-0-b" in page and "40/2003" in page
+    assert "&lt;b&gt;1/2&lt;/b&gt;" in page and "<b>1/2</b>" not in page
+    pod_page = client(backend, VIEWER).get(
+        POD_VIEW_PATH.format(namespace="team-a", name="dqn", pod="dqn-learner-0-x"), headers=HTML
+    )
+    assert "<h1>Pod dqn-learner-0-x</h1>" in pod_page.text and "learner-0" in pod_page.text
+
+
+def test_views_need_a_token_unless_anonymous_views_and_writes_always_do(backend: PodsBackend) -> None:
+    assert client(backend).get(JOB_URL).status_code == 401
+    open_views = client(backend, anonymous_views=True)
+    assert open_views.get(JOB_URL).status_code == 200
+    assert (
+        open_views.get(POD_VIEW_PATH.format(namespace="team-a", name="dqn", pod="dqn-learner-0-x")).status_code == 200
+    )
+    # the API's reads and writes keep their checks
+    assert open_views.get("/v1/namespaces/team-a/dijobs/dqn").status_code == 401
+    assert (
+        open_views.put("/v1/namespaces/team-a/dijobs/dqn/tasks/collector/replicas", json={"replicas": 3}).status_code
+        == 401
+    )
+    assert open_views.post("/v2alpha1/job/team-a.dqn/replicas", json={"replicas": 1}).status_code == 401
+    # a token that is sent is still checked
+    bad = client(backend, "not-a-token", anonymous_views=True)
+    assert bad.get(JOB_URL).status_code == 401
+    assert backend.scale_calls == 0
+
+
+def test_the_argo_links_land_on_these_views(backend: PodsBackend) -> None:
+    """Each link's URL, with Argo's substitutions done for this job's Workflow and pod, answers 200."""
+    http = client(backend, ADMIN)
+    values = {
+        "${metadata.namespace}": "team-a",
+        f"${{workflow.metadata.labels.{LABEL_JOB}}}": "dqn",
+    }
+    for link in links("http://testserver"):
+        url = link["url"]
+        for key, value in {
+            **values,
+            "${metadata.name}": "dqn" if link["scope"] == "workflow" else "dqn-learner-0-x",
+        }.items():
+            url = url.replace(key, value)
+        assert "${" not in url
+        assert http.get(url).status_code == 200, (link, url)
