@@ -70,7 +70,8 @@ def expect_text(page: Page, expected: Sequence[str], what: str, timeout: float =
         if not missing_texts(text, expected):
             return text
         time.sleep(0.5)
-    pytest.fail(f"{what} ({page.url}) does not show {missing_texts(text, expected)} after {timeout:.0f}s; it shows:\n{text}")
+    missing = missing_texts(text, expected)
+    pytest.fail(f"{what} ({page.url}) does not show {missing} after {timeout:.0f}s; it shows:\n{text}")
 
 
 def screenshot(page: Page, folder: Path, name: str, settle: float = 2.0) -> Path:

@@ -116,10 +116,11 @@ def test_the_ui_answers_on_loopback_and_on_no_other_host_address(argo_ui: str, n
 # -- a DIJob in the browser --------------------------------------------------------------------------
 
 
-def replica_nodes(api: client.ApiClient, namespace: str) -> list[str]:
-    """The Workflow's nodes of the job's replicas, by display name (``<task>-<index>``)."""
+def replica_nodes(api: client.ApiClient, namespace: str, count: int) -> list[str] | None:
+    """The Workflow's nodes of the job's replicas by display name (``<task>-<index>``), once there are ``count``."""
     nodes = (workflow(api, namespace, NAME).get("status") or {}).get("nodes") or {}
-    return sorted(n["displayName"] for n in nodes.values() if n.get("type") == "Pod")
+    names = sorted(n["displayName"] for n in nodes.values() if n.get("type") == "Pod")
+    return names if len(names) == count else None
 
 
 def list_page_texts(wf: dict[str, Any]) -> list[str]:
@@ -146,7 +147,7 @@ def test_a_running_dijob_reads_in_the_argo_ui_and_a_scaled_replica_appears(
     start_job(cluster, namespace, NAME, collectors=2, maxReplicas=8)
     hosts = {f"{NAME}-learner-0", f"{NAME}-collector-0", f"{NAME}-collector-1"}
     poll(lambda: running(cluster, namespace, NAME, hosts), 60, "3 pods Running")
-    replicas = poll(lambda: (r := replica_nodes(cluster, namespace)) if len(r) == 3 else None, 60, "3 replica nodes")
+    replicas = poll(lambda: replica_nodes(cluster, namespace, 3), 60, "3 replica nodes")
     assert replicas == ["collector-0", "collector-1", "learner-0"]
     wf = workflow(cluster, namespace, NAME)
 
@@ -162,7 +163,7 @@ def test_a_running_dijob_reads_in_the_argo_ui_and_a_scaled_replica_appears(
         up = scaler.put(f"/v1/namespaces/{namespace}/dijobs/{NAME}/tasks/collector/replicas", json={"replicas": 3})
         assert up.status_code == 200, up.text
         poll(lambda: running(cluster, namespace, NAME, hosts | {f"{NAME}-collector-2"}), 60, "4 pods Running")
-        grown = poll(lambda: (r := replica_nodes(cluster, namespace)) if len(r) == 4 else None, 60, "4 replica nodes")
+        grown = poll(lambda: replica_nodes(cluster, namespace, 4), 60, "4 replica nodes")
         assert grown == ["collector-0", "collector-1", "collector-2", "learner-0"]
         expect_text(page, workflow_page_texts(workflow(cluster, namespace, NAME), grown), "the page after a scale-up")
         screenshot(page, screenshots, "workflow-graph-scaled")
