@@ -257,21 +257,24 @@ ui_dir() { echo "$cache/ui/argo-$1/app"; }
 ui_built() { [[ -d "$(ui_dir "$1")" && "$(cat "$(stamp_file "$(ui_dir "$1")")" 2>/dev/null)" == "$1 ui-$(ui_key)" ]]; }
 
 build_argo_ui() { # build_argo_ui VERSION: $cache/ui/argo-VERSION/app, the files argo server embeds
-  local v=$1 out stamp src yarn start=$SECONDS
+  local v=$1 out stamp src mod yarn start=$SECONDS
   out=$(ui_dir "$v") stamp="$v ui-$(ui_key)"
   ui_built "$v" && return 0
   (cd "$(dirname "$argo_ui_tgz")" && sha256sum --quiet -c SHA256SUMS) || { log "third_party/argo-ui: checksum mismatch"; return 1; }
   [[ $(node --version 2>/dev/null) =~ ^v(2[0-9]|[3-9][0-9])\. ]] || { log "the Argo UI needs node >= 20 (found: $(node --version 2>&1))"; return 1; }
   yarn=$(yarn_bin)
   log "building the Argo UI $v (yarn install, then webpack: cold ~10 minutes)"
-  src="$cache/src/argo-ui-$v"
-  rm -rf "$src" && cp -r "$(module_file "$(argo_module "$v")" "$v" Dir)/ui" "$src" && chmod -R u+w "$src"
-  ui_prepare "$src"
-  (cd "$src" && YARN_CACHE_FOLDER="$cache/yarn-cache" "$yarn" install --non-interactive --network-timeout 600000 >&2)
+  # ui/ and the two API files its webpack config copies from ../api
+  src="$cache/src/argo-ui-$v" mod=$(module_file "$(argo_module "$v")" "$v" Dir)
+  rm -rf "$src" && mkdir -p "$src/api/openapi-spec" "$src/api/jsonschema" && cp -r "$mod/ui" "$src/ui"
+  cp "$mod/api/openapi-spec/swagger.json" "$src/api/openapi-spec/" && cp "$mod/api/jsonschema/schema.json" "$src/api/jsonschema/"
+  chmod -R u+w "$src"
+  ui_prepare "$src/ui"
+  (cd "$src/ui" && YARN_CACHE_FOLDER="$cache/yarn-cache" "$yarn" install --non-interactive --network-timeout 600000 >&2)
   log "yarn install: $((SECONDS - start))s"
-  (cd "$src" && NODE_OPTIONS=--max-old-space-size=4096 "$yarn" build >&2)
-  find "$src/dist/app" -name '*.map' -delete # source maps: 29 of the 32 MB, of no use to the embedded UI
-  rm -rf "$out" && mkdir -p "$(dirname "$out")" && mv "$src/dist/app" "$out"
+  (cd "$src/ui" && NODE_OPTIONS=--max-old-space-size=4096 "$yarn" build >&2)
+  find "$src/ui/dist/app" -name '*.map' -delete # source maps: 29 of the 32 MB, of no use to the embedded UI
+  rm -rf "$out" && mkdir -p "$(dirname "$out")" && mv "$src/ui/dist/app" "$out"
   echo "$stamp" > "$(stamp_file "$out")"
   rm -rf "$src" # node_modules is ~0.5 GB; yarn's cache ($cache/yarn-cache) keeps the downloads
   log "built the Argo UI $v in $((SECONDS - start))s"
