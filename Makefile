@@ -67,7 +67,7 @@ COMPAT_BUILD_LOG := $(DIHERA_CACHE)/compat-build.log
 
 # The compat pair's programs are built (niced, in the background) while the default row's tests run:
 # on a cold machine that hides most of their ~15 minutes; warm, the build is a stamp check.
-test: setup setup-node images-bg tools check-generated lint typecheck chart-lint ## everything CI runs: checks, unit, chart and cluster tests on both rows of the version matrix
+test: setup setup-node setup-ui images-bg tools check-generated lint typecheck chart-lint ## everything CI runs: checks, unit, chart and cluster tests on both rows of the version matrix
 	@$(if $(REAL_NODE),bash ci/bg.sh wait images || exit 1;) \
 	  nice -n 10 bash ci/build-tools.sh $(COMPAT_TOOLS) > $(COMPAT_BUILD_LOG) 2>&1 & bg=$$!; \
 	  echo "[matrix] building the compat pair's programs in the background (log: $(COMPAT_BUILD_LOG))"; \

@@ -258,14 +258,130 @@ build_argoexec() { # build_argoexec VERSION: Argo's executor (init/wait containe
     "$module/cmd/argoexec" "$v static" "-X $module.version=$v"
 }
 
+# -- The Argo UI and argo server (the default pair's; see ci/tools/argo/v4/server/main.go) ---------------
+# The UI is built from the Argo module's ui/ sources with the machine's node (>= 20) and yarn 1 (from
+# npm, installed into the cache). Its one dependency no registry serves, argo-ui (a GitHub git URL
+# upstream), comes from third_party/argo-ui. ui_prepare is "the patch": it and the archive's sha256 key
+# the built UI, so changing either rebuilds it.
+ARGO_UI_COMMIT=54f36c723d9a0e5d3386689298cbb9c27767fa00
+argo_ui_tgz="$here/../third_party/argo-ui/argo-ui-${ARGO_UI_COMMIT:0:7}.tgz"
+
+ui_prepare() { # ui_prepare DIR: point a copy of Argo's ui/ at the vendored argo-ui and the npm registry
+  local d=$1 git="git+https://github.com/argoproj/argo-ui.git#"
+  if ! grep -q "\"argo-ui\": \"$git$ARGO_UI_COMMIT\"" "$d/package.json"; then
+    log "Argo's ui/package.json wants argo-ui $(grep -o "\"argo-ui\": \"[^\"]*\"" "$d/package.json");" \
+      "third_party/argo-ui holds commit $ARGO_UI_COMMIT: vendor that commit (third_party/argo-ui/README.md)"
+    return 1
+  fi
+  cp "$argo_ui_tgz" "$d/argo-ui.tgz"
+  sed -i "s|\"argo-ui\": \"$git$ARGO_UI_COMMIT\"|\"argo-ui\": \"file:./argo-ui.tgz\"|" "$d/package.json"
+  # the lockfile: no entry for argo-ui (yarn adds the file's), the npm registry's host for the rest
+  sed -i "/^\"argo-ui@git+/,/^\$/d; s|https://registry.yarnpkg.com/|https://registry.npmjs.org/|" "$d/yarn.lock"
+  sed -i '/--install.frozen-lockfile/d' "$d/.yarnrc"
+}
+
+ui_key() { # a short hash of the patch, the vendored archive and yarn's version
+  { declare -f ui_prepare; cat "$argo_ui_tgz"; echo "$YARN_VERSION"; } | sha256sum | cut -c1-12
+}
+
+yarn_bin() { # installs yarn YARN_VERSION from npm into the cache (not globally); prints its path
+  local prefix="$cache/node/yarn-$YARN_VERSION"
+  if [[ ! -x "$prefix/node_modules/.bin/yarn" ]]; then
+    log "installing yarn $YARN_VERSION from npm into $prefix"
+    npm install --prefix "$prefix" --no-audit --no-fund --loglevel=error "yarn@$YARN_VERSION" >&2
+  fi
+  echo "$prefix/node_modules/.bin/yarn"
+}
+
+ui_dir() { echo "$cache/ui/argo-$1/app"; }
+ui_built() { [[ -d "$(ui_dir "$1")" && "$(cat "$(stamp_file "$(ui_dir "$1")")" 2>/dev/null)" == "$1 ui-$(ui_key)" ]]; }
+
+build_argo_ui() { # build_argo_ui VERSION: $cache/ui/argo-VERSION/app, the files argo server embeds
+  local v=$1 out stamp src mod yarn start=$SECONDS
+  out=$(ui_dir "$v") stamp="$v ui-$(ui_key)"
+  ui_built "$v" && return 0
+  (cd "$(dirname "$argo_ui_tgz")" && sha256sum --quiet -c SHA256SUMS) || { log "third_party/argo-ui: checksum mismatch"; return 1; }
+  [[ $(node --version 2>/dev/null) =~ ^v(2[0-9]|[3-9][0-9])\. ]] || { log "the Argo UI needs node >= 20 (found: $(node --version 2>&1))"; return 1; }
+  yarn=$(yarn_bin)
+  log "building the Argo UI $v (yarn install, then webpack: cold ~10 minutes)"
+  # ui/ and the two API files its webpack config copies from ../api
+  src="$cache/src/argo-ui-$v" mod=$(module_file "$(argo_module "$v")" "$v" Dir)
+  rm -rf "$src" && mkdir -p "$src/api/openapi-spec" "$src/api/jsonschema" && cp -r "$mod/ui" "$src/ui"
+  cp "$mod/api/openapi-spec/swagger.json" "$src/api/openapi-spec/" && cp "$mod/api/jsonschema/schema.json" "$src/api/jsonschema/"
+  chmod -R u+w "$src"
+  ui_prepare "$src/ui"
+  (cd "$src/ui" && YARN_CACHE_FOLDER="$cache/yarn-cache" "$yarn" install --non-interactive --network-timeout 600000 >&2)
+  log "yarn install: $((SECONDS - start))s"
+  (cd "$src/ui" && NODE_OPTIONS=--max-old-space-size=4096 "$yarn" build >&2)
+  find "$src/ui/dist/app" -name '*.map' -delete # source maps: 29 of the 32 MB, of no use to the embedded UI
+  rm -rf "$out" && mkdir -p "$(dirname "$out")" && mv "$src/ui/dist/app" "$out"
+  echo "$stamp" > "$(stamp_file "$out")"
+  rm -rf "$src" # node_modules is ~0.5 GB; yarn's cache ($cache/yarn-cache) keeps the downloads
+  log "built the Argo UI $v in $((SECONDS - start))s"
+}
+
+# argo server: Argo's apiserver package in a loopback main (ci/tools/argo/vN/server/main.go), built
+# from a copy of the module that holds the built UI (ui/embed.go embeds ui/dist/app) and one patch
+# (ci/tools/argo/vN/server/bind-host.patch: Run listens on ":PORT", every interface, with no option).
+argo_server_modfile() { # argo_server_modfile VERSION: prints the modfile's path
+  local v=$1 module dir src server
+  module=$(argo_module "$v")
+  dir=$(argo_wrapper "$v")
+  server="$here/tools/argo/$(echo "$v" | cut -d. -f1)/server"
+  src="$cache/src/argo-server-$v"
+  rm -rf "$src"
+  cp -r "$(module_file "$module" "$v" Dir)" "$src" && chmod -R u+w "$src"
+  patch -s -p1 -d "$src" < "$server/bind-host.patch"
+  mkdir -p "$src/ui/dist" && cp -r "$(ui_dir "$v")" "$src/ui/dist/app"
+  mkdir -p "$dir/argoserver" && cp "$server/main.go" "$dir/argoserver/main.go"
+  cp "$dir/go.mod" "$dir/argo-server.go.mod"
+  cp "$dir/go.sum" "$dir/argo-server.go.sum"
+  echo "replace $module => $src" >> "$dir/argo-server.go.mod"
+  echo "$dir/argo-server.go.mod"
+}
+
+build_argo_server() { # build_argo_server VERSION
+  local v=$1 module server stamp modfile
+  module=$(argo_module "$v")
+  server="$here/tools/argo/$(echo "$v" | cut -d. -f1)/server"
+  [[ -f $server/main.go ]] || { log "no loopback argo server main for Argo $v ($server/main.go): this pair runs no UI"; return 1; }
+  build_argo_ui "$v"
+  stamp="$v server-$(cat "$server"/* | sha256sum | cut -c1-12) ui-$(ui_key) static"
+  built "$bin/argo-$v/argo-server" "$stamp" && return 0
+  modfile=$(argo_server_modfile "$v")
+  # Static like the workflow-controller: the two share most compiled dependencies in the Go build cache.
+  CGO_ENABLED=0 GOFLAGS="$GOFLAGS -modfile=$modfile" go_build "$(dirname "$modfile")" "$bin/argo-$v/argo-server" \
+    ./argoserver "$stamp" "-X $module.version=$v"
+  rm -rf "$cache/src/argo-server-$v" # ~0.1 GB; rebuilt from the module zip when needed
+}
+
 own_program() { # own_program NAME: a small program of this repository (ci/tools/NAME), rebuilt when its source changes
   CGO_ENABLED=0 go_build "$here/tools/$1" "$bin/$1" . "src-$(cat "$here/tools/$1"/*.go | sha256sum | cut -c1-16)"
 }
 
 
-default="etcd kube-apiserver kube-controller-manager kube-scheduler kwok workflow-controller helm ct helm-docs"
+# argo-server by default only for an Argo major with a loopback argo server main (v4: the compat pair's v3 runs no UI)
+has_server() { [[ -f "$here/tools/argo/$(echo "$ARGO_VERSION" | cut -d. -f1)/server/main.go" ]]; }
+default="etcd kube-apiserver kube-controller-manager kube-scheduler kwok workflow-controller $(has_server && echo argo-server) helm ct helm-docs"
 want=${*:-default}
-read -ra tools <<< "${want//default/$default}"
+want=${want//default/$default}
+
+# The Argo UI's yarn install (network) and webpack build (~3.5 CPU-minutes) run in the background, niced,
+# while the Go programs build; argo-server, which embeds the UI, is built last, once the UI is there.
+ui_pid= ui_log="$cache/argo-ui-build.log"
+if [[ -z $prefetch && " $want " == *" argo-server "* && $want != argo-server ]] && ! ui_built "$ARGO_VERSION"; then
+  (renice -n 10 -p "$BASHPID" >/dev/null; build_argo_ui "$ARGO_VERSION") > "$ui_log" 2>&1 &
+  ui_pid=$!
+  log "building the Argo UI in the background (log: $ui_log)"
+  want="$(echo " $want " | sed 's/ argo-server / /') argo-server"
+fi
+wait_ui() {
+  [[ -n $ui_pid ]] || return 0
+  if ! wait "$ui_pid"; then tail -n 40 "$ui_log" >&2; log "the Argo UI's build failed (log: $ui_log)"; return 1; fi
+  grep -h '^\[build-tools\] \(yarn install\|built\)' "$ui_log" >&2 || true
+}
+
+read -ra tools <<< "$want"
 for i in "${!tools[@]}"; do
   tool=${tools[i]} next=("${tools[@]:i+1}")
   case $tool in
@@ -293,6 +409,9 @@ for i in "${!tools[@]}"; do
       go_build "$here/tools/coredns" "$bin/coredns-$COREDNS_VERSION/coredns" ./corednsmain \
         "$COREDNS_VERSION $(sha256sum "$here/tools/coredns/corednsmain/main.go" | cut -c1-12)"
       link "$bin/coredns-$COREDNS_VERSION/coredns" coredns ;;
+    argo-ui) [[ -n $prefetch ]] || build_argo_ui "$ARGO_VERSION" ;; # the UI alone (make tools builds it in the background)
+    argo-server) [[ -n $prefetch ]] && continue # its modules are the workflow-controller's
+      wait_ui; build_argo_server "$ARGO_VERSION"; link "$bin/argo-$ARGO_VERSION/argo-server" argo-server ;;
     argoexec) build_argoexec "$ARGO_VERSION"; link "$bin/argo-$ARGO_VERSION/argoexec" argoexec ;;
     pause|netns-forward) own_program "$tool"; link "$bin/$tool" "$tool" ;;
     *) log "unknown tool: $tool"; exit 2 ;;

@@ -13,6 +13,9 @@ DEMO_HELM_ARGS, e.g. `--set image.repository=registry.example/dihera`, for your 
 the job runs with the image DEMO_DI_ENGINE_IMAGE (default: the job's own, `dihera/di-engine:0.5.3`),
 without the local node's placement.
 
+On the local control plane the Argo UI (argo server, on 127.0.0.1) shows the job's Workflow: its URL is
+printed and written to .devcluster/argo-ui-url.
+
 The di-server is reached through `kubectl port-forward` on 127.0.0.1 (pid in .devcluster/, its URL in
 .devcluster/di-server-url, a 24 h bearer token of ServiceAccount `dihera-demo` in
 .devcluster/di-server-token). On the local control plane that is the port the Argo UI's links point at
@@ -57,6 +60,7 @@ FORWARD_PIDFILE = STATE / "di-server-forward.pid"
 FORWARD_LOG = STATE / "logs" / "di-server-forward.log"
 SERVER_URL = STATE / "di-server-url"
 SERVER_TOKEN = STATE / "di-server-token"
+UI_URL = STATE / "argo-ui-url"
 DEMO_ACCOUNT = "dihera-demo"
 RELEASE, RELEASE_NAMESPACE = "dihera", "dihera-system"
 CHART = REPO / "charts" / "dihera"
@@ -256,6 +260,17 @@ def stop(kubeconfig: str | None, uninstall: bool) -> int:
     return 0
 
 
+def argo_ui(namespace: str) -> str | None:
+    """The local control plane's Argo UI: its workflow list for ``namespace`` (None: this pair runs none)."""
+    from ci.devcluster import Cluster, Settings
+
+    url = Cluster(Settings.from_environ()).argo_ui_url()
+    if url is None:
+        return None
+    UI_URL.write_text(url + "\n")
+    return f"{url}/workflows/{namespace}"
+
+
 def di_engine_image(local_node: bool) -> str | None:
     """The image the job's containers run: built here and imported into the real node, or DEMO_DI_ENGINE_IMAGE."""
     if not local_node:
@@ -292,6 +307,9 @@ def main() -> int:
     container = doc["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["name"]
     url = forward_server(kubeconfig, reserved_port(local_node))
     token = demo_token(kubeconfig, args.namespace)
+    ui = argo_ui(args.namespace) if local_node else None
+    if ui:
+        say(f"the Argo UI: {ui} (its URL also in {UI_URL.relative_to(REPO)})")
     run(*kubectl, "delete", "dijob", name, "--ignore-not-found", "--wait=true", quiet=True)
     say(f"submitting {Path(args.job).relative_to(REPO) if Path(args.job).is_absolute() else args.job} "
         f"to namespace {args.namespace}; its phases, then the replicas' progress from their logs:")  # fmt: skip
@@ -319,6 +337,8 @@ def main() -> int:
         f"scale a running job: dihera scale {args.namespace}/NAME --task collector --add 1 "
         f"--server $(cat {SERVER_URL.relative_to(REPO)}) --token $(cat {SERVER_TOKEN.relative_to(REPO)})"
     )
+    if ui:
+        say(f"the job in the Argo UI: {ui}/{name}")
     say("stop: `make demo-stop` (port-forward, release) or `make cluster-down` (everything)")
     return code
 

@@ -34,6 +34,8 @@ def _print_status(report: dict[str, object]) -> None:
     for name, node in nodes.items():
         kind = f"real ({node['runtime']})" if node["real"] else "simulated (kwok)"
         print(f"  node {name:<22} {'Ready' if node['ready'] else 'NotReady':<9} {kind}")
+    if report.get("argo_ui_url"):
+        print(f"Argo UI: {report['argo_ui_url']}")
     if report.get("kubeconfig"):
         print(f"export KUBECONFIG={report['kubeconfig']}")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from . import certs, images, kube, manifests, nodehost, processes, realnode
-from .components import Component, components
+from .components import Component, argo_ui_url, components
 from .kubeconfig import render_kubeconfig, write_kubeconfig
 from .settings import Settings
 from .state import StateDir, di_server_url, pick_ports
@@ -77,6 +77,17 @@ class Cluster:
             self.settings.kubectl,
         )
 
+    def argo_ui_url(self) -> str | None:
+        """The Argo UI's URL when this pair runs argo server (None: it runs none, or no ports yet)."""
+        ports = self.state.load_ports()
+        return argo_ui_url(ports) if ports and self.settings.argo_ui else None
+
+    def _write_ui_url(self) -> None:
+        url = self.argo_ui_url()
+        if url:
+            self.state.argo_ui_url.write_text(url + "\n")
+            log.info("Argo UI: %s", url)
+
     def is_up(self) -> bool:
         running = self._running()
         return bool(running) and all(running.values()) and self._api().ready()
@@ -92,6 +103,7 @@ class Cluster:
         start = time.monotonic()
         if self.state.exists() and self.is_up():
             log.info("already up: KUBECONFIG=%s", self.kubeconfig)
+            self._write_ui_url()
             return
         self._build_tools()
         node_images = images.build_all(self.settings) if self.settings.real_node else []
@@ -128,6 +140,7 @@ class Cluster:
             lambda: api.get("/api/v1/namespaces/default/serviceaccounts/default") is not None,
             what="default service account",
         )
+        self._write_ui_url()
         log.info("up in %.0fs: export KUBECONFIG=%s", time.monotonic() - start, self.kubeconfig)
 
     def _build_tools(self) -> None:
@@ -281,6 +294,7 @@ class Cluster:
                 for n in listing.get("items", [])
             }
             report["kubeconfig"] = str(self.kubeconfig)
+            report["argo_ui_url"] = self.argo_ui_url()
         return report
 
 

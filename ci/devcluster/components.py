@@ -10,11 +10,13 @@ from .manifests import ARGO_NAMESPACE, KWOK_NODE_ANNOTATION
 from .settings import Settings
 from .state import StateDir
 
-__all__ = ["POD_CIDR", "SERVICE_CIDR", "Component", "components"]
+__all__ = ["ARGO_UI_ENV", "POD_CIDR", "SERVICE_CIDR", "Component", "argo_ui_url", "components"]
 
 SERVICE_CIDR = "10.96.0.0/16"
 POD_CIDR = "10.244.0.0/16"  # addresses kwok writes into pod status; nothing is reachable there
 SA_ISSUER = "https://kubernetes.default.svc.cluster.local"
+#: The Argo UI opens pop-ups over its pages on a first visit and after an upgrade: none here.
+ARGO_UI_ENV = {"FIRST_TIME_USER_MODAL": "false", "NEW_VERSION_MODAL": "false", "FEEDBACK_MODAL": "false"}
 
 
 @dataclass(frozen=True)
@@ -56,7 +58,31 @@ def _delegated(kubeconfig: Path) -> list[str]:
 def components(settings: Settings, state: StateDir, ports: dict[str, int]) -> list[Component]:
     """All processes, in start order."""
     real = _real_node(settings, state, ports) if settings.real_node else []
-    return [*_control_plane(settings, state, ports), *real]
+    ui = [_argo_server(settings, state, ports)] if settings.argo_ui else []
+    return [*_control_plane(settings, state, ports), *ui, *real]
+
+
+def argo_ui_url(ports: dict[str, int]) -> str:
+    """Where argo server serves the Argo UI and its API (plain HTTP, loopback only)."""
+    return f"http://127.0.0.1:{ports['argo-server']}"
+
+
+def _argo_server(settings: Settings, state: StateDir, ports: dict[str, int]) -> Component:
+    """Argo's API server and UI in the loopback main (ci/tools/argo/v4/server/main.go): `argo server
+    --auth-mode=server --secure=false` bound to 127.0.0.1; it reads links and columns from Argo's ConfigMap."""
+    url = argo_ui_url(ports)
+    return Component(
+        "argo-server",
+        [
+            str(settings.binary("argo-server")),
+            f"--kubeconfig={state.component_kubeconfig('argo-server')}",
+            f"--namespace={ARGO_NAMESPACE}",
+            f"--address={url.removeprefix('http://')}",
+            "--loglevel=info",
+        ],
+        health_url=f"{url}/api/v1/version",
+        env=dict(ARGO_UI_ENV),
+    )
 
 
 def _real_node(settings: Settings, state: StateDir, ports: dict[str, int]) -> list[Component]:

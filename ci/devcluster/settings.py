@@ -7,13 +7,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["REAL_NODE_TOOLS", "TOOLS", "Settings", "read_versions"]
+__all__ = ["REAL_NODE_TOOLS", "TOOLS", "UI_TOOLS", "Settings", "argo_server_main", "read_versions"]
 
 REPO = Path(__file__).resolve().parents[2]
 VERSIONS_FILE = REPO / "ci" / "versions.env"
 
 # Programs built by ci/build-tools.sh that the dev cluster runs.
 TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "workflow-controller")
+# The Argo UI: argo server in a loopback main, for the pairs whose Argo major has one (v4; not v3).
+UI_TOOLS = ("argo-server",)
 # Programs of the real node (and of its images: pause, argoexec).
 REAL_NODE_TOOLS = ("kubelet", "coredns", "netns-forward", "pause", "argoexec")
 
@@ -22,6 +24,11 @@ def read_versions(path: Path = VERSIONS_FILE) -> dict[str, str]:
     """The NAME=VALUE lines of ci/versions.env (the pinned versions ci/build-tools.sh builds)."""
     pairs = (line.split("=", 1) for line in path.read_text().splitlines() if "=" in line and not line.startswith("#"))
     return {name.strip(): value.strip().strip('"') for name, value in pairs}
+
+
+def argo_server_main(argo_version: str, repo: Path = REPO) -> Path:
+    """The loopback argo server main ci/build-tools.sh builds for this Argo version's major (may not exist)."""
+    return repo / "ci" / "tools" / "argo" / argo_version.split(".")[0] / "server" / "main.go"
 
 
 @dataclass(frozen=True)
@@ -39,13 +46,15 @@ class Settings:
     path_env: str = "/usr/local/bin:/usr/bin:/bin"
     build_env: Mapping[str, str] = field(default_factory=dict)  # environment of ci/build-tools.sh (Go settings)
     real_node: bool = True  # a kubelet + containerd node beside kwok's (one per machine)
+    argo_ui: bool = True  # argo server (API and UI) on 127.0.0.1; only where argo_server_main exists
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ, state_dir: Path | None = None) -> Settings:
         """$DIHERA_KUBERNETES_VERSION / $DIHERA_ARGO_VERSION: the pair to run (default: ci/versions.env);
         $DIHERA_CACHE: where ci/build-tools.sh put the programs; $DIHERA_DEVCLUSTER_DIR: the state directory
         (default .devcluster/ for the default pair, .devcluster-<kubernetes>_<argo>/ for another pair);
-        $DIHERA_REAL_NODE=0: no real node (kwok's simulated nodes only)."""
+        $DIHERA_REAL_NODE=0: no real node (kwok's simulated nodes only); $DIHERA_ARGO_UI=0: no argo server
+        (a pair whose Argo major has no loopback argo server main, the compat pair's v3, runs none anyway)."""
         pinned = read_versions()
         kubernetes = environ.get("DIHERA_KUBERNETES_VERSION") or pinned["KUBERNETES_VERSION"]
         argo = environ.get("DIHERA_ARGO_VERSION") or pinned["ARGO_VERSION"]
@@ -61,11 +70,13 @@ class Settings:
             path_env=environ.get("PATH", cls.path_env),
             build_env=dict(environ),
             real_node=environ.get("DIHERA_REAL_NODE", "1") != "0",
+            argo_ui=environ.get("DIHERA_ARGO_UI", "1") != "0" and argo_server_main(argo).is_file(),
         )
 
     @property
     def tools(self) -> tuple[str, ...]:
-        return TOOLS + REAL_NODE_TOOLS if self.real_node else TOOLS
+        ui = UI_TOOLS if self.argo_ui else ()
+        return TOOLS + ui + (REAL_NODE_TOOLS if self.real_node else ())
 
     @property
     def images_dir(self) -> Path:

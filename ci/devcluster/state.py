@@ -14,6 +14,8 @@ from pathlib import Path
 __all__ = ["PORT_NAMES", "StateDir", "di_server_url", "pick_ports"]
 
 MARKER = ".dihera-devcluster"
+#: What outlives the dev cluster in its state directory: the browser test's screenshots, for a person to see.
+KEPT = (".lock", "screenshots")
 PORT_NAMES = (
     "etcd",
     "etcd-peer",
@@ -24,6 +26,7 @@ PORT_NAMES = (
     # Not a process of the cluster: where a di-server is reached from the host (`make demo`'s port-forward,
     # the tests' in-process server), so the Argo UI's links in Argo's ConfigMap point at a known URL.
     "di-server",
+    "argo-server",  # reserved for every pair; only a pair with a loopback argo server main runs it
 )
 
 
@@ -72,6 +75,16 @@ class StateDir:
         """The API server's audit log: requests of dihera's ServiceAccounts (tests/integration/test_rbac_audit.py)."""
         return self.logs / "audit.log"
 
+    @property
+    def screenshots(self) -> Path:
+        """The Argo UI test's screenshots; `down` keeps them (KEPT)."""
+        return self.root / "screenshots"
+
+    @property
+    def argo_ui_url(self) -> Path:
+        """A file holding the Argo UI's URL (`make cluster-up` and `make demo` write it)."""
+        return self.root / "argo-ui-url"
+
     def component_kubeconfig(self, user: str) -> Path:
         return self.root / "kubeconfigs" / f"{user}.kubeconfig"
 
@@ -93,21 +106,27 @@ class StateDir:
             yield
 
     def reset(self) -> None:
-        """Empty the state directory, keeping its lock file."""
-        if self.root.exists() and not self.exists() and any(p.name != ".lock" for p in self.root.iterdir()):
+        """Empty the state directory, keeping its lock file and screenshots (KEPT)."""
+        if self.root.exists() and not self.exists() and any(p.name not in KEPT for p in self.root.iterdir()):
             raise RuntimeError(f"{self.root} has no {MARKER} marker: not emptying a directory this tool did not create")
-        for path in self.root.iterdir() if self.root.exists() else ():
-            if path.name == ".lock":
-                continue
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
+        self._empty()
 
     def remove(self) -> None:
-        """Delete the state directory; refuses a directory this tool did not create."""
+        """Delete the state directory (all but the screenshots, when there are some); refuses a directory
+        this tool did not create."""
         if not self.root.exists():
             return
         if not self.exists():
             raise RuntimeError(f"{self.root} has no {MARKER} marker: not deleting a directory this tool did not create")
-        shutil.rmtree(self.root)
+        if self.screenshots.is_dir():
+            self._empty(keep=("screenshots",))
+        else:
+            shutil.rmtree(self.root)
+
+    def _empty(self, keep: tuple[str, ...] = KEPT) -> None:
+        for path in self.root.iterdir() if self.root.exists() else ():
+            if path.name not in keep:
+                shutil.rmtree(path) if path.is_dir() else path.unlink()
 
     def load_ports(self) -> dict[str, int] | None:
         path = self.root / "ports.json"
