@@ -104,4 +104,3 @@ def _ui_annotations(membership: Membership, workflow: Mapping[str, Any]) -> dict
         if LABEL_TASK_TYPE in (labels := (t.get("metadata") or {}).get("labels") or {})
     ]
     return ui_annotations(f"{meta.get('namespace')}/{meta.get('name')}", tasks, membership.generation)
-
