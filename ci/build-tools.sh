@@ -362,7 +362,7 @@ own_program() { # own_program NAME: a small program of this repository (ci/tools
 
 # argo-server by default only for an Argo major with a loopback argo server main (v4: the compat pair's v3 runs no UI)
 has_server() { [[ -f "$here/tools/argo/$(echo "$ARGO_VERSION" | cut -d. -f1)/server/main.go" ]]; }
-default="etcd kube-apiserver kube-controller-manager kube-scheduler kwok workflow-controller $(has_server && echo argo-server) helm ct helm-docs"
+default="etcd kube-apiserver kube-controller-manager kube-scheduler kwok workflow-controller $(has_server && echo argo-server || true) helm ct helm-docs"
 want=${*:-default}
 want=${want//default/$default}
 
