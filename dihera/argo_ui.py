@@ -102,8 +102,8 @@ def links(server_url: str) -> list[dict[str, str]]:
     job = JOB_VIEW_PATH.format(namespace="${metadata.namespace}", name=_JOB_OF_WORKFLOW)
     pod = POD_VIEW_PATH.format(namespace="${metadata.namespace}", name=_JOB_OF_WORKFLOW, pod="${metadata.name}")
     return [
-        {"name": "DIJob (di-server)", "scope": "workflow", "url": base + job, "target": "_blank"},
-        {"name": "Replica (di-server)", "scope": "pod", "url": base + pod, "target": "_blank"},
+        {"name": "DIJob (di-server)", "scope": "workflow", "url": base + job},
+        {"name": "Replica (di-server)", "scope": "pod", "url": base + pod},
     ]
 
 
