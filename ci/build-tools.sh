@@ -324,19 +324,19 @@ build_argo_ui() { # build_argo_ui VERSION: $cache/ui/argo-VERSION/app, the files
 # from a copy of the module that holds the built UI (ui/embed.go embeds ui/dist/app) and one patch
 # (ci/tools/argo/vN/server/bind-host.patch: Run listens on ":PORT", every interface, with no option).
 argo_server_modfile() { # argo_server_modfile VERSION: prints the modfile's path
-  local v=$1 module dir src server
+  local v=$1 module dir copy server  # not 'src': wrapper() reads the global $src
   module=$(argo_module "$v")
   dir=$(argo_wrapper "$v")
   server="$here/tools/argo/$(echo "$v" | cut -d. -f1)/server"
-  src="$cache/src/argo-server-$v"
-  rm -rf "$src"
-  cp -r "$(module_file "$module" "$v" Dir)" "$src" && chmod -R u+w "$src"
-  patch -s -p1 -d "$src" < "$server/bind-host.patch"
-  mkdir -p "$src/ui/dist" && cp -r "$(ui_dir "$v")" "$src/ui/dist/app"
+  copy="$cache/src/argo-server-$v"
+  rm -rf "$copy"
+  cp -r "$(module_file "$module" "$v" Dir)" "$copy" && chmod -R u+w "$copy"
+  patch -s -p1 -d "$copy" < "$server/bind-host.patch"
+  mkdir -p "$copy/ui/dist" && cp -r "$(ui_dir "$v")" "$copy/ui/dist/app"
   mkdir -p "$dir/argoserver" && cp "$server/main.go" "$dir/argoserver/main.go"
   cp "$dir/go.mod" "$dir/argo-server.go.mod"
   cp "$dir/go.sum" "$dir/argo-server.go.sum"
-  echo "replace $module => $src" >> "$dir/argo-server.go.mod"
+  echo "replace $module => $copy" >> "$dir/argo-server.go.mod"
   echo "$dir/argo-server.go.mod"
 }
 
