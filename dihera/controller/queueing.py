@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from dihera.constants import EventReason, Phase
+from dihera.constants import ANNOTATION_WORKLOAD_SLICE, LABEL_JOB, EventReason, Phase
 from dihera.controller.metrics import Metrics
 from dihera.kube.jobs import StatusConflict
 from dihera.kube.workloads import KueueObjectMissing
@@ -30,6 +30,7 @@ from dihera.queueing import (
     view_workload,
     workload_name,
 )
+from dihera.queueing.slices import resize_ops
 
 __all__ = ["QueueState", "Queueing", "WorkloadAPI"]
 
@@ -51,6 +52,12 @@ class WorkloadAPI(Protocol):
 
     def priority_value(self, name: str) -> int: ...
 
+    def list(self, namespace: str, selector: str) -> list[dict[str, Any]]: ...
+
+    def delete(self, namespace: str, name: str) -> bool: ...
+
+    def patch(self, namespace: str, name: str, ops: Any) -> dict[str, Any] | None: ...
+
 
 @dataclass(frozen=True)
 class QueueState:
@@ -62,11 +69,23 @@ class QueueState:
     hold: str | None
     cause: str | None = None
     retry: float | None = None
+    #: The job's scale-up slices (docs/queueing.md, "Scaling under quota"), oldest first.
+    slices: tuple[Mapping[str, Any], ...] = ()
+    #: ``(reason, message)`` of a slice Kueue evicted (the whole job is stopped and requeued then).
+    slice_evicted: tuple[str, str] | None = None
+
+    @property
+    def requeue_due(self) -> bool:
+        """Evicted (the job's Workload or a slice) and still holding quota: release it once nothing runs."""
+        if self.view is None:
+            return False
+        return self.view.requeue_due or (self.slice_evicted is not None and self.view.reserved)
 
 
-def _hold_message(queue: str, view: WorkloadView) -> tuple[str, str | None]:
-    if view.evicted is not None:
-        reason, message = view.evicted
+def _hold_message(queue: str, view: WorkloadView, slice_evicted: tuple[str, str] | None) -> tuple[str, str | None]:
+    evicted = view.evicted or slice_evicted
+    if evicted is not None:
+        reason, message = evicted
         return f"evicted by Kueue ({reason}: {message}); queued again in LocalQueue {queue}", EventReason.EVICTED
     why = f": {view.waiting}" if view.waiting else ""
     return f"waiting for Kueue to admit Workload {view.name} in LocalQueue {queue}{why}", None
@@ -82,12 +101,14 @@ class Queueing:
         metrics: Metrics,
         clock: Callable[[], str],
         cached: Callable[[str, str], dict[str, Any] | None] | None = None,
+        cached_of_job: Callable[[str, str], list[dict[str, Any]]] | None = None,
     ) -> None:
         self.settings = settings
         self._api = workloads
         self._metrics = metrics
         self._clock = clock
         self._cached = cached
+        self._cached_of_job = cached_of_job
 
     def _read(self, namespace: str, name: str, live: bool) -> dict[str, Any] | None:
         found = None if live or self._cached is None else self._cached(namespace, name)
@@ -117,10 +138,20 @@ class Queueing:
                     extra=extra,
                 )
         view = view_workload(workload)
-        if view.admitted:
-            return QueueState(workload, view, None)
-        hold, cause = _hold_message(queue, view)
-        return QueueState(workload, view, hold, cause)
+        slices = self._slices(job, live)
+        slice_evicted = next((v.evicted for v in map(view_workload, slices) if v.evicted is not None), None)
+        if view.admitted and slice_evicted is None:
+            return QueueState(workload, view, None, slices=tuple(slices))
+        hold, cause = _hold_message(queue, view, slice_evicted)
+        return QueueState(workload, view, hold, cause, slices=tuple(slices), slice_evicted=slice_evicted)
+
+    def _slices(self, job: DIJob, live: bool) -> list[dict[str, Any]]:
+        if live or self._cached_of_job is None:
+            found = self._api.list(job.namespace, f"{LABEL_JOB}={job.name}")
+        else:
+            found = self._cached_of_job(job.namespace, job.name)
+        slices = [w for w in found if ANNOTATION_WORKLOAD_SLICE in ((w.get("metadata") or {}).get("annotations") or {})]
+        return sorted(slices, key=lambda w: int(w["metadata"]["annotations"][ANNOTATION_WORKLOAD_SLICE]))
 
     def placements(self, view: WorkloadView) -> dict[str, Placement]:
         """Task → node labels and tolerations of the flavors Kueue assigned (one GET per flavor)."""
@@ -128,12 +159,21 @@ class Queueing:
         flavors = {name: self._api.resource_flavor(name) or {} for name in names}
         return placements(view, flavors)
 
-    def release(self, job: DIJob, state: QueueState, extra: Mapping[str, str]) -> None:
-        """An evicted Workload whose replicas are all stopped: give its quota back and let Kueue queue it again."""
+    def release(self, job: DIJob, state: QueueState, needed: Mapping[str, int], extra: Mapping[str, str]) -> None:
+        """An evicted job whose replicas are all stopped: give the quota back and let Kueue queue it again, as
+        one Workload for the whole membership (``needed``: task → replicas): its slices are deleted and its
+        podSets resized (allowed once it reserves no quota)."""
         if state.workload is None:
             return
-        if not self._patch(job, state.workload, lambda w: requeue_patch(w, self._clock())):
+        if not self._patch(job, state.workload, lambda w: requeue_patch(w, self._clock(), state.slice_evicted)):
             return
+        for s in state.slices:
+            if self._api.delete(job.namespace, s["metadata"]["name"]):
+                self._metrics.wrote("delete", "Workload")
+        ops = resize_ops(state.workload, needed)
+        if ops:
+            self._api.patch(job.namespace, workload_name(job.name), ops)
+            self._metrics.wrote("patch", "Workload")
         log.info(
             "evicted: replicas stopped, quota of Workload %s released; queued again",
             workload_name(job.name),

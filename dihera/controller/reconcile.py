@@ -247,9 +247,16 @@ class Reconciler:
         refused: str | None = None
         scaled = False
         suspension, leftover = self._suspension(job, old, workflow, foreign, membership, queued)
-        evicted = queued is not None and queued.view is not None and queued.view.requeue_due
-        if evicted and queued is not None and self._queueing is not None and workflow is None and not leftover:
-            self._queueing.release(job, queued, extra)  # every replica of the evicted run is gone
+        if (
+            queued is not None
+            and queued.requeue_due
+            and self._queueing is not None
+            and workflow is None
+            and not leftover
+        ):
+            # every replica of the evicted run is gone
+            counts = (membership or plan_membership(job, None)).task_counts(t.name for t in job.tasks)
+            self._queueing.release(job, queued, counts, extra)
         resume = suspension.action is SuspendAction.RESUME
         fresh = suspension.action is SuspendAction.NONE and workflow is None and not old.get("workflowName")
         if resume or fresh:
@@ -289,7 +296,7 @@ class Reconciler:
         leftover = 0
         started = bool(old.get("workflowName"))
         resuming = hold is None and old.get("phase") in HELD_PHASES
-        releasing = queued is not None and queued.view is not None and queued.view.requeue_due
+        releasing = queued is not None and queued.requeue_due
         if workflow is None and not job.suspend and started and (resuming or releasing):
             leftover = len(self._live.pods(job.namespace, job.name))
         replicas = len(membership.replicas) if membership else 0

@@ -25,7 +25,7 @@ from dihera.kube.events import EventRecorder
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import ObjectStore
 from dihera.kube.scale_executor import JobScaler
-from dihera.kube.workloads import WorkloadStore
+from dihera.kube.workloads import QuotaGate, WorkloadStore
 from dihera.logs import configure_logging
 
 __all__ = ["NoDiffBase", "kopf_settings", "run_controller"]
@@ -77,13 +77,19 @@ def run_controller(settings: ControllerSettings) -> int:
     cache = WatchCache()
     objects = ObjectStore(api)
     # one per controller: its per-job locks serialise scaling
-    scaler = JobScaler(api, settings.render, field_manager=FIELD_MANAGER_CONTROLLER)
+    quota = QuotaGate(WorkloadStore(api), settings.kueue) if settings.kueue is not None else None
+    scaler = JobScaler(api, settings.render, field_manager=FIELD_MANAGER_CONTROLLER, quota=quota)
     kinds: tuple[str, ...] = BASE_KINDS
     queueing = None
     if settings.kueue is not None:
         kinds = (*BASE_KINDS, "Workload")
         queueing = Queueing(
-            settings.kueue, WorkloadStore(api), metrics, utc_now, lambda ns, n: cache.get("Workload", ns, n)
+            settings.kueue,
+            WorkloadStore(api),
+            metrics,
+            utc_now,
+            lambda ns, n: cache.get("Workload", ns, n),
+            lambda ns, job: cache.of_job("Workload", ns, job),
         )
     reconciler = Reconciler(
         JobStore(api), objects, EventRecorder(api), settings.render, metrics, scaler, cache=cache, queueing=queueing

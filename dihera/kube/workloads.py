@@ -6,16 +6,26 @@ Every call names the object in its errors; "already exists" and "not found" are 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import logging
+import time
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from dihera.constants import FIELD_MANAGER_CONTROLLER, KUEUE_GROUP, KUEUE_VERSION
+from dihera.constants import ANNOTATION_WORKLOAD_SLICE, FIELD_MANAGER_CONTROLLER, KUEUE_GROUP, KUEUE_VERSION, LABEL_JOB
+from dihera.errors import QuotaRefused
 from dihera.kube.jobs import StatusConflict
+from dihera.model import DIJob
+from dihera.queueing import KueueSettings, build_workload, queue_name, slice_name, view_workload, workload_name
+from dihera.queueing.slices import added_replicas, plan_release
 
-__all__ = ["WORKLOAD_PLURAL", "KueueObjectMissing", "WorkloadStore"]
+__all__ = ["SLICE_POLL", "WORKLOAD_PLURAL", "KueueObjectMissing", "QuotaGate", "WorkloadStore"]
+
+log = logging.getLogger(__name__)
+#: Seconds between two reads of a slice Workload waiting for Kueue's answer (a small object).
+SLICE_POLL = 0.5
 
 WORKLOAD_PLURAL = "workloads"
 JSON_PATCH = "application/json-patch+json"
@@ -91,6 +101,25 @@ class WorkloadStore:
             raise
         return _as_dict(written)
 
+    def patch(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+        """A JSON patch of a Workload (its spec: the podSets of a requeued job); None when it is gone."""
+        try:
+            written = self._custom.patch_namespaced_custom_object(
+                KUEUE_GROUP,
+                KUEUE_VERSION,
+                namespace,
+                WORKLOAD_PLURAL,
+                name,
+                [dict(op) for op in ops],
+                field_manager=FIELD_MANAGER_CONTROLLER,
+                _content_type=JSON_PATCH,
+            )
+        except ApiException as err:
+            if err.status == 404:
+                return None
+            raise
+        return _as_dict(written)
+
     def delete(self, namespace: str, name: str) -> bool:
         """Delete a Workload (its quota is released); False when it was already gone."""
         try:
@@ -122,3 +151,89 @@ class WorkloadStore:
                 ) from err
             raise
         return int(_as_dict(obj).get("value") or 0)
+
+
+class QuotaGate:
+    """Scaling a queued job under its quota (docs/queueing.md, "Scaling under quota"): a scale-up's added
+    replicas must be admitted by Kueue (a slice Workload) before the scaler commits them; a scale-down
+    gives the quota back. Jobs without the queue label pass through untouched (no request)."""
+
+    def __init__(
+        self,
+        store: WorkloadStore,
+        settings: KueueSettings,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._store, self._settings, self._sleep, self._clock = store, settings, sleep, clock
+
+    def admit(self, job: DIJob, before: Mapping[str, int], after: Mapping[str, int], generation: int) -> None:
+        """Raise :class:`dihera.errors.QuotaRefused` unless Kueue admits the replicas ``after`` adds to
+        ``before`` (task → replicas) within ``scale_wait`` seconds; the refused slice is deleted."""
+        queue = queue_name(job.labels)
+        added = added_replicas(before, after)
+        if queue is None or not added:
+            return
+        name = slice_name(job.name, generation)
+        klass = self._settings.priority_class(job.priority, job.preemptible)
+        try:
+            value = self._store.priority_value(klass)
+        except KueueObjectMissing as err:
+            raise QuotaRefused(f"scale-up of DIJob {job.id} refused: {err}") from err
+        annotations = {ANNOTATION_WORKLOAD_SLICE: str(generation)}
+        wl, _ = self._store.create(build_workload(job, queue, klass, value, added, name, annotations))
+        deadline = self._clock() + self._settings.scale_wait
+        view = view_workload(wl)
+        while not view.admitted and view.evicted is None and self._clock() < deadline:
+            self._sleep(SLICE_POLL)
+            found = self._store.get(job.namespace, name)
+            if found is None:
+                break
+            view = view_workload(found)
+        if view.admitted:
+            log.info("Kueue admitted slice %s for %s", name, _describe(added), extra={"job": job.id})
+            return
+        self._store.delete(job.namespace, name)
+        why = view.waiting or (f"evicted ({view.evicted[0]}: {view.evicted[1]})" if view.evicted else "no answer yet")
+        raise QuotaRefused(
+            f"scale-up of DIJob {job.id} to {_describe(after)} refused: Kueue did not admit the added "
+            f"{_describe(added)} in LocalQueue {queue} within {self._settings.scale_wait:g}s: {why}"
+        )
+
+    def release(self, job: DIJob, needed: Mapping[str, int]) -> None:
+        """After a scale-down to ``needed``: delete the slices no longer needed, mark the rest reclaimable."""
+        if queue_name(job.labels) is None:
+            return
+        base = self._store.get(job.namespace, workload_name(job.name))
+        if base is None:
+            return
+        plan = plan_release(base, self.slices(job), needed)
+        for name in plan.delete:
+            self._store.delete(job.namespace, name)
+        if plan.reclaimable is not None:
+            value = [{"name": k, "count": v} for k, v in plan.reclaimable.items()]
+            ops = [
+                {"op": "test", "path": "/metadata/resourceVersion", "value": base["metadata"]["resourceVersion"]},
+                {"op": "add", "path": "/status/reclaimablePods", "value": value},
+            ]
+            self._store.patch_status(job.namespace, workload_name(job.name), ops)
+        if plan.delete or plan.reclaimable is not None:
+            log.info(
+                "scale-down released quota: deleted %s, reclaimable %s",
+                list(plan.delete),
+                plan.reclaimable,
+                extra={"job": job.id},
+            )
+
+    def slices(self, job: DIJob) -> list[dict[str, Any]]:
+        """The job's slice Workloads, oldest (lowest generation) first."""
+        found = [
+            w
+            for w in self._store.list(job.namespace, f"{LABEL_JOB}={job.name}")
+            if ANNOTATION_WORKLOAD_SLICE in ((w.get("metadata") or {}).get("annotations") or {})
+        ]
+        return sorted(found, key=lambda w: int(w["metadata"]["annotations"][ANNOTATION_WORKLOAD_SLICE]))
+
+
+def _describe(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{task} {n}" for task, n in counts.items())

@@ -254,15 +254,19 @@ def _set_conditions(
     return out
 
 
-def requeue_patch(workload: Mapping[str, Any], now: str) -> list[dict[str, Any]]:
+def requeue_patch(
+    workload: Mapping[str, Any], now: str, evicted: tuple[str, str] | None = None
+) -> list[dict[str, Any]]:
     """JSON patch of ``workloads/status`` releasing an evicted Workload's quota once its replicas are
     stopped, as Kueue's job reconciler does for its own integrations: QuotaReserved False (reason
-    Pending, the eviction's message), Admitted False, ``admission`` removed, and Requeued True after
-    a preemption (False otherwise). [] when there is nothing to release."""
+    Pending, the eviction's message), Admitted False, ``admission`` and ``reclaimablePods`` removed, and
+    Requeued True after a preemption (False otherwise). ``evicted``: ``(reason, message)`` when another
+    of the job's Workloads (a scale-up's slice) was evicted, not this one. [] when nothing is to release."""
     view = view_workload(workload)
-    if not view.requeue_due or view.evicted is None:
+    eviction = view.evicted or evicted
+    if eviction is None or not view.reserved or view.finished:
         return []
-    reason, message = view.evicted
+    reason, message = eviction
     status = workload.get("status") or {}
     generation = int((workload.get("metadata") or {}).get("generation") or 0)
     conditions = _set_conditions(
@@ -289,8 +293,7 @@ def requeue_patch(workload: Mapping[str, Any], now: str) -> list[dict[str, Any]]
         _precondition(workload),
         {"op": "add", "path": "/status/conditions", "value": conditions},
     ]
-    if "admission" in status:
-        ops.append({"op": "remove", "path": "/status/admission"})
+    ops += [{"op": "remove", "path": f"/status/{key}"} for key in ("admission", "reclaimablePods") if key in status]
     return ops
 
 

@@ -41,6 +41,7 @@ class Kueue:
 
     def __init__(self, classes: dict[str, int] | None = None) -> None:
         self.workload: dict[str, Any] | None = None
+        self.slices: list[dict[str, Any]] = []
         self.calls: list[str] = []
         self.classes = (
             {"dihera-nonpreemptible": 1000, "dihera-low": 100, "dihera-high": 300} if classes is None else classes
@@ -58,6 +59,21 @@ class Kueue:
 
     def patch_status(self, namespace: str, name: str, ops: Any) -> dict[str, Any] | None:
         self.calls.append(f"patch {name}/status")
+        self.workload = jsonpatch.apply_patch(self.workload, ops)
+        return copy.deepcopy(self.workload)
+
+    def list(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        self.calls.append(f"list {selector}")
+        return [copy.deepcopy(s) for s in self.slices]
+
+    def delete(self, namespace: str, name: str) -> bool:
+        self.calls.append(f"delete {name}")
+        before = len(self.slices)
+        self.slices = [s for s in self.slices if s["metadata"]["name"] != name]
+        return len(self.slices) < before
+
+    def patch(self, namespace: str, name: str, ops: Any) -> dict[str, Any] | None:
+        self.calls.append(f"patch {name}")
         self.workload = jsonpatch.apply_patch(self.workload, ops)
         return copy.deepcopy(self.workload)
 
