@@ -29,7 +29,7 @@ from dihera.server import ServerSettings
 from tests.chart import helm
 from tests.integration.conftest import Poll
 from tests.integration.kueue import GROUP, QUEUE_LABEL, VERSION, Queues, condition
-from tests.integration.lifecycle import FOREVER, current_message, live_pods, status_where
+from tests.integration.lifecycle import FOREVER, current_message, has_event, live_pods, status_where
 from tests.integration.test_controller_jobs import (
     DIHERA,
     RBAC_KINDS,
@@ -234,8 +234,8 @@ def test_a_high_priority_job_preempts_a_preemptible_low_one_which_resumes_with_t
     print("low:", current_message(evicted))
     poll(lambda: live_pods(cluster, namespace, "low") == [], 60, "low's replicas stopped")
     poll(phase(jobs, namespace, "high", "Succeeded"), 120, "high ran and Succeeded")
-    requeued = condition(get_workload(cluster, namespace, "dijob-low") or {}, "Requeued")
-    assert requeued is not None and requeued["reason"] == "Preempted", requeued
+    assert has_event(cluster, namespace, "low", "Evicted", "Preempted")()
+    assert condition(get_workload(cluster, namespace, "dijob-low") or {}, "Requeued") is not None
 
     poll(phase(jobs, namespace, "low", "Running"), 120, "low admitted again and Running")
     after = poll(lambda: (r := ranks(cluster, namespace, "low")) and len(r) == 4 and r, 30, "low's 4 pods again")

@@ -211,3 +211,26 @@ def test_a_finished_job_finishes_its_workload_once(succeeded: bool, reason: str)
     assert finished["type"] == "Finished" and finished["status"] == "True" and finished["reason"] == reason
     assert finished["message"] == "all 4 replicas succeeded"
     assert finish_patch(after, succeeded, "again", NOW) == []
+
+
+def test_the_watch_caches_slim_copy_gives_the_same_answers() -> None:
+    """The controller reads Workloads from its watch cache (slim copies, dihera.controller.slim)."""
+    from dihera.controller.slim import slim_workload
+    from dihera.queueing.slices import plan_release, pod_set_counts
+
+    full = build_workload(queued_job(), "lq", "dihera-high", 300)
+    evicted = cond("Evicted", "True", "Preempted", "Preempted to accommodate a higher priority workload")
+    full["metadata"].update(resourceVersion="7", generation=1, managedFields=[{"manager": "kueue"}])
+    full["status"] = {
+        "conditions": [*ADMITTED, evicted],
+        "admission": ADMISSION,
+        "reclaimablePods": [{"name": "collector", "count": 1}],
+    }
+    slim = slim_workload(full)
+    assert "managedFields" not in slim["metadata"] and "template" not in slim["spec"]["podSets"][0]
+    assert view_workload(slim) == view_workload(full)
+    assert requeue_patch(slim, NOW) == requeue_patch(full, NOW)
+    assert pod_set_counts(slim) == pod_set_counts(full) == {"learner": 1, "collector": 2}
+    assert plan_release(slim, [], {"learner": 1, "collector": 1}) == plan_release(
+        full, [], {"learner": 1, "collector": 1}
+    )
