@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import json
 import logging
-import shutil
 import subprocess
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -260,9 +259,14 @@ class Kueue:
         certs.ensure_pki(state.pki)  # issues the kueue client certificate on a cluster made before it existed
         # The webhook server answers https://127.0.0.1:<port>: the cluster's loopback serving certificate
         # (SAN IP:127.0.0.1, signed by the cluster CA) fits; the metrics server uses it too.
+        # Replaced whole (rename) and only when changed: a running manager watches these files.
         for src, dst in (("serving.crt", "tls.crt"), ("serving.key", "tls.key")):
-            shutil.copyfile(state.pki / src, files.certs / dst)
-        (files.certs / "tls.key").chmod(0o600)
+            data, target = (state.pki / src).read_bytes(), files.certs / dst
+            if not target.exists() or target.read_bytes() != data:
+                tmp = target.with_suffix(".tmp")
+                tmp.write_bytes(data)
+                tmp.chmod(0o600)
+                tmp.replace(target)
         server = f"https://127.0.0.1:{ports['kube-apiserver']}"
         client = next(c for c in certs.CLIENTS if c.stem == NAME)
         write_kubeconfig(state.component_kubeconfig(NAME), render_kubeconfig(server, state.pki, NAME, client.user))
