@@ -29,6 +29,9 @@ SLICE_POLL = 0.5
 
 WORKLOAD_PLURAL = "workloads"
 JSON_PATCH = "application/json-patch+json"
+#: What the API server answers (422, no detail) when a JSON patch's ``test`` op fails: the resourceVersion
+#: the patch was computed from is no longer the Workload's (measured on Kubernetes v1.37).
+PATCH_TEST_FAILED = "the server rejected our request due to an error in our request"
 
 
 class KueueObjectMissing(LookupError):
@@ -96,7 +99,7 @@ class WorkloadStore:
         except ApiException as err:
             if err.status == 404:
                 return None
-            if err.status == 409 or (err.status == 422 and "test" in str(err.body or "")):
+            if err.status == 409 or (err.status == 422 and PATCH_TEST_FAILED in str(err.body or "")):
                 raise StatusConflict(f"Workload {namespace}/{name} changed since it was read") from err
             raise
         return _as_dict(written)

@@ -37,6 +37,7 @@ from tests.integration.test_controller_jobs import (
     Controller,
     _kubectl,
     controller_env,
+    controller_kubeconfig,  # noqa: F401  (a fixture, used by kueue_rbac)
     job_pods,
     manifest,
     task,
@@ -89,7 +90,7 @@ class Setup:
 
 
 @pytest.fixture
-def kueue_rbac(kubeconfig: Path, controller_kubeconfig: Path) -> Iterator[Path]:
+def kueue_rbac(kubeconfig: Path, controller_kubeconfig: Path) -> Iterator[Path]:  # noqa: F811
     """The chart's controller RBAC with ``kueue.enabled`` (a superset of the default), put back as it was after."""
     _kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(controller_rbac(KUEUE_VALUES)))
     try:
