@@ -19,6 +19,7 @@ __all__ = [
     "ANNOTATION_TASK_REPLICAS",
     "ANNOTATION_WORKFLOW_DESCRIPTION",
     "ANNOTATION_WORKFLOW_TITLE",
+    "ANNOTATION_WORKLOAD_SLICE",
     "DEFAULT_IMAGE",
     "DEFAULT_PEER_WAIT_TIMEOUT",
     "ENV_STRING_MARGIN",
@@ -28,9 +29,13 @@ __all__ = [
     "FIELD_MANAGER_CONTROLLER",
     "FIELD_MANAGER_SERVER",
     "FULFILLED_NODE_PHASES",
+    "KUEUE_API_VERSION",
+    "KUEUE_GROUP",
+    "KUEUE_VERSION",
     "LABEL_JOB",
     "LABEL_MANAGED_BY",
     "LABEL_POD",
+    "LABEL_QUEUE_NAME",
     "LABEL_TASK_NAME",
     "LABEL_TASK_TYPE",
     "MANAGED_BY",
@@ -58,6 +63,8 @@ class Phase(StrEnum):
     RESTARTING = "Restarting"
     RESCHEDULING = "Rescheduling"
     SUSPENDED = "Suspended"
+    #: Waiting for Kueue to admit the job's Workload (or evicted by Kueue): no replica runs.
+    QUEUED = "Queued"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
 
@@ -84,6 +91,10 @@ class EventReason(StrEnum):
     REPLICA_DROPPED = "ReplicaDropped"
     #: Dropping such a replica would take its task below 1 replica or the job below ``minReplicas``.
     DROP_BOUND_REACHED = "DropBoundReached"
+    #: Kueue evicted the job's Workload (preempted, deactivated...): its replicas are stopped and it is queued again.
+    EVICTED = "Evicted"
+    #: Kueue admitted the job's Workload: its replicas are started (again).
+    ADMITTED = "Admitted"
 
 
 class StuckReason(StrEnum):
@@ -153,6 +164,15 @@ ANNOTATION_WORKFLOW_DESCRIPTION = "workflows.argoproj.io/description"
 WORKFLOW_ENTRYPOINT = "dijob"
 #: Argo's annotation on a pod: the Workflow node it runs (``<workflow>.<dag task>(<attempt>)``).
 ANNOTATION_NODE_NAME = "workflows.argoproj.io/node-name"
+
+# -- Kueue (docs/queueing.md) ---------------------------------------------------------------------------
+#: On a DIJob: the Kueue LocalQueue the job is queued in (Kueue's own label); without it Kueue is not involved.
+LABEL_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSION = "v1beta2"
+KUEUE_API_VERSION = f"{KUEUE_GROUP}/{KUEUE_VERSION}"
+#: On a scale-up's slice Workload: the membership generation the added replicas were asked at.
+ANNOTATION_WORKLOAD_SLICE = "diengine/workload-slice"
 
 # -- who writes (managedFields, Event source) -------------------------------------------------------
 FIELD_MANAGER_CONTROLLER = "dihera-controller"

@@ -12,6 +12,7 @@ __all__ = [
     "NotStarted",
     "OutOfBounds",
     "Problem",
+    "QuotaRefused",
     "RetiredReplica",
     "ScaleConflict",
     "ScaleError",
@@ -101,5 +102,11 @@ class NotDiheraWorkflow(ScaleError):
 
 class RetiredReplica(ScaleError):
     """A replica retired from the Workflow was asked back (a DAG task name is never reused)."""
+
+    default_reason = "conflict"
+
+
+class QuotaRefused(ScaleError):
+    """Kueue did not admit a scale-up's added replicas (the quota does not allow them): nothing changed."""
 
     default_reason = "conflict"

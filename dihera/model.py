@@ -74,8 +74,9 @@ class FailurePolicy(StrEnum):
 
 
 class Priority(StrEnum):
-    """Scheduling priority (reserved)."""
+    """``spec.priority``: the Kueue priority class of a queued job (docs/queueing.md); else recorded only."""
 
+    LOW = "low"
     NORMAL = "normal"
     HIGH = "high"
 

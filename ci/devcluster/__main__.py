@@ -1,20 +1,25 @@
-"""Command line: python -m ci.devcluster up|down|status|di-engine-image|images [--state-dir DIR] [--json].
+"""Command line: python -m ci.devcluster up|down|status|di-engine-image|images|kueue-up|kueue-down
+[--state-dir DIR] [--json] [--feature-gates A=true,B=false].
 
 `di-engine-image`: build the DI-engine image if its inputs changed and import it into the real node
 when one runs here (ci/devcluster/dingimage.py; not done at `up`: it is ~5 GB). `images`: build, when
 their inputs changed, every image that needs no Go program (the Python base, the project's image, the
-DI-engine image) without importing any: what `make test` runs in the background while `tools` compiles."""
+DI-engine image) without importing any: what `make test` runs in the background while `tools` compiles.
+`kueue-up` / `kueue-down`: start / stop Kueue's manager on the running dev cluster (ci/devcluster/kueue.py;
+`--feature-gates`, or $DIHERA_KUEUE_FEATURE_GATES, adds Kueue feature gates to its configuration)."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
 from . import dingimage, images, realnode
 from .cluster import Cluster, ClusterError
+from .kueue import Kueue, KueueError, parse_feature_gates
 from .settings import Settings
 
 
@@ -42,9 +47,15 @@ def _print_status(report: dict[str, object]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m ci.devcluster", description=__doc__)
-    parser.add_argument("command", choices=("up", "down", "status", "di-engine-image", "images"))
+    commands = ("up", "down", "status", "di-engine-image", "images", "kueue-up", "kueue-down")
+    parser.add_argument("command", choices=commands)
     parser.add_argument("--state-dir", type=Path, help="state directory (default: .devcluster/ in the repo)")
     parser.add_argument("--json", action="store_true", help="status as JSON")
+    parser.add_argument(
+        "--feature-gates",
+        default=os.environ.get("DIHERA_KUEUE_FEATURE_GATES", ""),
+        help="kueue-up: Kueue feature gates, A=true,B=false (default: $DIHERA_KUEUE_FEATURE_GATES)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(format="[devcluster] %(message)s", level=logging.INFO, stream=sys.stderr)
 
@@ -64,11 +75,15 @@ def main(argv: list[str] | None = None) -> int:
             dingimage.build_ding_image(cluster.settings)
         elif args.command == "down":
             cluster.down()
+        elif args.command == "kueue-up":
+            Kueue(cluster.settings).up(parse_feature_gates(args.feature_gates))
+        elif args.command == "kueue-down":
+            Kueue(cluster.settings).down()
         else:
             report = cluster.status()
             print(json.dumps(report, indent=2)) if args.json else _print_status(report)
             return 0 if report["up"] else 3
-    except ClusterError as err:
+    except (ClusterError, KueueError) as err:
         logging.getLogger("devcluster").error("%s", err)
         return 1
     return 0

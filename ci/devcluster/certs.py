@@ -38,6 +38,7 @@ CLIENTS = (
     Client("kwok", "kwok-controller", ("system:masters",)),
     Client("workflow-controller", "argo-workflow-controller", ("system:masters",)),
     Client("argo-server", "argo-server", ("system:masters",)),
+    Client("kueue", "kueue-manager", ("system:masters",)),  # started on demand (kueue.py)
     # The real node: its kubelet (Node authorizer), CoreDNS, and the API server calling the kubelet.
     Client("kubelet", "system:node:dihera-real-node", ("system:nodes",)),
     Client("coredns", "dihera-coredns", ("system:masters",)),

@@ -15,6 +15,7 @@ from typing import Any
 from . import certs, images, kube, manifests, nodehost, processes, realnode
 from .components import Component, argo_ui_url, components
 from .kubeconfig import render_kubeconfig, write_kubeconfig
+from .kueue import Kueue
 from .settings import Settings
 from .state import StateDir, di_server_url, pick_ports
 
@@ -255,12 +256,13 @@ class Cluster:
             self._down()
 
     def _down(self) -> None:
+        Kueue(self.settings).stop()  # started on demand (kueue-up), before the API server it talks to
         for c in reversed(self._components()):
             pid = processes.pid_of(self._pidfile(c), c.binary)
             if pid is not None:
                 log.info("stopping %s (pid %d)", c.name, pid)
                 processes.stop(pid, grace=3.0)  # the state is deleted next: no need for a drawn-out drain
-        binaries = [self.settings.binary(t) for t in self.settings.tools]
+        binaries = [self.settings.binary(t) for t in (*self.settings.tools, "kueue")]
         for pid in processes.strays(self.state.root, [*binaries, Path("/usr/bin/containerd")]):
             log.info("stopping stray process %d", pid)
             processes.stop(pid, grace=5.0)
@@ -279,6 +281,9 @@ class Cluster:
             pid = processes.pid_of(self._pidfile(c), c.binary)
             report["components"][c.name] = {"pid": pid, "running": pid is not None, "port": ports.get(c.name)}
         running = [v["running"] for v in report["components"].values()]
+        kueue_pid = Kueue(self.settings).pid()  # on demand: listed when it runs, not needed for "up"
+        if kueue_pid is not None:
+            report["components"]["kueue"] = {"pid": kueue_pid, "running": True, "port": ports.get("kueue-webhook")}
         api_ready = bool(running) and any(running) and self._api().ready()
         report["api_ready"] = api_ready
         report["up"] = api_ready and all(running)

@@ -27,6 +27,10 @@ PORT_NAMES = (
     # the tests' in-process server), so the Argo UI's links in Argo's ConfigMap point at a known URL.
     "di-server",
     "argo-server",  # reserved for every pair; only a pair with a loopback argo server main runs it
+    # Kueue's manager, started on demand (`python -m ci.devcluster kueue-up`, ci/devcluster/kueue.py)
+    "kueue-webhook",
+    "kueue-health",
+    "kueue-metrics",
 )
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from dihera.controller.settings import ControllerSettings
 
-__all__ = ["register", "settings_from_args"]
+__all__ = ["add_kueue_flags", "kueue_settings", "register", "settings_from_args"]
 
 
 def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> ControllerSettings:
@@ -20,7 +20,8 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     ``DIHERA_PEER_WAIT_IMAGE_PULL_POLICY``, ``DIHERA_PEER_WAIT_TIMEOUT`` (the replicas' peer wait),
     ``DIHERA_WATCH_NAMESPACES`` (comma-separated; empty: all), ``DIHERA_PEERING_NAME`` (empty:
     standalone), ``DIHERA_CONTROLLER_METRICS_PORT``, ``DIHERA_CONTROLLER_HEALTH_PORT``, ``DIHERA_BIND_ADDRESS``,
-    ``DIHERA_POD_NAME`` (the replica's peering identity).
+    ``DIHERA_POD_NAME`` (the replica's peering identity), ``DIHERA_KUEUE`` (``true``: queue with Kueue),
+    ``DIHERA_KUEUE_PRIORITY_CLASSES``, ``DIHERA_KUEUE_NONPREEMPTIBLE_CLASS``, ``DIHERA_KUEUE_SCALE_WAIT``.
     """
     from dihera.controller.settings import ControllerSettings
     from dihera.peers import parse_timeout
@@ -61,6 +62,52 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         health_port=_port(args.health_port, env("DIHERA_CONTROLLER_HEALTH_PORT"), 8081),
         workers=args.workers,
         resync_seconds=args.resync_seconds,
+        kueue=kueue_settings(args, environ),
+    )
+
+
+def kueue_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Any:
+    """The Kueue settings (``--kueue`` or ``DIHERA_KUEUE=true``), else None."""
+    from dihera.queueing import NONPREEMPTIBLE_CLASS, KueueSettings
+    from dihera.queueing.settings import parse_priority_classes
+
+    on = bool(getattr(args, "kueue", False)) or (environ.get("DIHERA_KUEUE") or "").lower() in ("1", "true", "yes")
+    if not on:
+        return None
+    classes = getattr(args, "kueue_priority_classes", None) or environ.get("DIHERA_KUEUE_PRIORITY_CLASSES") or ""
+    wait = getattr(args, "kueue_scale_wait", None) or environ.get("DIHERA_KUEUE_SCALE_WAIT") or 15.0
+    return KueueSettings(
+        priority_classes=parse_priority_classes(classes),
+        nonpreemptible_class=getattr(args, "kueue_nonpreemptible_class", None)
+        or environ.get("DIHERA_KUEUE_NONPREEMPTIBLE_CLASS")
+        or NONPREEMPTIBLE_CLASS,
+        scale_wait=float(wait),
+    )
+
+
+def add_kueue_flags(p: Any) -> None:
+    """The Kueue flags, shared by ``dihera controller`` and ``dihera server`` (docs/queueing.md)."""
+    p.add_argument(
+        "--kueue",
+        action="store_true",
+        help="queue DIJobs labelled kueue.x-k8s.io/queue-name with Kueue (default: $DIHERA_KUEUE)",
+    )
+    p.add_argument(
+        "--kueue-priority-classes",
+        metavar="P=CLASS,...",
+        help="spec.priority -> WorkloadPriorityClass of preemptible jobs "
+        "(default low=dihera-low,normal=dihera-normal,high=dihera-high)",
+    )
+    p.add_argument(
+        "--kueue-nonpreemptible-class",
+        metavar="CLASS",
+        help="WorkloadPriorityClass of every preemptible: false job (default dihera-nonpreemptible)",
+    )
+    p.add_argument(
+        "--kueue-scale-wait",
+        type=float,
+        metavar="SECONDS",
+        help="how long a scale-up waits for Kueue to admit the added replicas before it is refused (default 15)",
     )
 
 
@@ -119,4 +166,5 @@ def register(sub: Any) -> None:
         metavar="SECONDS",
         help="how often the watch cache drops what was deleted while a watch restarted (default 300; 0: never)",
     )
+    add_kueue_flags(p)
     p.set_defaults(func=_cmd_controller)

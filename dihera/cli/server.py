@@ -19,10 +19,12 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     """The one settings object: flags first, then the chart's ``DIHERA_*`` variables, then defaults.
 
     Read at the entry point only: ``DIHERA_WATCH_NAMESPACES`` (comma-separated; empty: all),
-    ``DIHERA_LOG_LEVEL``, ``DIHERA_BIND_ADDRESS``, ``DIHERA_SERVER_PORT``, ``DIHERA_CLUSTER_DOMAIN``.
+    ``DIHERA_LOG_LEVEL``, ``DIHERA_BIND_ADDRESS``, ``DIHERA_SERVER_PORT``, ``DIHERA_CLUSTER_DOMAIN``, and
+    Kueue's (``DIHERA_KUEUE``...: :func:`dihera.cli.controller.kueue_settings`).
     Raises ValueError naming every bad variable or flag and its value.
     """
 
+    from dihera.cli.controller import kueue_settings
     from dihera.server.settings import ServerSettings
 
     def env(name: str) -> str | None:
@@ -49,6 +51,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
             cluster_domain=args.cluster_domain or env("DIHERA_CLUSTER_DOMAIN") or "cluster.local",
             log_level=level,
             anonymous_views=bool(getattr(args, "anonymous_views", False)),
+            kueue=kueue_settings(args, environ),
         )
     except ValueError as err:
         problems.append(str(err))
@@ -71,6 +74,8 @@ def _cmd_server(args: argparse.Namespace) -> int:
 
 def register(sub: Any) -> None:
     """Add ``server`` to the ``dihera`` command."""
+    from dihera.cli.controller import add_kueue_flags
+
     p = sub.add_parser("server", help="run the di-server (HTTP API to read and scale jobs)")
     p.add_argument("--host", help="address to listen on (default $DIHERA_BIND_ADDRESS, else 127.0.0.1)")
     p.add_argument("--port", type=int, help="port (default $DIHERA_SERVER_PORT, else 8081)")
@@ -89,4 +94,5 @@ def register(sub: Any) -> None:
         action="store_true",
         help="serve the read-only /ui views (the Argo UI's links) without a token; API reads and writes still need one",
     )
+    add_kueue_flags(p)
     p.set_defaults(func=_cmd_server)

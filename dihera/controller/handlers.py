@@ -1,9 +1,10 @@
-"""kopf handlers: every event about a DIJob, its Workflow, its pods or its membership ConfigMap re-syncs that job.
+"""kopf handlers: every event about a DIJob, its Workflow, its pods, its membership ConfigMap or (queued with
+Kueue) its Workload re-syncs that job.
 
 Only watch-event and indexing handlers are used, so kopf itself writes nothing to the objects (no
 finalizers, no state annotations): the controller's own writes are the objects it creates, the status,
 events and cleanup. Workflows and pods are watched with a server-side label selector ``diengine/job``,
-ConfigMaps with ``app.kubernetes.io/managed-by=dihera,diengine/job``.
+ConfigMaps and Kueue Workloads with ``app.kubernetes.io/managed-by=dihera,diengine/job``.
 
 Each event's object goes into the :class:`~dihera.controller.watch_cache.WatchCache` before the job is
 queued. The feeding functions are kopf indexers (returning nothing, so kopf's own index stays empty):
@@ -18,22 +19,28 @@ from typing import Any
 
 import kopf
 
-from dihera.constants import LABEL_JOB, MANAGED_BY
+from dihera.constants import KUEUE_GROUP, KUEUE_VERSION, LABEL_JOB, MANAGED_BY
 from dihera.controller.queue import ReconcileQueue
 from dihera.controller.watch_cache import WatchCache
 from dihera.schema import GROUP, PLURAL, VERSION
 
-__all__ = ["RESOURCES", "build_registry", "configure_watching"]
+__all__ = ["BASE_KINDS", "RESOURCES", "build_registry", "configure_watching", "managed_by_selector"]
 
 log = logging.getLogger("dihera.controller")
 
 
-def configure_watching(settings: Any) -> None:
-    """Server-side label selectors: the controller never lists pods or Workflows that are not a job's."""
+def configure_watching(settings: Any, kueue: bool = False) -> None:
+    """Server-side label selectors: the controller never lists pods or Workflows that are not a job's
+    (nor, with ``kueue``, Workloads that are not a DIJob's)."""
     settings.watching.label_selectors["argoproj.io", "workflows"] = LABEL_JOB
+    if kueue:
+        settings.watching.label_selectors[KUEUE_GROUP, "workloads"] = f"{managed_by_selector()},{LABEL_JOB}"
     settings.watching.label_selectors["v1", "pods"] = LABEL_JOB
-    managed = ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
-    settings.watching.label_selectors["v1", "configmaps"] = f"{managed},{LABEL_JOB}"
+    settings.watching.label_selectors["v1", "configmaps"] = f"{managed_by_selector()},{LABEL_JOB}"
+
+
+def managed_by_selector() -> str:
+    return ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
 
 
 #: kind → (group, version, plural) as kopf names them.
@@ -42,7 +49,10 @@ RESOURCES = {
     "Workflow": ("argoproj.io", "v1alpha1", "workflows"),
     "Pod": ("", "v1", "pods"),
     "ConfigMap": ("", "v1", "configmaps"),
+    "Workload": (KUEUE_GROUP, KUEUE_VERSION, "workloads"),
 }
+#: The kinds watched without Kueue (``Workload`` joins them with ``--kueue``: its CRD may not exist).
+BASE_KINDS = ("DIJob", "Workflow", "Pod", "ConfigMap")
 
 
 def _feed(registry: Any, cache: WatchCache, kind: str) -> None:
@@ -78,10 +88,12 @@ def build_registry(
     login: Callable[..., Any],
     on_startup: Callable[..., Any] | None = None,
     on_cleanup: Callable[..., Any] | None = None,
+    kinds: tuple[str, ...] = BASE_KINDS,
 ) -> Any:
-    """A fresh ``kopf.OperatorRegistry`` (no global registry) feeding ``cache`` and wired to ``queue``."""
+    """A fresh ``kopf.OperatorRegistry`` (no global registry) feeding ``cache`` and wired to ``queue``;
+    ``kinds``: what is watched (:data:`BASE_KINDS`, and ``Workload`` when the controller queues with Kueue)."""
     registry = kopf.OperatorRegistry()
-    for kind in RESOURCES:
+    for kind in kinds:
         _feed(registry, cache, kind)
     kopf.on.login(registry=registry)(login)
     if on_startup is not None:
@@ -98,7 +110,8 @@ def build_registry(
             log.info("DIJob deleted; its objects go with it (ownerReferences)", extra={"job": f"{namespace}/{name}"})
         queue.request(namespace, name)
 
-    for kind in ("Workflow", "Pod", "ConfigMap"):
-        _on_event(registry, queue, cache, kind)
+    for kind in kinds:
+        if kind != "DIJob":
+            _on_event(registry, queue, cache, kind)
     del dijob_event
     return registry

@@ -4,7 +4,8 @@ Each policy is one small function named after it; :data:`POLICIES` lists them in
 first that answers wins:
 
 1. invalid_job             invalid stored object → Failed (the validation problems)
-2. suspended               spec.suspend, or a resume waiting for the old run to go → Suspended
+2. suspended               spec.suspend, or a resume waiting for the old run to go → Suspended;
+                           Kueue has not admitted the job's Workload → Queued
                            (:mod:`dihera.controller.suspend`)
 3. workflow_deleted        Workflow known to have existed, now gone → Failed (nothing is recreated)
 4. deadline_exceeded       active longer than activeDeadlineSeconds → Failed (DeadlineExceeded)
@@ -69,6 +70,10 @@ class PhaseInputs:
     deadline_passed: int | None = None
     #: The Suspended phase's message while the job is suspended (or resuming), else None.
     suspended: str | None = None
+    #: The phase the job is held in: Suspended, or Queued (Kueue has not admitted its Workload).
+    held_phase: Phase = Phase.SUSPENDED
+    #: The Event reason of entering it (None: ``Job<Phase>``).
+    held_cause: str | None = None
     #: Tasks whose failurePolicy is DropReplica (their replicas' retries are their own).
     drop_tasks: frozenset[str] = frozenset()
     #: Why a replica that exhausted its retries could not be dropped (the job fails), else None.
@@ -113,7 +118,7 @@ def invalid_job(i: PhaseInputs) -> PhaseDecision | None:
 
 
 def suspended(i: PhaseInputs) -> PhaseDecision | None:
-    return None if i.suspended is None else PhaseDecision(Phase.SUSPENDED, i.suspended)
+    return None if i.suspended is None else PhaseDecision(i.held_phase, i.suspended, i.held_cause)
 
 
 def workflow_deleted(i: PhaseInputs) -> PhaseDecision | None:

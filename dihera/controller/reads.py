@@ -80,3 +80,7 @@ class CachedReads:
 
     def pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
         return self.cache.pods(namespace, job)
+
+    def workload(self, namespace: str, name: str) -> dict[str, Any] | None:
+        """A Kueue Workload the watches delivered (watched only with ``--kueue``)."""
+        return self.cache.get("Workload", namespace, name)

@@ -29,14 +29,15 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dihera.constants import EventReason, Phase
+from dihera.constants import EventReason
 from dihera.controller.cleanup import plan_cleanup
 from dihera.controller.deadlines import seconds_left
 from dihera.controller.effects import Scaler, delete_retired_pods, delete_workflow, drop_replicas
 from dihera.controller.metrics import Metrics
+from dihera.controller.queueing import Queueing, QueueState
 from dihera.controller.reads import CachedReads, LiveReads, Reads
 from dihera.controller.status import TERMINAL, Observation, StatusUpdate, compute_status, status_patch
-from dihera.controller.suspend import SuspendAction, SuspendPlan, plan_suspend, resumed_job
+from dihera.controller.suspend import HELD_PHASES, SuspendAction, SuspendPlan, plan_suspend, resumed_job
 from dihera.controller.watch_cache import WatchCache
 from dihera.errors import InvalidJobError, ScaleError
 from dihera.kube.events import EventRecorder
@@ -45,6 +46,7 @@ from dihera.kube.objects import ObjectStore
 from dihera.membership import Membership, plan_membership
 from dihera.model import DIJob
 from dihera.naming import membership_configmap_name, workflow_name
+from dihera.queueing import with_placements
 from dihera.render import RenderSettings, render
 from dihera.render.env import MEMBERSHIP_FILE
 from dihera.scaling import EditAction, ScaleRequest, plan_spec_edit, spec_generation
@@ -93,8 +95,10 @@ class Reconciler:
         scaler: Scaler,
         clock: Callable[[], str] = utc_now,
         cache: WatchCache | None = None,
+        queueing: Queueing | None = None,
     ) -> None:
-        """``cache``: read from kopf's watches (None: every read goes to the API server)."""
+        """``cache``: read from kopf's watches (None: every read goes to the API server); ``queueing``:
+        Kueue's side of jobs labelled ``kueue.x-k8s.io/queue-name`` (None: the label is ignored)."""
         self._jobs = jobs
         self._objects = objects
         self._events = events
@@ -103,6 +107,7 @@ class Reconciler:
         self._scaler = scaler
         self._clock = clock
         self._cache = cache
+        self._queueing = queueing
         self._live: Reads = LiveReads(jobs, objects)
         self._reads: Reads = CachedReads(cache) if cache is not None else self._live
         #: job → the permanent scale refusal last reported (one ScaleRefused Event per refusal, no retry)
@@ -166,12 +171,14 @@ class Reconciler:
         refused: str | None = None
         suspension = SuspendPlan()
         scaled = False
+        queued: QueueState | None = None
         if job is not None and not old.get("phase"):  # a new job: Pending is recorded before its objects exist
             body = self._record_pending(body, job, generation, extra)
             old = dict(body["status"])
         if job is not None:
+            queued = self._queue_state(job, reads, extra)
             workflow, membership, foreign, refused, suspension, body, scaled = self._converge(
-                job, body, old, generation, extra, reads
+                job, body, old, generation, extra, reads, queued
             )
         refused = self._first_report(key, refused)
         pods: list[dict[str, Any]] = []
@@ -193,6 +200,8 @@ class Reconciler:
             drop_tasks=job.drop_tasks if job else frozenset(),
             min_replicas=job.min_replicas if job else None,
             suspended=suspension.message,
+            held_phase=suspension.phase,
+            held_cause=suspension.cause,
         )
         update = compute_status(obs, old, self._clock())
         if reads.cached and update.status["phase"] in TERMINAL:
@@ -200,7 +209,16 @@ class Reconciler:
         # the scaler just deleted the retired replicas' pods it could (read live): the cache may not show it yet
         seen_pods = [] if scaled else pods
         self._apply(body, update, job, workflow if not foreign else None, seen_pods, extra, suspension.action)
+        if queued is not None and queued.retry is not None:
+            return queued.retry if update.wakeup is None else min(update.wakeup, queued.retry)
         return update.wakeup
+
+    def _queue_state(self, job: DIJob, reads: Reads, extra: Mapping[str, str]) -> QueueState | None:
+        """The job's Kueue Workload (created if missing), or None when Kueue is not involved (no queue
+        label, or the controller runs without ``--kueue``). spec.suspend wins: a suspended job is not queued."""
+        if self._queueing is None or job.suspend:
+            return None
+        return self._queueing.state(job, live=not reads.cached, extra=extra)
 
     def _converge(
         self,
@@ -210,6 +228,7 @@ class Reconciler:
         generation: int,
         extra: Mapping[str, str],
         reads: Reads,
+        queued: QueueState | None = None,
     ) -> tuple[dict[str, Any] | None, Membership, bool, str | None, SuspendPlan, dict[str, Any], bool]:
         """Create the job's objects (again, on resume), or bring a running job's replicas and spec together.
 
@@ -227,11 +246,23 @@ class Reconciler:
         foreign = workflow is not None and not _owned_by(workflow, job.uid)
         refused: str | None = None
         scaled = False
-        suspension = self._suspension(job, old, workflow, foreign, membership)
+        suspension, leftover = self._suspension(job, old, workflow, foreign, membership, queued)
+        if (
+            queued is not None
+            and queued.requeue_due
+            and self._queueing is not None
+            and workflow is None
+            and not leftover
+        ):
+            # every replica of the evicted run is gone
+            counts = (membership or plan_membership(job, None)).task_counts(t.name for t in job.tasks)
+            self._queueing.release(job, queued, counts, extra)
         resume = suspension.action is SuspendAction.RESUME
         fresh = suspension.action is SuspendAction.NONE and workflow is None and not old.get("workflowName")
         if resume or fresh:
             source = resumed_job(job, membership) if resume and membership is not None else job
+            if queued is not None and queued.view is not None and self._queueing is not None:
+                source = with_placements(source, self._queueing.placements(queued.view))
             workflow, membership = self._create(source, membership, extra)
         if not foreign and not fresh and suspension.action in (SuspendAction.NONE, SuspendAction.RESUME):
             stamp = spec_generation(body)
@@ -256,14 +287,21 @@ class Reconciler:
         workflow: Mapping[str, Any] | None,
         foreign: bool,
         membership: Membership | None,
-    ) -> SuspendPlan:
-        """What ``spec.suspend`` asks; a resume counts the suspended run's pods still there (asked of the API
-        server: a resume must not start while an old pod is still going away)."""
+        queued: QueueState | None = None,
+    ) -> tuple[SuspendPlan, int]:
+        """What ``spec.suspend`` (or Kueue, through ``queued``) asks, and the pods of the held run still
+        there: a resume (or the release of an evicted Workload's quota) counts them, asked of the API
+        server, since it must not happen while an old pod is still going away."""
+        hold = queued.hold if queued is not None else None
         leftover = 0
-        if workflow is None and not job.suspend and old.get("phase") == Phase.SUSPENDED:
+        started = bool(old.get("workflowName"))
+        resuming = hold is None and old.get("phase") in HELD_PHASES
+        releasing = queued is not None and queued.requeue_due
+        if workflow is None and not job.suspend and started and (resuming or releasing):
             leftover = len(self._live.pods(job.namespace, job.name))
         replicas = len(membership.replicas) if membership else 0
-        return plan_suspend(job.suspend, old, workflow, foreign, replicas, leftover)
+        cause = queued.cause if queued is not None else None
+        return plan_suspend(job.suspend, old, workflow, foreign, replicas, leftover, hold, cause), leftover
 
     def _check_current(
         self,
@@ -415,6 +453,8 @@ class Reconciler:
         except InvalidJobError:
             return None
         self._cleanup(job, status["phase"], extra, reads)
+        if self._queueing is not None:
+            self._queueing.finish(job, status["phase"], _message(status), extra)
         left = seconds_left(status.get("completionTimestamp"), job.ttl_seconds_after_finished, self._clock())
         if left is None or left > 0:
             return left

@@ -15,17 +15,20 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from dihera.constants import LABEL_JOB, MANAGED_BY
-from dihera.controller.watch_cache import KINDS, WatchCache
+from dihera.controller.watch_cache import WatchCache
 
 __all__ = ["SELECTORS", "Lister", "Resync", "sweep_once"]
 
 log = logging.getLogger("dihera.controller")
+#: The kinds watched without Kueue (as :data:`dihera.controller.handlers.BASE_KINDS`; ``Workload`` joins with --kueue).
+BASE_KINDS = ("DIJob", "Workflow", "Pod", "ConfigMap")
 #: kind → the label selector the controller watches it with (as :func:`configure_watching` sets).
 SELECTORS = {
     "DIJob": "",
     "Workflow": LABEL_JOB,
     "Pod": LABEL_JOB,
     "ConfigMap": ",".join([*(f"{k}={v}" for k, v in MANAGED_BY.items()), LABEL_JOB]),
+    "Workload": ",".join([*(f"{k}={v}" for k, v in MANAGED_BY.items()), LABEL_JOB]),
 }
 
 
@@ -42,12 +45,14 @@ def _job_of(kind: str, obj: Mapping[str, Any]) -> tuple[str, str] | None:
     return (namespace, str(job)) if job else None
 
 
-def sweep_once(cache: WatchCache, lister: Lister, cluster_wide: bool) -> set[tuple[str, str]]:
-    """One sweep of every kind; returns the jobs whose objects were dropped."""
+def sweep_once(
+    cache: WatchCache, lister: Lister, cluster_wide: bool, kinds: tuple[str, ...] = BASE_KINDS
+) -> set[tuple[str, str]]:
+    """One sweep of every watched kind; returns the jobs whose objects were dropped."""
     touched: set[tuple[str, str]] = set()
     scopes: tuple[str | None, ...] = (None,) if cluster_wide else tuple(sorted(cache.namespaces()))
     for namespace in scopes:
-        for kind in KINDS:
+        for kind in kinds:
             started = cache.now()
             listed = lister.list_uids(kind, namespace, SELECTORS[kind])
             for obj in cache.sweep(kind, namespace, listed, started):
@@ -67,9 +72,10 @@ class Resync:
         cluster_wide: bool,
         interval: float,
         request: Callable[[str, str], None],
+        kinds: tuple[str, ...] = BASE_KINDS,
     ) -> None:
         self._cache, self._lister, self._cluster_wide = cache, lister, cluster_wide
-        self._interval, self._request = interval, request
+        self._interval, self._request, self._kinds = interval, request, kinds
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="watch-cache-resync", daemon=True)
 
@@ -83,7 +89,7 @@ class Resync:
     def _run(self) -> None:
         while not self._stop.wait(self._interval):
             try:
-                touched = sweep_once(self._cache, self._lister, self._cluster_wide)
+                touched = sweep_once(self._cache, self._lister, self._cluster_wide, self._kinds)
             except Exception as err:  # the next round tries again; the cache stays as it is meanwhile
                 log.warning("watch-cache resync failed: %s", err)
                 continue

@@ -10,10 +10,11 @@ from typing import Any
 import kopf
 
 from dihera.constants import FIELD_MANAGER_CONTROLLER
-from dihera.controller.handlers import build_registry, configure_watching
+from dihera.controller.handlers import BASE_KINDS, build_registry, configure_watching
 from dihera.controller.metrics import Metrics
 from dihera.controller.queue import ReconcileQueue
-from dihera.controller.reconcile import Reconciler
+from dihera.controller.queueing import Queueing
+from dihera.controller.reconcile import Reconciler, utc_now
 from dihera.controller.resync import Resync
 from dihera.controller.server import Readiness, start_endpoints
 from dihera.controller.settings import ControllerSettings
@@ -24,6 +25,7 @@ from dihera.kube.events import EventRecorder
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import ObjectStore
 from dihera.kube.scale_executor import JobScaler
+from dihera.kube.workloads import QuotaGate, WorkloadStore
 from dihera.logs import configure_logging
 
 __all__ = ["NoDiffBase", "kopf_settings", "run_controller"]
@@ -50,7 +52,7 @@ def kopf_settings(settings: ControllerSettings) -> Any:
     """kopf's OperatorSettings for ours: no event posting by kopf, no diff base, server-side selectors,
     thread pool size."""
     kop = kopf.OperatorSettings()
-    configure_watching(kop)
+    configure_watching(kop, kueue=settings.kueue is not None)
     kop.persistence.diffbase_storage = NoDiffBase()
     kop.posting.enabled = False  # the controller posts its own Events about DIJobs
     kop.execution.max_workers = settings.workers
@@ -75,10 +77,25 @@ def run_controller(settings: ControllerSettings) -> int:
     cache = WatchCache()
     objects = ObjectStore(api)
     # one per controller: its per-job locks serialise scaling
-    scaler = JobScaler(api, settings.render, field_manager=FIELD_MANAGER_CONTROLLER)
-    reconciler = Reconciler(JobStore(api), objects, EventRecorder(api), settings.render, metrics, scaler, cache=cache)
+    quota = QuotaGate(WorkloadStore(api), settings.kueue) if settings.kueue is not None else None
+    scaler = JobScaler(api, settings.render, field_manager=FIELD_MANAGER_CONTROLLER, quota=quota)
+    kinds: tuple[str, ...] = BASE_KINDS
+    queueing = None
+    if settings.kueue is not None:
+        kinds = (*BASE_KINDS, "Workload")
+        queueing = Queueing(
+            settings.kueue,
+            WorkloadStore(api),
+            metrics,
+            utc_now,
+            lambda ns, n: cache.get("Workload", ns, n),
+            lambda ns, job: cache.of_job("Workload", ns, job),
+        )
+    reconciler = Reconciler(
+        JobStore(api), objects, EventRecorder(api), settings.render, metrics, scaler, cache=cache, queueing=queueing
+    )
     queue = ReconcileQueue(reconciler.reconcile, settings.retry_delays)
-    resync = Resync(cache, objects, settings.all_namespaces, settings.resync_seconds, queue.request)
+    resync = Resync(cache, objects, settings.all_namespaces, settings.resync_seconds, queue.request, kinds)
     readiness = Readiness()
     runners: list[Any] = []
     identity = settings.identity or f"{socket.gethostname()}/{os.getpid()}"  # names this replica in the peering
@@ -109,7 +126,7 @@ def run_controller(settings: ControllerSettings) -> int:
     def login(**_: Any) -> Any:
         return kopf_connection(api)
 
-    registry = build_registry(queue, cache, login, startup, cleanup)
+    registry = build_registry(queue, cache, login, startup, cleanup, kinds)
     liveness = f"http://{settings.bind_address}:{settings.health_port}/healthz" if settings.health_port else None
     kopf.run(
         registry=registry,

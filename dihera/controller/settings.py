@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from dihera.queueing import KueueSettings
 from dihera.render import RenderSettings
 
 __all__ = ["MIN_PEERING_LIFETIME", "ControllerSettings"]
@@ -42,6 +43,9 @@ class ControllerSettings:
     retry_delays: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 30.0)
     #: Seconds between sweeps of the watch cache (:mod:`dihera.controller.resync`); 0: none.
     resync_seconds: float = 300.0
+    #: Queue DIJobs labelled ``kueue.x-k8s.io/queue-name`` with Kueue (docs/queueing.md); None: the label is
+    #: ignored and Workloads are not watched (Kueue's CRDs need not exist).
+    kueue: KueueSettings | None = None
 
     def __post_init__(self) -> None:
         if not self.namespaces and not self.all_namespaces:

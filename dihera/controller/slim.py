@@ -16,7 +16,7 @@ from typing import Any
 from dihera.constants import ANNOTATION_NODE_NAME
 from dihera.scaling.dag import retired_dag_tasks, workflow_nodes
 
-__all__ = ["SLIMMERS", "slim_configmap", "slim_dijob", "slim_pod", "slim_workflow"]
+__all__ = ["SLIMMERS", "slim_configmap", "slim_dijob", "slim_pod", "slim_workflow", "slim_workload"]
 
 _META = ("name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp")
 #: Annotations no decision reads that can be large (kubectl apply's copy of the whole object).
@@ -114,10 +114,25 @@ def slim_workflow(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {"metadata": _metadata(obj), "spec": out_spec, "status": out_status}
 
 
+def slim_workload(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A Kueue Workload: its podSets' names and counts, its conditions, admission and reclaimable pods
+    (what :mod:`dihera.queueing` reads)."""
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    out_spec = _pick(spec, ("queueName", "priority"))
+    out_spec["podSets"] = [_pick(p, ("name", "count")) for p in spec.get("podSets") or []]
+    return {
+        "metadata": _metadata(obj),
+        "spec": out_spec,
+        "status": _pick(status, ("conditions", "admission", "reclaimablePods")),
+    }
+
+
 #: Kind → its slimmer.
 SLIMMERS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     "DIJob": slim_dijob,
     "ConfigMap": slim_configmap,
     "Pod": slim_pod,
     "Workflow": slim_workflow,
+    "Workload": slim_workload,
 }

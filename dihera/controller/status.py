@@ -26,6 +26,7 @@ from dihera.controller.failure_policy import DropPlan, plan_drops, restart_count
 from dihera.controller.phase import PhaseDecision, PhaseInputs, decide_phase
 from dihera.controller.progress import task_progress, workflow_progress
 from dihera.controller.replicas import ReplicaState, replica_states
+from dihera.controller.suspend import HELD_PHASES
 from dihera.membership import Membership
 from dihera.model import SuccessPolicy
 from dihera.patches import precondition
@@ -77,7 +78,8 @@ class Observation:
     ``success_policy`` and ``active_deadline_seconds``: the job's (None: not set).
     ``drop_tasks`` and ``min_replicas``: the job's tasks with failurePolicy DropReplica, its minReplicas.
     ``suspended``: the Suspended phase's message while ``spec.suspend`` holds the job (or a resume
-    waits for the old run to go), else None (:mod:`dihera.controller.suspend`).
+    waits for the old run to go), or the Queued phase's while Kueue has not admitted the job (see
+    ``held_phase``), else None (:mod:`dihera.controller.suspend`).
     """
 
     name: str
@@ -94,6 +96,10 @@ class Observation:
     drop_tasks: frozenset[str] = frozenset()
     min_replicas: int | None = None
     suspended: str | None = None
+    #: The phase ``suspended`` holds the job in: Suspended, or Queued (Kueue; docs/queueing.md).
+    held_phase: Phase = Phase.SUSPENDED
+    #: The Event reason of entering ``held_phase`` (None: ``Job<Phase>``).
+    held_cause: str | None = None
 
 
 @dataclass(frozen=True)
@@ -280,6 +286,8 @@ def _decide(
             success_policy=obs.success_policy,
             deadline_passed=passed,
             suspended=obs.suspended,
+            held_phase=obs.held_phase,
+            held_cause=obs.held_cause,
             drop_tasks=obs.drop_tasks,
             drop_refused=seen.drops.refused,
         )
@@ -299,10 +307,10 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
     changes = max(int(new_mg) - int(old_mg), 0) if old_mg is not None and new_mg is not None else 0
     ours = None if obs.foreign_workflow else obs.workflow
     wf_name = ours["metadata"]["name"] if ours is not None else old.get("workflowName") or ""
-    resumed = old.get("phase") == Phase.SUSPENDED and obs.suspended is None
+    resumed = old.get("phase") in HELD_PHASES and obs.suspended is None
     start = now if resumed or not old.get("startTime") else str(old["startTime"])
     decision, deadline_left = _decide(obs, old, seen, wf_name, start, now)
-    stuck = stuck_replicas(kept) if decision.phase not in (Phase.SUCCEEDED, Phase.SUSPENDED) else []
+    stuck = stuck_replicas(kept) if decision.phase not in (Phase.SUCCEEDED, *HELD_PHASES) else []
     decision = _with_dropped(_with_stuck(decision, stuck), seen.drops.dropped)
     status: dict[str, Any] = {
         "phase": decision.phase.value,
@@ -329,7 +337,7 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
     added = seen.restarts - int(old.get("restarts") or 0)
     # every event but ScaleRefused follows a change of the status; the reconciler passes a refusal once
     events = _drop_events(seen.drops, kept) + _events(obs, old, decision, added, seen.states, seen.live, stuck)
-    active = decision.phase not in TERMINAL and decision.phase != Phase.SUSPENDED
+    active = decision.phase not in TERMINAL and decision.phase not in HELD_PHASES
     wakeup = deadline_left if decision.phase not in TERMINAL else None
     drops = seen.drops.remove if active else ()
     return StatusUpdate(status, status != old, tuple(events), added, kept, wakeup, drops)

@@ -14,6 +14,11 @@ comes back with its rank, index, hostname and FQDN (docs/controller.md, "Suspend
 | false        | Suspended, nothing of that run left               | RESUME  | the Workflow is created again |
 | false        | otherwise                                         | NONE    | as the other policies say |
 
+Kueue holds a queued job the same way (docs/queueing.md): while its Workload is not admitted (never
+yet, or evicted) ``plan_suspend`` gets ``hold`` (Kueue's word) and the job is ``Queued`` instead of
+``Suspended``, with the same actions: nothing created, or the running Workflow deleted, and the
+Workflow created again from the membership once Kueue admits it again. ``spec.suspend`` wins over it.
+
 Waiting for the last pod matters: Argo names a replica's pods after the Workflow and the DAG node,
 so the new run's pods have the old ones' names and must not meet them. A suspension is not a
 failure: the status' restarts keep their count, the new run's attempts start at 0.
@@ -31,7 +36,7 @@ from dihera.constants import Phase
 from dihera.membership import Membership
 from dihera.model import DIJob
 
-__all__ = ["SuspendAction", "SuspendPlan", "plan_suspend", "resumed_job"]
+__all__ = ["HELD_PHASES", "SuspendAction", "SuspendPlan", "plan_suspend", "resumed_job"]
 
 
 class SuspendAction(StrEnum):
@@ -45,8 +50,16 @@ class SuspendAction(StrEnum):
 @dataclass(frozen=True)
 class SuspendPlan:
     action: SuspendAction = SuspendAction.NONE
-    #: The Suspended phase's message (None: the phase is not Suspended).
+    #: The held phase's message (None: the job is not held).
     message: str | None = None
+    #: Suspended (spec.suspend) or Queued (Kueue has not admitted the job's Workload).
+    phase: Phase = Phase.SUSPENDED
+    #: The Event reason of entering the phase (None: ``Job<Phase>``).
+    cause: str | None = None
+
+
+#: The phases a job is held in; leaving one resumes it.
+HELD_PHASES = frozenset({Phase.SUSPENDED, Phase.QUEUED})
 
 
 def _running(workflow: Mapping[str, Any] | None, foreign: bool) -> bool:
@@ -60,10 +73,15 @@ def plan_suspend(
     foreign: bool,
     replicas: int,
     leftover_pods: int,
+    hold: str | None = None,
+    hold_cause: str | None = None,
 ) -> SuspendPlan:
     """What ``spec.suspend`` asks of a job in status ``old``; ``replicas``: its live replicas;
-    ``leftover_pods``: pods of the job still there while it has no Workflow."""
+    ``leftover_pods``: pods of the job still there while it has no Workflow; ``hold``: why Kueue holds
+    the job (its Workload is not admitted), else None; ``hold_cause``: the Event reason of that."""
     started = bool(old.get("workflowName"))
+    if not suspend and hold is not None:
+        return _held(hold, hold_cause, started, workflow, foreign, replicas, leftover_pods)
     if suspend:
         if not started and workflow is None:
             return SuspendPlan(SuspendAction.HOLD, "spec.suspend is true: nothing is created until it is false")
@@ -78,14 +96,36 @@ def plan_suspend(
             "spec.suspend is true: every replica is stopped; they start again with the same ranks and FQDNs "
             "when it is false",
         )
-    if old.get("phase") != Phase.SUSPENDED or not started:
+    if old.get("phase") not in HELD_PHASES or not started:
         return SuspendPlan()
     if workflow is not None or leftover_pods:
         gone = "its Workflow" if workflow is not None else f"{leftover_pods} pod(s)"
+        if old.get("phase") == Phase.QUEUED:
+            message = f"admitted by Kueue: resuming once {gone} of the evicted run are gone"
+            return SuspendPlan(SuspendAction.WAIT, message, Phase.QUEUED)
         return SuspendPlan(
             SuspendAction.WAIT, f"spec.suspend is false: resuming once {gone} of the suspended run are gone"
         )
     return SuspendPlan(SuspendAction.RESUME)
+
+
+def _held(
+    hold: str,
+    cause: str | None,
+    started: bool,
+    workflow: Mapping[str, Any] | None,
+    foreign: bool,
+    replicas: int,
+    leftover_pods: int,
+) -> SuspendPlan:
+    """Kueue holds the job: as spec.suspend, in phase Queued with Kueue's word."""
+    if _running(workflow, foreign):
+        message = f"{hold}; stopping the job's {replicas} replica(s) (ranks and FQDNs are kept for the resume)"
+        return SuspendPlan(SuspendAction.STOP, message, Phase.QUEUED, cause)
+    if started and leftover_pods:
+        message = f"{hold}; {leftover_pods} pod(s) of the stopped run still going away"
+        return SuspendPlan(SuspendAction.HOLD, message, Phase.QUEUED, cause)
+    return SuspendPlan(SuspendAction.HOLD, hold, Phase.QUEUED, cause)
 
 
 def resumed_job(job: DIJob, membership: Membership) -> DIJob:

@@ -147,6 +147,18 @@ class WatchCache:
             found = [self._objects["Pod"].get((namespace, n)) or {} for n in names]
             return [pod for same_name in found for pod in same_name.values()]
 
+    def of_job(self, kind: str, namespace: str, job: str) -> list[dict[str, Any]]:
+        """The ``kind`` objects labelled ``diengine/job=<job>`` in the namespace (a scan: for kinds with few
+        objects, such as Kueue Workloads)."""
+        with self._lock:
+            return [
+                obj
+                for (ns, _), same_name in self._objects[kind].items()
+                if ns == namespace
+                for obj in same_name.values()
+                if _job_of(obj) == job
+            ]
+
     def now(self) -> float:
         """The cache's clock: read it before a listing made for :meth:`sweep`."""
         return self._clock()

@@ -14,6 +14,7 @@ from typing import Any, cast
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
+from dihera.constants import KUEUE_GROUP, KUEUE_VERSION
 from dihera.schema import GROUP, PLURAL, VERSION
 
 __all__ = [
@@ -107,12 +108,16 @@ class ObjectStore:
         return items
 
     def list_uids(self, kind: str, namespace: str | None, selector: str = "") -> set[str]:
-        """The uids of every ``kind`` object (DIJob, Workflow, Pod, ConfigMap) in the namespace (None: all).
+        """The uids of every ``kind`` object (DIJob, Workflow, Workload, Pod, ConfigMap) in the namespace (None: all).
 
         For the controller's watch-cache sweep: what exists now, so what the cache holds beyond it is gone.
         """
         opts: dict[str, Any] = {"label_selector": selector, "_preload_content": False}
-        custom = {"DIJob": (GROUP, VERSION, PLURAL), "Workflow": (WORKFLOW_GROUP, WORKFLOW_VERSION, WORKFLOW_PLURAL)}
+        custom = {
+            "DIJob": (GROUP, VERSION, PLURAL),
+            "Workflow": (WORKFLOW_GROUP, WORKFLOW_VERSION, WORKFLOW_PLURAL),
+            "Workload": (KUEUE_GROUP, KUEUE_VERSION, "workloads"),
+        }
         resp: Any
         if kind in custom:
             group, version, plural = custom[kind]
@@ -133,7 +138,7 @@ class ObjectStore:
                 else core.list_config_map_for_all_namespaces(**opts)
             )
         else:
-            raise ValueError(f"cannot list {kind}: unsupported kind; valid: DIJob, Workflow, Pod, ConfigMap")
+            raise ValueError(f"cannot list {kind}: unsupported kind; valid: DIJob, Workflow, Workload, Pod, ConfigMap")
         return {str(item["metadata"]["uid"]) for item in _json(resp).get("items") or []}
 
     # -- writes ----------------------------------------------------------------------------------

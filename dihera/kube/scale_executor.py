@@ -32,6 +32,7 @@ from dihera.errors import InvalidJobError, InvalidScale, NotStarted, ScaleConfli
 from dihera.kube.errors import describe_api_error
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import WORKFLOW_GROUP, WORKFLOW_PLURAL, WORKFLOW_VERSION, ObjectStore
+from dihera.kube.workloads import QuotaGate
 from dihera.membership import Membership, Replica
 from dihera.naming import membership_configmap_name, workflow_name
 from dihera.patches import precondition
@@ -98,8 +99,11 @@ class JobScaler:
         attempts: int = 10,
         field_manager: str = FIELD_MANAGER_SERVER,
         retire_wait: float = RETIRE_WAIT,
+        quota: QuotaGate | None = None,
     ) -> None:
-        """``retire_wait``: seconds a scale-down waits for Argo before deleting retired replicas' pods."""
+        """``retire_wait``: seconds a scale-down waits for Argo before deleting retired replicas' pods;
+        ``quota``: Kueue must admit a queued job's added replicas first (None: jobs are not queued)."""
+        self._quota = quota
         self._manager = field_manager
         self._retire_wait = retire_wait
         self._api = api
@@ -157,6 +161,8 @@ class JobScaler:
             # counts were not written would make it look like a hand edit of the new generation
         added = tuple(r for r in membership.replicas if r not in previous.replicas)
         removed = tuple(r for r in previous.replicas if r not in membership.replicas)
+        if removed and self._quota is not None:
+            self._release_quota(namespace, name, membership)
         changed = membership != previous
         if changed:
             log.info(
@@ -169,6 +175,17 @@ class JobScaler:
                 extra={"job": f"{namespace}/{name}"},
             )
         return ScaleResult(namespace, name, membership, job_counts, added, removed, tuple(deleted), changed)
+
+    def _release_quota(self, namespace: str, name: str, membership: Membership) -> None:
+        """A queued job scaled down: give Kueue back the quota of the replicas removed (best effort: a failure
+        is logged, the scale stands; the quota is released when the job ends)."""
+        assert self._quota is not None
+        body = self._jobs.get(namespace, name)
+        try:
+            if body is not None:
+                self._quota.release(load_job(body), membership.task_counts())
+        except (ApiException, InvalidJobError) as err:
+            log.warning("scale-down of %s/%s: releasing its Kueue quota failed: %s", namespace, name, err)
 
     def _retry(self, step: Callable[[], T]) -> T:
         """``step`` again after each lost resourceVersion race, after a jittered, growing pause.
@@ -215,6 +232,8 @@ class JobScaler:
         if request.action is Action.SYNC and not spec_is_current(body, current):
             return current, current, current.task_counts(), False
         plan = plan_scale(job, current, workflow, request)
+        if plan.changed and self._quota is not None:  # a refusal (QuotaRefused) changes nothing
+            self._quota.admit(job, current.task_counts(), plan.membership.task_counts(), plan.membership.generation)
         if plan.changed:
             data = membership_configmap(plan.job, plan.membership, self._settings)["data"]
             meta = configmap["metadata"]

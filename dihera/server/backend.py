@@ -10,6 +10,7 @@ from dihera.kube.cache import CachedJob, JobCache
 from dihera.kube.idempotency import AnnotationKeyStore
 from dihera.kube.profilings import write_profilings
 from dihera.kube.scale_executor import JobScaler, ScaleResult
+from dihera.kube.workloads import QuotaGate, WorkloadStore
 from dihera.render.settings import RenderSettings
 from dihera.scaling import ScaleRequest
 from dihera.server.idempotency import KeyStore
@@ -53,7 +54,8 @@ class KubeBackend:
         self._api = api
         self._cache = JobCache(api, settings.namespaces)
         self._auth = Authenticator(api)
-        self._scaler = JobScaler(api, RenderSettings(cluster_domain=settings.cluster_domain))
+        quota = QuotaGate(WorkloadStore(api), settings.kueue) if settings.kueue is not None else None
+        self._scaler = JobScaler(api, RenderSettings(cluster_domain=settings.cluster_domain), quota=quota)
         self._keys = AnnotationKeyStore(api, ttl=settings.idempotency_seconds)
 
     @property

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from dihera.queueing import KueueSettings
+
 __all__ = ["LOG_LEVELS", "ServerSettings"]
 
 #: Log levels the chart allows (``logLevel``), lowest first.
@@ -27,6 +29,7 @@ class ServerSettings:
     ``anonymous_views``: serve the read-only views (``/ui/...``, where the Argo UI's links land) to
     callers without a token, as a browser following a link is; a token, when sent, is still checked.
     Off by default; the API's reads and every write always need a token (docs/argo-ui.md).
+    ``kueue``: scale-ups of queued jobs are admitted by Kueue first (docs/queueing.md).
 
     Raises ValueError naming every bad field and value at once.
     """
@@ -42,6 +45,9 @@ class ServerSettings:
     auth_denied_cache_seconds: float = 1.0
     log_level: str = "info"
     anonymous_views: bool = False
+    #: A scale-up of a job labelled ``kueue.x-k8s.io/queue-name`` waits for Kueue to admit the added
+    #: replicas (docs/queueing.md); None: jobs are scaled without asking Kueue.
+    kueue: KueueSettings | None = None
 
     def __post_init__(self) -> None:
         problems = [

@@ -25,7 +25,9 @@ if str(REPO) not in sys.path:  # `ci` is a top-level folder of the repo, not an 
 
 from ci.devcluster import Cluster, Settings, realnode  # noqa: E402
 from ci.devcluster.dingimage import ensure_ding_image  # noqa: E402
+from ci.devcluster.kueue import Kueue, parse_feature_gates  # noqa: E402
 from dihera.schema import crd_manifest, dijob_schema  # noqa: E402
+from tests.integration.kueue import Queues, create_queues, delete_queues  # noqa: E402
 
 T = TypeVar("T")
 Poll = Callable[..., Any]
@@ -167,3 +169,46 @@ def ding_image(kubeconfig: Path, pytestconfig: pytest.Config) -> str:
     loaded = "already there" if report.imported_seconds is None else f"imported in {report.imported_seconds:.0f}s"
     progress(f"{report.image.name}: {built}, {loaded}, archive {report.archive_bytes / 2**30:.2f} GiB")
     return report.image.name
+
+
+@pytest.fixture(scope="session")
+def kueue(kubeconfig: Path) -> Iterator[Kueue]:
+    """Kueue's manager on the local control plane (`python -m ci.devcluster kueue-up`: built on first use,
+    ~15 CPU-minutes cold), started once for the session with $DIHERA_KUEUE_FEATURE_GATES added to its
+    configuration, and stopped (kueue-down) at its end unless it ran before. Skipped on $KUBECONFIG's
+    cluster: Kueue is not installed into a cluster this suite did not make."""
+    dev = Cluster(Settings.from_environ())
+    if kubeconfig.resolve() != dev.kubeconfig.resolve():
+        pytest.skip(f"Kueue is started on the local control plane only ($KUBECONFIG is {kubeconfig})")
+    manager = Kueue(dev.settings)
+    started_here = not manager.running()
+    manager.up(parse_feature_gates(os.environ.get("DIHERA_KUEUE_FEATURE_GATES", "")))
+    try:
+        yield manager
+    finally:
+        if started_here:
+            manager.down()
+
+
+@pytest.fixture
+def kueue_queues(kueue: Kueue, cluster: client.ApiClient, namespace: str) -> Iterator[Callable[..., Queues]]:
+    """``kueue_queues(cpu, memory="64Gi", priority_classes=None, preemption="LowerPriority")``: a
+    ResourceFlavor, a ClusterQueue with that quota admitting from the test's namespace, its LocalQueue
+    and WorkloadPriorityClasses (tests/integration/kueue.py, create_queues); deleted after the test."""
+    made: list[Queues] = []
+
+    def make(
+        cpu: str,
+        memory: str = "64Gi",
+        priority_classes: dict[str, int] | None = None,
+        preemption: str = "LowerPriority",
+    ) -> Queues:
+        queues = create_queues(cluster, namespace, cpu, memory, priority_classes, preemption)
+        made.append(queues)
+        return queues
+
+    try:
+        yield make
+    finally:
+        for queues in made:
+            delete_queues(cluster, queues)

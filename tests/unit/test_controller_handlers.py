@@ -7,7 +7,7 @@ from typing import Any
 
 import kopf
 
-from dihera.controller.handlers import RESOURCES, build_registry, configure_watching
+from dihera.controller.handlers import BASE_KINDS, RESOURCES, build_registry, configure_watching
 from dihera.controller.queue import ReconcileQueue
 from dihera.controller.watch_cache import WatchCache
 
@@ -24,7 +24,7 @@ def test_every_watched_kind_feeds_the_cache_and_queues_its_job() -> None:
     registry = build_registry(queue, cache, lambda **_: None)
     indexers = {h.id: h for h in registry._indexing.get_all_handlers()}
     watchers = {h.id: h for h in registry._watching.get_all_handlers()}
-    assert set(indexers) == {f"watch-cache-{kind}" for kind in RESOURCES}
+    assert set(indexers) == {f"watch-cache-{kind}" for kind in BASE_KINDS}
     assert {"Workflow-event", "Pod-event", "ConfigMap-event"} <= set(watchers) and len(watchers) == 4
 
     asyncio.run(indexers["watch-cache-Pod"].fn(body=pod()))
@@ -41,3 +41,21 @@ def test_server_side_selectors_for_everything_but_dijobs() -> None:
     selectors = settings.watching.label_selectors
     assert selectors["argoproj.io", "workflows"] == selectors["v1", "pods"] == "diengine/job"
     assert selectors["v1", "configmaps"] == "app.kubernetes.io/managed-by=dihera,diengine/job"
+
+
+def test_with_kueue_workloads_are_watched_too() -> None:
+    """--kueue adds the DIJobs' Workloads (label-selected) to the watches; without it their CRD need not exist."""
+    queue = ReconcileQueue(lambda ns, name: None)
+    registry = build_registry(queue, WatchCache(), lambda **_: None, kinds=(*BASE_KINDS, "Workload"))
+    indexers = {h.id for h in registry._indexing.get_all_handlers()}
+    watchers = {h.id for h in registry._watching.get_all_handlers()}
+    assert indexers == {f"watch-cache-{kind}" for kind in RESOURCES}
+    assert "Workload-event" in watchers
+    settings = kopf.OperatorSettings()
+    configure_watching(settings, kueue=True)
+    assert settings.watching.label_selectors["kueue.x-k8s.io", "workloads"] == (
+        "app.kubernetes.io/managed-by=dihera,diengine/job"
+    )
+    plain = kopf.OperatorSettings()
+    configure_watching(plain)
+    assert ("kueue.x-k8s.io", "workloads") not in plain.watching.label_selectors

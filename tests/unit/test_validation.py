@@ -98,7 +98,7 @@ def test_defaults_do_not_mutate_the_input() -> None:
         ),
         pytest.param(
             job(task("learner"), priority="urgent"),
-            ["spec.priority: 'urgent' is not valid; valid values: normal, high"],
+            ["spec.priority: 'urgent' is not valid; valid values: low, normal, high"],
             id="bad-priority",
         ),
         pytest.param(

@@ -47,6 +47,18 @@ no ClusterRole: kopf then logs that it cannot watch CRDs or namespaces and uses 
 - apiGroups: [kopf.dev]
   resources: [kopfpeerings]
   verbs: [list, watch, patch]
+{{- if .Values.kueue.enabled }}
+# Kueue (kueue.enabled, docs/queueing.md): a queued DIJob's Workload (watched, label-selected; created;
+# its podSets resized when it is requeued) and its scale-ups' slices (listed; created; deleted when
+# refused or no longer needed).
+- apiGroups: [kueue.x-k8s.io]
+  resources: [workloads]
+  verbs: [get, list, watch, create, patch, delete]
+# Released when evicted, Finished when the job ended, reclaimable pods after a scale-down.
+- apiGroups: [kueue.x-k8s.io]
+  resources: [workloads/status]
+  verbs: [patch]
+{{- end }}
 {{- end }}
 
 {{- define "dihera.controller.clusterRules" -}}
@@ -61,4 +73,10 @@ no ClusterRole: kopf then logs that it cannot watch CRDs or namespaces and uses 
 - apiGroups: [""]
   resources: [namespaces]
   verbs: [list, watch]
+{{- if .Values.kueue.enabled }}
+# Kueue: the node labels and tolerations of an admission's flavors; the value of a job's priority class.
+- apiGroups: [kueue.x-k8s.io]
+  resources: [resourceflavors, workloadpriorityclasses]
+  verbs: [get]
+{{- end }}
 {{- end }}

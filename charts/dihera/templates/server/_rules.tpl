@@ -28,6 +28,21 @@ its callers with TokenReviews and SubjectAccessReviews).
 - apiGroups: [""]
   resources: [pods]
   verbs: [list, watch, delete]
+{{- if .Values.kueue.enabled }}
+# Kueue (kueue.enabled, docs/queueing.md): a scale-up of a queued job asks for its added replicas with a
+# slice Workload (created, read until admitted, deleted when refused); a scale-down deletes the slices
+# it no longer needs (listed) and marks the rest reclaimable (status).
+- apiGroups: [kueue.x-k8s.io]
+  resources: [workloads]
+  verbs: [get, list, create, delete]
+- apiGroups: [kueue.x-k8s.io]
+  resources: [workloads/status]
+  verbs: [patch]
+# A slice is owned by its DIJob (blockOwnerDeletion, checked by OwnerReferencesPermissionEnforcement).
+- apiGroups: [diengine.opendilab.org]
+  resources: [dijobs/finalizers]
+  verbs: [update]
+{{- end }}
 {{- end }}
 
 {{- define "dihera.server.clusterRules" -}}
@@ -38,4 +53,10 @@ its callers with TokenReviews and SubjectAccessReviews).
 - apiGroups: [authorization.k8s.io]
   resources: [subjectaccessreviews]
   verbs: [create]
+{{- if .Values.kueue.enabled }}
+# Kueue: the value of a job's priority class (a scale-up's slice has the job's).
+- apiGroups: [kueue.x-k8s.io]
+  resources: [workloadpriorityclasses]
+  verbs: [get]
+{{- end }}
 {{- end }}

@@ -1,0 +1,40 @@
+"""Queueing DIJobs with Kueue (pure): the settings, the Workload of a job, and what Kueue's answer means.
+
+A DIJob labelled ``kueue.x-k8s.io/queue-name`` is one Kueue ``Workload`` (one podSet per task); the
+controller creates no replica until Kueue admits it (docs/queueing.md). The API calls are in
+:mod:`dihera.kube.workloads`; the reconciler wires both (:mod:`dihera.controller.reconcile`).
+"""
+
+from __future__ import annotations
+
+from dihera.queueing.settings import DEFAULT_PRIORITY_CLASSES, NONPREEMPTIBLE_CLASS, KueueSettings
+from dihera.queueing.workload import (
+    Placement,
+    WorkloadView,
+    build_workload,
+    finish_patch,
+    placements,
+    queue_name,
+    requeue_patch,
+    slice_name,
+    view_workload,
+    with_placements,
+    workload_name,
+)
+
+__all__ = [
+    "DEFAULT_PRIORITY_CLASSES",
+    "NONPREEMPTIBLE_CLASS",
+    "KueueSettings",
+    "Placement",
+    "WorkloadView",
+    "build_workload",
+    "finish_patch",
+    "placements",
+    "queue_name",
+    "requeue_patch",
+    "slice_name",
+    "view_workload",
+    "with_placements",
+    "workload_name",
+]
