@@ -8,23 +8,41 @@ The browser stays on loopback: every host name resolves to nothing but localhost
 request to another address goes to a closed loopback port (a proxy that is never there), so neither the
 page nor chromium's own background services reach the network.
 
-Extension point: :func:`expect_text` takes the strings a page must show; the tests list them in
-functions (``list_page_texts``, ``workflow_page_texts`` in test_argo_ui.py) that grow with what the UI is
-configured to show (custom columns, links).
+Beyond the page's text, the helpers read what a person reads in a structure: the workflow list's table
+(:func:`list_table`: header and rows as cells, custom columns last), a markdown table the UI rendered
+(:func:`html_tables`), and they act as a person does: select a graph node (:func:`click_graph_node`: the
+graph draws nodes as SVG groups, each titled ``<node id> (<label>)``), follow a link that opens a new tab
+(:func:`follow_link`).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-__all__ = ["CHROMIUM", "browser_page", "expect_text", "missing_texts", "screenshot"]
+__all__ = [
+    "CHROMIUM",
+    "ListTable",
+    "browser_page",
+    "click_graph_node",
+    "expect_text",
+    "follow_link",
+    "graph_node_ids",
+    "html_tables",
+    "list_table",
+    "missing_texts",
+    "screenshot",
+    "wait_for",
+]
 
+T = TypeVar("T")
 CHROMIUM = Path("/usr/bin/chromium")
 #: Chromium's switches: headless as root, no GPU, nothing off loopback (see the module's docstring).
 CHROMIUM_ARGS = (
@@ -81,3 +99,82 @@ def screenshot(page: Page, folder: Path, name: str, settle: float = 2.0) -> Path
     path = folder / f"{name}.png"
     page.screenshot(path=str(path), full_page=False)
     return path
+
+
+def wait_for(page: Page, read: Callable[[], T | None], what: str, timeout: float = 60.0) -> T:
+    """Poll ``read`` (a reading of the page) until it returns something; fails naming ``what`` and the page."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = read()
+        if value is not None:
+            return value
+        time.sleep(0.5)
+    pytest.fail(f"{what} ({page.url}): not there after {timeout:.0f}s; the page shows:\n{page_text(page)}")
+
+
+@dataclass(frozen=True)
+class ListTable:
+    """The workflow list as shown: the header's cells and each row's cells (name, namespace, started,
+    finished, duration, progress, message, details, archived, then the custom columns)."""
+
+    head: list[str]
+    rows: list[list[str]]
+
+
+def list_table(page: Page) -> ListTable:
+    """The workflow list's table, read from the page (ui/src/workflows/components/workflows-list)."""
+    head, rows = page.evaluate(
+        """() => {
+            const cells = el => [...el.querySelectorAll(':scope > .columns')].map(c => c.innerText.trim());
+            const head = document.querySelector('.argo-table-list__head > .small-11');
+            const row = '.workflows-list__row-container .argo-table-list__row > .small-11';
+            const rows = [...document.querySelectorAll(row)];
+            return [head ? cells(head) : [], rows.map(cells)];
+        }"""
+    )
+    return ListTable(head=head, rows=rows)
+
+
+def html_tables(page: Page, selector: str) -> list[list[list[str]]]:
+    """The tables inside the elements ``selector`` matches, each as rows of cell texts (header row first)."""
+    tables: list[list[list[str]]] = page.evaluate(
+        """(selector) => [...document.querySelectorAll(selector + ' table')].map(t =>
+            [...t.querySelectorAll('tr')].map(r => [...r.querySelectorAll('th,td')].map(c => c.innerText.trim())))""",
+        selector,
+    )
+    return tables
+
+
+def click_graph_node(page: Page, node_id: str) -> bool:
+    """Click the graph's node ``node_id`` (its SVG group, titled ``<id> (<label>)``); False when not drawn."""
+    clicked: bool = page.evaluate(
+        """(id) => {
+            for (const title of document.querySelectorAll('svg g > title')) {
+                if (title.textContent.trim().startsWith(id + ' (')) {
+                    const node = title.parentElement.querySelector(':scope > g.node');
+                    if (node) { node.dispatchEvent(new MouseEvent('click', {bubbles: true})); return true; }
+                }
+            }
+            return false;
+        }""",
+        node_id,
+    )
+    return clicked
+
+
+def graph_node_ids(page: Page) -> list[str]:
+    """The title of each node the graph draws (``<id> (<label>)``)."""
+    titles: list[str] = page.evaluate(
+        "() => [...document.querySelectorAll('svg g > title')].map(t => t.textContent.trim())"
+    )
+    return titles
+
+
+def follow_link(page: Page, name: str, timeout: float = 30.0) -> Page:
+    """Click the UI's link ``name`` (a toolbar item or a button; Argo opens it in a new tab) and return
+    the new tab once its document loaded."""
+    with page.context.expect_page(timeout=timeout * 1000) as opened:
+        page.get_by_text(name, exact=True).first.click()
+    tab = opened.value
+    tab.wait_for_load_state("load", timeout=timeout * 1000)
+    return tab

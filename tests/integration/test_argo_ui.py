@@ -2,13 +2,14 @@
 DIJob read in a real browser (tests/integration/argo_ui.py) while it runs and after it is scaled up.
 
 The DIJob runs on kwok's simulated nodes (render + create, as in test_server_scaling.py), scaled through
-the di-server's API; screenshots go to .devcluster/screenshots/ (kept by `make cluster-down`).
+the API of a di-server on the port the Argo UI's links name (test_argo_ui_links.py's ``ui_server``), whose
+views the browser opens from the links; screenshots go to .devcluster/screenshots/ (kept by `make cluster-down`;
+README.md and docs/argo-ui.md show two of them).
 """
 
 from __future__ import annotations
 
 import json
-import re
 import socket
 import subprocess
 import urllib.request
@@ -19,14 +20,27 @@ from typing import Any
 import httpx
 import pytest
 from kubernetes import client
+from playwright.sync_api import Page
 
 from ci.devcluster import Cluster, Settings
-from dihera.constants import ANNOTATION_WORKFLOW_TITLE
-from tests.integration.argo_ui import browser_page, expect_text, screenshot
+from dihera.argo_ui import UI_COLUMNS
+from dihera.constants import ANNOTATION_WORKFLOW_DESCRIPTION, ANNOTATION_WORKFLOW_TITLE
+from tests.integration.argo_ui import (
+    ListTable,
+    browser_page,
+    click_graph_node,
+    expect_text,
+    follow_link,
+    graph_node_ids,
+    html_tables,
+    list_table,
+    screenshot,
+    wait_for,
+)
+from tests.integration.test_argo_ui_links import ui_server  # noqa: F401  (fixture)
 from tests.integration.test_server_scaling import (  # noqa: F401  (fixtures)
     running,
     sa_token,
-    server,
     server_kubeconfig,
     start_job,
     workflow,
@@ -118,60 +132,101 @@ def test_the_ui_answers_on_loopback_and_on_no_other_host_address(argo_ui: str, n
 # -- a DIJob in the browser --------------------------------------------------------------------------
 
 
-def replica_nodes(api: client.ApiClient, namespace: str, count: int) -> list[str] | None:
-    """The Workflow's nodes of the job's replicas by display name (``<task>-<index>``), once there are ``count``."""
+def pod_nodes(api: client.ApiClient, namespace: str, count: int) -> dict[str, str] | None:
+    """The Workflow's Pod nodes by replica (``<task>-<index>``, its display name without the attempt
+    suffix): node IDs, once there are ``count``."""
     nodes = (workflow(api, namespace, NAME).get("status") or {}).get("nodes") or {}
-    # a replica's pod node is "<task>-<index>(<attempt>)" under its retry node "<task>-<index>"
-    names = sorted({n["displayName"].split("(")[0] for n in nodes.values() if n.get("type") == "Pod"})
-    return names if len(names) == count else None
+    found = {n["displayName"].split("(")[0]: i for i, n in nodes.items() if n.get("type") == "Pod"}
+    return found if len(found) == count else None
 
 
-def list_page_texts(wf: dict[str, Any]) -> list[str]:
-    """What the workflow list must show for the job's Workflow (add the custom columns' values here)."""
-    return [wf["metadata"]["annotations"][ANNOTATION_WORKFLOW_TITLE]]
+def columns_of(wf: dict[str, Any]) -> dict[str, str]:
+    """The custom columns' values the list must show for ``wf`` (Argo's ConfigMap, from dihera.argo_ui)."""
+    return {name: wf["metadata"]["annotations"][key] for name, key in UI_COLUMNS}
 
 
-def workflow_page_texts(wf: dict[str, Any], replicas: list[str]) -> list[str]:
-    """What the Workflow's page must show: its name and every replica's node (add links here)."""
-    return [wf["metadata"]["name"], *replicas]
+def job_row(table: ListTable, title: str) -> list[str] | None:
+    return next((row for row in table.rows if row and row[0].startswith(title)), None)
+
+
+def graph_labels(page: Page) -> set[str]:
+    """The labels of the nodes the graph draws (titles ``<id> (<label>)``)."""
+    return {t.split(" (", 1)[1][:-1] for t in graph_node_ids(page) if " (" in t}
 
 
 @pytest.fixture
-def scaler(cluster: client.ApiClient, namespace: str, server: str) -> Iterator[httpx.Client]:  # noqa: F811
+def scaler(cluster: client.ApiClient, namespace: str, ui_server: str) -> Iterator[httpx.Client]:  # noqa: F811
     token = sa_token(cluster, namespace, "scaler", ["get", "patch"])
-    with httpx.Client(base_url=server, headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
+    with httpx.Client(base_url=ui_server, headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
         yield http
 
 
 def test_a_running_dijob_reads_in_the_argo_ui_and_a_scaled_replica_appears(
     argo_ui: str, screenshots: Path, dijob_crd: None, cluster: client.ApiClient, namespace: str,
-    scaler: httpx.Client, poll: Any,
+    ui_server: str, scaler: httpx.Client, poll: Any,  # noqa: F811
 ) -> None:  # fmt: skip
+    """The list (title, first sentence, custom columns; the row's drawer with the task table), the
+    Workflow's graph (every replica by name), both links followed in the browser to the di-server's
+    views, and a scale-up 2 -> 4 collectors whose new nodes the graph draws once its fold is opened."""
     start_job(cluster, namespace, NAME, collectors=2, maxReplicas=8)
     hosts = {f"{NAME}-learner-0", f"{NAME}-collector-0", f"{NAME}-collector-1"}
-    poll(lambda: running(cluster, namespace, NAME, hosts), 60, "3 pods Running")
-    replicas = poll(lambda: replica_nodes(cluster, namespace, 3), 60, "3 replica nodes")
-    assert replicas == ["collector-0", "collector-1", "learner-0"]
+    live = poll(lambda: running(cluster, namespace, NAME, hosts), 60, "3 pods Running")
+    nodes = poll(lambda: pod_nodes(cluster, namespace, 3), 60, "3 replica nodes")
+    assert sorted(nodes) == ["collector-0", "collector-1", "learner-0"]
     wf = workflow(cluster, namespace, NAME)
+    title = wf["metadata"]["annotations"][ANNOTATION_WORKFLOW_TITLE]
+    first_sentence = "3 replicas: learner 1, collector 2 (membership generation 1)."
+    assert wf["metadata"]["annotations"][ANNOTATION_WORKFLOW_DESCRIPTION].startswith(first_sentence)
+    assert columns_of(wf) == {"Replicas": "3", "Tasks": "learner 1, collector 2", "Generation": "1"}
 
     with browser_page() as page:
+        # the list: title and the description's first sentence in the name cell, the custom columns last
         page.goto(f"{argo_ui}/workflows/{namespace}")
-        expect_text(page, list_page_texts(wf), "the workflow list")
+        row = wait_for(page, lambda: job_row(list_table(page), title), "the DIJob's row in the workflow list")
+        table = list_table(page)
+        assert [h.lower() for h in table.head[-3:]] == ["replicas", "tasks", "generation"], table.head
+        assert row[-3:] == ["3", "learner 1, collector 2", "1"], row
+        assert first_sentence in row[0], row[0]
+        # the row's drawer renders the whole description: the task table
+        page.get_by_text("SHOW", exact=True).first.click()
+        drawer = wait_for(page, lambda: html_tables(page, ".workflow-drawer") or None, "the drawer's task table")
+        assert drawer == [
+            [["task", "type", "replicas"], ["learner", "learner", "1"], ["collector", "collector", "2"]]
+        ], drawer  # fmt: skip
         screenshot(page, screenshots, "workflow-list")
 
+        # the Workflow's page: every replica's node by name
         page.goto(f"{argo_ui}/workflows/{namespace}/{NAME}")
-        expect_text(page, workflow_page_texts(wf, replicas), "the Workflow's page")
+        wait_for(page, lambda: set(nodes) <= graph_labels(page) or None, "every replica's node in the graph")
         screenshot(page, screenshots, "workflow-graph")
 
-        up = scaler.put(f"/v1/namespaces/{namespace}/dijobs/{NAME}/tasks/collector/replicas", json={"replicas": 3})
+        # the workflow-scope link opens the DIJob's view in the di-server
+        job_view = follow_link(page, "DIJob (di-server)")
+        assert job_view.url == f"{ui_server}/ui/namespaces/{namespace}/dijobs/{NAME}", job_view.url
+        assert expect_text(job_view, [f"DIJob {namespace}/{NAME}", *sorted(hosts)], "the DIJob's view")
+        job_view.close()
+        # the pod-scope link of the learner's node opens its replica's view
+        assert click_graph_node(page, nodes["learner-0"]), graph_node_ids(page)
+        pod_view = follow_link(page, "Replica (di-server)")
+        learner_pod = live[f"{NAME}-learner-0"]
+        assert pod_view.url.endswith(f"/dijobs/{NAME}/pods/{learner_pod.metadata.name}"), pod_view.url
+        expect_text(pod_view, [f"Pod {learner_pod.metadata.name}", f"{NAME}-learner-0"], "the replica's view")
+        pod_view.close()
+        for view in (job_view.url, pod_view.url):
+            assert httpx.get(view, timeout=30).status_code == 200, view
+
+        # a scale-up: the new replicas become new nodes of the same graph
+        up = scaler.put(f"/v1/namespaces/{namespace}/dijobs/{NAME}/tasks/collector/replicas", json={"replicas": 4})
         assert up.status_code == 200, up.text
-        poll(lambda: running(cluster, namespace, NAME, hosts | {f"{NAME}-collector-2"}), 60, "4 pods Running")
-        grown = poll(lambda: replica_nodes(cluster, namespace, 4), 60, "4 replica nodes")
-        assert grown == ["collector-0", "collector-1", "collector-2", "learner-0"]
-        text = expect_text(page, ["collector-2"], "the page after a scale-up")
+        grown_hosts = hosts | {f"{NAME}-collector-2", f"{NAME}-collector-3"}
+        poll(lambda: running(cluster, namespace, NAME, grown_hosts), 60, "5 pods Running")
+        grown = poll(lambda: pod_nodes(cluster, namespace, 5), 60, "5 replica nodes")
+        # past three siblings the graph folds the middle ones into one "N hidden nodes" node; open it
+        folded = wait_for(
+            page,
+            lambda: next((t.split(" (", 1)[0] for t in graph_node_ids(page) if t.endswith(" hidden nodes)")), None),
+            "the graph's fold of the scaled-up siblings",
+        )
+        assert click_graph_node(page, folded), graph_node_ids(page)
+        wait_for(page, lambda: set(grown) <= graph_labels(page) or None, "every replica's node after the scale-up")
         screenshot(page, screenshots, "workflow-graph-scaled")
-    # past three siblings the graph folds the middle ones into one "N hidden nodes" node: every replica is
-    # either shown by name or counted there
-    shown = [r for r in grown if r in text.splitlines()]
-    folded = re.search(r"^(\d+) hidden nodes$", text, re.MULTILINE)
-    assert len(shown) + (int(folded.group(1)) if folded else 0) == len(grown), (shown, text)
