@@ -35,6 +35,8 @@ DIHERA = str(Path(sys.executable).with_name("dihera"))
 PREFIX = "dihera-test-bench"
 sys.path.insert(0, str(REPO))
 
+from crd import install_crd  # noqa: E402
+
 from dihera import load_job, render  # noqa: E402
 from dihera.kube.jobs import JobStore  # noqa: E402
 from dihera.kube.objects import ObjectStore  # noqa: E402
@@ -191,6 +193,7 @@ def main() -> int:
     args = parser.parse_args()
     n, step = args.collectors, args.step
     kubeconfig = os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig")
+    install_crd(kubeconfig)
     api = config.new_client_from_config(config_file=kubeconfig)
     timeout = 120 + n * 0.5
     log = open(REPO / ".devcluster" / "logs" / "bench-bigjob.log", "ab")  # noqa: SIM115

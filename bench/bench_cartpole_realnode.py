@@ -34,10 +34,11 @@ from kubernetes import client, config
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from crd import install_crd  # noqa: E402
+
 from ci.devcluster import Cluster, Settings, realnode  # noqa: E402
 from ci.devcluster.dingimage import ensure_ding_image  # noqa: E402
 from dihera.kube.jobs import JobStore  # noqa: E402
-from dihera.schema import GROUP, PLURAL  # noqa: E402
 from tests.integration.realjobs import job_logs, on_real_node, own_lines  # noqa: E402
 
 DIHERA = str(Path(sys.executable).with_name("dihera"))
@@ -104,16 +105,6 @@ def local_run(api: client.ApiClient, ns: str, image: str, timeout: float) -> dic
     log = core.read_namespaced_pod_log("local", ns)
     print("  " + "\n  ".join(log.splitlines()[-12:]))
     return {m.group(1): float(m.group(2)) for line in log.splitlines() if (m := LOCAL_LINE.match(line))}
-
-
-def install_crd(kubeconfig: str) -> None:
-    """The DIJob CRD (`dihera crd`), applied server-side and Established (cluster-up installs Argo's only)."""
-    crd = subprocess.run([DIHERA, "crd"], capture_output=True, text=True, check=True).stdout
-    kubectl = ["kubectl", f"--kubeconfig={kubeconfig}"]
-    apply = [*kubectl, "apply", "--server-side", "--force-conflicts", "-f", "-"]
-    subprocess.run(apply, input=crd, text=True, check=True, capture_output=True)
-    established = [*kubectl, "wait", "--for=condition=Established", "--timeout=60s", f"crd/{PLURAL}.{GROUP}"]
-    subprocess.run(established, check=True, capture_output=True)
 
 
 def main() -> int:

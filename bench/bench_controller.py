@@ -30,6 +30,7 @@ import threading
 import time
 import urllib.request
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,8 @@ PREFIX = "dihera-test-bench"
 METRICS_PORT = 18090
 STEADY_JOBS, STEADY_REPLICAS = 4, 5
 sys.path.insert(0, str(REPO))
+
+from crd import install_crd  # noqa: E402
 
 from dihera import load_job, render  # noqa: E402
 from dihera.kube.jobs import JobStore  # noqa: E402
@@ -75,9 +78,8 @@ class Watcher:
             t.start()
 
     def _pods(self) -> None:
-        w = watch.Watch()
         core = client.CoreV1Api(self.api)
-        for ev in w.stream(core.list_namespaced_pod, self.ns, label_selector="diengine/job", timeout_seconds=900):
+        for ev in self._stream(core.list_namespaced_pod, self.ns, label_selector="diengine/job"):
             pod, now = ev["object"], time.monotonic()
             job = pod.metadata.labels["diengine/job"]
             if pod.status.phase == "Running":
@@ -89,15 +91,24 @@ class Watcher:
                 return
 
     def _jobs(self) -> None:
-        w = watch.Watch()
         custom = client.CustomObjectsApi(self.api)
         args = ("diengine.opendilab.org", "v2alpha1", self.ns, "dijobs")
-        for ev in w.stream(custom.list_namespaced_custom_object, *args, timeout_seconds=900):
+        for ev in self._stream(custom.list_namespaced_custom_object, *args):
             obj, now = ev["object"], time.monotonic()
             if (obj.get("status") or {}).get("phase") == "Running":
                 self.status_running_at.setdefault(obj["metadata"]["name"], now)
             if self._stop.is_set():
                 return
+
+    def _stream(self, func: Any, *args: Any, **kwargs: Any) -> Iterator[dict[str, Any]]:
+        """Watch events until stopped: a watch the API server ends (or that breaks) is listed and opened
+        again, so no Running transition is missed (the receive times above keep the first sighting)."""
+        while not self._stop.is_set():
+            try:
+                yield from watch.Watch().stream(func, *args, timeout_seconds=300, **kwargs)
+            except (ApiException, OSError) as err:
+                print(f"  (watch of {self.ns} restarted: {err.__class__.__name__})", file=sys.stderr)
+                time.sleep(0.5)
 
     def stop(self) -> None:
         self._stop.set()
@@ -297,6 +308,7 @@ def main() -> int:
     parser.add_argument("--steady-only", action="store_true", help="only the API reads (steady state, hand edit)")
     args = parser.parse_args()
     kubeconfig = os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig")
+    install_crd(kubeconfig)
     api = config.new_client_from_config(config_file=kubeconfig)
     n = min(args.jobs, 440 // args.replicas)
     log = open(REPO / ".devcluster" / "logs" / "bench-controller.log", "ab")  # noqa: SIM115

@@ -12,7 +12,7 @@
    Baseline in the same run: an identical job whose Workflow gets the same 4 DAG tasks by one JSON
    patch (planned by dihera.scaling, no server, no ConfigMap or DIJob write). Ratio = server / direct.
 
-Needs $KUBECONFIG or .devcluster/kubeconfig and the DIJob CRD (``dihera crd | kubectl apply -f -``).
+Needs $KUBECONFIG or .devcluster/kubeconfig; installs the DIJob CRD (bench/crd.py).
 Works in a namespace ``dihera-test-srvbench-*``, deleted at the end.
 """
 
@@ -40,6 +40,8 @@ REPO = Path(__file__).resolve().parents[1]
 DIHERA = str(Path(sys.executable).with_name("dihera"))
 ARGO = ("argoproj.io", "v1alpha1", "workflows")
 sys.path.insert(0, str(REPO))
+
+from crd import install_crd  # noqa: E402
 
 from dihera import load_job, render  # noqa: E402
 from dihera.membership import Membership  # noqa: E402
@@ -276,6 +278,7 @@ def main() -> int:
     parser.add_argument("--gets", type=int, default=1, help="GET measurements, one after another")
     args = parser.parse_args()
     kubeconfig = os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig")
+    install_crd(kubeconfig)
     api = config.new_client_from_config(config_file=kubeconfig)
     core = client.CoreV1Api(api)
     ns = f"dihera-test-srvbench-{uuid.uuid4().hex[:6]}"

@@ -34,3 +34,9 @@ class Access:
             allowed = await run_in_threadpool(self._backend.allowed, identity, verb, namespace, name)
             self._cache.remember_decision(identity, verb, namespace, name, allowed)
         return allowed
+
+    def remembered_allowed(self, token: str, verb: str, namespace: str, name: str) -> bool:
+        """Whether both reviews are remembered and say yes: the token's identity and its right to ``verb``
+        the DIJob. False means "not known to be allowed" (ask, as :meth:`identity` and :meth:`allowed` do)."""
+        hit, identity = self._cache.identity(token)
+        return hit and identity is not None and self._cache.decision(identity, verb, namespace, name) is True

@@ -42,14 +42,9 @@ class AnswerCache:
 
     def get(self, key: Hashable, sources: Sequence[object], compute: Callable[[], bytes]) -> bytes:
         """The answer computed from exactly these ``sources`` (the same objects), else ``compute()``'s."""
-        with self._lock:
-            hit = self._data.get(key)
-        if (
-            hit is not None
-            and len(hit[0]) == len(sources)
-            and all(a is b for a, b in zip(hit[0], sources, strict=True))
-        ):
-            return hit[1]
+        body = self.peek(key, sources)
+        if body is not None:
+            return body
         body = compute()
         with self._lock:
             self._data.pop(key, None)
@@ -57,6 +52,14 @@ class AnswerCache:
                 del self._data[next(iter(self._data))]
             self._data[key] = (tuple(sources), body)
         return body
+
+    def peek(self, key: Hashable, sources: Sequence[object]) -> bytes | None:
+        """The answer computed from exactly these ``sources``, if there is one; nothing is computed."""
+        with self._lock:
+            hit = self._data.get(key)
+        if hit is None or len(hit[0]) != len(sources):
+            return None
+        return hit[1] if all(a is b for a, b in zip(hit[0], sources, strict=True)) else None
 
     def __len__(self) -> int:
         return len(self._data)

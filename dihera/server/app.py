@@ -21,6 +21,7 @@ from dihera.server.authcache import AuthCache
 from dihera.server.backend import Backend
 from dihera.server.dependencies import ServerContext
 from dihera.server.errors import ApiError, install_error_handlers
+from dihera.server.fastpath import RememberedReads
 from dihera.server.metrics import ObserveRequests, ServerMetrics
 from dihera.server.settings import ServerSettings
 
@@ -45,6 +46,8 @@ def create_app(settings: ServerSettings, backend: Backend) -> FastAPI:
     metrics = ServerMetrics()
     access = Access(backend, AuthCache(settings.auth_cache_seconds, settings.auth_denied_cache_seconds))
     app.state.dihera = ServerContext(settings, backend, metrics, access, AnswerCache())
+    # the last added runs first: the request metrics, then the remembered reads, then FastAPI's routes
+    app.add_middleware(RememberedReads, context=lambda: app.state.dihera)
     app.add_middleware(ObserveRequests, metrics=metrics)
     install_error_handlers(app)
     for router in (routes.operations, routes.v2alpha1, routes.v1, routes.ui):

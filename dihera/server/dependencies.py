@@ -28,6 +28,8 @@ from dihera.server.settings import ServerSettings
 
 __all__ = [
     "JSON",
+    "NAMESPACE_PATTERN",
+    "NAME_PATTERN",
     "V1_PATH",
     "V2_PATH",
     "Context",
@@ -41,12 +43,16 @@ __all__ = [
     "answer",
     "cached",
     "default_task",
+    "job_sources",
+    "replica_sources",
     "scale",
 ]
 
 JSON = "application/json"
 _STATUS = {"invalid": 400, "out-of-bounds": 400, "not-found": 404, "conflict": 409}
-_NS, _NAME = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?"
+#: What a namespace and a DIJob's name may be in a path (also read by :mod:`dihera.server.fastpath`).
+NAMESPACE_PATTERN, NAME_PATTERN = r"[a-z0-9](?:[-a-z0-9]*[a-z0-9])?", r"[a-z0-9](?:[-a-z0-9.]*[a-z0-9])?"
+_NS, _NAME = NAMESPACE_PATTERN, NAME_PATTERN
 JobId = Annotated[
     str, Path(pattern=rf"^{_NS}\.{_NAME}$", max_length=317, description="<namespace>.<name>, split on the first dot")
 ]
@@ -152,6 +158,16 @@ def cached(call: JobCall) -> CachedJob:
     if job is None:
         raise ApiError(404, f"DIJob {ref} not found")
     return job
+
+
+def job_sources(job: CachedJob) -> tuple[object, ...]:
+    """What a job's summary and its addresses are computed from."""
+    return (job.body, job.configmap)
+
+
+def replica_sources(job: CachedJob) -> tuple[object, ...]:
+    """What a job's replica rows (with their pods' phases) are computed from."""
+    return (job.body, job.configmap, *job.pods)
 
 
 def answer(call: JobCall, route: str, sources: Sequence[object], compute: Callable[[], bytes]) -> Response:

@@ -5,7 +5,17 @@ from fastapi import APIRouter, Response
 from dihera.scaling import ScaleRequest
 from dihera.server import views
 from dihera.server.answers import to_json
-from dihera.server.dependencies import V1_PATH, IdempotencyKey, Reader, Writer, answer, cached, scale
+from dihera.server.dependencies import (
+    V1_PATH,
+    IdempotencyKey,
+    Reader,
+    Writer,
+    answer,
+    cached,
+    job_sources,
+    replica_sources,
+    scale,
+)
 from dihera.server.errors import ERRORS
 from dihera.server.models import JobSummary, RemoveReplicasBody, ReplicaOut, ReplicasBody, ScaleOut
 
@@ -20,7 +30,7 @@ router = APIRouter(
 async def v1_job(call: Reader) -> Response:
     """Tasks, live replica counts, phase and membership generation."""
     job = cached(call)
-    return answer(call, "v1-job", (job.body, job.configmap), lambda: to_json(views.summary(job)))
+    return answer(call, "v1-job", job_sources(job), lambda: to_json(views.summary(job)))
 
 
 @router.get("/replicas", response_model=list[ReplicaOut])
@@ -31,7 +41,7 @@ async def v1_replicas(call: Reader) -> Response:
     def rows() -> bytes:
         return to_json(views.replica_rows(job, call.ctx.settings.cluster_domain), ReplicaOut)
 
-    return answer(call, "v1-replicas", (job.body, job.configmap, *job.pods), rows)
+    return answer(call, "v1-replicas", replica_sources(job), rows)
 
 
 @router.put("/tasks/{task}/replicas", response_model=ScaleOut)

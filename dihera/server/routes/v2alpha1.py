@@ -20,6 +20,7 @@ from dihera.server.dependencies import (
     answer,
     cached,
     default_task,
+    job_sources,
     scale,
 )
 from dihera.server.errors import V2, V2_ERRORS, ApiError
@@ -45,7 +46,7 @@ async def v2_replicas(call: Reader) -> Response:
         data = views.addresses(job, call.ctx.settings.cluster_domain)
         return to_json(Envelope(success=True, code=0, message="", data=data))
 
-    return answer(call, "v2-replicas", (job.body, job.configmap), envelope)
+    return answer(call, "v2-replicas", job_sources(job), envelope)
 
 
 def _scale_collectors(
