@@ -62,6 +62,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         health_port=_port(args.health_port, env("DIHERA_CONTROLLER_HEALTH_PORT"), 8081),
         workers=args.workers,
         resync_seconds=args.resync_seconds,
+        pod_batch_seconds=args.pod_batch_seconds,
         kueue=kueue_settings(args, environ),
     )
 
@@ -165,6 +166,13 @@ def register(sub: Any) -> None:
         default=300.0,
         metavar="SECONDS",
         help="how often the watch cache drops what was deleted while a watch restarted (default 300; 0: never)",
+    )
+    p.add_argument(
+        "--pod-batch-seconds",
+        type=float,
+        default=0.5,
+        metavar="SECONDS",
+        help="seconds a pod's event waits before its job's pass: a burst, one status write (default 0.5; 0: none)",
     )
     add_kueue_flags(p)
     p.set_defaults(func=_cmd_controller)

@@ -66,8 +66,8 @@ def _feed(registry: Any, cache: WatchCache, kind: str) -> None:
     kopf.index(group, version, plural, labels=labels, registry=registry, id=f"watch-cache-{kind}")(feed)
 
 
-def _on_event(registry: Any, queue: ReconcileQueue, cache: WatchCache, kind: str) -> None:
-    """Every event of a job's ``kind`` object (labelled ``diengine/job``) queues that job."""
+def _on_event(registry: Any, queue: ReconcileQueue, cache: WatchCache, kind: str, delay: float = 0.0) -> None:
+    """Every event of a job's ``kind`` object (labelled ``diengine/job``) queues that job, ``delay`` seconds later."""
     group, version, plural = RESOURCES[kind]
 
     def on_event(
@@ -75,7 +75,7 @@ def _on_event(registry: Any, queue: ReconcileQueue, cache: WatchCache, kind: str
     ) -> None:
         if type == "DELETED":
             cache.drop(kind, body)
-        queue.request(namespace or "default", labels[LABEL_JOB])
+        queue.request_after(namespace or "default", labels[LABEL_JOB], delay)
 
     kopf.on.event(group, version, plural, labels={LABEL_JOB: kopf.PRESENT}, registry=registry, id=f"{kind}-event")(
         on_event
@@ -89,9 +89,13 @@ def build_registry(
     on_startup: Callable[..., Any] | None = None,
     on_cleanup: Callable[..., Any] | None = None,
     kinds: tuple[str, ...] = BASE_KINDS,
+    pod_batch: float = 0.0,
 ) -> Any:
     """A fresh ``kopf.OperatorRegistry`` (no global registry) feeding ``cache`` and wired to ``queue``;
-    ``kinds``: what is watched (:data:`BASE_KINDS`, and ``Workload`` when the controller queues with Kueue)."""
+    ``kinds``: what is watched (:data:`BASE_KINDS`, and ``Workload`` when the controller queues with Kueue).
+    A pod's event queues its job ``pod_batch`` seconds later, so the events of a job's pods starting or
+    stopping together make one pass and one status write (as the Kubernetes Job controller batches pod
+    events); every other kind's event queues it at once."""
     registry = kopf.OperatorRegistry()
     for kind in kinds:
         _feed(registry, cache, kind)
@@ -112,6 +116,6 @@ def build_registry(
 
     for kind in kinds:
         if kind != "DIJob":
-            _on_event(registry, queue, cache, kind)
+            _on_event(registry, queue, cache, kind, pod_batch if kind == "Pod" else 0.0)
     del dijob_event
     return registry

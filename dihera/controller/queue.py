@@ -37,6 +37,14 @@ class ReconcileQueue:
         self._closed = False
         self._wakeups: Wakeups[JobKey] = Wakeups(lambda key: self.request(*key))
 
+    def request_after(self, namespace: str, name: str, delay: float) -> None:
+        """Reconcile the job ``delay`` seconds from now (at once when 0): every request for it until then,
+        delayed or not, is served by that one pass or an earlier one (a burst of events, one pass)."""
+        if delay <= 0:
+            self.request(namespace, name)
+        else:
+            self._wakeups.at((namespace, name), delay)
+
     def wakeups(self) -> dict[JobKey, float]:
         """Job → seconds until it is reconciled again without an event."""
         return self._wakeups.pending()

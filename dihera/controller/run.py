@@ -73,7 +73,10 @@ def run_controller(settings: ControllerSettings) -> int:
     # kopf logs its peering decisions ("Pausing operations in favour of ...", "Resuming operations ...") at INFO
     logging.getLogger("kopf._core.engines.peering").setLevel(logging.INFO)
     metrics = Metrics()
-    api = api_client(settings.kubeconfig, settings.context, on_request=metrics.requested)
+    # one pooled connection per reconcile thread, and a few for the scaler's and the resync's own reads
+    api = api_client(
+        settings.kubeconfig, settings.context, on_request=metrics.requested, connections=settings.workers + 4
+    )
     cache = WatchCache()
     objects = ObjectStore(api)
     # one per controller: its per-job locks serialise scaling
@@ -126,7 +129,7 @@ def run_controller(settings: ControllerSettings) -> int:
     def login(**_: Any) -> Any:
         return kopf_connection(api)
 
-    registry = build_registry(queue, cache, login, startup, cleanup, kinds)
+    registry = build_registry(queue, cache, login, startup, cleanup, kinds, settings.pod_batch_seconds)
     liveness = f"http://{settings.bind_address}:{settings.health_port}/healthz" if settings.health_port else None
     kopf.run(
         registry=registry,

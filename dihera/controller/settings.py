@@ -41,6 +41,9 @@ class ControllerSettings:
     health_port: int = 8081
     workers: int = 16
     retry_delays: tuple[float, ...] = (1.0, 2.0, 5.0, 10.0, 30.0)
+    #: Seconds a pod's event waits before its job's pass, so a burst of pod events makes one pass and one
+    #: status write (the Kubernetes Job controller batches pod events for 1 s); 0: at once.
+    pod_batch_seconds: float = 0.5
     #: Seconds between sweeps of the watch cache (:mod:`dihera.controller.resync`); 0: none.
     resync_seconds: float = 300.0
     #: Queue DIJobs labelled ``kueue.x-k8s.io/queue-name`` with Kueue (docs/queueing.md); None: the label is
@@ -52,6 +55,8 @@ class ControllerSettings:
             raise ValueError("the controller needs --namespace NS (repeatable) or --all-namespaces")
         if self.namespaces and self.all_namespaces:
             raise ValueError("--namespace and --all-namespaces exclude each other")
+        if self.pod_batch_seconds < 0:
+            raise ValueError(f"--pod-batch-seconds must be 0 or more, not {self.pod_batch_seconds}")
         if self.peering_lifetime < MIN_PEERING_LIFETIME:
             # kopf renews the keep-alive 5-10 s before it expires (at least every second): shorter would flap
             raise ValueError(f"--peering-lifetime must be at least {MIN_PEERING_LIFETIME} seconds")

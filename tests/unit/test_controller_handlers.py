@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Any
 
 import kopf
@@ -59,3 +60,24 @@ def test_with_kueue_workloads_are_watched_too() -> None:
     plain = kopf.OperatorSettings()
     configure_watching(plain)
     assert ("kueue.x-k8s.io", "workloads") not in plain.watching.label_selectors
+
+
+def test_a_burst_of_pod_events_makes_one_pass_after_the_batch_period() -> None:
+    passes: list[tuple[str, str, float]] = []
+    queue = ReconcileQueue(lambda ns, name: passes.append((ns, name, time.monotonic())))  # type: ignore[func-returns-value]
+    registry = build_registry(queue, WatchCache(), lambda **_: None, pod_batch=0.3)
+    watchers = {h.id: h for h in registry._watching.get_all_handlers()}
+    started = time.monotonic()
+    for _ in range(10):
+        watchers["Pod-event"].fn(type="MODIFIED", body=pod(), labels=pod()["metadata"]["labels"], namespace="ns")
+    assert passes == [] and 0 < queue.wakeups()[("ns", "j")] <= 0.3  # nothing yet: one pass is due
+    deadline = time.monotonic() + 5
+    while not passes and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)  # no second pass follows
+    assert [(ns, name) for ns, name, _ in passes] == [("ns", "j")]
+    assert passes[0][2] - started >= 0.3
+    workflow = {"metadata": {"name": "j", "namespace": "ns", "labels": {"diengine/job": "j"}}}
+    watchers["Workflow-event"].fn(type="MODIFIED", body=workflow, labels=workflow["metadata"]["labels"], namespace="ns")
+    assert len(passes) == 2  # any other kind's event: at once
+    queue.close()

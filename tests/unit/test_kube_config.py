@@ -25,7 +25,7 @@ def test_default_timeout_except_for_watches_and_explicit_timeouts() -> None:
     assert seen == [(1.0, 2.0), None, 5]
 
 
-def test_api_client_applies_the_default(tmp_path: Path) -> None:
+def _kubeconfig(tmp_path: Path) -> str:
     cfg = {
         "apiVersion": "v1",
         "kind": "Config",
@@ -36,7 +36,11 @@ def test_api_client_applies_the_default(tmp_path: Path) -> None:
     }
     path = tmp_path / "kubeconfig"
     path.write_text(yaml.safe_dump(cfg))
-    api = api_client(str(path))
+    return str(path)
+
+
+def test_api_client_applies_the_default(tmp_path: Path) -> None:
+    api = api_client(_kubeconfig(tmp_path))
     assert api.configuration.host == "https://127.0.0.1:1"
     assert api.rest_client.request.__wrapped__.__self__ is api.rest_client
     assert DEFAULT_REQUEST_TIMEOUT == (10.0, 60.0)
@@ -53,3 +57,13 @@ def test_every_request_is_named_to_the_hook() -> None:
     api.rest_client.request("GET", "https://x/api/v1/namespaces/ns/pods?labelSelector=diengine%2Fjob%3Dj")
     api.rest_client.request("PATCH", "https://x/apis/diengine.opendilab.org/v2alpha1/namespaces/ns/dijobs/j/status")
     assert named == [("list", "pods"), ("patch", "dijobs/status")]
+
+
+def test_connections_kept_for_reuse_cover_the_callers_threads(tmp_path: Path) -> None:
+    default = api_client(_kubeconfig(tmp_path))
+    busy = api_client(_kubeconfig(tmp_path), connections=default.configuration.connection_pool_maxsize + 10)
+    pools = busy.rest_client.pool_manager.connection_pool_kw
+    assert busy.configuration.connection_pool_maxsize == default.configuration.connection_pool_maxsize + 10
+    assert pools["maxsize"] == busy.configuration.connection_pool_maxsize  # what urllib3 keeps per host
+    few = api_client(_kubeconfig(tmp_path), connections=1)  # never fewer than the client's default
+    assert few.configuration.connection_pool_maxsize == default.configuration.connection_pool_maxsize
