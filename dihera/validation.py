@@ -189,6 +189,18 @@ def _rule_problems(name: str, spec: Mapping[str, Any]) -> list[Problem]:
             Problem("spec.tasks", f"the total replicas of all tasks ({total}) must be at most maxReplicas ({hi})")
         )
     if isinstance(name, str) and name:
+        task_names = {t["name"] for t in tasks if isinstance(t.get("name"), str)}
+        for i, t in enumerate(tasks):
+            other = t["name"].removeprefix(f"{name}-") if isinstance(t.get("name"), str) else None
+            if other is not None and other != t["name"] and other in task_names:
+                problems.append(
+                    Problem(
+                        f"spec.tasks[{i}].name",
+                        f"{t['name']!r} is the job's name {name!r}, a dash and the name of task {other!r}: its "
+                        f"replicas' short hostnames <task>-<index> would be the hostnames of {other!r}'s "
+                        '(docs/rendering.md, "Names in the node lists"); choose another name',
+                    )
+                )
         for i, t in enumerate(tasks):
             replicas = t.get("replicas", 1)
             if not isinstance(replicas, int) or not isinstance(t.get("name"), str):
