@@ -189,18 +189,6 @@ def _rule_problems(name: str, spec: Mapping[str, Any]) -> list[Problem]:
             Problem("spec.tasks", f"the total replicas of all tasks ({total}) must be at most maxReplicas ({hi})")
         )
     if isinstance(name, str) and name:
-        task_names = {t["name"] for t in tasks if isinstance(t.get("name"), str)}
-        for i, t in enumerate(tasks):
-            other = t["name"].removeprefix(f"{name}-") if isinstance(t.get("name"), str) else None
-            if other is not None and other != t["name"] and other in task_names:
-                problems.append(
-                    Problem(
-                        f"spec.tasks[{i}].name",
-                        f"{t['name']!r} is the job's name {name!r}, a dash and the name of task {other!r}: its "
-                        f"replicas' short hostnames <task>-<index> would be the hostnames of {other!r}'s "
-                        '(docs/rendering.md, "Names in the node lists"); choose another name',
-                    )
-                )
         for i, t in enumerate(tasks):
             replicas = t.get("replicas", 1)
             if not isinstance(replicas, int) or not isinstance(t.get("name"), str):
@@ -215,6 +203,28 @@ def _rule_problems(name: str, spec: Mapping[str, Any]) -> list[Problem]:
                         f"at most {MAX_HOSTNAME} are allowed (shorten the job or task name)",
                     )
                 )
+    return problems
+
+
+def _short_hostname_problems(name: str, spec: Mapping[str, Any]) -> list[Problem]:
+    """No task may be named ``<job>-<another task>``: its replicas' short hostnames ``<task>-<index>``
+    would be the other task's long hostnames ``<job>-<task>-<index>`` (docs/rendering.md)."""
+    tasks = [t for t in spec.get("tasks", []) if isinstance(t, Mapping)]
+    problems: list[Problem] = []
+    if not name:
+        return problems
+    task_names = {t["name"] for t in tasks if isinstance(t.get("name"), str)}
+    for i, t in enumerate(tasks):
+        other = t["name"].removeprefix(f"{name}-") if isinstance(t.get("name"), str) else None
+        if other is not None and other != t["name"] and other in task_names:
+            problems.append(
+                Problem(
+                    f"spec.tasks[{i}].name",
+                    f"{t['name']!r} is the job's name {name!r}, a dash and the name of task {other!r}: its "
+                    f"replicas' short hostnames <task>-<index> would be the long hostnames of {other!r}'s replicas "
+                    '(docs/rendering.md, "Names in the node lists"); choose another name',
+                )
+            )
     return problems
 
 
@@ -270,7 +280,8 @@ def _started(manifest: Mapping[str, Any]) -> bool:
 def validate(manifest: Any) -> list[Problem]:
     """Every problem of a DIJob manifest (a dict as read from YAML); empty when it is valid.
 
-    The environment-size rule (:func:`~dihera.env_limits.env_size_problems`) applies to a job not yet
+    The environment-size rule (:func:`~dihera.env_limits.env_size_problems`) and the short-hostname
+    rule (no task named ``<job>-<another task>``) apply to a job not yet
     taken up (no ``status.phase``); a running job's growth past it is refused by its scaling plan.
     """
     if not isinstance(manifest, Mapping):
@@ -283,7 +294,7 @@ def validate(manifest: Any) -> list[Problem]:
     name = str((defaulted.get("metadata") or {}).get("name") or "")
     problems += _rule_problems(name, spec)
     if not _started(manifest):  # a running job's growth is checked by its scaling plan, on the exact membership
-        problems += env_size_problems(name, spec)
+        problems += env_size_problems(name, spec) + _short_hostname_problems(name, spec)
     problems += _success_policy_problems(spec) + _failure_policy_problems(spec)
     problems += provider_problems(spec.get("tasks") or [])
     problems += _peer_wait_problems(manifest) + _reserved_name_problems(spec.get("tasks"))
