@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 from dataclasses import replace
 from typing import Any
 
@@ -159,3 +160,17 @@ def test_a_task_named_after_the_job_and_another_task_is_refused() -> None:
     assert [p.path for p in problems] == ["spec.tasks[1].name"]
     assert "'dqn-collector'" in problems[0].message and "'collector'" in problems[0].message
     assert not validate(job(task("none", name="collector"), task("none", name="dqn-learner"), name="dqn"))
+
+
+def test_the_largest_replica_of_the_job_scaled_to_2100_execs_with_its_whole_environment() -> None:
+    """1 + 2,100 + 1, a 48-character job name, a 63-character namespace, the 100 collectors joined by a
+    scale-up: the largest replica (collector-2099, a short hostname) gets every variable Linux execs."""
+    j = _big("j" * 48, 2100)
+    membership = plan_membership(j, plan_membership(_big("j" * 48, 2000), None))
+    rendered = render(j, RenderSettings(), membership)
+    env = container_env(rendered, "collector-2099")
+    nodes = env["DI_NODES"].split(",")
+    assert (len(nodes), env["DI_RANK"], nodes[2101]) == (2102, "2101", "collector-2099")
+    assert nodes[0] == f"{j.name}-learner-0" and len(env["DI_NODES"]) == 130910
+    assert env["DI_FQDN"] == f"collector-2099.di-{j.name}.{NAMESPACE}.svc.cluster.local"
+    subprocess.run(["/bin/true"], env=env, check=True)  # E2BIG if any string were over the limit
