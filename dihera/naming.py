@@ -20,7 +20,6 @@ __all__ = [
     "service_name",
     "short_hostname",
     "short_template_name",
-    "template_task",
     "workflow_name",
 ]
 
@@ -65,19 +64,14 @@ def replica_hostname(job: str, task: str, index: int | str, short: bool = False)
     return short_hostname(task, index) if short else hostname(job, task, index)
 
 
-#: The Workflow template of a task's short-hostname replicas is ``<task>`` + this. A task name is a
-#: lowercase DNS label, so no task's template (nor ``dijob``, ``dihera-retired``) can have this name.
-SHORT_TEMPLATE_SUFFIX = "-Short"
+#: The Workflow template of a task's short-hostname replicas is ``<task>`` + this (lowercase: Argo puts
+#: the template's name in the pod's name). Validation refuses a task named ``<another task>-short``.
+SHORT_TEMPLATE_SUFFIX = "-short"
 
 
 def short_template_name(task: str) -> str:
     """The template of ``task``'s short-hostname replicas."""
     return f"{task}{SHORT_TEMPLATE_SUFFIX}"
-
-
-def template_task(template: str) -> str:
-    """The task a replica template runs (``<task>`` or ``<task>-Short``)."""
-    return template.removesuffix(SHORT_TEMPLATE_SUFFIX)
 
 
 def dag_task_name(task: str, index: int | str) -> str:

@@ -31,6 +31,7 @@ from dihera.model import (
     Task,
     TaskType,
 )
+from dihera.naming import SHORT_TEMPLATE_SUFFIX
 from dihera.peers import parse_timeout
 from dihera.podtemplate import check_pod_template, check_volume
 from dihera.render.providers import parse_env_provider, provider_problems
@@ -208,7 +209,8 @@ def _rule_problems(name: str, spec: Mapping[str, Any]) -> list[Problem]:
 
 def _short_hostname_problems(name: str, spec: Mapping[str, Any]) -> list[Problem]:
     """No task may be named ``<job>-<another task>``: its replicas' short hostnames ``<task>-<index>``
-    would be the other task's long hostnames ``<job>-<task>-<index>`` (docs/rendering.md)."""
+    would be the other task's long hostnames ``<job>-<task>-<index>``; nor ``<another task>-short``,
+    the name of that task's short-hostname template (docs/rendering.md)."""
     tasks = [t for t in spec.get("tasks", []) if isinstance(t, Mapping)]
     problems: list[Problem] = []
     if not name:
@@ -223,6 +225,15 @@ def _short_hostname_problems(name: str, spec: Mapping[str, Any]) -> list[Problem
                     f"{t['name']!r} is the job's name {name!r}, a dash and the name of task {other!r}: its "
                     f"replicas' short hostnames <task>-<index> would be the long hostnames of {other!r}'s replicas "
                     '(docs/rendering.md, "Names in the node lists"); choose another name',
+                )
+            )
+        base = t["name"].removesuffix(SHORT_TEMPLATE_SUFFIX) if isinstance(t.get("name"), str) else None
+        if base is not None and base != t["name"] and base in task_names:
+            problems.append(
+                Problem(
+                    f"spec.tasks[{i}].name",
+                    f"{t['name']!r} is the name of the Workflow template of task {base!r}'s replicas with short "
+                    'hostnames (docs/rendering.md, "Names in the node lists"); choose another name',
                 )
             )
     return problems

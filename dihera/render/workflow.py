@@ -4,7 +4,7 @@ Shape: one DAG node per replica (``<task>-<index>``), all running in parallel, o
 per task. The template is parameterised by ``index`` and ``rank``, which Argo substitutes into the
 pod's hostname (via ``podSpecPatch``), labels, annotations and env, so the Workflow's size grows by
 one small DAG entry per replica. A task with replicas whose pods have short hostnames
-(``<task>-<index>``, docs/rendering.md) gets a second template, ``<task>-Short``, that differs only in
+(``<task>-<index>``, docs/rendering.md) gets a second template, ``<task>-short``, that differs only in
 the pod's hostname and ``DI_FQDN``; their DAG entries name it. The user's pod spec is kept whole: containers become a
 ``containerSet`` (names kept, the pod succeeds when all succeed); fields an Argo template carries go
 on the template, every other pod spec field goes into ``podSpecPatch``.
@@ -140,7 +140,7 @@ def _job_pod_labels(job: DIJob, task: Task) -> dict[str, str]:
 
 
 def _task_template(job: DIJob, task: Task, replicas: int, settings: RenderSettings, short: bool = False) -> m.Template:
-    """The template of ``task``'s replicas; ``short``: of those with a short hostname (``<task>-Short``)."""
+    """The template of ``task``'s replicas; ``short``: of those with a short hostname (``<task>-short``)."""
     spec = normalize_pod_spec(task.template.get("spec") or {})
     env = di_env(job, task, settings, short)
     patch = {k: v for k, v in spec.items() if k not in _TEMPLATE_FIELDS and k not in _OWN_FIELDS}
@@ -212,7 +212,7 @@ def dag_task(task_name: str, index: int, rank: int, drop: bool = False, short: b
     """The DAG node of one replica. ``drop``: its task's failurePolicy is DropReplica, so a replica that
     exhausted its retries must not fail the Workflow (``continueOn: {failed: true}``; Argo's
     experiments c and c0); the controller removes it from the job instead. ``short``: the replica has
-    a short hostname, its template is ``<task>-Short``."""
+    a short hostname, its template is ``<task>-short``."""
     return m.DAGTask(
         name=dag_task_name(task_name, index),
         template=short_template_name(task_name) if short else task_name,
@@ -275,7 +275,7 @@ def build_workflow(job: DIJob, membership: Membership, settings: RenderSettings)
 
 
 def short_variant(template: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``<task>-Short`` template derived from a rendered ``<task>`` template (a Workflow's JSON):
+    """The ``<task>-short`` template derived from a rendered ``<task>`` template (a Workflow's JSON):
     the same template but for the pod's hostname (``podSpecPatch``) and ``DI_FQDN`` of every container
     and init container. What :func:`build_workflow` renders with ``short``; scaling adds it to a running
     Workflow when its first short-hostname replica joins (:mod:`dihera.scaling.workflow_patch`)."""

@@ -4,7 +4,7 @@ The pods it leaves to delete, and when: :mod:`dihera.scaling.retired_pods`.
 
 New replicas are DAG tasks appended to the entry DAG (Argo schedules them on its next pass); removed
 ones become tombstones (see :mod:`dihera.scaling.dag`); every positional operation is guarded by a
-``test`` of the DAG task's name. A new replica with a short hostname runs its task's ``<task>-Short``
+``test`` of the DAG task's name. A new replica with a short hostname runs its task's ``<task>-short``
 template, added (derived from the task's template) when the Workflow does not have it yet.
 """
 
@@ -17,11 +17,12 @@ from dihera.argo_ui import ui_annotations
 from dihera.constants import (
     ANNOTATION_GENERATION,
     ANNOTATION_REPLICAS,
+    LABEL_TASK_NAME,
     LABEL_TASK_TYPE,
 )
 from dihera.errors import RetiredReplica
 from dihera.membership import Membership
-from dihera.naming import dag_task_name, short_template_name, template_task
+from dihera.naming import dag_task_name, short_template_name
 from dihera.patches import pointer
 from dihera.scaling.dag import RETIRED_TEMPLATE, DagSlots, read_dag
 
@@ -95,11 +96,19 @@ def workflow_patch(membership: Membership, workflow: Mapping[str, Any]) -> list[
     return ops
 
 
+def _template_task(workflow: Mapping[str, Any], template: str) -> str:
+    """The task a replica template runs (its ``diengine/task-name`` label: ``<task>`` or ``<task>-short``)."""
+    for t in workflow["spec"]["templates"]:
+        if t.get("name") == template:
+            return str(((t.get("metadata") or {}).get("labels") or {}).get(LABEL_TASK_NAME, template))
+    return template
+
+
 def _drop_tasks(workflow: Mapping[str, Any], slots: DagSlots) -> frozenset[str]:
     """Tasks whose live DAG tasks go on when they fail (failurePolicy DropReplica): new replicas do too."""
     tasks = workflow["spec"]["templates"][slots.template_index]["dag"].get("tasks") or []
     return frozenset(
-        template_task(str(tasks[pos]["template"]))
+        _template_task(workflow, str(tasks[pos]["template"]))
         for pos in slots.live.values()
         if (tasks[pos].get("continueOn") or {}).get("failed")
     )
@@ -113,6 +122,6 @@ def _ui_annotations(membership: Membership, workflow: Mapping[str, Any]) -> dict
         (str(t["name"]), str(labels[LABEL_TASK_TYPE]), len(membership.of_task(str(t["name"]))))
         for t in workflow["spec"]["templates"]
         if LABEL_TASK_TYPE in (labels := (t.get("metadata") or {}).get("labels") or {})
-        and template_task(str(t["name"])) == t["name"]  # a task's <task>-Short template is not another task
+        and labels.get(LABEL_TASK_NAME) == t["name"]  # a task's <task>-short template is not another task
     ]
     return ui_annotations(f"{meta.get('namespace')}/{meta.get('name')}", tasks, membership.generation)

@@ -5,7 +5,7 @@ A job gets short hostnames only past ~2,000 replicas (test_big_job.py at full si
 the membership is made small: the job's membership ConfigMap is written first, as a job that is re-created
 or resumed finds it, with its collectors but index 0 marked short (what the planner marks when their long
 names do not fit). The controller renders the Workflow from it: the short replicas run the
-``collector-Short`` template, their pods have the hostnames ``collector-<index>`` and keep the label
+``collector-short`` template, their pods have the hostnames ``collector-<index>`` and keep the label
 ``diengine/pod`` = ``<job>-collector-<index>``; the status counts them. A hand edit then adds a collector
 (a long hostname: it fits) to the Workflow that holds the short template.
 """
@@ -62,10 +62,10 @@ def test_short_hostname_replicas_run_with_their_hostnames_and_are_counted(
     assert status["taskStatus"] == {"learner": {"Running": 1}, "collector": {"Running": 3}}
     workflow = custom.get_namespaced_custom_object("argoproj.io", "v1alpha1", namespace, "workflows", NAME)
     templates = [t["name"] for t in workflow["spec"]["templates"]]
-    assert templates == ["dijob", "learner", "collector", "collector-Short"]
+    assert templates == ["dijob", "learner", "collector", "collector-short"]
     dag = {t["name"]: t["template"] for t in workflow["spec"]["templates"][0]["dag"]["tasks"]}
-    assert dag == {"learner-0": "learner", "collector-0": "collector", "collector-1": "collector-Short",
-                   "collector-2": "collector-Short"}  # fmt: skip
+    assert dag == {"learner-0": "learner", "collector-0": "collector", "collector-1": "collector-short",
+                   "collector-2": "collector-short"}  # fmt: skip
     cm = core.read_namespaced_config_map(f"di-{NAME}", namespace).data
     order = [f"{NAME}-learner-0", f"{NAME}-collector-0", "collector-1", "collector-2"]
     assert cm["DI_NODES"].split(",") == [f"{h}.{domain}" for h in order]
@@ -97,5 +97,5 @@ def test_short_hostname_replicas_run_with_their_hostnames_and_are_counted(
     workflow = custom.get_namespaced_custom_object("argoproj.io", "v1alpha1", namespace, "workflows", NAME)
     assert list(read_dag(workflow).live)[-1] == "collector-3"
     by_name = {t["name"]: t for t in workflow["spec"]["templates"]}
-    assert by_name["collector-Short"]["metadata"]["annotations"]["diengine/replicas"] == "5"
+    assert by_name["collector-short"]["metadata"]["annotations"]["diengine/replicas"] == "5"
     assert set(live_pods(cluster, namespace)) == hosts

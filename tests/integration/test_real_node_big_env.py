@@ -12,7 +12,7 @@ the same list as FQDNs (what a job of this size got before) never starts: Linux 
 The same job scaled to 2,100 collectors (its membership planned as the scaler plans it): the long bare
 hostnames would be 133,409 bytes, so the collectors that joined past what fits have short hostnames
 ``collector-<index>``. The largest replica's pod (``collector-2099``, rank 2101, a short hostname, from
-the ``collector-Short`` template) starts, reads all 2,102 entries and resolves rank 0 (a long hostname)
+the ``collector-short`` template) starts, reads all 2,102 entries and resolves rank 0 (a long hostname)
 and itself.
 """
 

@@ -1,4 +1,4 @@
-"""Short hostnames: which replicas get one, how the membership stores it, the ``<task>-Short`` template,
+"""Short hostnames: which replicas get one, how the membership stores it, the ``<task>-short`` template,
 scaling's DAG append, the collision rule (docs/rendering.md, "Names in the node lists")."""
 
 from __future__ import annotations
@@ -92,10 +92,10 @@ def test_short_replicas_run_the_short_template_with_their_hostname_and_fqdn() ->
     j, m = _small()
     rendered = render(j, RenderSettings(), m)
     templates = [t["name"] for t in rendered.workflow["spec"]["templates"]]
-    assert templates == ["dijob", "learner", "collector", "evaluator", "collector-Short"]
+    assert templates == ["dijob", "learner", "collector", "evaluator", "collector-short"]
     dag = {t["name"]: t["template"] for t in rendered.workflow["spec"]["templates"][0]["dag"]["tasks"]}
-    assert dag == {"learner-0": "learner", "collector-0": "collector", "collector-1": "collector-Short",
-                   "collector-2": "collector-Short", "evaluator-0": "evaluator"}  # fmt: skip
+    assert dag == {"learner-0": "learner", "collector-0": "collector", "collector-1": "collector-short",
+                   "collector-2": "collector-short", "evaluator-0": "evaluator"}  # fmt: skip
     for name, host in (("collector-0", "dqn-collector-0"), ("collector-2", "collector-2")):
         t = replica_template(rendered, name)
         assert json.loads(t["podSpecPatch"])["hostname"] == host
@@ -105,7 +105,7 @@ def test_short_replicas_run_the_short_template_with_their_hostname_and_fqdn() ->
         assert env["DI_NODES"].split(",")[int(env["DI_RANK"])].split(".")[0] == host
     # the scaler's derivation is the renderer's variant
     by_name = {t["name"]: t for t in rendered.workflow["spec"]["templates"]}
-    assert short_variant(by_name["collector"]) == by_name["collector-Short"]
+    assert short_variant(by_name["collector"]) == by_name["collector-short"]
     assert node_lists(j, m, RenderSettings(), Addressing.HOSTNAME)["DI_COLLECTOR_NODES"] == (
         "dqn-collector-0,collector-1,collector-2"
     )
@@ -130,8 +130,8 @@ def test_scaling_appends_short_replicas_with_the_short_template_added_once() -> 
     by_name = {t["name"]: t for t in patched["spec"]["templates"]}
     assert short_template_name("collector") in by_name
     dag = {t["name"]: t["template"] for t in by_name["dijob"]["dag"]["tasks"]}
-    assert dag["collector-2"] == "collector-Short" and dag["collector-3"] == "collector"
-    variant = by_name["collector-Short"]
+    assert dag["collector-2"] == "collector-short" and dag["collector-3"] == "collector"
+    variant = by_name["collector-short"]
     assert json.loads(variant["podSpecPatch"])["hostname"] == "collector-{{inputs.parameters.index}}"
     assert variant["metadata"]["annotations"]["diengine/replicas"] == "6"
     assert variant["metadata"]["labels"]["diengine/pod"] == "dqn-collector-{{inputs.parameters.index}}"
@@ -140,9 +140,9 @@ def test_scaling_appends_short_replicas_with_the_short_template_added_once() -> 
     more = Membership(3, (*up.replicas, Replica(6, "collector", 4, short=True)))
     ops = workflow_patch(more, patched)
     again = jsonpatch.apply_patch(patched, ops)
-    assert [t["name"] for t in again["spec"]["templates"]].count("collector-Short") == 1
+    assert [t["name"] for t in again["spec"]["templates"]].count("collector-short") == 1
     assert again["spec"]["templates"][-1]["metadata"]["annotations"]["diengine/replicas"] == "7"
-    assert "collector-Short" not in json.dumps(again["metadata"]["annotations"])
+    assert "collector-short" not in json.dumps(again["metadata"]["annotations"])
 
 
 def test_the_scale_plan_gives_new_replicas_short_hostnames_past_what_fits() -> None:
@@ -154,7 +154,7 @@ def test_the_scale_plan_gives_new_replicas_short_hostnames_past_what_fits() -> N
     assert sum(1 for o in ops if o["path"] == "/spec/templates/-") == 1
 
 
-def test_a_task_named_after_the_job_and_another_task_is_refused() -> None:
+def test_a_task_named_after_the_job_and_another_task_or_a_short_template_is_refused() -> None:
     """``dqn-collector-3`` would be both collector-3's long hostname and dqn-collector task's index 3 short one."""
     problems = validate(job(task("none", name="collector"), task("none", name="dqn-collector"), name="dqn"))
     assert [p.path for p in problems] == ["spec.tasks[1].name"]
@@ -174,3 +174,6 @@ def test_the_largest_replica_of_the_job_scaled_to_2100_execs_with_its_whole_envi
     assert nodes[0] == f"{j.name}-learner-0" and len(env["DI_NODES"]) == 130910
     assert env["DI_FQDN"] == f"collector-2099.di-{j.name}.{NAMESPACE}.svc.cluster.local"
     subprocess.run(["/bin/true"], env=env, check=True)  # E2BIG if any string were over the limit
+    problems = validate(job(task("none", name="collector"), task("none", name="collector-short"), name="dqn"))
+    assert [p.path for p in problems] == ["spec.tasks[1].name"] and "'collector'" in problems[0].message
+    assert not validate(job(task("none", name="collector-short"), name="dqn"))
