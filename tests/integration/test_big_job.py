@@ -160,7 +160,7 @@ def test_a_large_job_runs_and_scales_up_and_down_keeping_every_survivor(
             "evaluator": {"Running": 1},
         }
         assert status["restarts"] == 0 and status["membershipGeneration"] == 1
-        assert sorted(int(rank) for _, rank, _ in first.values()) == list(range(n + 2))
+        assert sorted(int(rank) for _, rank, _, _ in first.values()) == list(range(n + 2))
         assert not any(r.short for r in check_membership(cluster, namespace, want, 1, first).replicas)
         wf = workflow(cluster, namespace)
         nodes, packed = wf["status"].get("nodes") or {}, wf["status"].get("compressedNodes") or ""
