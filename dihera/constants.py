@@ -44,6 +44,8 @@ __all__ = [
     "STUCK_WAITING_REASONS",
     "TERMINAL_PHASES",
     "TERMINAL_POD_PHASES",
+    "TF_ENTRY_EXTRA",
+    "TF_ROLE_EXTRA",
     "VACANT_RANK_ADDRESS",
     "WARNING_PHASES",
     "WORKFLOW_ENTRYPOINT",
@@ -194,6 +196,11 @@ MAX_ENV_STRING = 131072
 #: variable's name (``DI_<TASK>_NODES``: at most 49 bytes), ``=`` and the NUL, and the text
 #: ``TF_CONFIG`` puts around ``TF_CLUSTER``. A value fits when its bytes + this <= MAX_ENV_STRING.
 ENV_STRING_MARGIN = 128
+#: TensorFlow's cluster entry is ``"<hostname>:<port>"`` and a comma: the port's colon and at most 5
+#: digits, and two quotes.
+TF_ENTRY_EXTRA = len(":65535") + 2
+#: Each TensorFlow role's ``"<role>":[...]`` around its list, at most.
+TF_ROLE_EXTRA = 32
 
 # -- peers before main: the init container every replica gets (docs/rendering.md) ------------------
 #: The init container rendered first into every replica's pod: ``dihera wait-peers`` holds the

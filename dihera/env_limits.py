@@ -5,9 +5,11 @@ longer than :data:`~dihera.constants.MAX_ENV_STRING` bytes. DI-engine reads ``DI
 environment only (``ding/entry/cli_parsers/k8s_parser.py``: ``os.environ["DI_NODES"].split(",")``),
 so the whole list must fit in one string. The membership ConfigMap writes each replica in the
 longest :class:`~dihera.naming.Addressing` form that fits (``dihera.render.objects``); the
-shortest form, bare hostnames, bounds what a job may hold. :func:`membership_env_bound` is that
-bound for any membership of up to ``total`` replicas, whatever their split among the tasks and
-whatever ranks a scale-down left vacant; validation refuses a job whose bound does not fit.
+shortest form, bare hostnames, with every replica but index 0 of each task given a short hostname
+``<task>-<index>`` (:func:`~dihera.membership.assign_hostnames`), bounds what a job may hold.
+:func:`membership_env_bound` is that bound for any membership of up to ``total`` replicas, whatever
+their split among the tasks and whatever ranks a scale-down left vacant; validation refuses a job
+whose bound does not fit.
 """
 
 from __future__ import annotations
@@ -15,10 +17,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dihera.constants import ENV_STRING_MARGIN, MAX_ENV_STRING, VACANT_RANK_ADDRESS
+from dihera.constants import ENV_STRING_MARGIN, MAX_ENV_STRING, TF_ENTRY_EXTRA, TF_ROLE_EXTRA, VACANT_RANK_ADDRESS
 from dihera.errors import Problem
 from dihera.membership import Membership
-from dihera.naming import hostname
 
 __all__ = [
     "MAX_VALUE_BYTES",
@@ -32,10 +33,6 @@ __all__ = [
 
 #: The longest membership ConfigMap value that still becomes an environment string Linux execs.
 MAX_VALUE_BYTES = MAX_ENV_STRING - ENV_STRING_MARGIN
-#: TensorFlow's cluster entry is ``"<hostname>:<port>"`` and a comma: the port's colon and at most 5
-#: digits, two quotes, and each role's ``"<role>":[...]`` around its list.
-_TF_ENTRY_EXTRA = len(":65535") + 2
-_TF_ROLE_EXTRA = 32
 
 
 def env_string_bytes(name: str, value: str) -> int:
@@ -49,19 +46,25 @@ def value_fits(value: str) -> bool:
 
 
 def nodes_bytes(job: str, membership: Membership) -> int:
-    """Bytes of ``DI_NODES`` of ``membership`` in its shortest form (bare hostnames, vacant ranks included)."""
+    """Bytes of ``DI_NODES`` of ``membership`` in its shortest form (bare hostnames, each replica's
+    own: long or short; vacant ranks included)."""
     top = max((r.rank for r in membership.replicas), default=-1)
     entries = [VACANT_RANK_ADDRESS] * (top + 1)
     for r in membership.replicas:
-        entries[r.rank] = hostname(job, r.task, r.index)
+        entries[r.rank] = r.hostname(job)
     return len(",".join(entries).encode())
 
 
 def _entries_bytes(job: str, task: str, start: int, stop: int, extra: int, floor: int) -> int:
-    """Bytes of the entries ``<job>-<task>-<index>`` for indices start..stop-1, each at least ``floor``
-    bytes, plus ``extra`` and a comma each: summed per range of equally long indices, not per entry."""
-    base = len(job.encode()) + len(task.encode()) + 2
-    size, digits = 0, len(str(start))
+    """Bytes of the entries for indices start..stop-1 of ``task``, each at least ``floor`` bytes, plus
+    ``extra`` and a comma each: index 0 as its long hostname ``<job>-<task>-0`` (never short), the
+    others as short hostnames ``<task>-<index>``; summed per range of equally long indices, not per entry."""
+    size = 0
+    if start == 0 and stop > 0:
+        size += max(len(job.encode()) + len(task.encode()) + 3, floor) + extra + 1
+        start = 1
+    base = len(task.encode()) + 1
+    digits = len(str(start))
     while start < stop:
         end = min(stop, 10**digits)
         size += (end - start) * (max(base + digits, floor) + extra + 1)
@@ -71,7 +74,8 @@ def _entries_bytes(job: str, task: str, start: int, stop: int, extra: int, floor
 
 def _list_bound(job: str, counts: Mapping[str, int], total: int, extra: int, floor: int) -> int:
     """Bytes of a comma-joined list of every task's replicas at indices 0..count-1, and of the
-    ``total - sum(counts)`` more replicas (maxReplicas) counted in the task with the longest name."""
+    ``total - sum(counts)`` more replicas (maxReplicas) counted in the task with the longest name
+    (whose short hostnames are the longest)."""
     if not counts:
         return 0
     longest = max(counts, key=lambda t: len(t.encode()))
@@ -85,14 +89,16 @@ def membership_env_bound(
     job: str, counts: Mapping[str, int], total: int = 0, tensorflow_tasks: Sequence[str] = ()
 ) -> int:
     """The longest environment string (bytes, NUL included) of any membership of the tasks ``counts``
-    (task -> replicas), grown to ``total`` replicas (maxReplicas) if larger, in its shortest form.
+    (task -> replicas), grown to ``total`` replicas (maxReplicas) if larger, in its shortest form:
+    bare hostnames, short ones for every replica but index 0 of each task.
 
     Each task's replicas are counted at indices 0..count-1 and any growth in the task whose hostname
     is longest; an entry is at least a vacant rank's address: no vacancy left by a scale-down and no
     split of the growth makes ``DI_NODES``, a ``DI_<TASK>_NODES`` or ``TF_CONFIG`` longer.
     ``ENV_STRING_MARGIN`` covers the variable's name and TF_CONFIG's text around the cluster. (A
-    scale-up that reuses no retired index can go past index ``total``: the scaling plan checks the
-    exact membership with :func:`nodes_bytes`.)
+    scale-up that reuses no retired index can go past index ``total``, and a membership holds the long
+    hostnames of the replicas that joined while they fit: the scaling plan checks the exact membership
+    with :func:`nodes_bytes`.)
     """
     if not counts:
         return 0
@@ -102,7 +108,7 @@ def membership_env_bound(
     if tensorflow_tasks:
         tf_counts = {t: counts[t] for t in tensorflow_tasks}
         tf_total = total - sum(n for t, n in counts.items() if t not in tf_counts)
-        tf = _list_bound(job, tf_counts, tf_total, _TF_ENTRY_EXTRA, 0) + _TF_ROLE_EXTRA * len(tf_counts)
+        tf = _list_bound(job, tf_counts, tf_total, TF_ENTRY_EXTRA, 0) + TF_ROLE_EXTRA * len(tf_counts)
     return max(nodes, tf) + ENV_STRING_MARGIN
 
 
@@ -145,9 +151,9 @@ def env_size_problems(job: str, spec: Mapping[str, Any]) -> list[Problem]:
     return [
         Problem(
             "spec.maxReplicas" if grows else "spec.tasks",
-            f"{total} replicas would make {which} up to {bound} bytes long (the hostnames of job {job!r}); Linux "
-            f"execs no process with an environment string over {MAX_ENV_STRING} bytes: at most {fit} replicas fit "
-            "with these names (use fewer "
-            "replicas, or shorten the job or task names)",
+            f"{total} replicas would make {which} up to {bound} bytes long (job {job!r}, even with short "
+            f"hostnames <task>-<index>); Linux execs no process with an environment string over {MAX_ENV_STRING} "
+            f"bytes: at most {fit} replicas fit with these names (use fewer replicas, or shorten the job or task "
+            "names)",
         )
     ]

@@ -8,14 +8,18 @@ from enum import Enum
 __all__ = [
     "DI_PORT",
     "DI_PORT_NAME",
+    "SHORT_TEMPLATE_SUFFIX",
     "Addressing",
     "dag_task_name",
     "fqdn",
     "hostname",
     "member_address",
     "membership_configmap_name",
+    "replica_hostname",
     "search_domain",
     "service_name",
+    "short_hostname",
+    "short_template_name",
     "workflow_name",
 ]
 
@@ -43,14 +47,42 @@ def hostname(job: str, task: str, index: int | str) -> str:
     return f"{job}-{task}-{index}"
 
 
+def short_hostname(task: str, index: int | str) -> str:
+    """A short-hostname replica's pod hostname: ``<task>-<index>`` (its DAG task name).
+
+    Given to the replicas that join a membership whose bare long hostnames would not fit in one
+    environment string (docs/rendering.md, "Names in the node lists"), for their whole life. It
+    never names another pod of the job's subdomain: no long hostname ``<job>-<t>-<i>`` (validation
+    refuses a task named ``<job>-<another task>``) and no other short one (a DAG task name is never
+    used twice in a Workflow).
+    """
+    return f"{task}-{index}"
+
+
+def replica_hostname(job: str, task: str, index: int | str, short: bool = False) -> str:
+    """A replica's actual pod hostname: :func:`short_hostname` if ``short``, else :func:`hostname`."""
+    return short_hostname(task, index) if short else hostname(job, task, index)
+
+
+#: The Workflow template of a task's short-hostname replicas is ``<task>`` + this (lowercase: Argo puts
+#: the template's name in the pod's name). Validation refuses a task named ``<another task>-short``.
+SHORT_TEMPLATE_SUFFIX = "-short"
+
+
+def short_template_name(task: str) -> str:
+    """The template of ``task``'s short-hostname replicas."""
+    return f"{task}{SHORT_TEMPLATE_SUFFIX}"
+
+
 def dag_task_name(task: str, index: int | str) -> str:
     """A replica's node in the Workflow DAG: ``<task>-<index>``."""
     return f"{task}-{index}"
 
 
-def fqdn(job: str, namespace: str, task: str, index: int | str, cluster_domain: str) -> str:
-    """``<job>-<task>-<index>.di-<job>.<namespace>.svc.<cluster domain>``."""
-    return f"{hostname(job, task, index)}.{service_name(job)}.{namespace}.svc.{cluster_domain}"
+def fqdn(job: str, namespace: str, task: str, index: int | str, cluster_domain: str, short: bool = False) -> str:
+    """``<job>-<task>-<index>.di-<job>.<namespace>.svc.<cluster domain>`` (``<task>-<index>.di-<job>...``
+    for a short-hostname replica)."""
+    return f"{replica_hostname(job, task, index, short)}.{service_name(job)}.{namespace}.svc.{cluster_domain}"
 
 
 def search_domain(job: str, namespace: str, cluster_domain: str) -> str:
@@ -76,11 +108,19 @@ class Addressing(Enum):
     HOSTNAME = "hostname"
 
 
-def member_address(job: str, namespace: str, task: str, index: int | str, cluster_domain: str, form: Addressing) -> str:
-    """A replica's name in the membership lists, in ``form``."""
-    host = hostname(job, task, index)
+def member_address(
+    job: str,
+    namespace: str,
+    task: str,
+    index: int | str,
+    cluster_domain: str,
+    form: Addressing,
+    short: bool = False,
+) -> str:
+    """A replica's name in the membership lists, in ``form`` (``short``: it has a short hostname)."""
+    host = replica_hostname(job, task, index, short)
     if form is Addressing.HOSTNAME:
         return host
     if form is Addressing.SERVICE:
         return f"{host}.{service_name(job)}"
-    return fqdn(job, namespace, task, index, cluster_domain)
+    return fqdn(job, namespace, task, index, cluster_domain, short)

@@ -31,6 +31,7 @@ from dihera.model import (
     Task,
     TaskType,
 )
+from dihera.naming import SHORT_TEMPLATE_SUFFIX
 from dihera.peers import parse_timeout
 from dihera.podtemplate import check_pod_template, check_volume
 from dihera.render.providers import parse_env_provider, provider_problems
@@ -206,6 +207,38 @@ def _rule_problems(name: str, spec: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
+def _short_hostname_problems(name: str, spec: Mapping[str, Any]) -> list[Problem]:
+    """No task may be named ``<job>-<another task>``: its replicas' short hostnames ``<task>-<index>``
+    would be the other task's long hostnames ``<job>-<task>-<index>``; nor ``<another task>-short``,
+    the name of that task's short-hostname template (docs/rendering.md)."""
+    tasks = [t for t in spec.get("tasks", []) if isinstance(t, Mapping)]
+    problems: list[Problem] = []
+    if not name:
+        return problems
+    task_names = {t["name"] for t in tasks if isinstance(t.get("name"), str)}
+    for i, t in enumerate(tasks):
+        other = t["name"].removeprefix(f"{name}-") if isinstance(t.get("name"), str) else None
+        if other is not None and other != t["name"] and other in task_names:
+            problems.append(
+                Problem(
+                    f"spec.tasks[{i}].name",
+                    f"{t['name']!r} is the job's name {name!r}, a dash and the name of task {other!r}: its "
+                    f"replicas' short hostnames <task>-<index> would be the long hostnames of {other!r}'s replicas "
+                    '(docs/rendering.md, "Names in the node lists"); choose another name',
+                )
+            )
+        base = t["name"].removesuffix(SHORT_TEMPLATE_SUFFIX) if isinstance(t.get("name"), str) else None
+        if base is not None and base != t["name"] and base in task_names:
+            problems.append(
+                Problem(
+                    f"spec.tasks[{i}].name",
+                    f"{t['name']!r} is the name of the Workflow template of task {base!r}'s replicas with short "
+                    'hostnames (docs/rendering.md, "Names in the node lists"); choose another name',
+                )
+            )
+    return problems
+
+
 def _success_policy_problems(spec: Mapping[str, Any]) -> list[Problem]:
     """``successPolicy.targetTasks`` must name tasks of the job (also a CEL rule of the CRD)."""
     policy = spec.get("successPolicy")
@@ -258,7 +291,8 @@ def _started(manifest: Mapping[str, Any]) -> bool:
 def validate(manifest: Any) -> list[Problem]:
     """Every problem of a DIJob manifest (a dict as read from YAML); empty when it is valid.
 
-    The environment-size rule (:func:`~dihera.env_limits.env_size_problems`) applies to a job not yet
+    The environment-size rule (:func:`~dihera.env_limits.env_size_problems`) and the short-hostname
+    rule (no task named ``<job>-<another task>``) apply to a job not yet
     taken up (no ``status.phase``); a running job's growth past it is refused by its scaling plan.
     """
     if not isinstance(manifest, Mapping):
@@ -271,7 +305,7 @@ def validate(manifest: Any) -> list[Problem]:
     name = str((defaulted.get("metadata") or {}).get("name") or "")
     problems += _rule_problems(name, spec)
     if not _started(manifest):  # a running job's growth is checked by its scaling plan, on the exact membership
-        problems += env_size_problems(name, spec)
+        problems += env_size_problems(name, spec) + _short_hostname_problems(name, spec)
     problems += _success_policy_problems(spec) + _failure_policy_problems(spec)
     problems += provider_problems(spec.get("tasks") or [])
     problems += _peer_wait_problems(manifest) + _reserved_name_problems(spec.get("tasks"))

@@ -160,9 +160,10 @@ def replica_states(
     nodes_of = _attempt_nodes(workflow)
     states = []
     for r in live_replicas(membership, workflow).replicas:
-        host = hostname(job_name, r.task, r.index)
         nodes = nodes_of.get(dag_task_name(r.task, r.index), {})
-        mine = pods_of.get(host, [])
+        mine = pods_of.get(
+            hostname(job_name, r.task, r.index), []
+        )  # diengine/pod: the long form, whatever the hostname
         attempt = max([*nodes, *(_pod_attempt(p) for p in mine), 0])
         current = [p for p in mine if _pod_attempt(p) == attempt]
         current.sort(
@@ -179,7 +180,7 @@ def replica_states(
                 task=r.task,
                 index=r.index,
                 rank=r.rank,
-                hostname=host,
+                hostname=r.hostname(job_name),
                 attempt=attempt,
                 pod_name=pod["metadata"]["name"] if pod else None,
                 pod_phase=pod_phase,

@@ -28,8 +28,9 @@ def _from_membership(job: DIJob, name: str, key: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"configMapKeyRef": ref}}
 
 
-def di_env(job: DIJob, task: Task, settings: RenderSettings) -> list[dict[str, Any]]:
-    """The variables dihera adds to every container of ``task`` (before the user's own).
+def di_env(job: DIJob, task: Task, settings: RenderSettings, short: bool = False) -> list[dict[str, Any]]:
+    """The variables dihera adds to every container of ``task`` (before the user's own); ``short``: in
+    the template of the task's short-hostname replicas.
 
     The task's env provider's variables (docs/providers.md) come last, after the ``DI_*`` ones.
     """
@@ -40,7 +41,7 @@ def di_env(job: DIJob, task: Task, settings: RenderSettings) -> list[dict[str, A
         {"name": "DI_TASK_NAME", "value": task.name},
         {"name": "DI_TASK_TYPE", "value": task.type.value},
         {"name": "DI_TASK_RANK", "value": INDEX},
-        {"name": "DI_FQDN", "value": fqdn(job.name, job.namespace, task.name, INDEX, settings.cluster_domain)},
+        {"name": "DI_FQDN", "value": fqdn(job.name, job.namespace, task.name, INDEX, settings.cluster_domain, short)},
         _from_membership(job, NODES_KEY, NODES_KEY),
         *(_from_membership(job, task_env_name(t.name), task_env_name(t.name)) for t in job.tasks),
         _from_membership(job, GENERATION_KEY, GENERATION_KEY),

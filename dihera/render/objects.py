@@ -6,7 +6,7 @@ from typing import Any
 
 from dihera.constants import LABEL_JOB, MANAGED_BY, VACANT_RANK_ADDRESS
 from dihera.env_limits import value_fits
-from dihera.membership import Membership
+from dihera.membership import Membership, Replica
 from dihera.model import DIJob, task_env_name
 from dihera.naming import DI_PORT, DI_PORT_NAME, Addressing, member_address, membership_configmap_name, service_name
 from dihera.render.env import GENERATION_KEY, MEMBERSHIP_FILE, NODES_KEY
@@ -73,16 +73,16 @@ def node_lists(
     that refuses DI-engine's dial instead of breaking it) until a new replica takes it.
     """
 
-    def address(task: str, index: int) -> str:
-        return member_address(job.name, job.namespace, task, index, settings.cluster_domain, form)
+    def address(r: Replica) -> str:
+        return member_address(job.name, job.namespace, r.task, r.index, settings.cluster_domain, form, r.short)
 
     top = max((r.rank for r in membership.replicas), default=-1)
     by_rank = [VACANT_RANK_ADDRESS] * (top + 1)
     for r in membership.replicas:
-        by_rank[r.rank] = address(r.task, r.index)
+        by_rank[r.rank] = address(r)
     lists = {NODES_KEY: ",".join(by_rank)}
     for task in job.tasks:
-        lists[task_env_name(task.name)] = ",".join(address(r.task, r.index) for r in membership.of_task(task.name))
+        lists[task_env_name(task.name)] = ",".join(address(r) for r in membership.of_task(task.name))
     return lists
 
 

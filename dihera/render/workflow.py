@@ -3,7 +3,9 @@
 Shape: one DAG node per replica (``<task>-<index>``), all running in parallel, over one template
 per task. The template is parameterised by ``index`` and ``rank``, which Argo substitutes into the
 pod's hostname (via ``podSpecPatch``), labels, annotations and env, so the Workflow's size grows by
-one small DAG entry per replica. The user's pod spec is kept whole: containers become a
+one small DAG entry per replica. A task with replicas whose pods have short hostnames
+(``<task>-<index>``, docs/rendering.md) gets a second template, ``<task>-short``, that differs only in
+the pod's hostname and ``DI_FQDN``; their DAG entries name it. The user's pod spec is kept whole: containers become a
 ``containerSet`` (names kept, the pod succeeds when all succeed); fields an Argo template carries go
 on the template, every other pod spec field goes into ``podSpecPatch``.
 """
@@ -39,8 +41,10 @@ from dihera.naming import (
     dag_task_name,
     hostname,
     membership_configmap_name,
+    replica_hostname,
     search_domain,
     service_name,
+    short_template_name,
     workflow_name,
 )
 from dihera.podtemplate import normalize_pod_spec
@@ -51,7 +55,15 @@ from dihera.render.providers import provider_ports
 from dihera.render.settings import RenderSettings
 from dihera.render.strict import strict, strict_list
 
-__all__ = ["DESCRIPTION_ANNOTATION", "ENTRYPOINT", "MEMBERSHIP_VOLUME", "build_workflow", "dag_task", "describe"]
+__all__ = [
+    "DESCRIPTION_ANNOTATION",
+    "ENTRYPOINT",
+    "MEMBERSHIP_VOLUME",
+    "build_workflow",
+    "dag_task",
+    "describe",
+    "short_variant",
+]
 
 ENTRYPOINT = WORKFLOW_ENTRYPOINT
 DESCRIPTION_ANNOTATION = ANNOTATION_WORKFLOW_DESCRIPTION
@@ -127,11 +139,12 @@ def _job_pod_labels(job: DIJob, task: Task) -> dict[str, str]:
     return {**MANAGED_BY, LABEL_JOB: job.name, LABEL_TASK_NAME: task.name, LABEL_TASK_TYPE: task.type.value}
 
 
-def _task_template(job: DIJob, task: Task, replicas: int, settings: RenderSettings) -> m.Template:
+def _task_template(job: DIJob, task: Task, replicas: int, settings: RenderSettings, short: bool = False) -> m.Template:
+    """The template of ``task``'s replicas; ``short``: of those with a short hostname (``<task>-short``)."""
     spec = normalize_pod_spec(task.template.get("spec") or {})
-    env = di_env(job, task, settings)
+    env = di_env(job, task, settings, short)
     patch = {k: v for k, v in spec.items() if k not in _TEMPLATE_FIELDS and k not in _OWN_FIELDS}
-    patch["hostname"] = hostname(job.name, task.name, INDEX)
+    patch["hostname"] = replica_hostname(job.name, task.name, INDEX, short)
     patch["subdomain"] = service_name(job.name)
     patch["dnsConfig"] = _dns_config(
         spec.get("dnsConfig"), search_domain(job.name, job.namespace, settings.cluster_domain)
@@ -142,7 +155,7 @@ def _task_template(job: DIJob, task: Task, replicas: int, settings: RenderSettin
         {"name": MEMBERSHIP_VOLUME, "configMap": {"name": membership_configmap_name(job.name)}},
     ]
     return m.Template(
-        name=task.name,
+        name=short_template_name(task.name) if short else task.name,
         inputs=m.Inputs(parameters=[m.Parameter(name="index"), m.Parameter(name="rank")]),
         metadata=_pod_metadata(job, task, replicas),
         container_set=m.ContainerSetTemplate(
@@ -195,13 +208,14 @@ def _template_fields(spec: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def dag_task(task_name: str, index: int, rank: int, drop: bool = False) -> m.DAGTask:
+def dag_task(task_name: str, index: int, rank: int, drop: bool = False, short: bool = False) -> m.DAGTask:
     """The DAG node of one replica. ``drop``: its task's failurePolicy is DropReplica, so a replica that
     exhausted its retries must not fail the Workflow (``continueOn: {failed: true}``; Argo's
-    experiments c and c0); the controller removes it from the job instead."""
+    experiments c and c0); the controller removes it from the job instead. ``short``: the replica has
+    a short hostname, its template is ``<task>-short``."""
     return m.DAGTask(
         name=dag_task_name(task_name, index),
-        template=task_name,
+        template=short_template_name(task_name) if short else task_name,
         continue_on=m.ContinueOn(failed=True) if drop else None,
         arguments=m.Arguments(
             parameters=[
@@ -217,12 +231,14 @@ def build_workflow(job: DIJob, membership: Membership, settings: RenderSettings)
     dag = m.Template(
         name=ENTRYPOINT,
         dag=m.DAGTemplate(
-            tasks=[dag_task(r.task, r.index, r.rank, r.task in job.drop_tasks) for r in membership.replicas]
+            tasks=[dag_task(r.task, r.index, r.rank, r.task in job.drop_tasks, r.short) for r in membership.replicas]
         ),
     )
+    short_tasks = {r.task for r in membership.replicas if r.short}
     templates: list[m.Template | Templatable] = [
         dag,
         *(_task_template(job, t, len(membership.replicas), settings) for t in job.tasks),
+        *(_task_template(job, t, len(membership.replicas), settings, True) for t in job.tasks if t.name in short_tasks),
     ]
     labels = {**dict(job.labels), **MANAGED_BY, LABEL_JOB: job.name}
     annotations = {
@@ -256,3 +272,24 @@ def build_workflow(job: DIJob, membership: Membership, settings: RenderSettings)
             for o in owners
         ]
     return wf
+
+
+def short_variant(template: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``<task>-short`` template derived from a rendered ``<task>`` template (a Workflow's JSON):
+    the same template but for the pod's hostname (``podSpecPatch``) and ``DI_FQDN`` of every container
+    and init container. What :func:`build_workflow` renders with ``short``; scaling adds it to a running
+    Workflow when its first short-hostname replica joins (:mod:`dihera.scaling.workflow_patch`)."""
+    out = json.loads(json.dumps(template))
+    task = str(out["name"])
+    patch = json.loads(out["podSpecPatch"])
+    long_host = str(patch["hostname"])
+    short_host = replica_hostname("", task, INDEX, True)
+    patch["hostname"] = short_host
+    out["name"] = short_template_name(task)
+    out["podSpecPatch"] = json.dumps(patch, sort_keys=True, separators=(",", ":"))
+    containers = [*((out.get("containerSet") or {}).get("containers") or []), *(out.get("initContainers") or [])]
+    for container in containers:
+        for var in container.get("env") or []:
+            if var.get("name") == "DI_FQDN" and str(var.get("value", "")).startswith(f"{long_host}."):
+                var["value"] = short_host + str(var["value"])[len(long_host) :]
+    return dict(out)

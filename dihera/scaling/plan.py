@@ -1,7 +1,8 @@
 """Plan a change of a running job's replicas (pure): the new counts and the membership to commit.
 
 Scale-down removes the named replicas, else the task's highest-ranked; scale-up takes, per new
-replica, the lowest index whose DAG task name the Workflow never used and the lowest free rank.
+replica, the lowest index whose DAG task name the Workflow never used and the lowest free rank; a
+new replica gets a short hostname when the long ones would not fit (``assign_hostnames``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import Any
 
 from dihera.env_limits import MAX_VALUE_BYTES, nodes_bytes
 from dihera.errors import InvalidScale, OutOfBounds, ScaleNotFound
-from dihera.membership import Membership, Replica
+from dihera.membership import Membership, Replica, assign_hostnames
 from dihera.model import DIJob
 from dihera.naming import dag_task_name
 from dihera.render.providers import scaling_refusal
@@ -132,14 +133,16 @@ def plan_scale(job: DIJob, membership: Membership, workflow: Mapping[str, Any], 
             ranks.add(rank)
             added.append(Replica(rank, t.name, index))
             index += 1
+    added = assign_hostnames(job, kept, added)
     replicas = tuple(sorted(kept + added))
     removed = tuple(r for r in membership.replicas if r not in replicas)
     generation = membership.generation + (1 if replicas != membership.replicas else 0)
     if added and (size := nodes_bytes(job.name, Membership(generation, replicas))) > MAX_VALUE_BYTES:
         raise OutOfBounds(
             f"spec.tasks: the job would have {len(replicas)} replicas in all (now {len(live)}), whose DI_NODES "
-            f"would be {size} bytes even as bare hostnames; Linux execs no process with an environment string "
-            f"over {MAX_VALUE_BYTES} bytes of value (docs/rendering.md); nothing changed"
+            f"would be {size} bytes even as bare hostnames, short ones (<task>-<index>) for the new replicas; "
+            f"Linux execs no process with an environment string over {MAX_VALUE_BYTES} bytes of value "
+            "(docs/rendering.md); nothing changed"
         )
     new_job = job
     for t in job.tasks:

@@ -4,7 +4,8 @@ The pods it leaves to delete, and when: :mod:`dihera.scaling.retired_pods`.
 
 New replicas are DAG tasks appended to the entry DAG (Argo schedules them on its next pass); removed
 ones become tombstones (see :mod:`dihera.scaling.dag`); every positional operation is guarded by a
-``test`` of the DAG task's name.
+``test`` of the DAG task's name. A new replica with a short hostname runs its task's ``<task>-short``
+template, added (derived from the task's template) when the Workflow does not have it yet.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from dihera.argo_ui import ui_annotations
 from dihera.constants import (
     ANNOTATION_GENERATION,
     ANNOTATION_REPLICAS,
+    LABEL_TASK_NAME,
     LABEL_TASK_TYPE,
 )
 from dihera.errors import RetiredReplica
 from dihera.membership import Membership
-from dihera.naming import dag_task_name
+from dihera.naming import dag_task_name, short_template_name
 from dihera.patches import pointer
 from dihera.scaling.dag import RETIRED_TEMPLATE, DagSlots, read_dag
 
@@ -33,7 +35,7 @@ def workflow_patch(membership: Membership, workflow: Mapping[str, Any]) -> list[
     Retires live DAG tasks that left the membership, appends DAG tasks for new replicas, keeps
     every other DAG task untouched. Each positional operation is guarded by a ``test`` of the name.
     """
-    from dihera.render.workflow import dag_task  # Hera's models: loaded only when a scale needs them
+    from dihera.render.workflow import dag_task, short_variant  # Hera's models: loaded only when a scale needs them
 
     slots = read_dag(workflow)
     spec = workflow["spec"]
@@ -58,15 +60,23 @@ def workflow_patch(membership: Membership, workflow: Mapping[str, Any]) -> list[
             {"op": "replace", "path": f"{path}/template", "value": RETIRED_TEMPLATE},
         ]
     drops = _drop_tasks(workflow, slots)
-    for name, r in wanted.items():
-        if not slots.used(name):
-            entry = dag_task(r.task, r.index, r.rank, r.task in drops).model_dump(
-                by_alias=True, exclude_none=True, mode="json"
-            )
-            ops.append({"op": "add", "path": f"{slots.tasks_path}/-", "value": entry})
     total = str(len(membership.replicas))
+    new = [r for name, r in wanted.items() if not slots.used(name)]
+    for task in sorted({r.task for r in new if r.short}):
+        variant = short_template_name(task)
+        if variant not in slots.templates and task in slots.templates:
+            value = short_variant(spec["templates"][slots.templates[task]])
+            annotations = (value.get("metadata") or {}).get("annotations") or {}
+            if ANNOTATION_REPLICAS in annotations:
+                annotations[ANNOTATION_REPLICAS] = total
+            ops.append({"op": "add", "path": "/spec/templates/-", "value": value})
+    for r in new:
+        entry = dag_task(r.task, r.index, r.rank, r.task in drops, r.short).model_dump(
+            by_alias=True, exclude_none=True, mode="json"
+        )
+        ops.append({"op": "add", "path": f"{slots.tasks_path}/-", "value": entry})
     tasks = {r.task for r in membership.replicas}
-    for name in sorted(tasks):
+    for name in sorted([*tasks, *(short_template_name(t) for t in tasks)]):
         pos = slots.templates.get(name)
         annotations = (
             ((spec["templates"][pos].get("metadata") or {}).get("annotations") or {}) if pos is not None else {}
@@ -86,11 +96,21 @@ def workflow_patch(membership: Membership, workflow: Mapping[str, Any]) -> list[
     return ops
 
 
+def _template_task(workflow: Mapping[str, Any], template: str) -> str:
+    """The task a replica template runs (its ``diengine/task-name`` label: ``<task>`` or ``<task>-short``)."""
+    for t in workflow["spec"]["templates"]:
+        if t.get("name") == template:
+            return str(((t.get("metadata") or {}).get("labels") or {}).get(LABEL_TASK_NAME, template))
+    return template
+
+
 def _drop_tasks(workflow: Mapping[str, Any], slots: DagSlots) -> frozenset[str]:
     """Tasks whose live DAG tasks go on when they fail (failurePolicy DropReplica): new replicas do too."""
     tasks = workflow["spec"]["templates"][slots.template_index]["dag"].get("tasks") or []
     return frozenset(
-        str(tasks[pos]["template"]) for pos in slots.live.values() if (tasks[pos].get("continueOn") or {}).get("failed")
+        _template_task(workflow, str(tasks[pos]["template"]))
+        for pos in slots.live.values()
+        if (tasks[pos].get("continueOn") or {}).get("failed")
     )
 
 
@@ -102,5 +122,6 @@ def _ui_annotations(membership: Membership, workflow: Mapping[str, Any]) -> dict
         (str(t["name"]), str(labels[LABEL_TASK_TYPE]), len(membership.of_task(str(t["name"]))))
         for t in workflow["spec"]["templates"]
         if LABEL_TASK_TYPE in (labels := (t.get("metadata") or {}).get("labels") or {})
+        and labels.get(LABEL_TASK_NAME) == t["name"]  # a task's <task>-short template is not another task
     ]
     return ui_annotations(f"{meta.get('namespace')}/{meta.get('name')}", tasks, membership.generation)

@@ -52,7 +52,7 @@ def _row(job: CachedJob, r: Replica, domain: str, pods: Mapping[str, Mapping[str
         rank=r.rank,
         task=r.task,
         index=r.index,
-        fqdn=fqdn(meta["name"], meta["namespace"], r.task, r.index, domain),
+        fqdn=fqdn(meta["name"], meta["namespace"], r.task, r.index, domain, r.short),
         pod=pod["metadata"]["name"] if pod else None,
         phase=(pod.get("status") or {}).get("phase") if pod else None,
     )
@@ -73,7 +73,7 @@ def addresses(job: CachedJob, domain: str) -> list[str]:
     if membership is None:
         return []
     meta = job.body["metadata"]
-    return [fqdn(meta["name"], meta["namespace"], r.task, r.index, domain) for r in membership.replicas]
+    return [fqdn(meta["name"], meta["namespace"], r.task, r.index, domain, r.short) for r in membership.replicas]
 
 
 def summary(job: CachedJob) -> JobSummary:
@@ -134,7 +134,7 @@ def scale_out(result: ScaleResult, domain: str) -> ScaleOut:
             rank=r.rank,
             task=r.task,
             index=r.index,
-            fqdn=fqdn(result.name, result.namespace, r.task, r.index, domain),
+            fqdn=fqdn(result.name, result.namespace, r.task, r.index, domain, r.short),
             pod=None,
             phase=None,
         )

@@ -4,6 +4,11 @@ status, scales to N + step and to N - step by a hand edit, and no survivor is to
 N is 100 (step 50) in the default run and 2,000 (step 100) with ``DIHERA_BIG_JOB_COLLECTORS=2000``
 (``make test-big``; the figures are in docs/scaling.md). The kwok nodes get room for the job first
 (tests/integration/kwok_capacity.py). The controller runs as in test_controller_jobs.py.
+
+The job's name is the longest the hostname rule allows beside ``collector-2099`` (48 characters): at
+full size the 2,102 long bare hostnames would not fit in one environment string, so the collectors that
+join past what fits get short hostnames ``collector-<index>`` (docs/rendering.md, "Names in the node
+lists"); every pod's hostname is checked against its replica's.
 """
 
 from __future__ import annotations
@@ -37,9 +42,9 @@ from tests.integration.test_controller_scaling import edit_replicas
 pytestmark = pytest.mark.cluster
 COLLECTORS = int(os.environ.get("DIHERA_BIG_JOB_COLLECTORS", "100"))
 STEP = min(100, COLLECTORS // 2)  # 2,000 -> 2,100 -> 1,900; 100 -> 150 -> 50
-#: 44 characters: beside "collector-2099" the hostname rule allows 48; DI_NODES of 2,102 replicas in
-#: bare hostnames stays under Linux's limit up to 46 (docs/rendering.md, "Names in the node lists").
-NAME = "big-job-of-two-thousand-collectors-on-kwok-x"
+#: 48 characters: the longest the hostname rule allows beside "collector-2099"; past 46, DI_NODES of 2,102
+#: replicas as long bare hostnames is over Linux's limit (docs/rendering.md, "Names in the node lists").
+NAME = "big-job-of-two-thousand-collectors-on-kwok-wxyz0"
 POLL_SECONDS = 3.0  # a LIST of 2,000 pods is ~10 MB: poll gently
 
 
@@ -66,8 +71,9 @@ def big_controller(
         print(ctl.logs()[-6000:])  # shown by pytest when the test failed
 
 
-def pod_table(api: client.ApiClient, namespace: str) -> dict[str, tuple[str, str, str]]:
-    """The job's live pods: hostname -> (uid, rank annotation, phase); raw JSON (fast for thousands)."""
+def pod_table(api: client.ApiClient, namespace: str) -> dict[str, tuple[str, str, str, str]]:
+    """The job's live pods: ``diengine/pod`` -> (uid, rank annotation, phase, pod hostname); raw JSON (fast
+    for thousands)."""
     resp = client.CoreV1Api(api).list_namespaced_pod(
         namespace, label_selector=f"diengine/job={NAME}", _preload_content=False
     )
@@ -79,6 +85,7 @@ def pod_table(api: client.ApiClient, namespace: str) -> dict[str, tuple[str, str
                 meta["uid"],
                 meta["annotations"]["diengine/rank"],
                 pod["status"].get("phase", ""),
+                pod["spec"].get("hostname", ""),
             )
     return table
 
@@ -89,18 +96,21 @@ def hosts(collectors: range) -> set[str]:
 
 def settled(
     api: client.ApiClient, jobs: JobStore, namespace: str, want: set[str], reschedules: int
-) -> tuple[dict[str, tuple[str, str, str]], dict[str, Any]] | None:
+) -> tuple[dict[str, tuple[str, str, str, str]], dict[str, Any]] | None:
     """Exactly ``want`` live and Running, and the DIJob's status saying so."""
     pods = pod_table(api, namespace)
-    if set(pods) != want or any(phase != "Running" for _, _, phase in pods.values()):
+    if set(pods) != want or any(phase != "Running" for _, _, phase, _ in pods.values()):
         return None
     status = dict(((jobs.get(namespace, NAME) or {}).get("status")) or {})
     ok = (status.get("phase"), status.get("replicas"), status.get("reschedules")) == ("Running", len(want), reschedules)
     return (pods, status) if ok else None
 
 
-def check_membership(api: client.ApiClient, namespace: str, want: set[str], generation: int) -> None:
-    """The ConfigMap names exactly the live replicas, each value an environment string Linux execs."""
+def check_membership(
+    api: client.ApiClient, namespace: str, want: set[str], generation: int, pods: dict[str, tuple[str, str, str, str]]
+) -> Membership:
+    """The ConfigMap names exactly the live replicas, each value an environment string Linux execs, each
+    replica by its pod's hostname."""
     cm = client.CoreV1Api(api).read_namespaced_config_map(f"di-{NAME}", namespace).data
     assert all(value_fits(v) for v in cm.values()), {k: len(v) for k, v in cm.items()}
     members = Membership.from_json(cm["membership.json"])
@@ -108,8 +118,13 @@ def check_membership(api: client.ApiClient, namespace: str, want: set[str], gene
     assert {f"{NAME}-{r.task}-{r.index}" for r in members.replicas} == want
     nodes = cm["DI_NODES"].split(",")
     for r in members.replicas:
-        assert nodes[r.rank].split(".")[0] == f"{NAME}-{r.task}-{r.index}"
-    print(f"[big job] ConfigMap {sum(len(v) for v in cm.values())} bytes, DI_NODES {len(cm['DI_NODES'])} bytes")
+        assert nodes[r.rank].split(".")[0] == r.hostname(NAME) == pods[f"{NAME}-{r.task}-{r.index}"][3]
+    short = sum(1 for r in members.replicas if r.short)
+    print(
+        f"[big job] ConfigMap {sum(len(v) for v in cm.values())} bytes, DI_NODES {len(cm['DI_NODES'])} bytes, "
+        f"{short} short hostnames"
+    )
+    return members
 
 
 def workflow(api: client.ApiClient, namespace: str) -> dict[str, Any]:
@@ -145,8 +160,8 @@ def test_a_large_job_runs_and_scales_up_and_down_keeping_every_survivor(
             "evaluator": {"Running": 1},
         }
         assert status["restarts"] == 0 and status["membershipGeneration"] == 1
-        assert sorted(int(rank) for _, rank, _ in first.values()) == list(range(n + 2))
-        check_membership(cluster, namespace, want, 1)
+        assert sorted(int(rank) for _, rank, _, _ in first.values()) == list(range(n + 2))
+        assert not any(r.short for r in check_membership(cluster, namespace, want, 1, first).replicas)
         wf = workflow(cluster, namespace)
         nodes, packed = wf["status"].get("nodes") or {}, wf["status"].get("compressedNodes") or ""
         print(
@@ -163,7 +178,9 @@ def test_a_large_job_runs_and_scales_up_and_down_keeping_every_survivor(
         print(f"[big job] +{STEP}: edit -> all Running and status Running {time.monotonic() - start:.1f}s")
         assert {h: grown[h][:2] for h in first} == {h: v[:2] for h, v in first.items()}, "a survivor moved"
         assert status["taskStatus"]["collector"] == {"Running": n + STEP}
-        check_membership(cluster, namespace, want, 2)
+        members = check_membership(cluster, namespace, want, 2, grown)
+        if n >= 2000:  # 2,102 long bare hostnames do not fit: the last collectors to join have short ones
+            assert any(r.short for r in members.replicas)
 
         # n + 100 -> n - 100: the 200 highest-ranked collectors go; the rest keep pod and rank
         start = time.monotonic()
@@ -175,7 +192,7 @@ def test_a_large_job_runs_and_scales_up_and_down_keeping_every_survivor(
         print(f"[big job] -{2 * STEP}: edit -> survivors only, status Running {time.monotonic() - start:.1f}s")
         assert {h: shrunk[h][:2] for h in want} == {h: grown[h][:2] for h in want}, "a survivor moved"
         assert status["taskStatus"]["collector"] == {"Running": n - STEP} and status["restarts"] == 0
-        check_membership(cluster, namespace, want, 3)
+        check_membership(cluster, namespace, want, 3, shrunk)
         retired = read_dag(workflow(cluster, namespace)).retired
         assert sorted(retired) == sorted(f"collector-{i}" for i in range(n - STEP, n + STEP))
         jobs.delete(namespace, NAME)

@@ -8,6 +8,12 @@ from the rendered template, on the real node, from the project's image. The larg
 length and count of its ``DI_NODES`` and resolves rank 0's entry (a bare hostname, through the search
 domain the template gives the pod) with ``dihera.peers``, as ``dihera wait-peers`` does. A pod given
 the same list as FQDNs (what a job of this size got before) never starts: Linux refuses to exec it.
+
+The same job scaled to 2,100 collectors (its membership planned as the scaler plans it): the long bare
+hostnames would be 133,409 bytes, so the collectors that joined past what fits have short hostnames
+``collector-<index>``. The largest replica's pod (``collector-2099``, rank 2101, a short hostname, from
+the ``collector-short`` template) starts, reads all 2,102 entries and resolves rank 0 (a long hostname)
+and itself.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from kubernetes.client.rest import ApiException
 from ci.devcluster import realnode
 from ci.devcluster.images import DIHERA_IMAGE, package_version
 from ci.devcluster.settings import Settings
-from dihera import RenderSettings, load_job, render
+from dihera import RenderSettings, load_job, plan_membership, render
 from dihera.constants import MAX_ENV_STRING
 from dihera.env_limits import env_string_bytes
 from dihera.naming import Addressing
@@ -53,6 +59,15 @@ SCRIPT = """
             time.sleep(0.5)
     else:
         raise SystemExit(f"rank 0 {nodes[0]} does not resolve: {err}")
+    for attempt in range(120):  # so does its own, once this pod has its address
+        try:
+            resolve_with_dns(nodes[rank])
+            print("own", nodes[rank], "resolves", flush=True)
+            break
+        except OSError as err:
+            time.sleep(0.5)
+    else:
+        raise SystemExit(f"own {nodes[rank]} does not resolve: {err}")
 """
 
 
@@ -73,7 +88,7 @@ def long_namespace(cluster: client.ApiClient, poll: Poll) -> Iterator[str]:
                 raise
 
 
-def manifest(namespace: str) -> dict[str, Any]:
+def manifest(namespace: str, collectors: int = COLLECTORS) -> dict[str, Any]:
     def task(type_: str, replicas: int = 1) -> dict[str, Any]:
         container = {"name": "main", "image": "opendilab/ding:nightly", "command": ["ditask"]}
         return {"type": type_, "replicas": replicas, "template": {"spec": {"containers": [container]}}}
@@ -82,7 +97,7 @@ def manifest(namespace: str) -> dict[str, Any]:
         "apiVersion": "diengine.opendilab.org/v2alpha1",
         "kind": "DIJob",
         "metadata": {"name": JOB, "namespace": namespace},
-        "spec": {"tasks": [task("learner"), task("collector", COLLECTORS), task("evaluator")]},
+        "spec": {"tasks": [task("learner"), task("collector", collectors), task("evaluator")]},
     }
 
 
@@ -146,7 +161,7 @@ def test_the_largest_replica_of_a_2000_replica_job_starts_with_the_whole_node_li
     assert largest.status.phase == "Succeeded", (largest.status, log)
     own = f"{JOB}-collector-1999"
     assert f"DI_NODES bytes {len(nodes)} entries {COLLECTORS + 2} rank {COLLECTORS} own {own}" in log
-    assert f"rank 0 {JOB}-learner-0 resolves" in log
+    assert f"rank 0 {JOB}-learner-0 resolves" in log and f"own {own} resolves" in log
 
     refused = poll(lambda: done("fqdn-form"), 180, "the FQDN-form pod to fail")
     state = refused.status.container_statuses[0].state.terminated
@@ -154,3 +169,44 @@ def test_the_largest_replica_of_a_2000_replica_job_starts_with_the_whole_node_li
     print(f"[FQDN form, DI_NODES {len(fqdns)} bytes] {state.reason}, exit {state.exit_code}: {state.message} {said}")
     assert refused.status.phase == "Failed" and "DI_NODES bytes" not in said
     assert "argument list too long" in f"{state.message} {said}"
+
+
+def test_the_largest_replica_of_the_job_scaled_to_2100_starts_with_a_short_hostname(
+    cluster: client.ApiClient, long_namespace: str, poll: Poll
+) -> None:
+    core = client.CoreV1Api(cluster)
+    grown = 2100
+    job = load_job(manifest(long_namespace, grown))
+    first = plan_membership(load_job(manifest(long_namespace)), None)
+    membership = plan_membership(job, first)  # the 100 collectors joined by a scale-up, as the scaler plans them
+    largest = max(membership.replicas, key=lambda r: r.rank)
+    assert (largest.rank, largest.task, largest.index, largest.short) == (grown + 1, "collector", grown - 1, True)
+    short = [r for r in membership.replicas if r.short]
+    rendered = render(job, RenderSettings(), membership)
+    nodes = rendered.configmap["data"]["DI_NODES"]
+    print(
+        f"[1+{grown}+1, job name {len(JOB)}, namespace {len(long_namespace)}] DI_NODES {len(nodes.encode())} bytes, "
+        f"{len(short)} short hostnames (collector-{short[0].index}..collector-{short[-1].index})"
+    )
+    assert len(nodes.split(",")) == grown + 2 and env_string_bytes("DI_NODES", nodes) < MAX_ENV_STRING
+    core.create_namespaced_config_map(long_namespace, rendered.configmap)
+    core.create_namespaced_service(long_namespace, rendered.service)
+    sleep = ["python3", "-c", "import time; time.sleep(120)"]
+    core.create_namespaced_pod(long_namespace, replica_pod(rendered, "learner-0", "rank0", sleep))
+    script = ["python3", "-u", "-c", textwrap.dedent(SCRIPT)]
+    pod = replica_pod(rendered, f"collector-{grown - 1}", "largest", script)
+    assert pod["spec"]["hostname"] == f"collector-{grown - 1}"
+    assert pod["metadata"]["labels"]["diengine/pod"] == f"{JOB}-collector-{grown - 1}"
+    core.create_namespaced_pod(long_namespace, pod)
+
+    def done(name: str) -> client.V1Pod | None:
+        pod = core.read_namespaced_pod(name, long_namespace)
+        return pod if pod.status.phase in ("Succeeded", "Failed") else None
+
+    finished = poll(lambda: done("largest"), 180, "the largest replica's pod to finish")
+    log = core.read_namespaced_pod_log("largest", long_namespace)
+    print(f"[largest replica, short hostname, {long_namespace}]\n{log}")
+    assert finished.status.phase == "Succeeded", (finished.status, log)
+    own = f"collector-{grown - 1}"
+    assert f"DI_NODES bytes {len(nodes)} entries {grown + 2} rank {grown + 1} own {own}" in log
+    assert f"rank 0 {JOB}-learner-0 resolves" in log and f"own {own} resolves" in log

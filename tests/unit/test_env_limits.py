@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import subprocess
+from dataclasses import replace
 
 import pytest
 
@@ -13,6 +14,7 @@ from dihera import RenderSettings, load_job, plan_membership, render
 from dihera.constants import ENV_STRING_MARGIN, MAX_ENV_STRING
 from dihera.env_limits import env_string_bytes, max_replicas, membership_env_bound, nodes_bytes, value_fits
 from dihera.errors import OutOfBounds
+from dihera.membership import Membership
 from dihera.naming import Addressing
 from dihera.render.objects import membership_lists, node_lists
 from dihera.render.providers import membership_data
@@ -66,8 +68,14 @@ def test_the_limit_is_the_kernels() -> None:
     assert err.value.errno == errno.E2BIG
 
 
+def _shortest(membership: Membership) -> Membership:
+    """``membership`` with every replica but index 0 of each task given a short hostname: its shortest form."""
+    return Membership(membership.generation, tuple(replace(r, short=r.index != 0) for r in membership.replicas))
+
+
 def test_the_bound_covers_every_rendered_membership() -> None:
-    """Splits among tasks, vacant ranks left by named removals, a tensorflow cluster: never past the bound."""
+    """Splits among tasks, vacant ranks left by named removals, a tensorflow cluster: never past the bound
+    in the shortest form (short hostnames but for index 0), and the rendered form fits."""
     settings = RenderSettings()
     tf = {"name": "tensorflow", "allowScaling": True}
     worker = {**task("none", name="w", replicas=120), "envProvider": {**tf, "role": "worker"}}
@@ -83,7 +91,10 @@ def test_the_bound_covers_every_rendered_membership() -> None:
         gone = [(big.name, i) for i in range(1, 8, 2)]
         holes = plan_membership(j.with_replicas(big.name, big.replicas - len(gone)), first, remove=gone)
         assert "127.0.0.1" in node_lists(j, holes, settings)["DI_NODES"].split(",")  # vacant ranks
-        for membership in (first, holes):
+        for rendered in (first, holes):
+            assert not any(r.short for r in rendered.replicas)  # small jobs: long hostnames only
+            assert all(value_fits(v) for v in membership_lists(j, rendered, settings)[1].values())
+            membership = _shortest(rendered)
             tf_tasks = [t.name for t in j.tasks if t.env_provider is not None]
             bound = membership_env_bound(j.name, {t.name: t.replicas for t in j.tasks}, 0, tf_tasks)
             data = node_lists(j, membership, settings, Addressing.HOSTNAME)
@@ -107,7 +118,8 @@ def test_the_worst_case_2000_replica_job_renders_every_env_string_below_the_limi
     assert len(nodes) == 2002 and nodes[int(env["DI_RANK"])] == f"{name}-{top_task}-1999"
     sizes = {k: env_string_bytes(k, v) for k, v in env.items()}
     assert max(sizes.values()) < MAX_ENV_STRING, sizes
-    assert sizes["DI_NODES"] <= membership_env_bound(name, {"learner": 1, top_task: 2000, "evaluator": 1})
+    assert not any(r.short for r in rendered.membership.replicas)  # 2,002 long bare hostnames fit
+    assert membership_env_bound(name, {"learner": 1, top_task: 2000, "evaluator": 1}) <= sizes["DI_NODES"]
     # the bare names resolve through the search domain the pod gets
     patch = json.loads(replica_template(rendered, f"{top_task}-1999")["podSpecPatch"])
     assert patch["dnsConfig"]["searches"] == [f"di-{name}.{'n' * MAX_NAMESPACE}.svc.cluster.local"]
@@ -156,16 +168,29 @@ def test_every_job_validation_accepts_fits_over_the_schemas_maxima() -> None:
 
 
 def test_the_2000_replica_job_grows_to_2100_with_names_that_fit_and_is_refused_past_them() -> None:
-    """Bare hostnames are <= 63 bytes: 2,102 of them fit up to a 46-character job name beside "collector";
-    the longest job name the hostname rule allows there (48) is refused at admission, naming the field."""
-    ok = _big_job("j" * 46, 2000, maxReplicas=2102)
-    assert not validate(ok)
-    j = load_job(ok).with_replicas("collector", 2100)
-    _, data = membership_lists(j, plan_membership(j, plan_membership(load_job(ok), None)), RenderSettings())
-    assert max(env_string_bytes(k, v) for k, v in data.items()) < MAX_ENV_STRING
-    refused = validate(_big_job(_longest_job_name({"collector": 2101}), 2000, maxReplicas=2102))
+    """Long bare hostnames fit 2,102 replicas up to a 46-character job name beside "collector"; with the
+    longest job name the hostname rule allows there (48), the replicas that join past what fits get short
+    hostnames: the job is admitted and grows to 2,100 collectors. A total that does not fit even with short
+    hostnames is refused at admission, naming the field and how many fit."""
+    for length in (46, 48):
+        manifest = _big_job("j" * length, 2000, maxReplicas=2102)
+        assert not validate(manifest)
+        j = load_job(manifest).with_replicas("collector", 2100)
+        membership = plan_membership(j, plan_membership(load_job(manifest), None))
+        _, data = membership_lists(j, membership, RenderSettings())
+        assert max(env_string_bytes(k, v) for k, v in data.items()) < MAX_ENV_STRING
+        short = [r for r in membership.replicas if r.short]
+        assert bool(short) is (length == 48)
+        for r in short:  # the long names of the replicas before it fitted, its own did not
+            assert r.task == "collector" and r.rank == max(x.rank for x in membership.replicas if not x.short) + 1 + (
+                short.index(r)
+            )
+    name = _longest_job_name({"collector": 9999})
+    fit = max_replicas(name, {"learner": 1, "collector": 1, "evaluator": 1})
+    refused = validate(_big_job(name, 2000, maxReplicas=fit + 1))
     assert [p.path for p in refused] == ["spec.maxReplicas"]
-    assert "at most 2063 replicas fit" in refused[0].message
+    assert f"at most {fit} replicas fit" in refused[0].message
+    assert not validate(_big_job(name, 2000, maxReplicas=fit))
 
 
 def test_a_scale_up_past_the_limit_is_refused_and_a_scale_down_never_is() -> None:
@@ -175,10 +200,11 @@ def test_a_scale_up_past_the_limit_is_refused_and_a_scale_down_never_is() -> Non
     j = load_job(_big_job(name, 2000))
     rendered = render(j)
     with pytest.raises(OutOfBounds) as err:
-        plan_scale(j, rendered.membership, rendered.workflow, ScaleRequest.add("collector", 100))
+        plan_scale(j, rendered.membership, rendered.workflow, ScaleRequest.add("collector", 300))
     assert "DI_NODES would be" in str(err.value) and "nothing changed" in str(err.value)
-    fits = plan_scale(j, rendered.membership, rendered.workflow, ScaleRequest.add("collector", 50))
-    assert len(fits.membership.replicas) == 2052
+    fits = plan_scale(j, rendered.membership, rendered.workflow, ScaleRequest.add("collector", 100))
+    assert len(fits.membership.replicas) == 2102
+    assert nodes_bytes(name, fits.membership) <= MAX_ENV_STRING - ENV_STRING_MARGIN
     down = plan_scale(j, rendered.membership, rendered.workflow, ScaleRequest.set_replicas("collector", 1900))
     assert len(down.membership.replicas) == 1902
 
@@ -198,6 +224,6 @@ def test_the_search_domain_is_added_to_the_users_dns_config() -> None:
 def test_a_running_job_is_not_failed_by_an_edit_past_the_limit() -> None:
     """The rule refuses a new job; once the controller took the job up (status.phase), an edit past the limit
     is refused by the scaling plan (nothing changed) instead of making the stored job invalid."""
-    too_big = _big_job(_longest_job_name({"collector": 2099}), 2100)
+    too_big = _big_job(_longest_job_name({"collector": 8999}), 9000)
     assert [p.path for p in validate(too_big)] == ["spec.tasks"]
     assert not validate({**too_big, "status": {"phase": "Running"}})

@@ -105,9 +105,12 @@ def address(job: DIJob, task: str, index: int | str, settings: RenderSettings) -
     return fqdn(job.name, job.namespace, task, index, settings.cluster_domain)
 
 
-def member_address(job: DIJob, task: str, index: int | str, settings: RenderSettings, form: Addressing) -> str:
-    """A replica in a membership list, in the form the ConfigMap uses (:class:`~dihera.naming.Addressing`)."""
-    return _member_address(job.name, job.namespace, task, index, settings.cluster_domain, form)
+def member_address(
+    job: DIJob, task: str, index: int | str, settings: RenderSettings, form: Addressing, short: bool = False
+) -> str:
+    """A replica in a membership list, in the form the ConfigMap uses (:class:`~dihera.naming.Addressing`);
+    ``short``: the replica has a short hostname."""
+    return _member_address(job.name, job.namespace, task, index, settings.cluster_domain, form, short)
 
 
 def tasks_with(job: DIJob, provider: str) -> list[Task]:

@@ -60,7 +60,7 @@ def _membership_data(job: DIJob, membership: Membership, settings: RenderSetting
             continue
         port = PROVIDER.port(t.env_provider)
         replicas = sorted(membership.of_task(t.name), key=lambda r: r.index)
-        cluster[role] = [f"{member_address(job, t.name, r.index, settings, form)}:{port}" for r in replicas]
+        cluster[role] = [f"{member_address(job, t.name, r.index, settings, form, r.short)}:{port}" for r in replicas]
     if not tasks_with(job, "tensorflow"):
         return {}
     return {CLUSTER_KEY: json.dumps(cluster, sort_keys=True, separators=(",", ":"))}
