@@ -5,44 +5,22 @@ A pod or a Workflow as the API serves it is mostly what the controller never loo
 copy with only what :mod:`dihera.controller.status`, :mod:`dihera.controller.cleanup`,
 :mod:`dihera.scaling.spec_edit` and :mod:`dihera.scaling.retired_pods` read, so 500 jobs cost little
 memory. A field read by new decision code must be added here (``tests/unit/test_controller_slim.py``
-compares decisions on full and slim objects). Every slim copy is :func:`compact`: it shares nothing with
-the decoded event and its keys are interned (7.4 instead of 10.1 MiB for 500 single-replica jobs'
-four objects, with the watch cache's tuple of delivered versions; a tracemalloc count).
+compares decisions on full and slim objects).
 """
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Mapping
-from typing import Any, cast
+from typing import Any
 
 from dihera.constants import ANNOTATION_NODE_NAME
 from dihera.scaling.dag import retired_dag_tasks, workflow_nodes
 
-__all__ = ["SLIMMERS", "compact", "slim_configmap", "slim_dijob", "slim_pod", "slim_workflow", "slim_workload"]
+__all__ = ["SLIMMERS", "slim_configmap", "slim_dijob", "slim_pod", "slim_workflow", "slim_workload"]
 
 _META = ("name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp")
 #: Annotations no decision reads that can be large (kubectl apply's copy of the whole object).
 _DROPPED_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
-
-
-def compact(value: Any) -> Any:
-    """A deep copy of a JSON value sharing no dict or list with ``value``, its keys interned.
-
-    A watch event's JSON decodes into fresh strings for every key of every object ("metadata", "name",
-    "phase" ... once per object); a slim copy made of references into it kept them, and the decoded
-    sub-objects, alive. The copy holds one string per distinct key for all objects. (Values are not
-    interned: most are unique, uids and versions, and the intern table would cost more than it saves.)
-    """
-    if isinstance(value, Mapping):
-        return {sys.intern(str(k)): compact(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [compact(v) for v in value]
-    return value
-
-
-def _compacted(out: dict[str, Any]) -> dict[str, Any]:
-    return cast(dict[str, Any], compact(out))
 
 
 def _pick(obj: Mapping[str, Any] | None, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -67,11 +45,11 @@ def slim_dijob(obj: Mapping[str, Any]) -> dict[str, Any]:
     """The whole DIJob (spec and status are all read) without ``managedFields``."""
     out = {k: v for k, v in obj.items() if k != "metadata"}
     out["metadata"] = _metadata(obj)
-    return _compacted(out)
+    return out
 
 
 def slim_configmap(obj: Mapping[str, Any]) -> dict[str, Any]:
-    return _compacted({"metadata": _metadata(obj), "data": dict(obj.get("data") or {})})
+    return {"metadata": _metadata(obj), "data": dict(obj.get("data") or {})}
 
 
 def _container(c: Mapping[str, Any]) -> dict[str, Any]:
@@ -97,9 +75,11 @@ def slim_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
     for key in ("initContainerStatuses", "containerStatuses"):
         if status.get(key):
             out_status[key] = [_container_status(cs) for cs in status[key]]
-    return _compacted(
-        {"metadata": _metadata(obj, lambda k: k == ANNOTATION_NODE_NAME), "spec": out_spec, "status": out_status}
-    )
+    return {
+        "metadata": _metadata(obj, lambda k: k == ANNOTATION_NODE_NAME),
+        "spec": out_spec,
+        "status": out_status,
+    }
 
 
 def _template(t: Mapping[str, Any]) -> dict[str, Any]:
@@ -131,7 +111,7 @@ def slim_workflow(obj: Mapping[str, Any]) -> dict[str, Any]:
     out_status = _pick(status, ("phase", "message", "progress"))
     if nodes:
         out_status["nodes"] = nodes
-    return _compacted({"metadata": _metadata(obj), "spec": out_spec, "status": out_status})
+    return {"metadata": _metadata(obj), "spec": out_spec, "status": out_status}
 
 
 def slim_workload(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -141,13 +121,11 @@ def slim_workload(obj: Mapping[str, Any]) -> dict[str, Any]:
     status = obj.get("status") or {}
     out_spec = _pick(spec, ("queueName", "priority"))
     out_spec["podSets"] = [_pick(p, ("name", "count")) for p in spec.get("podSets") or []]
-    return _compacted(
-        {
-            "metadata": _metadata(obj),
-            "spec": out_spec,
-            "status": _pick(status, ("conditions", "admission", "reclaimablePods")),
-        }
-    )
+    return {
+        "metadata": _metadata(obj),
+        "spec": out_spec,
+        "status": _pick(status, ("conditions", "admission", "reclaimablePods")),
+    }
 
 
 #: Kind → its slimmer.

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -70,8 +71,8 @@ class WatchCache:
         #: uid → the resourceVersion of our last write (:meth:`replace`) until the watch delivers it, and
         #: until when older versions the watch delivers meanwhile are skipped
         self._pinned: dict[str, tuple[str, float]] = {}
-        #: uid → the last resourceVersions the watch delivered (a tuple: a deque costs ~600 bytes per object)
-        self._delivered: dict[str, tuple[str, ...]] = {}
+        #: uid → the last resourceVersions the watch delivered
+        self._delivered: dict[str, deque[str]] = {}
 
     def put(self, kind: str, obj: Mapping[str, Any]) -> None:
         """An object as a watch event delivered it (added, modified, or listed)."""
@@ -80,7 +81,7 @@ class WatchCache:
         version = str(slim["metadata"].get("resourceVersion") or "")
         uid = _uid(slim)
         with self._lock:
-            self._delivered[uid] = (*self._delivered.get(uid, ())[1 - DELIVERED_KEPT :], version)
+            self._delivered.setdefault(uid, deque(maxlen=DELIVERED_KEPT)).append(version)
             pin = self._pinned.get(uid)
             if pin is not None:
                 if version != pin[0] and self._clock() < pin[1]:
@@ -184,17 +185,6 @@ class WatchCache:
         for obj in gone:
             self.drop(kind, obj)
         return gone
-
-    def bookkeeping(self) -> dict[str, int]:
-        """Entries of the per-object and per-job records besides the objects (0 each once all are dropped)."""
-        with self._lock:
-            return {
-                "put_at": sum(len(v) for v in self._put_at.values()),
-                "pinned": len(self._pinned),
-                "delivered": len(self._delivered),
-                "delivered_versions": sum(len(v) for v in self._delivered.values()),
-                "pods_of": len(self._pods_of),
-            }
 
     def sizes(self) -> dict[str, int]:
         """Kind → objects held."""

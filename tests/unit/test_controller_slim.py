@@ -6,13 +6,12 @@ import base64
 import copy
 import gzip
 import json
-import sys
 from typing import Any
 
 import pytest
 
 from dihera.controller.cleanup import plan_cleanup
-from dihera.controller.slim import SLIMMERS, slim_configmap, slim_dijob, slim_pod, slim_workflow
+from dihera.controller.slim import slim_configmap, slim_dijob, slim_pod, slim_workflow
 from dihera.controller.status import Observation, compute_status
 from dihera.model import CleanPodPolicy
 from dihera.scaling.retired_pods import retired_pods
@@ -215,36 +214,3 @@ def test_the_retired_pods_to_delete_are_the_same_from_slim_objects(tombstone: st
     full = retired_pods(JOB, wf, pods)
     assert retired_pods(JOB, slim, [slim_pod(p) for p in pods]) == full
     assert full.ready == (() if tombstone == "Running" else (f"{JOB}-collector-1-0",))
-
-
-def _containers(value: Any) -> list[Any]:
-    """Every dict and list inside a JSON value (itself included)."""
-    if isinstance(value, dict):
-        return [value, *(c for v in value.values() for c in _containers(v))]
-    if isinstance(value, list):
-        return [value, *(c for v in value for c in _containers(v))]
-    return []
-
-
-def _keys(value: Any) -> list[str]:
-    return [k for c in _containers(value) if isinstance(c, dict) for k in c]
-
-
-@pytest.mark.parametrize("kind", ["DIJob", "ConfigMap", "Pod", "Workflow", "Workload"])
-def test_a_slim_copy_keeps_nothing_of_the_event_alive(kind: str) -> None:
-    """The slim copy shares no dict or list with the decoded event (which would keep its strings and
-    sub-objects alive), and its keys are the interned strings, one per distinct key for all objects."""
-    dijob = {"metadata": {"name": "j", "namespace": "ns", "uid": "u"}, "spec": {"tasks": [{"type": "learner"}]}}
-    event = {
-        "DIJob": {**dijob, "status": {"phase": "Running", "conditions": [{"type": "Running", "status": "True"}]}},
-        "ConfigMap": {"metadata": {"name": "m", "labels": {"diengine/job": "j"}}, "data": {"membership": "{}"}},
-        "Pod": dressed_pod(pod("collector", 1, "Failed", False, code=137)),
-        "Workflow": dressed_workflow(workflow(retired=("collector-1",), nodes=RETIRED_NODES)),
-        "Workload": {"metadata": {"name": "w"}, "spec": {"podSets": [{"name": "main", "count": 2}]}, "status": {}},
-    }[kind]
-    decoded = json.loads(json.dumps(event))  # fresh strings, as a watch delivers them
-    slim = SLIMMERS[kind](decoded)
-    assert slim["metadata"]["name"] == decoded["metadata"]["name"]
-    shared = {id(c) for c in _containers(decoded)} & {id(c) for c in _containers(slim)}
-    assert shared == set()
-    assert all(k is sys.intern(k) for k in _keys(slim))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dihera.controller.watch_cache import DELIVERED_KEPT, KINDS, WatchCache
+from dihera.controller.watch_cache import WatchCache
 
 
 def obj(
@@ -130,17 +130,3 @@ def test_a_write_the_watch_never_delivers_pins_the_cache_for_a_while_only() -> N
     clock.t = 31.0
     cache.put("DIJob", obj("j", "u", "9"))
     assert cache.get("DIJob", "ns", "j")["metadata"]["resourceVersion"] == "9"  # type: ignore[index]
-
-
-def test_a_deleted_objects_records_are_all_dropped_and_versions_stay_bounded() -> None:
-    cache = WatchCache()
-    for rv in range(1, DELIVERED_KEPT + 5):
-        cache.put("Pod", obj("p", "u1", str(rv), job="j"))
-        cache.put("Workflow", obj("w", "u2", str(rv), job="j"))
-    cache.replace("Workflow", obj("w", "u2", "1"), obj("w", "u2", "99"))  # pinned until delivered
-    held = cache.bookkeeping()
-    assert held == {"put_at": 2, "pinned": 1, "delivered": 2, "delivered_versions": 2 * DELIVERED_KEPT, "pods_of": 1}
-    cache.drop("Pod", obj("p", "u1", job="j"))
-    cache.drop("Workflow", obj("w", "u2", job="j"))
-    assert cache.sizes() == dict.fromkeys(KINDS, 0)
-    assert cache.bookkeeping() == {"put_at": 0, "pinned": 0, "delivered": 0, "delivered_versions": 0, "pods_of": 0}
