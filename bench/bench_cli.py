@@ -24,9 +24,13 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-COMMANDS: dict[str, list[str]] = {"validate": ["validate", "-q"], "render": ["render"], "crd": ["crd"],
-                                  "convert": ["convert", "-q", "tests/unit/fixtures/convert/v1alpha2-shape.yaml"],
-                                  "wait-peers": ["wait-peers", "--rank", "0", "--nodes", "localhost"]}
+COMMANDS: dict[str, list[str]] = {
+    "validate": ["validate", "-q"],
+    "render": ["render"],
+    "crd": ["crd"],
+    "convert": ["convert", "-q", "tests/unit/fixtures/convert/v1alpha2-shape.yaml"],
+    "wait-peers": ["wait-peers", "--rank", "0", "--nodes", "localhost"],
+}
 #: Commands that read the job file.
 WITH_FILE = ("validate", "render")
 #: Issue 12's goals, seconds of wall time.
@@ -57,8 +61,13 @@ def timed(runs: int, args: list[str], python_args: list[str] | None = None) -> t
 
 def heaviest_imports(args: list[str], top: int) -> list[tuple[float, str]]:
     """Top-level imports of one run by cumulative time (seconds), heaviest first."""
-    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "dihera", *args], check=True,
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "dihera", *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     rows = []
     for line in proc.stderr.splitlines():
         if not line.startswith("import time:") or "|" not in line:
@@ -74,14 +83,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--file", default="workflows/serial.yaml", help="the job (default: one replica)")
     args = parser.parse_args()
-    print(f"dihera CLI wall time, median of {args.runs} runs ({args.file}; load {os.getloadavg()[0]:.1f} "
-          f"on {os.cpu_count()} cores)")
+    print(
+        f"dihera CLI wall time, median of {args.runs} runs ({args.file}; load {os.getloadavg()[0]:.1f} "
+        f"on {os.cpu_count()} cores)"
+    )
     floors = {}
     for name, python_args in BASELINES.items():
         times, cpu = timed(args.runs, [], python_args)
         floors[name] = statistics.median(times)
-        print(f"  baseline {name:<22} median {floors[name]:.3f} s  min {min(times):.3f}  max {max(times):.3f}  "
-              f"cpu {cpu:.3f} s")
+        print(
+            f"  baseline {name:<22} median {floors[name]:.3f} s  min {min(times):.3f}  max {max(times):.3f}  "
+            f"cpu {cpu:.3f} s"
+        )
     for name, argv in COMMANDS.items():
         full = argv + ([args.file] if name in WITH_FILE else [])
         times, cpu = timed(args.runs, full)
@@ -89,8 +102,10 @@ def main() -> None:
         ratios = [f"goal {GOALS[name]:.1f} s: ratio {median / GOALS[name]:.2f}"] if name in GOALS else []
         if name == "render":
             ratios.append(f"vs import hera.workflows: ratio {median / floors['import hera.workflows']:.2f}")
-        print(f"  dihera {name:<10} median {median:.3f} s  min {min(times):.3f}  max {max(times):.3f}  "
-              f"cpu {cpu:.3f} s  " + "  ".join(ratios))
+        print(
+            f"  dihera {name:<10} median {median:.3f} s  min {min(times):.3f}  max {max(times):.3f}  "
+            f"cpu {cpu:.3f} s  " + "  ".join(ratios)
+        )
         for seconds, module in heaviest_imports(full, 3):
             print(f"      import {module:<28} {seconds:.3f} s")
 

@@ -10,8 +10,8 @@
 4. API reads (GET, LIST) per reconcile in the steady state: every pod and DIJob of running jobs touched
    (an annotation: one watch event each), and the requests of one hand edit of ``replicas``
    (``dihera_api_requests_total``, ``dihera_reconcile_duration_seconds_count``);
-5. controller RSS idle (started, no job yet), after the runs above, and with M DIJobs (single-replica,
-   completing quickly).
+5. controller RSS idle (started, no job yet), after the runs above, with M DIJobs (single-replica,
+   completing quickly) and after they were deleted (``--memory-only``: this step alone).
 
 Runs a controller of its own (standalone) on namespaces ``dihera-test-bench-*`` (the demo controller
 skips ``dihera-test-*``). Needs $KUBECONFIG or .devcluster/kubeconfig. kwok nodes hold 440 pods here:
@@ -295,6 +295,30 @@ def rss_mib(pid: int) -> float:
     return 0.0
 
 
+def memory(api: client.ApiClient, pid: int, m: int, after_runs: bool = True) -> None:
+    """RSS before, with ``m`` single-replica DIJobs that finish in 1 s, and after their namespace is deleted."""
+    core, jobstore = client.CoreV1Api(api), JobStore(api)
+    ns = new_namespace(core, "mem")
+    if after_runs:
+        print(f"controller RSS after the runs above: {rss_mib(pid):.0f} MiB")
+    for i in range(m):
+        jobstore.create(job_manifest(f"m{i}", ns, 1, "1"))
+    deadline = time.monotonic() + 300
+    done = 0
+    while time.monotonic() < deadline:
+        items = client.CustomObjectsApi(api).list_namespaced_custom_object(
+            "diengine.opendilab.org", "v2alpha1", ns, "dijobs"
+        )["items"]
+        done = sum(1 for j in items if (j.get("status") or {}).get("phase") == "Succeeded")
+        if done == m:
+            break
+        time.sleep(2)
+    print(f"controller RSS with {m} DIJobs: {rss_mib(pid):.0f} MiB ({done} Succeeded within the time cap)")
+    delete_and_wait(core, ns)
+    time.sleep(10)  # the DELETED events reach the controller
+    print(f"controller RSS after the {m} DIJobs were deleted: {rss_mib(pid):.0f} MiB")
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, round(q * (len(values) - 1)))] if values else float("nan")
@@ -306,6 +330,9 @@ def main() -> int:
     parser.add_argument("--replicas", type=int, default=10)
     parser.add_argument("--memory-jobs", type=int, default=500)
     parser.add_argument("--steady-only", action="store_true", help="only the API reads (steady state, hand edit)")
+    parser.add_argument(
+        "--memory-only", action="store_true", help="only the RSS: idle, with M DIJobs, after deleting them"
+    )
     args = parser.parse_args()
     kubeconfig = os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig")
     install_crd(kubeconfig)
@@ -327,6 +354,9 @@ def main() -> int:
         if args.steady_only:
             steady_state(api)
             return 0
+        if args.memory_only:
+            memory(api, proc.pid, args.memory_jobs, after_runs=False)
+            return 0
         # the controller's first job loads what rendering needs (Hera's models); measured on its own, and
         # kept out of the runs below, which compare the per-job cost with creating the Workflow directly
         cold, _ = via_controller(api, 1, 1)
@@ -346,26 +376,7 @@ def main() -> int:
         per_job = (sum(w.values()) - writes_before) / jobs_done
         print(f"API writes per job (creation to all Running, {jobs_done} jobs): {per_job:.1f}  {w}")
         steady_state(api)
-        # memory: M single-replica jobs that finish in 1 s
-        core, jobstore = client.CoreV1Api(api), JobStore(api)
-        ns = new_namespace(core, "mem")
-        before = rss_mib(proc.pid)
-        print(f"controller RSS after the runs above: {before:.0f} MiB")
-        for i in range(args.memory_jobs):
-            jobstore.create(job_manifest(f"m{i}", ns, 1, "1"))
-        deadline = time.monotonic() + 300
-        done = 0
-        while time.monotonic() < deadline:
-            items = client.CustomObjectsApi(api).list_namespaced_custom_object(
-                "diengine.opendilab.org", "v2alpha1", ns, "dijobs"
-            )["items"]
-            done = sum(1 for j in items if (j.get("status") or {}).get("phase") == "Succeeded")
-            if done == args.memory_jobs:
-                break
-            time.sleep(2)
-        print(f"controller RSS with {args.memory_jobs} DIJobs: {rss_mib(proc.pid):.0f} MiB "
-              f"({done} Succeeded within the time cap)")  # fmt: skip
-        delete_and_wait(core, ns)
+        memory(api, proc.pid, args.memory_jobs)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)

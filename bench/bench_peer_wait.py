@@ -111,8 +111,13 @@ def summary(label: str, times: list[float]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=8)
-    parser.add_argument("--compare-image", action="append", default=[], metavar="NAME",
-                        help="another build of the project's image in the node's containerd (repeatable)")
+    parser.add_argument(
+        "--compare-image",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="another build of the project's image in the node's containerd (repeatable)",
+    )
     args = parser.parse_args()
     config.load_kube_config(os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig"))
     core = client.CoreV1Api()

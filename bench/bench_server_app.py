@@ -61,8 +61,12 @@ def backend() -> PodsBackend:
     hosts = [hostname("large", "learner", 0)] + [hostname("large", "collector", i) for i in range(2000)]
     b.pods = tuple(
         {
-            "metadata": {"name": f"{h}-1", "namespace": "team-a", "labels": {LABEL_JOB: "large", LABEL_POD: h},
-                         "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "metadata": {
+                "name": f"{h}-1",
+                "namespace": "team-a",
+                "labels": {LABEL_JOB: "large", LABEL_POD: h},
+                "creationTimestamp": "2026-01-01T00:00:00Z",
+            },
             "status": {"phase": "Running"},
         }
         for h in hosts
@@ -72,10 +76,18 @@ def backend() -> PodsBackend:
 
 async def call(app: Any, path: str, times: int) -> set[int]:
     scope = {
-        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
-        "path": path, "raw_path": path.encode(), "query_string": b"", "root_path": "",
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
         "headers": [(b"host", b"bench"), (b"authorization", f"Bearer {ADMIN}".encode())],
-        "client": ("127.0.0.1", 1), "server": ("127.0.0.1", 2),
+        "client": ("127.0.0.1", 1),
+        "server": ("127.0.0.1", 2),
     }
     statuses: set[int] = set()
 
@@ -116,8 +128,10 @@ def main() -> None:
         n = args.requests if "2,001" not in name else max(args.requests // 200, 3)  # before: seconds each
         seconds = asyncio.run(measure(app, path, n, args.rounds))
         baseline = baseline or seconds
-        print(f"  {name:<33} {seconds * 1e6:8.0f} us  ({1 / seconds:8,.0f} req/s per core)  "
-              f"ratio to healthz {seconds / baseline:.2f}")
+        print(
+            f"  {name:<33} {seconds * 1e6:8.0f} us  ({1 / seconds:8,.0f} req/s per core)  "
+            f"ratio to healthz {seconds / baseline:.2f}"
+        )
 
 
 if __name__ == "__main__":
