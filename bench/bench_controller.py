@@ -288,9 +288,10 @@ def steady_state(api: client.ApiClient) -> None:
     delete_and_wait(core, ns)
 
 
-def rss_mib(pid: int) -> float:
+def rss_mib(pid: int, field: str = "VmRSS") -> float:
+    """``field`` of /proc/<pid>/status in MiB: VmRSS now, VmHWM the peak so far."""
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
+        if line.startswith(f"{field}:"):
             return int(line.split()[1]) / 1024
     return 0.0
 
@@ -316,7 +317,8 @@ def memory(api: client.ApiClient, pid: int, m: int, after_runs: bool = True) -> 
     print(f"controller RSS with {m} DIJobs: {rss_mib(pid):.0f} MiB ({done} Succeeded within the time cap)")
     delete_and_wait(core, ns)
     time.sleep(10)  # the DELETED events reach the controller
-    print(f"controller RSS after the {m} DIJobs were deleted: {rss_mib(pid):.0f} MiB")
+    print(f"controller RSS after the {m} DIJobs were deleted: {rss_mib(pid):.0f} MiB "
+          f"(peak so far {rss_mib(pid, 'VmHWM'):.0f} MiB)")  # fmt: skip
 
 
 def pct(values: list[float], q: float) -> float:

@@ -9,6 +9,10 @@ ConfigMaps and Kueue Workloads with ``app.kubernetes.io/managed-by=dihera,diengi
 Each event's object goes into the :class:`~dihera.controller.watch_cache.WatchCache` before the job is
 queued. The feeding functions are kopf indexers (returning nothing, so kopf's own index stays empty):
 kopf then starts no handler until the initial listing of every kind has been fed in.
+
+Every handler is a coroutine that only feeds the cache and queues the job
+(:class:`~dihera.controller.queue.ReconcileQueue` reconciles on its own threads): kopf's per-object
+workers never wait for a reconcile, so no backlog of whole decoded objects builds up behind a burst.
 """
 
 from __future__ import annotations
@@ -70,7 +74,7 @@ def _on_event(registry: Any, queue: ReconcileQueue, cache: WatchCache, kind: str
     """Every event of a job's ``kind`` object (labelled ``diengine/job``) queues that job, ``delay`` seconds later."""
     group, version, plural = RESOURCES[kind]
 
-    def on_event(
+    async def on_event(
         type: str, body: Mapping[str, Any], labels: Mapping[str, str], namespace: str | None, **_: Any
     ) -> None:
         if type == "DELETED":
@@ -106,7 +110,7 @@ def build_registry(
         kopf.on.cleanup(registry=registry)(on_cleanup)
 
     @kopf.on.event(GROUP, VERSION, PLURAL, registry=registry)
-    def dijob_event(type: str, body: Mapping[str, Any], name: str, namespace: str | None, **_: Any) -> None:
+    async def dijob_event(type: str, body: Mapping[str, Any], name: str, namespace: str | None, **_: Any) -> None:
         namespace = namespace or "default"
         if type == "DELETED":
             cache.drop("DIJob", body)

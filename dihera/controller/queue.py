@@ -1,15 +1,20 @@
-"""Per-job serialisation and coalescing of reconciles (thread-safe, no Kubernetes I/O).
+"""The controller's work queue of jobs to reconcile (thread-safe, no Kubernetes I/O), as client-go's
+workqueue serves informers.
 
-Events for one job (its DIJob, Workflow and pods) arrive on many kopf workers at once. Only one
-reconcile of a job runs at a time; requests arriving meanwhile collapse into one more pass after it.
-A failed pass is retried after a growing delay. A pass that returns a number of seconds is run
-again after them (:mod:`dihera.controller.wakeups`), for decisions that fall due with time.
+Watch events only put a job's key in the queue (:meth:`ReconcileQueue.request` never blocks, so kopf's
+event loop hands every event over at once and keeps no backlog of whole objects); ``workers`` threads
+take the keys in order and reconcile them. A key waiting in the queue is there once, however many
+events asked for it; a job is reconciled by one thread at a time, and requests arriving during its pass
+make one more pass after it (at the back of the queue). A failed pass is retried after a growing delay.
+A pass that returns a number of seconds is run again after them (:mod:`dihera.controller.wakeups`), for
+decisions that fall due with time.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 
 from kubernetes.client.exceptions import ApiException
@@ -25,15 +30,21 @@ log = logging.getLogger("dihera.controller")
 
 class ReconcileQueue:
     def __init__(
-        self, reconcile: Callable[[str, str], float | None], retry_delays: Sequence[float] = (1, 2, 5, 10, 30)
+        self,
+        reconcile: Callable[[str, str], float | None],
+        retry_delays: Sequence[float] = (1, 2, 5, 10, 30),
+        workers: int = 16,
     ) -> None:
         self._reconcile = reconcile
         self._delays = tuple(retry_delays) or (1.0,)
-        self._lock = threading.Lock()
+        self._workers = max(1, workers)
+        self._cond = threading.Condition()
+        self._pending: deque[JobKey] = deque()  # in request order; each key at most once
+        self._queued: set[JobKey] = set()  # the keys in _pending
         self._running: set[JobKey] = set()
-        self._again: set[JobKey] = set()
+        self._again: set[JobKey] = set()  # requested during their pass
         self._failures: dict[JobKey, int] = {}
-        self._timers: dict[JobKey, threading.Timer] = {}
+        self._threads: list[threading.Thread] = []
         self._closed = False
         self._wakeups: Wakeups[JobKey] = Wakeups(lambda key: self.request(*key))
 
@@ -46,30 +57,57 @@ class ReconcileQueue:
             self._wakeups.at((namespace, name), delay)
 
     def wakeups(self) -> dict[JobKey, float]:
-        """Job → seconds until it is reconciled again without an event."""
+        """Job → seconds until it is reconciled again without an event (a retry or a timed pass)."""
         return self._wakeups.pending()
 
+    def depth(self) -> int:
+        """How many jobs wait for a worker."""
+        with self._cond:
+            return len(self._pending)
+
     def request(self, namespace: str, name: str) -> None:
-        """Reconcile the job now in this thread, or make the pass in progress run once more."""
+        """Queue the job for a pass (returns at once): if it is already queued, that pass serves this
+        request too; if its pass is running, it runs once more after it."""
         key = (namespace, name)
-        with self._lock:
+        with self._cond:
             if self._closed:
                 return
             if key in self._running:
                 self._again.add(key)
                 return
-            self._running.add(key)
+            self._enqueue(key)
+
+    def _enqueue(self, key: JobKey) -> None:
+        """Called with the lock held."""
+        if key in self._queued:
+            return
+        self._queued.add(key)
+        self._pending.append(key)
+        if len(self._threads) < self._workers and len(self._threads) < len(self._pending) + len(self._running):
+            thread = threading.Thread(target=self._work, name=f"dihera-reconcile-{len(self._threads)}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+        self._cond.notify()
+
+    def _work(self) -> None:
         while True:
+            with self._cond:
+                while not self._pending and not self._closed:
+                    self._cond.wait()
+                if self._closed:
+                    return
+                key = self._pending.popleft()
+                self._queued.discard(key)
+                self._running.add(key)
             ok = self._run_once(key)
-            with self._lock:
-                if ok and key in self._again:
-                    self._again.discard(key)
-                    continue
-                self._again.discard(key)
+            with self._cond:
                 self._running.discard(key)
+                again = key in self._again
+                self._again.discard(key)
                 if not ok:
                     self._schedule_retry(key)
-                return
+                elif again and not self._closed:
+                    self._enqueue(key)
 
     def _run_once(self, key: JobKey) -> bool:
         try:
@@ -80,45 +118,31 @@ class ReconcileQueue:
         except Exception:
             log.exception("reconcile failed; will retry", extra={"job": f"{key[0]}/{key[1]}"})
             return False
-        with self._lock:
+        with self._cond:
             self._failures.pop(key, None)
         if again is not None:
             self._wakeups.at(key, again)
         return True
 
     def _schedule_retry(self, key: JobKey) -> None:
-        """Called with the lock held."""
+        """Called with the lock held: the next pass after a growing delay (an earlier wake-up serves it)."""
         n = self._failures.get(key, 0)
         self._failures[key] = n + 1
-        if key in self._timers or self._closed:
-            return
-        delay = self._delays[min(n, len(self._delays) - 1)]
-
-        def fire() -> None:
-            with self._lock:
-                self._timers.pop(key, None)
-            self.request(*key)
-
-        timer = threading.Timer(delay, fire)
-        timer.daemon = True
-        self._timers[key] = timer
-        timer.start()
+        if not self._closed:
+            self._wakeups.at(key, self._delays[min(n, len(self._delays) - 1)])
 
     def forget(self, namespace: str, name: str) -> None:
-        """The job is gone: drop its pending retry."""
-        with self._lock:
-            key = (namespace, name)
+        """The job is gone: drop its pending retry and timed pass."""
+        key = (namespace, name)
+        with self._cond:
             self._failures.pop(key, None)
-            timer = self._timers.pop(key, None)
         self._wakeups.cancel(key)
-        if timer is not None:
-            timer.cancel()
 
     def close(self) -> None:
-        with self._lock:
+        """No more passes start (one in progress finishes); the workers exit."""
+        with self._cond:
             self._closed = True
-            timers = list(self._timers.values())
-            self._timers.clear()
+            self._pending.clear()
+            self._queued.clear()
+            self._cond.notify_all()
         self._wakeups.close()
-        for t in timers:
-            t.cancel()

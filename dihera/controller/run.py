@@ -49,13 +49,12 @@ class NoDiffBase(kopf.DiffBaseStorage):
 
 
 def kopf_settings(settings: ControllerSettings) -> Any:
-    """kopf's OperatorSettings for ours: no event posting by kopf, no diff base, server-side selectors,
-    thread pool size."""
+    """kopf's OperatorSettings for ours: no event posting by kopf, no diff base, server-side selectors.
+    (The handlers are coroutines: kopf's thread pool runs only the login.)"""
     kop = kopf.OperatorSettings()
     configure_watching(kop, kueue=settings.kueue is not None)
     kop.persistence.diffbase_storage = NoDiffBase()
     kop.posting.enabled = False  # the controller posts its own Events about DIJobs
-    kop.execution.max_workers = settings.workers
     kop.peering.name = settings.peering
     kop.peering.standalone = settings.standalone
     kop.peering.priority = settings.priority
@@ -97,7 +96,7 @@ def run_controller(settings: ControllerSettings) -> int:
     reconciler = Reconciler(
         JobStore(api), objects, EventRecorder(api), settings.render, metrics, scaler, cache=cache, queueing=queueing
     )
-    queue = ReconcileQueue(reconciler.reconcile, settings.retry_delays)
+    queue = ReconcileQueue(reconciler.reconcile, settings.retry_delays, settings.workers)
     resync = Resync(cache, objects, settings.all_namespaces, settings.resync_seconds, queue.request, kinds)
     readiness = Readiness()
     runners: list[Any] = []

@@ -1,20 +1,23 @@
 """Reconciles due at a time rather than on an event (``activeDeadlineSeconds``, ``ttlSecondsAfterFinished``).
 
-One thread sleeps until the earliest due job and hands it to ``fire`` on a short-lived thread, so a
-slow reconcile never delays another job's wake-up. Per job only the earliest wake-up asked for is
-kept: a pass that finds nothing due yet asks again.
+One thread sleeps until the earliest due key and calls ``fire`` with it, which must return at once (the
+reconcile queue's ``request`` only queues the job), so no wake-up waits for another's work. Per key only
+the earliest wake-up asked for is kept: a pass that finds nothing due yet asks again.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 __all__ = ["Wakeups"]
+
+log = logging.getLogger("dihera.controller")
 
 K = TypeVar("K", bound=Hashable)
 
@@ -84,4 +87,7 @@ class Wakeups(Generic[K]):
                 key = self._next_due()
             if key is None:
                 return
-            threading.Thread(target=self._fire, args=(key,), name="dihera-wakeup", daemon=True).start()
+            try:
+                self._fire(key)
+            except Exception:
+                log.exception("wake-up of %s failed", key)

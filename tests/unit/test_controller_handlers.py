@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -18,9 +19,22 @@ def pod() -> dict[str, Any]:
     return {"metadata": meta, "status": {"phase": "Running"}}
 
 
+def wait_for(predicate: Any, seconds: float = 5) -> None:
+    deadline = time.monotonic() + seconds
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 def test_every_watched_kind_feeds_the_cache_and_queues_its_job() -> None:
     queued: list[tuple[str, str]] = []
-    queue = ReconcileQueue(lambda ns, name: queued.append((ns, name)))  # type: ignore[func-returns-value]
+    entered, release = threading.Event(), threading.Event()
+
+    def reconcile(ns: str, name: str) -> None:
+        queued.append((ns, name))
+        entered.set()
+        release.wait(5)
+
+    queue = ReconcileQueue(reconcile)
     cache = WatchCache()
     registry = build_registry(queue, cache, lambda **_: None)
     indexers = {h.id: h for h in registry._indexing.get_all_handlers()}
@@ -31,9 +45,14 @@ def test_every_watched_kind_feeds_the_cache_and_queues_its_job() -> None:
     asyncio.run(indexers["watch-cache-Pod"].fn(body=pod()))
     assert [p["metadata"]["name"] for p in cache.pods("ns", "j")] == ["j-learner-0"]
     on_pod = watchers["Pod-event"].fn
-    on_pod(type="MODIFIED", body=pod(), labels=pod()["metadata"]["labels"], namespace="ns")
-    on_pod(type="DELETED", body=pod(), labels=pod()["metadata"]["labels"], namespace="ns")
-    assert cache.pods("ns", "j") == [] and queued == [("ns", "j"), ("ns", "j")]
+    asyncio.run(on_pod(type="MODIFIED", body=pod(), labels=pod()["metadata"]["labels"], namespace="ns"))
+    assert entered.wait(5)  # the handler returned; the pass runs on the queue's worker
+    asyncio.run(on_pod(type="DELETED", body=pod(), labels=pod()["metadata"]["labels"], namespace="ns"))
+    assert cache.pods("ns", "j") == [] and queued == [("ns", "j")]
+    release.set()
+    wait_for(lambda: len(queued) == 2)
+    assert queued == [("ns", "j"), ("ns", "j")]  # the DELETED event made one more pass
+    queue.close()
 
 
 def test_server_side_selectors_for_everything_but_dijobs() -> None:
@@ -69,7 +88,9 @@ def test_a_burst_of_pod_events_makes_one_pass_after_the_batch_period() -> None:
     watchers = {h.id: h for h in registry._watching.get_all_handlers()}
     started = time.monotonic()
     for _ in range(10):
-        watchers["Pod-event"].fn(type="MODIFIED", body=pod(), labels=pod()["metadata"]["labels"], namespace="ns")
+        asyncio.run(
+            watchers["Pod-event"].fn(type="MODIFIED", body=pod(), labels=pod()["metadata"]["labels"], namespace="ns")
+        )
     assert passes == [] and 0 < queue.wakeups()[("ns", "j")] <= 0.3  # nothing yet: one pass is due
     deadline = time.monotonic() + 5
     while not passes and time.monotonic() < deadline:
@@ -78,6 +99,8 @@ def test_a_burst_of_pod_events_makes_one_pass_after_the_batch_period() -> None:
     assert [(ns, name) for ns, name, _ in passes] == [("ns", "j")]
     assert passes[0][2] - started >= 0.3
     workflow = {"metadata": {"name": "j", "namespace": "ns", "labels": {"diengine/job": "j"}}}
-    watchers["Workflow-event"].fn(type="MODIFIED", body=workflow, labels=workflow["metadata"]["labels"], namespace="ns")
-    assert len(passes) == 2  # any other kind's event: at once
+    on_workflow = watchers["Workflow-event"].fn
+    asyncio.run(on_workflow(type="MODIFIED", body=workflow, labels=workflow["metadata"]["labels"], namespace="ns"))
+    wait_for(lambda: len(passes) == 2, 0.2)  # any other kind's event: at once
+    assert len(passes) == 2
     queue.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -86,14 +87,47 @@ def test_queue_runs_one_pass_at_a_time_and_coalesces_requests() -> None:
             release.wait(5)
 
     queue = ReconcileQueue(reconcile)
-    first = threading.Thread(target=queue.request, args=("ns", "job"))
-    first.start()
+    queue.request("ns", "job")  # returns at once: a worker runs the pass
     assert entered.wait(5)
     for _ in range(5):
-        queue.request("ns", "job")  # returns at once: the running pass will run once more
+        queue.request("ns", "job")  # the running pass will run once more
     release.set()
-    first.join(5)
+    deadline = time.monotonic() + 5
+    while len(calls) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)  # no third pass follows
     assert calls == [("ns", "job"), ("ns", "job")]
+    queue.close()
+
+
+def test_queue_serves_requests_queued_meanwhile_by_one_pass_and_jobs_in_parallel() -> None:
+    """Requests for a job still waiting in the queue make no extra pass; other jobs run on other workers."""
+    release = threading.Event()
+    calls: list[str] = []
+    lock = threading.Lock()
+
+    def reconcile(ns: str, name: str) -> None:
+        with lock:
+            calls.append(name)
+        if name.startswith("busy"):
+            release.wait(5)
+
+    queue = ReconcileQueue(reconcile, workers=2)
+    queue.request("ns", "busy-a")
+    queue.request("ns", "busy-b")  # both workers are now busy
+    deadline = time.monotonic() + 5
+    while len(calls) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    for _ in range(5):
+        queue.request("ns", "waiting")
+    assert queue.depth() == 1
+    release.set()
+    deadline = time.monotonic() + 5
+    while len(calls) < 3 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.1)
+    assert sorted(calls) == ["busy-a", "busy-b", "waiting"] and queue.depth() == 0
+    queue.close()
 
 
 def test_queue_retries_a_failed_pass() -> None:

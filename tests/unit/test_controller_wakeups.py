@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 from dihera.controller.queue import ReconcileQueue
 from dihera.controller.wakeups import Wakeups
@@ -84,7 +85,25 @@ def test_the_queue_runs_a_pass_again_after_the_seconds_it_returned() -> None:
 def test_forgetting_a_job_drops_its_wakeup() -> None:
     queue = ReconcileQueue(lambda ns, name: 60.0)
     queue.request("ns", "job")
+    deadline = time.monotonic() + 5
+    while not queue.wakeups() and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert set(queue.wakeups()) == {("ns", "job")}
     queue.forget("ns", "job")
     assert queue.wakeups() == {}
     queue.close()
+
+
+def test_a_failing_fire_does_not_stop_later_wakeups() -> None:
+    rec = Recorder(1)
+
+    def fire(key: str) -> None:
+        if key == "bad":
+            raise RuntimeError("boom")
+        rec(key)
+
+    w: Wakeups[str] = Wakeups(fire)
+    w.at("bad", 0.01)
+    w.at("good", 0.05)
+    assert rec.done.wait(5) and rec.fired == ["good"]
+    w.close()
