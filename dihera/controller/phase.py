@@ -109,6 +109,18 @@ def describe_failure(state: ReplicaState) -> str:
     return f"replica {state.name} ({where}) {how}"
 
 
+#: Failed replicas named in a message; more are counted ("and 1,995 more"), so a 2,000-replica job's
+#: status message and Event stay short.
+FAILURES_NAMED = 5
+
+
+def describe_failures(states: Sequence[ReplicaState]) -> str:
+    """The first :data:`FAILURES_NAMED` failures described, ``; and N more`` for the rest."""
+    named = "; ".join(describe_failure(s) for s in states[:FAILURES_NAMED])
+    more = len(states) - FAILURES_NAMED
+    return f"{named}; and {more:,} more" if more > 0 else named
+
+
 def invalid_job(i: PhaseInputs) -> PhaseDecision | None:
     if i.invalid is None:
         return None
@@ -163,7 +175,7 @@ def backoff_exceeded(i: PhaseInputs) -> PhaseDecision | None:
     if i.restarts <= i.backoff_limit:
         return None
     counted = [s for s in i.states if s.task not in i.drop_tasks]
-    who = "; ".join(describe_failure(s) for s in counted if s.failed or s.attempt > 0)
+    who = describe_failures([s for s in counted if s.failed or s.attempt > 0])
     return PhaseDecision(
         Phase.FAILED,
         f"{i.restarts} restarts exceed backoffLimit {i.backoff_limit}: {who}",
@@ -179,7 +191,7 @@ def retries_exhausted(i: PhaseInputs) -> PhaseDecision | None:
     ]
     if not exhausted:
         return None
-    who = "; ".join(describe_failure(s) for s in exhausted)
+    who = describe_failures(exhausted)
     return PhaseDecision(
         Phase.FAILED,
         f"{who} after {i.restarts} restart(s); backoffLimit {i.backoff_limit} reached",
@@ -191,7 +203,7 @@ def workflow_failed(i: PhaseInputs) -> PhaseDecision | None:
     wf_phase = i.workflow_status.get("phase") or ""
     if wf_phase not in FAILED_NODE_PHASES:
         return None
-    who = "; ".join(describe_failure(s) for s in i.failed)
+    who = describe_failures(list(i.failed))
     detail = who or i.workflow_status.get("message") or "no replica reported a failure"
     return PhaseDecision(
         Phase.FAILED, f"the Workflow {i.workflow_name} {wf_phase.lower()}ed: {detail}", EventReason.WORKFLOW_FAILED
