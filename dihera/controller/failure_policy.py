@@ -82,7 +82,7 @@ def plan_drops(
     """
     dropped = [dict(e) for e in old_dropped]
     pending = {str(e.get("replica")) for e in dropped if generation is not None and e.get("generation") == generation}
-    left = [s for s in states if s.name not in pending]
+    left = [s for s in states if s.name not in pending] if pending else list(states)
     new: list[Mapping[str, Any]] = []
     refused = None
     for s in [s for s in left if _exhausted(s, drop_tasks, backoff_limit)]:
@@ -107,7 +107,7 @@ def plan_drops(
         dropped.append(entry)
         pending.add(s.name)
         left = [x for x in left if x.name != s.name]
-    remove = tuple(s.name for s in states if s.name in pending)
+    remove = tuple(s.name for s in states if s.name in pending) if pending else ()
     return DropPlan(tuple(dropped), tuple(new), remove, refused)
 
 
@@ -116,7 +116,7 @@ def restart_counts(
 ) -> tuple[int, int]:
     """``(restarts, counted)``: the job's restarts (never decreasing; dropped replicas' included) and
     those that count against backoffLimit (the FailJob tasks')."""
-    kept = [s for s in states if s.name not in plan.names]
+    kept = [s for s in states if s.name not in plan.names] if plan.names else states
     dropped = sum(int(e.get("restarts") or 0) for e in plan.dropped)
     restarts = max(old_restarts, sum(s.attempt for s in kept) + dropped)
     tolerated = dropped + sum(s.attempt for s in kept if s.task in drop_tasks)

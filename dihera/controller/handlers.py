@@ -10,6 +10,10 @@ Each event's object goes into the :class:`~dihera.controller.watch_cache.WatchCa
 queued. The feeding functions are kopf indexers (returning nothing, so kopf's own index stays empty):
 kopf then starts no handler until the initial listing of every kind has been fed in.
 
+An event that only delivers the controller's own write (a status patch, :meth:`WatchCache.own_write`)
+queues nothing: the pass that wrote it already decided from it, and a big job's status writes would
+otherwise each cost one more pass over all its replicas.
+
 Every handler is a coroutine that only feeds the cache and queues the job
 (:class:`~dihera.controller.queue.ReconcileQueue` reconciles on its own threads): kopf's per-object
 workers never wait for a reconcile, so no backlog of whole decoded objects builds up behind a burst.
@@ -70,8 +74,9 @@ def _feed(registry: Any, cache: WatchCache, kind: str) -> None:
     kopf.index(group, version, plural, labels=labels, registry=registry, id=f"watch-cache-{kind}")(feed)
 
 
-def _on_event(registry: Any, queue: ReconcileQueue, cache: WatchCache, kind: str, delay: float = 0.0) -> None:
-    """Every event of a job's ``kind`` object (labelled ``diengine/job``) queues that job, ``delay`` seconds later."""
+def _on_event(registry: Any, queue: ReconcileQueue, cache: WatchCache, kind: str, window: float | None = None) -> None:
+    """Every event of a job's ``kind`` object (labelled ``diengine/job``) queues that job: at once when
+    ``window`` is None, else paced (:meth:`ReconcileQueue.request_paced`), at least ``window`` seconds later."""
     group, version, plural = RESOURCES[kind]
 
     async def on_event(
@@ -79,7 +84,12 @@ def _on_event(registry: Any, queue: ReconcileQueue, cache: WatchCache, kind: str
     ) -> None:
         if type == "DELETED":
             cache.drop(kind, body)
-        queue.request_after(namespace or "default", labels[LABEL_JOB], delay)
+        elif cache.own_write(body):
+            return  # our own write coming back: the pass that made it saw it
+        if window is None:
+            queue.request(namespace or "default", labels[LABEL_JOB])
+        else:
+            queue.request_paced(namespace or "default", labels[LABEL_JOB], window)
 
     kopf.on.event(group, version, plural, labels={LABEL_JOB: kopf.PRESENT}, registry=registry, id=f"{kind}-event")(
         on_event
@@ -99,7 +109,8 @@ def build_registry(
     ``kinds``: what is watched (:data:`BASE_KINDS`, and ``Workload`` when the controller queues with Kueue).
     A pod's event queues its job ``pod_batch`` seconds later, so the events of a job's pods starting or
     stopping together make one pass and one status write (as the Kubernetes Job controller batches pod
-    events); every other kind's event queues it at once."""
+    events); pod and Workflow events are paced by the cost of the job's last pass
+    (:meth:`ReconcileQueue.request_paced`); every other kind's event queues the job at once."""
     registry = kopf.OperatorRegistry()
     for kind in kinds:
         _feed(registry, cache, kind)
@@ -116,10 +127,13 @@ def build_registry(
             cache.drop("DIJob", body)
             queue.forget(namespace, name)
             log.info("DIJob deleted; its objects go with it (ownerReferences)", extra={"job": f"{namespace}/{name}"})
+        elif cache.own_write(body):
+            return  # our own status write coming back: the pass that made it saw it
         queue.request(namespace, name)
 
+    windows = {"Pod": pod_batch, "Workflow": 0.0}  # the paced kinds (progress reports); the others: at once
     for kind in kinds:
         if kind != "DIJob":
-            _on_event(registry, queue, cache, kind, pod_batch if kind == "Pod" else 0.0)
+            _on_event(registry, queue, cache, kind, windows.get(kind))
     del dijob_event
     return registry

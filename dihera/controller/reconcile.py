@@ -24,6 +24,7 @@ a status write refused by its resourceVersion precondition); docs/controller.md,
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import logging
 import time
 from collections.abc import Callable, Mapping
@@ -79,7 +80,13 @@ def _owned_by(obj: Mapping[str, Any], uid: str | None) -> bool:
 
 def _membership(configmap: Mapping[str, Any] | None) -> Membership | None:
     text = ((configmap or {}).get("data") or {}).get(MEMBERSHIP_FILE)
-    return Membership.from_json(text) if text else None
+    return _parse_membership(text) if text else None
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_membership(text: str) -> Membership:
+    """A membership is parsed once per ConfigMap version (a 2,000-replica one is 90 KB of JSON), not per pass."""
+    return Membership.from_json(text)
 
 
 class Reconciler:

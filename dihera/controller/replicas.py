@@ -12,6 +12,7 @@ membership read with it is older than the Workflow; its deleted pod is neither a
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -61,7 +62,7 @@ class ReplicaState:
     #: The current attempt's node progress ``N/M`` as Argo keeps it (self-reported, or its default).
     progress: str | None = None
 
-    @property
+    @functools.cached_property
     def name(self) -> str:
         """``<task>-<index>``, how messages name the replica."""
         return dag_task_name(self.task, self.index)
@@ -111,6 +112,57 @@ def _pod_attempt(pod: Mapping[str, Any]) -> int:
     return attempt_of(((pod.get("metadata") or {}).get("annotations") or {}).get(NODE_NAME_ANNOTATION, ""))
 
 
+@dataclass(frozen=True, slots=True)
+class PodFacts:
+    """What :func:`replica_states` reads of one pod, worked out once per version of the pod (the pod
+    itself is not kept: remembered facts hold no old copy of a pod alive)."""
+
+    name: str
+    attempt: int
+    phase: str | None
+    #: ``(not being deleted, creationTimestamp)``: of a replica's pods of one attempt, the greatest is current.
+    order: tuple[bool, str]
+    ready: bool
+    exit_code: int | None
+    finished: bool
+    problem: tuple[str, str] | None
+
+
+def _facts(pod: Mapping[str, Any]) -> PodFacts:
+    meta = pod.get("metadata") or {}
+    return PodFacts(
+        name=str(meta.get("name") or ""),
+        attempt=_pod_attempt(pod),
+        phase=(pod.get("status") or {}).get("phase"),
+        order=(meta.get("deletionTimestamp") is None, meta.get("creationTimestamp", "")),
+        ready=_ready(pod),
+        exit_code=exit_code(pod),
+        finished=finished_ok(pod),
+        problem=pod_problem(pod),
+    )
+
+
+#: (uid, resourceVersion) → the pod's facts: a pass over a big job works out only the pods that changed.
+_FACTS: dict[tuple[str, str], PodFacts] = {}
+#: Versions remembered before the memo starts over (a few MiB).
+_FACTS_KEPT = 20_000
+
+
+def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
+    """The facts of ``pod``, remembered by uid and resourceVersion (a version of a pod never changes)."""
+    meta = pod.get("metadata") or {}
+    uid, version = meta.get("uid"), meta.get("resourceVersion")
+    if not uid or not version:
+        return _facts(pod)
+    key = (str(uid), str(version))
+    found = _FACTS.get(key)
+    if found is None:
+        if len(_FACTS) >= _FACTS_KEPT:
+            _FACTS.clear()
+        found = _FACTS[key] = _facts(pod)
+    return found
+
+
 def _attempt_nodes(workflow: Mapping[str, Any] | None) -> dict[str, dict[int, Mapping[str, Any]]]:
     """Every replica's attempt nodes, by its DAG name and attempt number (a non-retried replica's one
     node is attempt 0): one pass over the Workflow's nodes, not one per replica."""
@@ -129,24 +181,31 @@ def _attempt_nodes(workflow: Mapping[str, Any] | None) -> dict[str, dict[int, Ma
     return out
 
 
-def _by_hostname(pods: Iterable[Mapping[str, Any]]) -> dict[str, list[Mapping[str, Any]]]:
-    out: dict[str, list[Mapping[str, Any]]] = {}
+def _by_hostname(pods: Iterable[Mapping[str, Any]]) -> dict[str, list[PodFacts]]:
+    out: dict[str, list[PodFacts]] = {}
     for pod in pods:
         host = ((pod.get("metadata") or {}).get("labels") or {}).get(LABEL_POD)
         if host:
-            out.setdefault(host, []).append(pod)
+            out.setdefault(host, []).append(pod_facts(pod))
     return out
 
 
-def _problem(
-    pod: Mapping[str, Any] | None, pod_phase: str | None, last_failed: Mapping[str, Any] | None
-) -> tuple[str, str] | None:
+def _problem(pod: PodFacts | None, last_failed: PodFacts | None) -> tuple[str, str] | None:
     """The current pod's problem; while its retry is not running yet, the last failed attempt's
     (an OOMKilled attempt stays named until the next one runs, however fast Argo retries)."""
-    found = pod_problem(pod)
-    if found is None and pod_phase in (None, "Pending") and last_failed is not None and last_failed is not pod:
-        return pod_problem(last_failed)
+    found = pod.problem if pod is not None else None
+    pending = pod is None or pod.phase in (None, "Pending")
+    if found is None and pending and last_failed is not None and last_failed is not pod:
+        return last_failed.problem
     return found
+
+
+def _current(mine: list[PodFacts], attempt: int) -> PodFacts | None:
+    """Of a replica's pods, the one of ``attempt`` not being deleted, else the newest."""
+    if len(mine) == 1:
+        return mine[0] if mine[0].attempt == attempt else None
+    current = sorted((f for f in mine if f.attempt == attempt), key=lambda f: f.order)
+    return current[-1] if current else None
 
 
 def replica_states(
@@ -161,20 +220,15 @@ def replica_states(
     states = []
     for r in live_replicas(membership, workflow).replicas:
         nodes = nodes_of.get(dag_task_name(r.task, r.index), {})
-        mine = pods_of.get(
-            hostname(job_name, r.task, r.index), []
-        )  # diengine/pod: the long form, whatever the hostname
-        attempt = max([*nodes, *(_pod_attempt(p) for p in mine), 0])
-        current = [p for p in mine if _pod_attempt(p) == attempt]
-        current.sort(
-            key=lambda p: (p["metadata"].get("deletionTimestamp") is None, p["metadata"].get("creationTimestamp", ""))
-        )
-        pod = current[-1] if current else None
+        # diengine/pod: the long form, whatever the hostname
+        mine = pods_of.get(hostname(job_name, r.task, r.index), [])
+        attempt = max([*nodes, *(f.attempt for f in mine), 0])
+        pod = _current(mine, attempt)
         node = nodes.get(attempt)
-        pod_phase = (pod.get("status") or {}).get("phase") if pod else None
+        pod_phase = pod.phase if pod else None
         failed = pod_phase == "Failed" or (node is not None and node.get("phase") in FAILED_NODE_PHASES)
-        failed_pods = sorted((p for p in mine if (p.get("status") or {}).get("phase") == "Failed"), key=_pod_attempt)
-        failures = [(_pod_attempt(p), exit_code(p)) for p in failed_pods]
+        failed_pods = sorted((f for f in mine if f.phase == "Failed"), key=lambda f: f.attempt)
+        last_failed = failed_pods[-1] if failed_pods else None
         states.append(
             ReplicaState(
                 task=r.task,
@@ -182,15 +236,15 @@ def replica_states(
                 rank=r.rank,
                 hostname=r.hostname(job_name),
                 attempt=attempt,
-                pod_name=pod["metadata"]["name"] if pod else None,
+                pod_name=pod.name if pod else None,
                 pod_phase=pod_phase,
-                ready=_ready(pod) if pod else False,
-                exit_code=exit_code(pod) if pod else None,
+                ready=pod.ready if pod else False,
+                exit_code=pod.exit_code if pod else None,
                 failed=failed,
                 node_message=(node.get("message") or None) if node else None,
-                last_failure_code=failures[-1][1] if failures else None,
-                problem=_problem(pod, pod_phase, failed_pods[-1] if failed_pods else None),
-                finished=finished_ok(pod) if pod else False,
+                last_failure_code=last_failed.exit_code if last_failed else None,
+                problem=_problem(pod, last_failed),
+                finished=pod.finished if pod else False,
                 progress=(node.get("progress") or None) if node else None,
             )
         )

@@ -260,7 +260,7 @@ def _replicas(obs: Observation, old: Mapping[str, Any], now: str) -> _Replicas:
     dropped = old.get("droppedReplicas") or ()
     generation = live.generation if live else None
     drops = plan_drops(states, obs.drop_tasks, obs.backoff_limit, obs.min_replicas, dropped, generation, now)
-    kept = tuple(s for s in states if s.name not in drops.names)
+    kept = tuple(s for s in states if s.name not in drops.names) if drops.names else states
     restarts, counted = restart_counts(states, drops, obs.drop_tasks, int(old.get("restarts") or 0))
     return _Replicas(live, states, drops, kept, restarts, counted)
 

@@ -34,6 +34,8 @@ KINDS = tuple(SLIMMERS)
 PIN_SECONDS = 30.0
 #: resourceVersions remembered per object of those the watch delivered last.
 DELIVERED_KEPT = 8
+#: Deliveries of our own writes remembered until an event handler asks (:meth:`WatchCache.own_write`).
+ECHOES_KEPT = 10_000
 Key = tuple[str, str]  # (namespace, name)
 
 
@@ -73,6 +75,8 @@ class WatchCache:
         self._pinned: dict[str, tuple[str, float]] = {}
         #: uid → the last resourceVersions the watch delivered
         self._delivered: dict[str, deque[str]] = {}
+        #: (uid, resourceVersion) of events that delivered our own write (:meth:`own_write`)
+        self._echoes: set[tuple[str, str]] = set()
 
     def put(self, kind: str, obj: Mapping[str, Any]) -> None:
         """An object as a watch event delivered it (added, modified, or listed)."""
@@ -87,6 +91,10 @@ class WatchCache:
                 if version != pin[0] and self._clock() < pin[1]:
                     return  # older than our write: the watch is catching up with it
                 del self._pinned[uid]
+                if version == pin[0]:
+                    if len(self._echoes) >= ECHOES_KEPT:  # never asked about (not a watched job's kind)
+                        self._echoes.clear()
+                    self._echoes.add((uid, version))
             self._objects[kind].setdefault(key, {})[_uid(slim)] = slim
             self._put_at[kind][_uid(slim)] = self._clock()
             job = _job_of(slim)
@@ -132,6 +140,16 @@ class WatchCache:
             self._objects[kind][key][uid] = SLIMMERS[kind](written)
             self._pinned[uid] = (version, self._clock() + PIN_SECONDS)
             return True
+
+    def own_write(self, obj: Mapping[str, Any]) -> bool:
+        """Whether this event delivered our own last write of the object (:meth:`replace`): the cache held it
+        already, so the event brings nothing a pass has not seen. Answers True once per write."""
+        key = (_uid(obj), str((obj.get("metadata") or {}).get("resourceVersion") or ""))
+        with self._lock:
+            if key in self._echoes:
+                self._echoes.discard(key)
+                return True
+            return False
 
     def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
         with self._lock:

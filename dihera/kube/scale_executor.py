@@ -44,6 +44,7 @@ from dihera.scaling import (
     ScaleRequest,
     job_spec_patch,
     plan_scale,
+    retired_dag_tasks,
     retired_pods,
     spec_is_current,
     stamp_patch,
@@ -276,6 +277,8 @@ class JobScaler:
         watched from the version read or written, for up to ``retire_wait`` seconds; a pod still waiting
         then is left to the controller, which deletes it once its watch shows the tombstone finished.
         """
+        if not retired_dag_tasks(workflow):
+            return []  # no replica retired yet: no pod to look for (a big job's pods are megabytes to list)
         pods = self._objects.list_pods(namespace, f"{LABEL_JOB}={name}")
         found = retired_pods(name, workflow, pods)
         deadline = time.monotonic() + self._retire_wait

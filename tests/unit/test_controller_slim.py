@@ -6,6 +6,7 @@ import base64
 import copy
 import gzip
 import json
+import zlib
 from typing import Any
 
 import pytest
@@ -40,7 +41,7 @@ def dressed_pod(p: dict[str, Any], memory: str | None = "48Mi") -> dict[str, Any
     """``p`` with what the API server adds: managedFields, the full spec, container details."""
     full = copy.deepcopy(p)
     meta = full["metadata"]
-    meta.update(managedFields=MANAGED, uid=f"uid-{meta['name']}", resourceVersion="7", namespace="ns")
+    meta.update(managedFields=MANAGED, uid=f"uid-{meta['name']}", namespace="ns")
     meta["annotations"] = {**meta.get("annotations", {}), "diengine/rank": "1", "big": "x" * 1000}
     main = {"name": "main", "image": "ding", "env": [{"name": "DI_NODES", "value": "y" * 5000}]}
     if memory:
@@ -50,6 +51,8 @@ def dressed_pod(p: dict[str, Any], memory: str | None = "48Mi") -> dict[str, Any
     status.update(hostIP="10.0.0.1", podIP="10.0.0.2", startTime="t", qosClass="Burstable")
     for cs in status.get("containerStatuses") or []:
         cs.update(image="ding", imageID="sha256:1", containerID="containerd://1", restartCount=0)
+    # as on the API server, another content is another version (decisions remember a pod by its version)
+    meta["resourceVersion"] = str(zlib.crc32(json.dumps(full, sort_keys=True).encode()))
     return full
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from dihera.controller.queue import ReconcileQueue
+from dihera.controller.queue import PACE, ReconcileQueue
 from dihera.controller.wakeups import Wakeups
 
 
@@ -79,6 +79,37 @@ def test_the_queue_runs_a_pass_again_after_the_seconds_it_returned() -> None:
     queue.request("ns", "job")
     assert done.wait(5) and calls == ["job", "job"]
     assert queue.wakeups() == {}
+    queue.close()
+
+
+def burn_cpu(seconds: float) -> None:
+    until = time.thread_time() + seconds
+    while time.thread_time() < until:
+        pass
+
+
+def test_a_paced_request_waits_pace_times_the_cpu_of_the_last_pass() -> None:
+    done = threading.Event()
+
+    def reconcile(ns: str, name: str) -> None:
+        burn_cpu(0.05)  # a big job's pass
+        done.set()
+
+    queue = ReconcileQueue(reconcile)
+    queue.request_paced("ns", "job", 0.01)  # no pass yet: the window alone
+    assert 0 < queue.wakeups()[("ns", "job")] <= 0.01
+    assert done.wait(5)
+    deadline = time.monotonic() + 5
+    while queue.wakeups() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    queue.request_paced("ns", "job", 0.01)
+    due = queue.wakeups()[("ns", "job")]
+    assert PACE * 0.05 * 0.95 <= due <= PACE * 0.05 * 3, due
+    queue.request_paced("ns", "other", 0.01)  # another job's pace is its own
+    assert queue.wakeups()[("ns", "other")] <= 0.01
+    queue.forget("ns", "job")
+    queue.request_paced("ns", "job", 0.01)  # forgotten: so is its cost
+    assert queue.wakeups()[("ns", "job")] <= 0.01
     queue.close()
 
 

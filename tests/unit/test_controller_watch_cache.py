@@ -130,3 +130,16 @@ def test_a_write_the_watch_never_delivers_pins_the_cache_for_a_while_only() -> N
     clock.t = 31.0
     cache.put("DIJob", obj("j", "u", "9"))
     assert cache.get("DIJob", "ns", "j")["metadata"]["resourceVersion"] == "9"  # type: ignore[index]
+
+
+def test_the_event_delivering_our_own_write_is_told_apart_once() -> None:
+    cache = WatchCache()
+    cache.put("DIJob", obj("j", "u", "1"))
+    assert cache.replace("DIJob", obj("j", "u", "1"), obj("j", "u", "2"))
+    cache.put("DIJob", obj("j", "u", "2"))  # the watch delivers our write
+    assert cache.own_write(obj("j", "u", "2"))
+    assert not cache.own_write(obj("j", "u", "2"))  # once
+    cache.put("DIJob", obj("j", "u", "3"))  # another writer's change
+    assert not cache.own_write(obj("j", "u", "3"))
+    cache.put("DIJob", obj("k", "v", "4"))  # never written by us
+    assert not cache.own_write(obj("k", "v", "4"))

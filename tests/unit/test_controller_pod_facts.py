@@ -1,0 +1,34 @@
+"""A pod's facts are worked out once per version: a pass over a big job redoes only the pods that changed."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from dihera.controller.replicas import pod_facts
+
+
+def pod(version: str, phase: str = "Running", uid: str | None = "u1") -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "j-collector-0-1", "resourceVersion": version, "creationTimestamp": "t"}
+    if uid:
+        meta["uid"] = uid
+    waiting = {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off"}}
+    state = {"running": {}} if phase == "Running" else waiting
+    status = {"phase": phase, "containerStatuses": [{"name": "main", "state": state}]}
+    return {"metadata": meta, "status": status}
+
+
+def test_the_same_version_is_worked_out_once() -> None:
+    first = pod("10")
+    assert pod_facts(first) is pod_facts(copy.deepcopy(first))  # another copy of that version (a live read)
+
+
+def test_a_new_version_is_worked_out_again() -> None:
+    running, stuck = pod_facts(pod("20")), pod_facts(pod("21", phase="Pending"))
+    assert (running.phase, running.problem) == ("Running", None)
+    assert (stuck.phase, stuck.problem) == ("Pending", ("CrashLoopBackOff", "container main: back-off"))
+
+
+def test_a_pod_without_uid_or_version_is_never_remembered() -> None:
+    assert pod_facts(pod("30", uid=None)) is not pod_facts(pod("30", uid=None))
+    assert pod_facts(pod("", phase="Pending")).phase == "Pending"
