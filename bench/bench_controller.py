@@ -14,7 +14,8 @@
    completing quickly) and after they were deleted (``--memory-only``: this step alone).
 
 Runs a controller of its own (standalone) on namespaces ``dihera-test-bench-*`` (the demo controller
-skips ``dihera-test-*``). Needs $KUBECONFIG or .devcluster/kubeconfig. kwok nodes hold 440 pods here:
+skips ``dihera-test-*``); the direct runs use ``dihera-test-direct-*``, which it does not watch, so the
+baseline is Argo alone. Needs $KUBECONFIG or .devcluster/kubeconfig. kwok nodes hold 440 pods here:
 N x R above that is capped. Each run's namespace and pods are gone before the next run starts, so
 the direct and the controller runs find the same free node capacity.
 """
@@ -39,7 +40,8 @@ from kubernetes.client.exceptions import ApiException
 
 REPO = Path(__file__).resolve().parents[1]
 DIHERA = str(Path(sys.executable).with_name("dihera"))
-PREFIX = "dihera-test-bench"
+PREFIX = "dihera-test-bench"  # the controller's namespaces (it watches PREFIX-*)
+DIRECT_PREFIX = "dihera-test-direct"  # the direct runs' namespaces, which it does not watch
 METRICS_PORT = 18090
 STEADY_JOBS, STEADY_REPLICAS = 4, 5
 sys.path.insert(0, str(REPO))
@@ -123,8 +125,8 @@ def wait_all_running(w: Watcher, names: list[str], timeout: float) -> float:
     raise SystemExit(f"timed out: {sum(n in w.pods_running_at for n in names)}/{len(names)} jobs had all pods Running")
 
 
-def new_namespace(core: client.CoreV1Api, tag: str) -> str:
-    ns = f"{PREFIX}-{tag}-{uuid.uuid4().hex[:6]}"
+def new_namespace(core: client.CoreV1Api, tag: str, prefix: str = PREFIX) -> str:
+    ns = f"{prefix}-{tag}-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": ns}})
     for _ in range(100):
         if core.list_namespaced_service_account(ns).items:
@@ -151,7 +153,7 @@ def delete_and_wait(core: client.CoreV1Api, ns: str, timeout: float = 300) -> No
 
 def direct(api: client.ApiClient, n: int, r: int) -> float:
     core, objects = client.CoreV1Api(api), ObjectStore(api)
-    ns = new_namespace(core, "direct")
+    ns = new_namespace(core, "direct", DIRECT_PREFIX)  # not watched by the controller: Argo alone
     w = Watcher(api, ns, r)
     names = [f"j{i}" for i in range(n)]
     rendered = [render(load_job(job_manifest(x, ns, r, "600"))) for x in names]

@@ -248,6 +248,8 @@ def test_operator_command_without_the_extras_names_the_install(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setitem(sys.modules, "kopf", None)  # import kopf raises ModuleNotFoundError, as without the extra
+    for module in ("dihera.controller.run", "dihera.controller.handlers", "dihera.kube.connection"):
+        monkeypatch.delitem(sys.modules, module, raising=False)  # imported by an earlier test: import them afresh
     assert main(["controller", "--standalone"]) == 2
     assert (
         "dihera controller needs the operator extras (module 'kopf' is missing): pip install 'dihera[operator]'"
