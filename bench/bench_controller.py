@@ -13,6 +13,9 @@
 5. controller RSS idle (started, no job yet), after the runs above, with M DIJobs (single-replica,
    completing quickly) and after they were deleted (``--memory-only``: this step alone).
 
+Each timed run also says on stderr how many CPU seconds each process of the local control plane used
+in it (bench/cpu.py): the controller's own share beside Argo's.
+
 Runs a controller of its own (standalone) on namespaces ``dihera-test-bench-*`` (the demo controller
 skips ``dihera-test-*``); the direct runs use ``dihera-test-direct-*``, which it does not watch, so the
 baseline is Argo alone. Needs $KUBECONFIG or .devcluster/kubeconfig. kwok nodes hold 440 pods here:
@@ -46,6 +49,7 @@ METRICS_PORT = 18090
 STEADY_JOBS, STEADY_REPLICAS = 4, 5
 sys.path.insert(0, str(REPO))
 
+from cpu import breakdown, cpu_seconds  # noqa: E402
 from crd import install_crd  # noqa: E402
 
 from dihera import load_job, render  # noqa: E402
@@ -157,11 +161,12 @@ def direct(api: client.ApiClient, n: int, r: int) -> float:
     w = Watcher(api, ns, r)
     names = [f"j{i}" for i in range(n)]
     rendered = [render(load_job(job_manifest(x, ns, r, "600"))) for x in names]
-    t0 = time.monotonic()
+    cpu, t0 = cpu_seconds(), time.monotonic()
     for rj in rendered:
         for obj in rj.objects():
             objects.create(obj)
     t = wait_all_running(w, names, 600) - t0
+    progress(f"direct {n} x {r}", t, cpu)
     w.stop()
     delete_and_wait(core, ns)
     return t
@@ -172,10 +177,11 @@ def via_controller(api: client.ApiClient, n: int, r: int) -> tuple[float, list[f
     ns = new_namespace(core, "ctl")
     w = Watcher(api, ns, r)
     names = [f"j{i}" for i in range(n)]
-    t0 = time.monotonic()
+    cpu, t0 = cpu_seconds(), time.monotonic()
     for x in names:
         jobs.create(job_manifest(x, ns, r, "600"))
     t = wait_all_running(w, names, 600) - t0
+    progress(f"controller {n} x {r}", t, cpu)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not all(x in w.status_running_at for x in names):
         time.sleep(0.1)
@@ -183,6 +189,11 @@ def via_controller(api: client.ApiClient, n: int, r: int) -> tuple[float, list[f
     w.stop()
     delete_and_wait(core, ns)
     return t, lat
+
+
+def progress(what: str, seconds: float, cpu_before: dict[str, float]) -> None:
+    """Say on stderr that ``what`` took ``seconds`` to all pods Running and what each component used meanwhile."""
+    print(f"[bench_controller] {what}: {seconds:.1f} s (CPU: {breakdown(cpu_before, cpu_seconds())})", file=sys.stderr)
 
 
 def scrape() -> dict[str, float]:

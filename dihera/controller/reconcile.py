@@ -429,8 +429,7 @@ class Reconciler:
         for event in update.events:
             if event.reason == EventReason.SCALE_REFUSED:
                 self._refused[f"{namespace}/{name}"] = event.message
-            if self._events.post(body, event.type, event.reason, event.message):
-                self._metrics.wrote("create", "Event")
+            self._events.post(body, event.type, event.reason, event.message)  # counted by the recorder when sent
         # After the write: an ending is recorded before anything is stopped, so stopping replicas (which
         # Argo may report as a failed Workflow) can never turn a Succeeded job into a Failed one; a
         # cleanup that fails here is done again by the next pass (the job is finished then).

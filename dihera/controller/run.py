@@ -93,8 +93,10 @@ def run_controller(settings: ControllerSettings) -> int:
             lambda ns, n: cache.get("Workload", ns, n),
             lambda ns, job: cache.of_job("Workload", ns, job),
         )
+    # Events are sent by a thread of their own, so a pass does not wait for them (dihera/kube/events.py)
+    events = EventRecorder(api, on_posted=lambda: metrics.wrote("create", "Event"))
     reconciler = Reconciler(
-        JobStore(api), objects, EventRecorder(api), settings.render, metrics, scaler, cache=cache, queueing=queueing
+        JobStore(api), objects, events, settings.render, metrics, scaler, cache=cache, queueing=queueing
     )
     queue = ReconcileQueue(reconciler.reconcile, settings.retry_delays, settings.workers)
     resync = Resync(cache, objects, settings.all_namespaces, settings.resync_seconds, queue.request, kinds)
@@ -106,6 +108,7 @@ def run_controller(settings: ControllerSettings) -> int:
         if settings.metrics_port:
             runners.append(await start_endpoints(settings.bind_address, settings.metrics_port, metrics, readiness))
         readiness.set()
+        events.start()
         resync.start()
         where = "all namespaces" if settings.all_namespaces else ", ".join(settings.namespaces)
         peering = (
@@ -122,6 +125,7 @@ def run_controller(settings: ControllerSettings) -> int:
         readiness.clear()
         resync.stop()
         queue.close()
+        events.close()  # what the last passes posted
         for runner in runners:
             await runner.cleanup()
 

@@ -56,6 +56,19 @@ def status_where(
     return poll
 
 
+def has_event_reasons(
+    cluster: client.ApiClient, namespace: str, name: str, reason: str
+) -> Callable[[], list[str] | None]:
+    """A poll condition: the reasons of the DIJob's Events once ``reason`` is among them, else None (Events
+    are sent in the background, so one may land after the status that caused it)."""
+
+    def poll() -> list[str] | None:
+        reasons = [r for r, _ in dijob_events(cluster, namespace, name)]
+        return reasons if reason in reasons else None
+
+    return poll
+
+
 def has_event(cluster: client.ApiClient, namespace: str, name: str, reason: str, *words: str) -> Callable[[], bool]:
     """A poll condition: an Event ``reason`` about the DIJob whose message holds every one of ``words``."""
     return lambda: any(r == reason and all(w in m for w in words) for r, m in dijob_events(cluster, namespace, name))

@@ -276,8 +276,11 @@ def test_collector_failing_once_is_restarted_in_place(
         seen = sorted(attempts[f"flaky-collector-{index}"])
         assert [n for n, _, _ in seen] == [f"flaky.collector-{index}(0)", f"flaky.collector-{index}(1)"]
         assert {(h, r) for _, h, r in seen} == {(f"flaky-collector-{index}", rank)}  # same hostname (FQDN) and rank
-    reasons = [r for r, _ in dijob_events(cluster, namespace, "flaky")]
-    assert "ReplicaRestarted" in reasons
+
+    def restarted() -> bool:  # Events are sent in the background (dihera/kube/events.py): poll
+        return "ReplicaRestarted" in [r for r, _ in dijob_events(cluster, namespace, "flaky")]
+
+    poll(restarted, 30, "ReplicaRestarted Event")
 
 
 def test_collector_always_failing_fails_the_job_naming_the_replica(

@@ -23,6 +23,7 @@ from tests.integration.lifecycle import (
     StatusLog,
     current_message,
     has_event,
+    has_event_reasons,
     live_pods,
     set_suspend,
     status_where,
@@ -71,8 +72,8 @@ def test_success_policy_any_on_the_learner_stops_the_collectors(
     assert not live_pods(cluster, namespace, "rl"), "a stopped collector came back"
     after = jobs.get(namespace, "rl")
     assert after is not None and after["status"]["phase"] == "Succeeded" and after["status"]["restarts"] == 0
-    reasons = [r for r, _ in dijob_events(cluster, namespace, "rl")]
-    assert "JobSucceeded" in reasons and "ReplicaRestarted" not in reasons and "JobFailed" not in reasons
+    reasons = poll(has_event_reasons(cluster, namespace, "rl", "JobSucceeded"), 30, "JobSucceeded Event")
+    assert "ReplicaRestarted" not in reasons and "JobFailed" not in reasons
 
 
 def test_active_deadline_fails_the_job_and_stops_its_pods(
@@ -342,5 +343,5 @@ def test_suspending_a_running_job_stops_every_pod_and_resume_keeps_ranks_and_fqd
     assert second is not None and second["metadata"]["uid"] != first["metadata"]["uid"]
     assert status["restarts"] == 0 and status["membershipGeneration"] == 1, status
     assert next(c for c in status["conditions"] if c["type"] == "Suspended")["status"] == "False"
-    reasons = [r for r, _ in dijob_events(cluster, namespace, "nap")]
-    assert "JobSuspended" in reasons and "ReplicaRestarted" not in reasons and "JobFailed" not in reasons
+    reasons = poll(has_event_reasons(cluster, namespace, "nap", "JobSuspended"), 30, "JobSuspended Event")
+    assert "ReplicaRestarted" not in reasons and "JobFailed" not in reasons

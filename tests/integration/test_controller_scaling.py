@@ -133,11 +133,16 @@ def test_kubectl_edit_scales_collectors_2_5_3_in_place(
     assert [w["metadata"]["uid"] for w in workflows] == [wf_uid], "the job must keep its one Workflow"
     assert sorted(read_dag(workflows[0]).retired) == ["collector-3", "collector-4"]
     # (JobRescheduling shows only if the controller looks before kwok's new pods are ready: not asserted)
-    changes = [m for r, m in dijob_events(cluster, namespace, NAME) if r == "ReplicasChanged"]
-    assert sorted(changes) == [
+    expected = [
         "membership generation 2: 6 replicas (learner 1, collector 5)",
         "membership generation 3: 4 replicas (learner 1, collector 3)",
     ]
+
+    def changes() -> list[str] | None:  # Events are sent in the background: poll, then compare
+        found = sorted(m for r, m in dijob_events(cluster, namespace, NAME) if r == "ReplicasChanged")
+        return found if len(found) >= len(expected) else None
+
+    assert poll(changes, 30, "two ReplicasChanged Events") == expected
 
     # the pods finish: the retired replicas count neither as failures nor as restarts
     final = poll(lambda: (s := status_of(jobs, namespace)).get("phase") in ("Succeeded", "Failed") and s, 120, "done")
