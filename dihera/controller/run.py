@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
@@ -125,7 +126,7 @@ def run_controller(settings: ControllerSettings) -> int:
         readiness.clear()
         resync.stop()
         queue.close()
-        events.close()  # what the last passes posted
+        await asyncio.to_thread(events.close)  # what the last passes posted (up to 10 s, off the event loop)
         for runner in runners:
             await runner.cleanup()
 
