@@ -14,7 +14,10 @@
    completing quickly) and after they were deleted (``--memory-only``: this step alone).
 
 Each timed run also says on stderr how many CPU seconds each process of the local control plane used
-in it (bench/cpu.py): the controller's own share beside Argo's.
+in it (bench/cpu.py): the controller's own share beside Argo's; and how many watch events the API
+server sent, by resource, to all watchers together (bench/watch_events.py): the difference between a
+controller run and its direct run is the controller's watch traffic. ``--controller-args`` passes
+flags to the controller (e.g. ``--pod-batch-seconds 1.0``) to compare settings.
 
 Runs a controller of its own (standalone) on namespaces ``dihera-test-bench-*`` (the demo controller
 skips ``dihera-test-*``); the direct runs use ``dihera-test-direct-*``, which it does not watch, so the
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -51,6 +55,7 @@ sys.path.insert(0, str(REPO))
 
 from cpu import breakdown, cpu_seconds  # noqa: E402
 from crd import install_crd  # noqa: E402
+from watch_events import sent, watch_events  # noqa: E402
 
 from dihera import load_job, render  # noqa: E402
 from dihera.kube.jobs import JobStore  # noqa: E402
@@ -161,12 +166,12 @@ def direct(api: client.ApiClient, n: int, r: int) -> float:
     w = Watcher(api, ns, r)
     names = [f"j{i}" for i in range(n)]
     rendered = [render(load_job(job_manifest(x, ns, r, "600"))) for x in names]
-    cpu, t0 = cpu_seconds(), time.monotonic()
+    cpu, events, t0 = cpu_seconds(), watch_events(api), time.monotonic()
     for rj in rendered:
         for obj in rj.objects():
             objects.create(obj)
     t = wait_all_running(w, names, 600) - t0
-    progress(f"direct {n} x {r}", t, cpu)
+    progress(api, f"direct {n} x {r}", t, cpu, events)
     w.stop()
     delete_and_wait(core, ns)
     return t
@@ -177,11 +182,11 @@ def via_controller(api: client.ApiClient, n: int, r: int) -> tuple[float, list[f
     ns = new_namespace(core, "ctl")
     w = Watcher(api, ns, r)
     names = [f"j{i}" for i in range(n)]
-    cpu, t0 = cpu_seconds(), time.monotonic()
+    cpu, events, t0 = cpu_seconds(), watch_events(api), time.monotonic()
     for x in names:
         jobs.create(job_manifest(x, ns, r, "600"))
     t = wait_all_running(w, names, 600) - t0
-    progress(f"controller {n} x {r}", t, cpu)
+    progress(api, f"controller {n} x {r}", t, cpu, events)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and not all(x in w.status_running_at for x in names):
         time.sleep(0.1)
@@ -191,9 +196,16 @@ def via_controller(api: client.ApiClient, n: int, r: int) -> tuple[float, list[f
     return t, lat
 
 
-def progress(what: str, seconds: float, cpu_before: dict[str, float]) -> None:
-    """Say on stderr that ``what`` took ``seconds`` to all pods Running and what each component used meanwhile."""
-    print(f"[bench_controller] {what}: {seconds:.1f} s (CPU: {breakdown(cpu_before, cpu_seconds())})", file=sys.stderr)
+def progress(
+    api: client.ApiClient, what: str, seconds: float, cpu_before: dict[str, float], events_before: dict[str, Any]
+) -> None:
+    """Say on stderr that ``what`` took ``seconds`` to all pods Running, what each component used meanwhile
+    and how many watch events the API server sent (to every watcher)."""
+    print(
+        f"[bench_controller] {what}: {seconds:.1f} s (CPU: {breakdown(cpu_before, cpu_seconds())}; "
+        f"watch events sent: {sent(events_before, watch_events(api))})",
+        file=sys.stderr,
+    )
 
 
 def scrape() -> dict[str, float]:
@@ -348,6 +360,9 @@ def main() -> int:
     parser.add_argument(
         "--memory-only", action="store_true", help="only the RSS: idle, with M DIJobs, after deleting them"
     )
+    parser.add_argument(
+        "--controller-args", default="", help="more arguments for the controller, e.g. '--pod-batch-seconds 0.25'"
+    )
     args = parser.parse_args()
     kubeconfig = os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig")
     install_crd(kubeconfig)
@@ -355,7 +370,8 @@ def main() -> int:
     n = min(args.jobs, 440 // args.replicas)
     log = open(REPO / ".devcluster" / "logs" / "bench-controller.log", "ab")  # noqa: SIM115
     argv = [DIHERA, "controller", "--kubeconfig", kubeconfig, "-n", f"{PREFIX}-*", "--standalone"]
-    proc = subprocess.Popen([*argv, "--metrics-port", str(METRICS_PORT), "--health-port", "0"], stdout=log, stderr=log)
+    argv += ["--metrics-port", str(METRICS_PORT), "--health-port", "0", *shlex.split(args.controller_args)]
+    proc = subprocess.Popen(argv, stdout=log, stderr=log)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
