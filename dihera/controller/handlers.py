@@ -1,9 +1,11 @@
-"""kopf handlers: every event about a DIJob, its Workflow, its pods, its membership ConfigMap or (queued with
-Kueue) its Workload re-syncs that job.
+"""kopf handlers: every event about a DIJob, its Workflow, its membership ConfigMap or (queued with
+Kueue) its Workload re-syncs that job. The jobs' pods are watched outside kopf
+(:mod:`dihera.controller.pod_watch`): they are most of the events, and kopf's per-event machinery was
+most of the controller's CPU.
 
 Only watch-event and indexing handlers are used, so kopf itself writes nothing to the objects (no
 finalizers, no state annotations): the controller's own writes are the objects it creates, the status,
-events and cleanup. Workflows and pods are watched with a server-side label selector ``diengine/job``,
+events and cleanup. Workflows are watched with a server-side label selector ``diengine/job``,
 ConfigMaps and Kueue Workloads with ``app.kubernetes.io/managed-by=dihera,diengine/job``.
 
 Each event's object goes into the :class:`~dihera.controller.watch_cache.WatchCache` before the job is
@@ -38,12 +40,11 @@ log = logging.getLogger("dihera.controller")
 
 
 def configure_watching(settings: Any, kueue: bool = False) -> None:
-    """Server-side label selectors: the controller never lists pods or Workflows that are not a job's
+    """Server-side label selectors: the controller never lists Workflows that are not a job's
     (nor, with ``kueue``, Workloads that are not a DIJob's)."""
     settings.watching.label_selectors["argoproj.io", "workflows"] = LABEL_JOB
     if kueue:
         settings.watching.label_selectors[KUEUE_GROUP, "workloads"] = f"{managed_by_selector()},{LABEL_JOB}"
-    settings.watching.label_selectors["v1", "pods"] = LABEL_JOB
     settings.watching.label_selectors["v1", "configmaps"] = f"{managed_by_selector()},{LABEL_JOB}"
 
 
@@ -59,8 +60,9 @@ RESOURCES = {
     "ConfigMap": ("", "v1", "configmaps"),
     "Workload": (KUEUE_GROUP, KUEUE_VERSION, "workloads"),
 }
-#: The kinds watched without Kueue (``Workload`` joins them with ``--kueue``: its CRD may not exist).
-BASE_KINDS = ("DIJob", "Workflow", "Pod", "ConfigMap")
+#: The kinds kopf watches without Kueue (``Workload`` joins them with ``--kueue``: its CRD may not exist);
+#: pods are watched by :class:`~dihera.controller.pod_watch.PodWatches`.
+BASE_KINDS = ("DIJob", "Workflow", "ConfigMap")
 
 
 def _feed(registry: Any, cache: WatchCache, kind: str) -> None:
@@ -103,14 +105,13 @@ def build_registry(
     on_startup: Callable[..., Any] | None = None,
     on_cleanup: Callable[..., Any] | None = None,
     kinds: tuple[str, ...] = BASE_KINDS,
-    pod_batch: float = 0.0,
+    on_job_deleted: Callable[[str], None] = lambda namespace: None,
 ) -> Any:
     """A fresh ``kopf.OperatorRegistry`` (no global registry) feeding ``cache`` and wired to ``queue``;
     ``kinds``: what is watched (:data:`BASE_KINDS`, and ``Workload`` when the controller queues with Kueue).
-    A pod's event queues its job ``pod_batch`` seconds later, so the events of a job's pods starting or
-    stopping together make one pass and one status write (as the Kubernetes Job controller batches pod
-    events); pod and Workflow events are paced by the cost of the job's last pass
-    (:meth:`ReconcileQueue.request_paced`); every other kind's event queues the job at once."""
+    Workflow events are paced by the cost of the job's last pass (:meth:`ReconcileQueue.request_paced`);
+    every other kind's event queues the job at once. ``on_job_deleted(namespace)`` follows a DIJob's
+    deletion (the pod watch of a namespace left empty stops)."""
     registry = kopf.OperatorRegistry()
     for kind in kinds:
         _feed(registry, cache, kind)
@@ -127,11 +128,12 @@ def build_registry(
             cache.drop("DIJob", body)
             queue.forget(namespace, name)
             log.info("DIJob deleted; its objects go with it (ownerReferences)", extra={"job": f"{namespace}/{name}"})
+            on_job_deleted(namespace)
         elif cache.own_write(body):
             return  # our own status write coming back: the pass that made it saw it
         queue.request(namespace, name)
 
-    windows = {"Pod": pod_batch, "Workflow": 0.0}  # the paced kinds (progress reports); the others: at once
+    windows = {"Workflow": 0.0}  # the paced kinds (progress reports); the others: at once
     for kind in kinds:
         if kind != "DIJob":
             _on_event(registry, queue, cache, kind, windows.get(kind))

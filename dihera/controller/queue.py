@@ -43,8 +43,13 @@ class ReconcileQueue:
         reconcile: Callable[[str, str], float | None],
         retry_delays: Sequence[float] = (1, 2, 5, 10, 30),
         workers: int = 16,
+        active: Callable[[], bool] = lambda: True,
     ) -> None:
+        """``active``: whether passes may run now (False while kopf's peering pauses this replica: a job
+        taken from the queue then is dropped; the replica that acts, or this one when it resumes and
+        kopf lists everything again, reconciles it)."""
         self._reconcile = reconcile
+        self._active = active
         self._delays = tuple(retry_delays) or (1.0,)
         self._workers = max(1, workers)
         self._cond = threading.Condition()
@@ -127,6 +132,9 @@ class ReconcileQueue:
                     self._enqueue(key)
 
     def _run_once(self, key: JobKey) -> bool:
+        if not self._active():
+            log.debug("paused by peering: not reconciling", extra={"job": f"{key[0]}/{key[1]}"})
+            return True
         started = time.thread_time()
         try:
             again = self._reconcile(*key)

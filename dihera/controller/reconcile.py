@@ -39,6 +39,7 @@ from dihera.controller.queueing import Queueing, QueueState
 from dihera.controller.reads import CachedReads, LiveReads, Reads
 from dihera.controller.status import TERMINAL, Observation, StatusUpdate, compute_status, status_patch
 from dihera.controller.suspend import HELD_PHASES, SuspendAction, SuspendPlan, plan_suspend, resumed_job
+from dihera.controller.validated import ValidatedJobs
 from dihera.controller.watch_cache import WatchCache
 from dihera.errors import InvalidJobError, ScaleError
 from dihera.kube.events import EventRecorder
@@ -51,13 +52,14 @@ from dihera.queueing import with_placements
 from dihera.render import RenderSettings, render
 from dihera.render.env import MEMBERSHIP_FILE
 from dihera.scaling import EditAction, ScaleRequest, plan_spec_edit, spec_generation
-from dihera.validation import load_job
 
 __all__ = ["CacheBehind", "ConfirmLive", "Reconciler", "Scaler", "utc_now"]
 
 log = logging.getLogger("dihera.controller")
 #: Reads-and-recomputes of one reconcile whose status write met another writer, before the queue retries.
 STATUS_ATTEMPTS = 5
+#: Seconds until a pass that found its namespace's pods still being listed runs again.
+PODS_LISTING_WAIT = 0.1
 
 
 class CacheBehind(Exception):
@@ -103,9 +105,12 @@ class Reconciler:
         clock: Callable[[], str] = utc_now,
         cache: WatchCache | None = None,
         queueing: Queueing | None = None,
+        pods_ready: Callable[[str], bool] | None = None,
     ) -> None:
-        """``cache``: read from kopf's watches (None: every read goes to the API server); ``queueing``:
-        Kueue's side of jobs labelled ``kueue.x-k8s.io/queue-name`` (None: the label is ignored)."""
+        """``cache``: read from the watches (None: every read goes to the API server); ``queueing``:
+        Kueue's side of jobs labelled ``kueue.x-k8s.io/queue-name`` (None: the label is ignored);
+        ``pods_ready(namespace)``: whether the cache holds the namespace's pods (starting their watch,
+        :meth:`PodWatches.ready`); a pass from the cache waits for it."""
         self._jobs = jobs
         self._objects = objects
         self._events = events
@@ -115,6 +120,8 @@ class Reconciler:
         self._clock = clock
         self._cache = cache
         self._queueing = queueing
+        self._pods_ready = pods_ready
+        self._validated = ValidatedJobs()
         self._live: Reads = LiveReads(jobs, objects)
         self._reads: Reads = CachedReads(cache) if cache is not None else self._live
         #: job → the permanent scale refusal last reported (one ScaleRefused Event per refusal, no retry)
@@ -128,6 +135,9 @@ class Reconciler:
         started = time.perf_counter()
         reads = self._reads
         try:
+            if reads.cached and self._pods_ready is not None and not self._pods_ready(namespace):
+                self._metrics.cache_behind.inc()
+                return PODS_LISTING_WAIT  # the namespace's pods are being listed: a pass now would miss them
             for attempt in range(1, STATUS_ATTEMPTS + 1):
                 try:
                     return self._reconcile(namespace, name, reads)
@@ -167,7 +177,7 @@ class Reconciler:
         job: DIJob | None = None
         invalid: str | None = None
         try:
-            job = load_job(body)
+            job = self._validated.load(body)
         except InvalidJobError as err:
             invalid = "; ".join(str(p) for p in err.problems)
 
@@ -455,7 +465,7 @@ class Reconciler:
         Returns the seconds until the TTL is due, or None.
         """
         try:
-            job = load_job(body)
+            job = self._validated.load(body)
         except InvalidJobError:
             return None
         self._cleanup(job, status["phase"], extra, reads)

@@ -20,7 +20,8 @@ from dihera.controller.watch_cache import WatchCache
 __all__ = ["SELECTORS", "Lister", "Resync", "sweep_once"]
 
 log = logging.getLogger("dihera.controller")
-#: The kinds watched without Kueue (as :data:`dihera.controller.handlers.BASE_KINDS`; ``Workload`` joins with --kueue).
+#: The kinds a sweep covers by default; the controller passes those kopf watches
+#: (:data:`dihera.controller.handlers.BASE_KINDS`; the pod watch replaces what it held on each listing).
 BASE_KINDS = ("DIJob", "Workflow", "Pod", "ConfigMap")
 #: kind → the label selector the controller watches it with (as :func:`configure_watching` sets).
 SELECTORS = {

@@ -13,6 +13,8 @@ import kopf
 from dihera.constants import FIELD_MANAGER_CONTROLLER
 from dihera.controller.handlers import BASE_KINDS, build_registry, configure_watching
 from dihera.controller.metrics import Metrics
+from dihera.controller.peering import PeeringGate
+from dihera.controller.pod_watch import PodWatches
 from dihera.controller.queue import ReconcileQueue
 from dihera.controller.queueing import Queueing
 from dihera.controller.reconcile import Reconciler, utc_now
@@ -70,8 +72,10 @@ def kopf_settings(settings: ControllerSettings) -> Any:
 def run_controller(settings: ControllerSettings) -> int:
     """Run until interrupted (SIGINT/SIGTERM); returns the exit code."""
     configure_logging()
-    # kopf logs its peering decisions ("Pausing operations in favour of ...", "Resuming operations ...") at INFO
-    logging.getLogger("kopf._core.engines.peering").setLevel(logging.INFO)
+    # kopf logs its peering decisions ("Pausing operations in favour of ...", "Resuming operations ...") at
+    # INFO; the gate follows them for what runs outside kopf's watches (the queue, the pod watch)
+    peering = PeeringGate()
+    peering.install()
     metrics = Metrics()
     # one pooled connection per reconcile thread, and a few for the scaler's and the resync's own reads
     api = api_client(
@@ -96,10 +100,31 @@ def run_controller(settings: ControllerSettings) -> int:
         )
     # Events are sent by a thread of their own, so a pass does not wait for them (dihera/kube/events.py)
     events = EventRecorder(api, on_posted=lambda: metrics.wrote("create", "Event"))
-    reconciler = Reconciler(
-        JobStore(api), objects, events, settings.render, metrics, scaler, cache=cache, queueing=queueing
+    queue: ReconcileQueue | None = None
+
+    def request_paced(namespace: str, name: str, window: float) -> None:
+        assert queue is not None  # the pod watch starts with a reconcile, once the queue exists
+        queue.request_paced(namespace, name, window)
+
+    # the pod watches hold a connection each for as long as they watch: a client of their own, so the
+    # reconcile threads' pooled connections stay theirs
+    watch_api = api_client(settings.kubeconfig, settings.context, on_request=metrics.requested)
+    pods = PodWatches(
+        watch_api, cache, request_paced, settings.pod_batch_seconds, settings.all_namespaces, active=peering.active
     )
-    queue = ReconcileQueue(reconciler.reconcile, settings.retry_delays, settings.workers)
+    reconciler = Reconciler(
+        JobStore(api),
+        objects,
+        events,
+        settings.render,
+        metrics,
+        scaler,
+        cache=cache,
+        queueing=queueing,
+        pods_ready=pods.ready,
+    )
+    queue = ReconcileQueue(reconciler.reconcile, settings.retry_delays, settings.workers, active=peering.active)
+    # kopf lists its kinds again after 410 Gone; the pod watch replaces what it held itself
     resync = Resync(cache, objects, settings.all_namespaces, settings.resync_seconds, queue.request, kinds)
     readiness = Readiness()
     runners: list[Any] = []
@@ -126,6 +151,7 @@ def run_controller(settings: ControllerSettings) -> int:
         readiness.clear()
         resync.stop()
         queue.close()
+        await asyncio.to_thread(pods.close)
         await asyncio.to_thread(events.close)  # what the last passes posted (up to 10 s, off the event loop)
         for runner in runners:
             await runner.cleanup()
@@ -133,7 +159,7 @@ def run_controller(settings: ControllerSettings) -> int:
     def login(**_: Any) -> Any:
         return kopf_connection(api)
 
-    registry = build_registry(queue, cache, login, startup, cleanup, kinds, settings.pod_batch_seconds)
+    registry = build_registry(queue, cache, login, startup, cleanup, kinds, pods.release_if_idle)
     liveness = f"http://{settings.bind_address}:{settings.health_port}/healthz" if settings.health_port else None
     kopf.run(
         registry=registry,

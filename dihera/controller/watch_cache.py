@@ -1,14 +1,15 @@
-"""What kopf's watches delivered, for reconciles to read instead of asking the API server (no I/O here).
+"""What the watches delivered, for reconciles to read instead of asking the API server (no I/O here).
 
-kopf already watches the controller's DIJobs, and the Workflows, pods and membership ConfigMaps
-labelled ``diengine/job``; every event's object is put here (slimmed, :mod:`dihera.controller.slim`)
-before the job is queued, so a reconcile reads what the event brought. kopf calls the feeding
-functions as indexers, so it holds every handler until the initial listing of all four kinds is in:
-a reconcile never sees a job without its pods because the pods were not listed yet.
+kopf watches the controller's DIJobs, and the Workflows and membership ConfigMaps labelled
+``diengine/job``; :mod:`dihera.controller.pod_watch` the pods labelled so. Every event's object is put
+here (slimmed, :mod:`dihera.controller.slim`) before the job is queued, so a reconcile reads what the
+event brought. kopf calls the feeding functions as indexers, so it holds every handler until the
+initial listing of its kinds is in; a reconcile waits for the first listing of its namespace's pods
+(:meth:`PodWatches.ready`): it never sees a job without its pods because they were not listed yet.
 
 Objects are kept per uid: an object deleted and recreated under the same name is two entries until
 the old one's DELETED event drops it, and :meth:`WatchCache.get` answers with the newest.
-Thread-safe: kopf's event loop writes, the reconcile threads read.
+Thread-safe: kopf's event loop and the pod watches write, the reconcile threads read.
 
 A watch that restarts with a new listing (after ``410 Gone``, or when peering resumes the controller)
 delivers no DELETED event for what was deleted in the gap. :meth:`WatchCache.sweep` drops such objects
@@ -185,6 +186,13 @@ class WatchCache:
         """Every namespace the cache holds an object in."""
         with self._lock:
             return {ns for objs in self._objects.values() for ns, _ in objs}
+
+    def holds(self, namespace: str) -> bool:
+        """Whether the cache holds a DIJob or a job's pod in the namespace."""
+        with self._lock:
+            return any(ns == namespace for ns, _ in self._objects["DIJob"]) or any(
+                ns == namespace for ns, _ in self._pods_of
+            )
 
     def sweep(
         self, kind: str, namespace: str | None, listed: Collection[str], listed_at: float

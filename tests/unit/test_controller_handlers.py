@@ -1,4 +1,4 @@
-"""kopf wiring: one cache-feeding indexer and one event handler per watched kind (no cluster)."""
+"""kopf wiring: one cache-feeding indexer and one event handler per kind kopf watches (no cluster)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from dihera.controller.queue import ReconcileQueue
 from dihera.controller.watch_cache import WatchCache
 
 
-def pod() -> dict[str, Any]:
-    meta = {"name": "j-learner-0", "namespace": "ns", "uid": "p", "labels": {"diengine/job": "j"}}
-    return {"metadata": meta, "status": {"phase": "Running"}}
+def configmap() -> dict[str, Any]:
+    meta = {"name": "j-membership", "namespace": "ns", "uid": "c", "labels": {"diengine/job": "j"}}
+    return {"metadata": meta, "data": {"generation": "1"}}
 
 
 def wait_for(predicate: Any, seconds: float = 5) -> None:
@@ -40,15 +40,17 @@ def test_every_watched_kind_feeds_the_cache_and_queues_its_job() -> None:
     indexers = {h.id: h for h in registry._indexing.get_all_handlers()}
     watchers = {h.id: h for h in registry._watching.get_all_handlers()}
     assert set(indexers) == {f"watch-cache-{kind}" for kind in BASE_KINDS}
-    assert {"Workflow-event", "Pod-event", "ConfigMap-event"} <= set(watchers) and len(watchers) == 4
+    assert {"Workflow-event", "ConfigMap-event"} <= set(watchers) and len(watchers) == 3
+    assert "Pod" not in BASE_KINDS  # pods: dihera.controller.pod_watch, outside kopf
 
-    asyncio.run(indexers["watch-cache-Pod"].fn(body=pod()))
-    assert [p["metadata"]["name"] for p in cache.pods("ns", "j")] == ["j-learner-0"]
-    on_pod = watchers["Pod-event"].fn
-    asyncio.run(on_pod(type="MODIFIED", body=pod(), labels=pod()["metadata"]["labels"], namespace="ns"))
+    asyncio.run(indexers["watch-cache-ConfigMap"].fn(body=configmap()))
+    assert cache.get("ConfigMap", "ns", "j-membership") is not None
+    on_configmap = watchers["ConfigMap-event"].fn
+    labels = configmap()["metadata"]["labels"]
+    asyncio.run(on_configmap(type="MODIFIED", body=configmap(), labels=labels, namespace="ns"))
     assert entered.wait(5)  # the handler returned; the pass runs on the queue's worker
-    asyncio.run(on_pod(type="DELETED", body=pod(), labels=pod()["metadata"]["labels"], namespace="ns"))
-    assert cache.pods("ns", "j") == [] and queued == [("ns", "j")]
+    asyncio.run(on_configmap(type="DELETED", body=configmap(), labels=labels, namespace="ns"))
+    assert cache.get("ConfigMap", "ns", "j-membership") is None and queued == [("ns", "j")]
     release.set()
     wait_for(lambda: len(queued) == 2)
     assert queued == [("ns", "j"), ("ns", "j")]  # the DELETED event made one more pass
@@ -59,7 +61,8 @@ def test_server_side_selectors_for_everything_but_dijobs() -> None:
     settings = kopf.OperatorSettings()
     configure_watching(settings)
     selectors = settings.watching.label_selectors
-    assert selectors["argoproj.io", "workflows"] == selectors["v1", "pods"] == "diengine/job"
+    assert selectors["argoproj.io", "workflows"] == "diengine/job"
+    assert ("v1", "pods") not in selectors  # not watched by kopf
     assert selectors["v1", "configmaps"] == "app.kubernetes.io/managed-by=dihera,diengine/job"
 
 
@@ -69,7 +72,7 @@ def test_with_kueue_workloads_are_watched_too() -> None:
     registry = build_registry(queue, WatchCache(), lambda **_: None, kinds=(*BASE_KINDS, "Workload"))
     indexers = {h.id for h in registry._indexing.get_all_handlers()}
     watchers = {h.id for h in registry._watching.get_all_handlers()}
-    assert indexers == {f"watch-cache-{kind}" for kind in RESOURCES}
+    assert indexers == {f"watch-cache-{kind}" for kind in RESOURCES if kind != "Pod"}
     assert "Workload-event" in watchers
     settings = kopf.OperatorSettings()
     configure_watching(settings, kueue=True)
@@ -81,28 +84,21 @@ def test_with_kueue_workloads_are_watched_too() -> None:
     assert ("kueue.x-k8s.io", "workloads") not in plain.watching.label_selectors
 
 
-def test_a_burst_of_pod_events_makes_one_pass_after_the_batch_period() -> None:
-    passes: list[tuple[str, str, float]] = []
-    queue = ReconcileQueue(lambda ns, name: passes.append((ns, name, time.monotonic())))  # type: ignore[func-returns-value]
-    registry = build_registry(queue, WatchCache(), lambda **_: None, pod_batch=0.3)
+def test_a_workflow_event_is_paced_and_a_deleted_dijob_releases_its_namespace() -> None:
+    passes: list[tuple[str, str]] = []
+    released: list[str] = []
+    queue = ReconcileQueue(lambda ns, name: passes.append((ns, name)))  # type: ignore[func-returns-value]
+    registry = build_registry(queue, WatchCache(), lambda **_: None, on_job_deleted=released.append)
     watchers = {h.id: h for h in registry._watching.get_all_handlers()}
-    started = time.monotonic()
-    for _ in range(10):
-        asyncio.run(
-            watchers["Pod-event"].fn(type="MODIFIED", body=pod(), labels=pod()["metadata"]["labels"], namespace="ns")
-        )
-    assert passes == [] and 0 < queue.wakeups()[("ns", "j")] <= 0.3  # nothing yet: one pass is due
-    deadline = time.monotonic() + 5
-    while not passes and time.monotonic() < deadline:
-        time.sleep(0.01)
-    time.sleep(0.3)  # no second pass follows
-    assert [(ns, name) for ns, name, _ in passes] == [("ns", "j")]
-    assert passes[0][2] - started >= 0.3
     workflow = {"metadata": {"name": "j", "namespace": "ns", "labels": {"diengine/job": "j"}}}
     on_workflow = watchers["Workflow-event"].fn
     asyncio.run(on_workflow(type="MODIFIED", body=workflow, labels=workflow["metadata"]["labels"], namespace="ns"))
-    wait_for(lambda: len(passes) == 2, 0.2)  # a Workflow's: paced by the last pass's CPU only (here ~0: at once)
-    assert len(passes) == 2
+    wait_for(lambda: len(passes) == 1, 0.5)  # a Workflow's: paced by the last pass's CPU only (here ~0: at once)
+    assert passes == [("ns", "j")] and released == []
+    on_dijob = next(h.fn for h in watchers.values() if h.id not in {"Workflow-event", "ConfigMap-event"})
+    dijob = {"metadata": {"name": "j", "namespace": "ns", "uid": "u"}}
+    asyncio.run(on_dijob(type="DELETED", body=dijob, name="j", namespace="ns"))
+    assert released == ["ns"]  # the namespace's pod watch stops once nothing of it is left
     queue.close()
 
 
@@ -113,7 +109,7 @@ def test_the_event_of_our_own_status_write_queues_no_pass() -> None:
     registry = build_registry(queue, cache, lambda **_: None)
     indexers = {h.id: h for h in registry._indexing.get_all_handlers()}
     watchers = {h.id: h for h in registry._watching.get_all_handlers()}
-    on_dijob = next(h.fn for h in watchers.values() if h.id not in {"Workflow-event", "Pod-event", "ConfigMap-event"})
+    on_dijob = next(h.fn for h in watchers.values() if h.id not in {"Workflow-event", "ConfigMap-event"})
 
     def deliver(version: str) -> None:  # as kopf does: the indexer first, then the event handler
         body = {"metadata": {"name": "j", "namespace": "ns", "uid": "u", "resourceVersion": version}}

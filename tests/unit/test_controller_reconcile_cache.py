@@ -7,7 +7,7 @@ import copy
 from typing import Any, cast
 
 from dihera.controller.metrics import Metrics
-from dihera.controller.reconcile import Reconciler
+from dihera.controller.reconcile import PODS_LISTING_WAIT, Reconciler
 from dihera.controller.watch_cache import WatchCache
 from dihera.membership import Membership
 from dihera.naming import membership_configmap_name
@@ -147,3 +147,27 @@ def test_a_status_write_refused_by_its_precondition_is_recomputed_from_the_api()
     cluster.conflicts = 1
     reconciler(cluster, cluster.watched()).reconcile(NS, NAME)
     assert set(cluster.reads) == set(READS) and len(cluster.statuses) == 1
+
+
+def test_a_pass_waits_for_the_first_listing_of_its_namespaces_pods() -> None:
+    cluster = running_job()
+    cache = cluster.watched()
+    listed: list[str] = []
+    store = cast(Any, cluster)
+    metrics = Metrics()
+    r = Reconciler(
+        store,
+        store,
+        store,
+        RenderSettings(),
+        metrics,
+        store,
+        clock=lambda: T1,
+        cache=cache,
+        pods_ready=lambda ns: bool(listed.append(ns)) or len(listed) > 1,  # listed by the second pass
+    )
+    assert r.reconcile(NS, NAME) == PODS_LISTING_WAIT  # again shortly: the pods are being listed
+    assert cluster.statuses == [] and cluster.reads == [] and metrics.cache_behind._value.get() == 1
+    assert r.reconcile(NS, NAME) is None
+    (status,) = cluster.statuses
+    assert status["phase"] == "Running" and listed == [NS, NS]
