@@ -167,6 +167,11 @@ class Informer:
             _request_timeout=(LIST_TIMEOUT[0], seconds + 30),
         )
         self._response = response
+        if self._stop.is_set():  # stopped while the request was sent: nothing shut it down
+            response.close()
+            response.release_conn()
+            self._response = None
+            return version
         try:
             _check(response, f"watching {self.name}")
             for line in json_lines(response.stream(65536, decode_content=False)):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -144,3 +145,31 @@ def test_a_failing_handler_does_not_stop_the_watch() -> None:
     assert script.done.wait(5)
     informer.stop()
     assert seen == ["b"] and script.calls[-1]["resource_version"] == "3"
+
+
+def test_a_stop_while_the_watch_request_is_sent_ends_the_watch_at_once() -> None:
+    returned = threading.Event()
+    informer: Informer | None = None
+
+    def call(**kwargs: Any) -> Response:
+        if not kwargs.get("watch"):
+            return Response(body={"metadata": {"resourceVersion": "1"}, "items": []})
+        assert informer is not None
+        informer._stop.set()  # stop() arriving before the response exists: nothing to shut down yet
+        returned.set()
+        return Quiet()
+
+    class Quiet(Response):
+        """A watch with no event yet: its read blocks until the response is shut down or closed."""
+
+        def stream(self, _amt: int, decode_content: bool = True) -> Iterator[bytes]:
+            deadline = time.monotonic() + 10
+            while not self.closed and time.monotonic() < deadline:
+                time.sleep(0.01)
+            yield from ()
+
+    informer = Informer(call, "pods", on_listed=lambda o, v: None, on_event=lambda k, o: None)
+    informer.start()
+    assert returned.wait(5)
+    informer._thread.join(2)
+    assert not informer._thread.is_alive()  # not left reading a watch nobody will shut down
