@@ -6,7 +6,8 @@
    DIJobs through the controller, 1 job and N jobs of R replicas; ratio = controller / direct (after
    one warm-up job, whose time is printed on its own: the controller's first render loads Hera);
 2. status-sync latency: the last pod of a job seen Running (watch) → its DIJob seen Running (watch);
-3. API writes per job lifetime, counted by the controller (``dihera_api_writes_total``);
+3. API writes per job, counted by the controller (``dihera_api_writes_total``): from creation to the
+   DIJob status saying Running, and apart from those, while the run's namespace is deleted;
 4. API reads (GET, LIST) per reconcile in the steady state: every pod and DIJob of running jobs touched
    (an annotation: one watch event each), and the requests of one hand edit of ``replicas``
    (``dihera_api_requests_total``, ``dihera_reconcile_duration_seconds_count``);
@@ -39,6 +40,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -177,11 +179,30 @@ def direct(api: client.ApiClient, n: int, r: int) -> float:
     return t
 
 
-def via_controller(api: client.ApiClient, n: int, r: int) -> tuple[float, list[float]]:
+@dataclass
+class Writes:
+    """The controller's API writes (``verb,kind`` → count) from creating the DIJobs to their status saying
+    Running, and while their namespace was deleted (pods go first: phases and cleanup follow)."""
+
+    running: dict[str, float] = field(default_factory=dict)
+    teardown: dict[str, float] = field(default_factory=dict)
+
+    def add(self, other: Writes) -> None:
+        for mine, theirs in ((self.running, other.running), (self.teardown, other.teardown)):
+            for k, v in theirs.items():
+                mine[k] = mine.get(k, 0) + v
+
+
+def _delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {k: v - before.get(k, 0) for k, v in after.items() if v - before.get(k, 0)}
+
+
+def via_controller(api: client.ApiClient, n: int, r: int) -> tuple[float, list[float], Writes]:
     core, jobs = client.CoreV1Api(api), JobStore(api)
     ns = new_namespace(core, "ctl")
     w = Watcher(api, ns, r)
     names = [f"j{i}" for i in range(n)]
+    writes_at_start = metrics()
     cpu, events, t0 = cpu_seconds(), watch_events(api), time.monotonic()
     for x in names:
         jobs.create(job_manifest(x, ns, r, "600"))
@@ -192,8 +213,10 @@ def via_controller(api: client.ApiClient, n: int, r: int) -> tuple[float, list[f
         time.sleep(0.1)
     lat = [w.status_running_at[x] - w.pods_running_at[x] for x in names if x in w.status_running_at]
     w.stop()
+    writes_at_running = metrics()
     delete_and_wait(core, ns)
-    return t, lat
+    writes = Writes(_delta(writes_at_start, writes_at_running), _delta(writes_at_running, metrics()))
+    return t, lat, writes
 
 
 def progress(
@@ -390,22 +413,23 @@ def main() -> int:
             return 0
         # the controller's first job loads what rendering needs (Hera's models); measured on its own, and
         # kept out of the runs below, which compare the per-job cost with creating the Workflow directly
-        cold, _ = via_controller(api, 1, 1)
+        cold, _, _ = via_controller(api, 1, 1)
         print(f"first DIJob after start (1 x 1, loads the rendering code): {cold:.2f} s to all pods Running")
         print("jobs x replicas  direct(s)  controller(s)  ratio  status-sync p50/p99 (ms)")
-        writes_before = sum(metrics().values())
+        writes = Writes()
         jobs_done = 0
         for jobs in (1, n):
             d = direct(api, jobs, args.replicas)
-            c, lat = via_controller(api, jobs, args.replicas)
+            c, lat, run_writes = via_controller(api, jobs, args.replicas)
+            writes.add(run_writes)
             jobs_done += jobs
             print(
                 f"{jobs:>4} x {args.replicas:<8}  {d:9.2f}  {c:13.2f}  {c / d:5.2f}  "
                 f"{pct(lat, 0.5) * 1000:7.0f} / {pct(lat, 0.99) * 1000:.0f}"
             )
-        w = metrics()
-        per_job = (sum(w.values()) - writes_before) / jobs_done
-        print(f"API writes per job (creation to all Running, {jobs_done} jobs): {per_job:.1f}  {w}")
+        for what, counts in (("creation to status Running", writes.running), ("namespace deleted", writes.teardown)):
+            per_job = sum(counts.values()) / jobs_done
+            print(f"API writes per job ({what}, {jobs_done} jobs): {per_job:.1f}  {counts}")
         steady_state(api)
         memory(api, proc.pid, args.memory_jobs)
     finally:

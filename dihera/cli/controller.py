@@ -63,6 +63,7 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         workers=args.workers,
         resync_seconds=args.resync_seconds,
         pod_batch_seconds=args.pod_batch_seconds,
+        progress_batch_seconds=args.progress_batch_seconds,
         kueue=kueue_settings(args, environ),
     )
 
@@ -173,6 +174,14 @@ def register(sub: Any) -> None:
         default=0.5,
         metavar="SECONDS",
         help="seconds a pod's event waits before its job's pass: a burst, one status write (default 0.5; 0: none)",
+    )
+    p.add_argument(
+        "--progress-batch-seconds",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="a job's status writes that only report progress (pod counts) are at least this far apart; "
+        "phase changes are written at once (default 1.0; 0: every change at once)",
     )
     add_kueue_flags(p)
     p.set_defaults(func=_cmd_controller)

@@ -54,6 +54,11 @@ class Metrics:
             "Passes that wrote nothing because the watch cache had not delivered what the status records",
             registry=self.registry,
         )
+        self.progress_deferred = Counter(
+            "dihera_progress_writes_deferred",
+            "Status writes that only reported progress, left to a pass at most --progress-batch-seconds later",
+            registry=self.registry,
+        )
         self.writes = Counter(
             "dihera_api_writes",
             "Kubernetes API writes made by the controller",

@@ -23,6 +23,7 @@ a status write refused by its resourceVersion precondition); docs/controller.md,
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import functools
 import logging
@@ -37,7 +38,14 @@ from dihera.controller.effects import Scaler, delete_retired_pods, delete_workfl
 from dihera.controller.metrics import Metrics
 from dihera.controller.queueing import Queueing, QueueState
 from dihera.controller.reads import CachedReads, LiveReads, Reads
-from dihera.controller.status import TERMINAL, Observation, StatusUpdate, compute_status, status_patch
+from dihera.controller.status import (
+    TERMINAL,
+    Observation,
+    StatusUpdate,
+    compute_status,
+    progress_only,
+    status_patch,
+)
 from dihera.controller.suspend import HELD_PHASES, SuspendAction, SuspendPlan, plan_suspend, resumed_job
 from dihera.controller.validated import ValidatedJobs
 from dihera.controller.watch_cache import WatchCache
@@ -106,11 +114,15 @@ class Reconciler:
         cache: WatchCache | None = None,
         queueing: Queueing | None = None,
         pods_ready: Callable[[str], bool] | None = None,
+        progress_batch: float = 0.0,
+        monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         """``cache``: read from the watches (None: every read goes to the API server); ``queueing``:
         Kueue's side of jobs labelled ``kueue.x-k8s.io/queue-name`` (None: the label is ignored);
         ``pods_ready(namespace)``: whether the cache holds the namespace's pods (starting their watch,
-        :meth:`PodWatches.ready`); a pass from the cache waits for it."""
+        :meth:`PodWatches.ready`); a pass from the cache waits for it. ``progress_batch``: the seconds a
+        status write that only reports progress waits after the job's last one (0: none, every change
+        is written at once); ``monotonic`` measures them."""
         self._jobs = jobs
         self._objects = objects
         self._events = events
@@ -121,6 +133,10 @@ class Reconciler:
         self._cache = cache
         self._queueing = queueing
         self._pods_ready = pods_ready
+        self._progress_batch = progress_batch
+        self._monotonic = monotonic
+        #: job → when its status was last written (``monotonic``), for ``progress_batch``
+        self._written_at: dict[str, float] = {}
         self._validated = ValidatedJobs()
         self._live: Reads = LiveReads(jobs, objects)
         self._reads: Reads = CachedReads(cache) if cache is not None else self._live
@@ -169,9 +185,11 @@ class Reconciler:
         if body is None or body["metadata"].get("deletionTimestamp"):
             self._metrics.job_phase(key, None)
             self._refused.pop(key, None)
+            self._written_at.pop(key, None)
             return None
         old: dict[str, Any] = dict(body.get("status") or {})
         if old.get("phase") in TERMINAL:
+            self._written_at.pop(key, None)
             self._metrics.job_phase(key, old["phase"])
             return self._finished(body, old, extra, reads)
         job: DIJob | None = None
@@ -223,12 +241,29 @@ class Reconciler:
         update = compute_status(obs, old, self._clock())
         if reads.cached and update.status["phase"] in TERMINAL:
             raise ConfirmLive(f"phase {update.status['phase']} decided from the watch cache")
+        progress_wait = self._progress_wait(key, old, update)
+        if progress_wait is not None:
+            self._metrics.progress_deferred.inc()
+            update = dataclasses.replace(update, changed=False)
         # the scaler just deleted the retired replicas' pods it could (read live): the cache may not show it yet
         seen_pods = [] if scaled else pods
         self._apply(body, update, job, workflow if not foreign else None, seen_pods, extra, suspension.action)
-        if queued is not None and queued.retry is not None:
-            return queued.retry if update.wakeup is None else min(update.wakeup, queued.retry)
-        return update.wakeup
+        due = [w for w in (update.wakeup, progress_wait, queued.retry if queued is not None else None) if w is not None]
+        return min(due) if due else None
+
+    def _progress_wait(self, key: str, old: Mapping[str, Any], update: StatusUpdate) -> float | None:
+        """The seconds a status write that only reports progress (:func:`progress_only`: pod counts, a
+        Pending message's count) waits, so the job's progress is written at most once per
+        ``progress_batch`` seconds, as the Kubernetes Job controller batches its pod updates; the pass
+        then due writes the values of its time. None: write now (the write changes more than progress,
+        comes with events or drops, or the job's last write is ``progress_batch`` old)."""
+        if self._progress_batch <= 0 or not update.changed or update.events or update.drops or update.restarts_added:
+            return None
+        last = self._written_at.get(key)
+        if last is None or not progress_only(old, update.status):
+            return None
+        left = last + self._progress_batch - self._monotonic()
+        return left if left > 0 else None
 
     def _queue_state(self, job: DIJob, reads: Reads, extra: Mapping[str, str]) -> QueueState | None:
         """The job's Kueue Workload (created if missing), or None when Kueue is not involved (no queue
@@ -427,6 +462,7 @@ class Reconciler:
         written: dict[str, Any] = {**body, "status": dict(update.status)}
         if update.changed:
             written = self._jobs.patch_status(namespace, name, status_patch(body, update.status))
+            self._written_at[f"{namespace}/{name}"] = self._monotonic()
             self._metrics.wrote("patch", "DIJob/status")
             if self._cache is not None:  # the next pass reads this write, not the version it replaced
                 self._cache.replace("DIJob", body, written)

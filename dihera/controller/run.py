@@ -122,6 +122,7 @@ def run_controller(settings: ControllerSettings) -> int:
         cache=cache,
         queueing=queueing,
         pods_ready=pods.ready,
+        progress_batch=settings.progress_batch_seconds,
     )
     queue = ReconcileQueue(reconciler.reconcile, settings.retry_delays, settings.workers, active=peering.active)
     # kopf lists its kinds again after 410 Gone; the pod watch replaces what it held itself

@@ -44,6 +44,9 @@ class ControllerSettings:
     #: Seconds a pod's event waits before its job's pass, so a burst of pod events makes one pass and one
     #: status write (the Kubernetes Job controller batches pod events for 1 s); 0: at once.
     pod_batch_seconds: float = 0.5
+    #: Seconds between two status writes of a job that only report progress (pod counts): the pass then
+    #: due writes the values of its time; phase changes, events and drops are written at once; 0: none.
+    progress_batch_seconds: float = 1.0
     #: Seconds between sweeps of the watch cache (:mod:`dihera.controller.resync`); 0: none.
     resync_seconds: float = 300.0
     #: Queue DIJobs labelled ``kueue.x-k8s.io/queue-name`` with Kueue (docs/queueing.md); None: the label is
@@ -57,6 +60,8 @@ class ControllerSettings:
             raise ValueError("--namespace and --all-namespaces exclude each other")
         if self.pod_batch_seconds < 0:
             raise ValueError(f"--pod-batch-seconds must be 0 or more, not {self.pod_batch_seconds}")
+        if self.progress_batch_seconds < 0:
+            raise ValueError(f"--progress-batch-seconds must be 0 or more, not {self.progress_batch_seconds}")
         if self.peering_lifetime < MIN_PEERING_LIFETIME:
             # kopf renews the keep-alive 5-10 s before it expires (at least every second): shorter would flap
             raise ValueError(f"--peering-lifetime must be at least {MIN_PEERING_LIFETIME} seconds")

@@ -34,11 +34,13 @@ from dihera.scaling.dag import live_replicas
 
 __all__ = [
     "OWN_FIELDS",
+    "PROGRESS_FIELDS",
     "TERMINAL",
     "Event",
     "Observation",
     "StatusUpdate",
     "compute_status",
+    "progress_only",
     "status_patch",
     "stuck_replicas",
     "task_status",
@@ -64,6 +66,12 @@ OWN_FIELDS = (
     "progress",
     "taskProgress",
 )
+
+#: The status fields a pass recomputes from what it observes alone (pod counts, Argo's node progress):
+#: a write that changes only these reports progress, and a later one writes the then-current values.
+PROGRESS_FIELDS = frozenset({"readyReplicas", "taskStatus", "progress", "taskProgress"})
+#: What may differ in a condition when only progress changed (a Pending message counts the pods created).
+_CONDITION_PROGRESS = frozenset({"message", "lastUpdateTime"})
 
 
 @dataclass(frozen=True)
@@ -341,6 +349,28 @@ def compute_status(obs: Observation, old: Mapping[str, Any] | None, now: str) ->
     wakeup = deadline_left if decision.phase not in TERMINAL else None
     drops = seen.drops.remove if active else ()
     return StatusUpdate(status, status != old, tuple(events), added, kept, wakeup, drops)
+
+
+def progress_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether ``new`` differs from ``old`` in progress only: :data:`PROGRESS_FIELDS`, and the message
+    of a condition (with its ``lastUpdateTime``). False when the phase or anything else changed."""
+    if not old or old.get("phase") != new.get("phase"):
+        return False
+    for key in old.keys() | new.keys():
+        if key in PROGRESS_FIELDS or old.get(key) == new.get(key):
+            continue
+        if key != "conditions" or not _same_conditions(old.get(key) or [], new.get(key) or []):
+            return False
+    return True
+
+
+def _same_conditions(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]) -> bool:
+    """The same conditions but for their messages (and when those were written)."""
+
+    def bare(conds: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in c.items() if k not in _CONDITION_PROGRESS} for c in conds]
+
+    return bare(old) == bare(new)
 
 
 def status_patch(body: Mapping[str, Any], status: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -302,3 +302,45 @@ def test_the_pass_that_ran_the_scaler_leaves_the_retired_pods_to_it() -> None:
     cluster.scale_result = (SHRUNK, copy.deepcopy(cluster.workflow))
     reconcile(cluster)
     assert len(cluster.scale_calls) == 1 and cluster.deleted == []
+
+
+def test_progress_is_written_at_most_once_per_batch_and_a_phase_change_at_once() -> None:
+    cluster = Cluster(dijob(collectors=3, generation=2, observed=2, stamp=2), GROWN, converged=2)
+    cluster.body["status"]["membershipGeneration"] = 2
+    now = [0.0]
+    store = cast(Any, cluster)
+    reconciler = Reconciler(
+        store,
+        store,
+        store,
+        RenderSettings(),
+        Metrics(),
+        store,
+        clock=lambda: T1,
+        progress_batch=1.0,
+        monotonic=lambda: now[0],
+    )
+
+    def pass_at(t: float, replicas: int) -> float | None:
+        now[0] = t
+        cluster.live_pods = [pod(r) for r in GROWN.replicas[:replicas]]
+        return reconciler.reconcile(NS, NAME)
+
+    assert pass_at(0.0, 2) is None  # Running -> Pending (2/4 pods): a phase change, written
+    assert [s["phase"] for s in cluster.statuses] == ["Pending"]
+    wait = pass_at(0.3, 3)  # 3/4: progress only, 0.3 s after the last write
+    assert len(cluster.statuses) == 1 and wait == pytest.approx(0.7)
+    assert pass_at(1.1, 3) is None  # the pass then due writes it
+    assert len(cluster.statuses) == 2 and cluster.statuses[-1]["readyReplicas"] == 3
+    assert pass_at(1.2, 4) is None  # all 4 Running: a phase change, written at once
+    assert [s["phase"] for s in cluster.statuses] == ["Pending", "Pending", "Running"]
+    assert cluster.statuses[-1]["readyReplicas"] == 4
+
+
+def test_without_a_progress_batch_every_change_is_written() -> None:
+    cluster = Cluster(dijob(collectors=3, generation=2, observed=2, stamp=2), GROWN, converged=2)
+    cluster.body["status"]["membershipGeneration"] = 2
+    for replicas in (2, 3):
+        cluster.live_pods = [pod(r) for r in GROWN.replicas[:replicas]]
+        reconcile(cluster)
+    assert [s["readyReplicas"] for s in cluster.statuses] == [2, 3]

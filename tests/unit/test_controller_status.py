@@ -12,7 +12,7 @@ import pytest
 from dihera.controller.cleanup import plan_cleanup
 from dihera.controller.conditions import set_phase_condition
 from dihera.controller.replicas import attempt_of, exit_code, workflow_nodes
-from dihera.controller.status import Observation, compute_status, task_status
+from dihera.controller.status import Observation, compute_status, progress_only, task_status
 from dihera.membership import Membership, Replica
 from dihera.model import CleanPodPolicy
 
@@ -352,6 +352,50 @@ def test_unchanged_observation_writes_nothing() -> None:
     first = compute_status(observe(workflow(), running()), {}, T1)
     second = compute_status(observe(workflow(), running()), first.status, T2)
     assert not second.changed and second.events == ()
+
+
+def test_more_pods_in_the_same_phase_is_progress_only() -> None:
+    # Pending counts the pods created in its message; Starting does not
+    pending = compute_status(observe(workflow(), running(("learner", 0), ("collector", 1))), {}, T1).status
+    more = compute_status(observe(workflow(), running(("learner", 0))), pending, T2).status
+    assert pending["phase"] == more["phase"] == "Pending" and more != pending
+    assert progress_only(pending, more)
+
+
+#: collector-1's pod, Pending: the scheduler finds no node
+UNSCHEDULABLE = pod("collector", 1, "Pending", False)
+UNSCHEDULABLE["status"]["conditions"] = [
+    {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/3 nodes are available"}
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "pods", "wf_phase"),
+    [
+        ("the phase changes", running(), "Running"),
+        (
+            "a replica is stuck (stuckReplicas, its Warning)",
+            [*running(("learner", 0), ("collector", 1)), UNSCHEDULABLE],
+            "Running",
+        ),
+        ("the Workflow fails", running(("learner", 0)), "Failed"),
+    ],
+)
+def test_a_change_beyond_progress_is_not_progress_only(case: str, pods: list[dict[str, Any]], wf_phase: str) -> None:
+    old = compute_status(observe(workflow(), running(("learner", 0))), {}, T1).status
+    new = compute_status(observe(workflow(wf_phase), pods), old, T2).status
+    assert new != old and not progress_only(old, new), case
+
+
+def test_progress_only_needs_a_written_status() -> None:
+    new = compute_status(observe(workflow(), running(("learner", 0))), {}, T1).status
+    assert not progress_only({}, new)
+    assert not progress_only(new, {**new, "observedGeneration": 2})
+    changed_reason = [{**c, "reason": "Other"} for c in new["conditions"]]
+    assert not progress_only(new, {**new, "conditions": changed_reason})
+    assert progress_only(
+        new, {**new, "readyReplicas": 3, "conditions": [{**c, "message": "m"} for c in new["conditions"]]}
+    )
 
 
 def test_terminal_status_is_final() -> None:
