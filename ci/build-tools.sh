@@ -43,6 +43,12 @@ mkdir -p "$bin" "$src" "$pair"
 # the requirements and writes go.sum, checked against GOSUMDB (reached through the module proxy).
 export GOFLAGS=-mod=mod
 export GOTOOLCHAIN=${GOTOOLCHAIN:-local}
+# Every program is static (CGO off), as upstream releases them (Kubernetes, etcd, helm, CoreDNS, kwok,
+# Argo, Kueue): the cgo build tag changes the standard library's net and everything above it, so with
+# one setting for all, the programs share each compiled package of the same version and dependencies
+# in the Go build cache (the standard library first of all) instead of compiling it once per setting.
+# The stamps say `static`, so a program built otherwise before is rebuilt.
+export CGO_ENABLED=0
 
 log() { printf '[build-tools]%s %s\n' "${prefetch:+ prefetch:}" "$*" >&2; }
 
@@ -52,11 +58,26 @@ prefetch_rest() { # start fetching the modules of the tools after the current on
   local dir
   dir=$(mktemp -d)
   DIHERA_PREFETCH_SRC=$dir setsid nice -n 10 bash "$0" --kubernetes "$KUBERNETES_VERSION" --argo "$ARGO_VERSION" \
-    "${next[@]}" > "$cache/prefetch.log" 2>&1 < /dev/null &
+    "${next[@]}" > "$cache/prefetch.log" 2>&1 < /dev/null {lock_fd}>&- &
   prefetch_pid=$!
   # shellcheck disable=SC2064 # expanded now: the pid and the dir
   trap "kill -- -$prefetch_pid 2>/dev/null || true; wait $prefetch_pid 2>/dev/null || true; rm -rf '$dir'" EXIT
   log "fetching the modules of ${next[*]} in the background (log: $cache/prefetch.log)"
+}
+
+# Two runs at once (`make test` builds Kueue in the background while a test's kueue-up may ask for it)
+# build a program once: each tool is built holding its lock ($cache/locks), and the second run waits
+# for it, then finds it built.
+lock_fd=
+lock_tool() { # lock_tool NAME: hold NAME's lock until the next lock_tool or the exit
+  [[ -n $prefetch ]] && return 0
+  [[ -n $lock_fd ]] && exec {lock_fd}>&-
+  mkdir -p "$cache/locks"
+  exec {lock_fd}> "$cache/locks/$1.lock"
+  if ! flock -n "$lock_fd"; then
+    log "$1: another ci/build-tools.sh is building it; waiting for that build"
+    flock "$lock_fd"
+  fi
 }
 
 prefetch_modules() { # prefetch_modules DIR PACKAGE [START]: `go list -deps` there (in the checkout: never writing its go.mod)
@@ -75,7 +96,7 @@ stamp_file() { echo "$(dirname "$1")/.$(basename "$1").version"; }
 built() { [[ -x "$1" && "$(cat "$(stamp_file "$1")" 2>/dev/null)" == "$2" ]]; }
 
 go_build() { # go_build MODULE_DIR OUT PACKAGE STAMP [LDFLAGS]
-  local dir=$1 out=$2 pkg=$3 stamp=$4 ldflags=${5:-}
+  local dir=$1 out=$2 pkg=$3 stamp="${4% static} static" ldflags=${5:-}
   built "$out" "$stamp" && return 0
   [[ -n $prefetch ]] && { prefetch_modules "$dir" "$pkg"; return 0; }
   prefetch_rest
@@ -90,7 +111,7 @@ go_build() { # go_build MODULE_DIR OUT PACKAGE STAMP [LDFLAGS]
 
 install_mod() { # install_mod NAME VERSION PACKAGE [LDFLAGS]
   local name=$1 version=$2 pkg=$3 ldflags=${4:-}
-  built "$bin/$name" "$version $ldflags" && return 0
+  built "$bin/$name" "$version $ldflags static" && return 0
   local start=$SECONDS tmp
   if [[ -n $prefetch ]]; then # a throw-away module requiring PACKAGE@VERSION
     tmp=$(mktemp -d -p "$src")
@@ -104,7 +125,7 @@ install_mod() { # install_mod NAME VERSION PACKAGE [LDFLAGS]
   GOBIN="$tmp" go install -trimpath -ldflags "-s -w $ldflags" "$pkg@$version"
   mv "$tmp/$name" "$bin/$name"
   rm -rf "$tmp"
-  echo "$version $ldflags" > "$(stamp_file "$bin/$name")"
+  echo "$version $ldflags static" > "$(stamp_file "$bin/$name")"
   log "built $name in $((SECONDS - start))s"
 }
 
@@ -215,9 +236,7 @@ build_argo() { # build_argo VERSION PROGRAM (workflow-controller: the loopback m
     workflow-controller) pkg=./workflowcontroller ;;
     *) pkg="$module/cmd/$2" ;;
   esac
-  # Static like argoexec (CGO off): the two then share every compiled dependency in the Go build cache
-  # (a cold build of both takes ~4 minutes less on 2 cores).
-  CGO_ENABLED=0 go_build "$dir" "$bin/argo-$v/$2" "$pkg" "$v loopback-$main_sum static" "-X $module.version=$v"
+  go_build "$dir" "$bin/argo-$v/$2" "$pkg" "$v loopback-$main_sum static" "-X $module.version=$v"
   # Argo's CRDs ship in its module; copy them next to the binaries.
   if [[ $2 == workflow-controller && ! -d "$bin/argo-$v/crds" && -z $prefetch ]]; then
     mkdir -p "$bin/argo-$v/crds.tmp"
@@ -254,7 +273,7 @@ build_argoexec() { # build_argoexec VERSION: Argo's executor (init/wait containe
   local v=$1 module modfile
   module=$(argo_module "$v")
   modfile=$(argoexec_modfile "$v")
-  CGO_ENABLED=0 GOFLAGS="$GOFLAGS -modfile=$modfile" go_build "$(dirname "$modfile")" "$bin/argo-$v/argoexec" \
+  GOFLAGS="$GOFLAGS -modfile=$modfile" go_build "$(dirname "$modfile")" "$bin/argo-$v/argoexec" \
     "$module/cmd/argoexec" "$v static" "-X $module.version=$v"
 }
 
@@ -349,8 +368,7 @@ build_argo_server() { # build_argo_server VERSION
   stamp="$v server-$(cat "$server"/* | sha256sum | cut -c1-12) ui-$(ui_key) static"
   built "$bin/argo-$v/argo-server" "$stamp" && return 0
   modfile=$(argo_server_modfile "$v")
-  # Static like the workflow-controller: the two share most compiled dependencies in the Go build cache.
-  CGO_ENABLED=0 GOFLAGS="$GOFLAGS -modfile=$modfile" go_build "$(dirname "$modfile")" "$bin/argo-$v/argo-server" \
+  GOFLAGS="$GOFLAGS -modfile=$modfile" go_build "$(dirname "$modfile")" "$bin/argo-$v/argo-server" \
     ./argoserver "$stamp" "-X $module.version=$v"
   rm -rf "$cache/src/argo-server-$v" # ~0.1 GB; rebuilt from the module zip when needed
 }
@@ -377,7 +395,7 @@ require sigs.k8s.io/kueue $v" "$moddir")
   sed "s|$literal|metricsCertDir()|" "$moddir/cmd/kueue/main.go" > "$dir/kueuemain/main.go"
   cp "$here/tools/kueue/metrics_cert_dir.go" "$dir/kueuemain/"
   sum=$(cat "$dir/kueuemain/"*.go | sha256sum | cut -c1-12)
-  CGO_ENABLED=0 go_build "$dir" "$bin/kueue-$v/kueue" ./kueuemain "$v main-$sum static" \
+  go_build "$dir" "$bin/kueue-$v/kueue" ./kueuemain "$v main-$sum static" \
     "-X sigs.k8s.io/kueue/pkg/version.GitVersion=$v"
   if [[ ! -d "$bin/kueue-$v/crds" && -z $prefetch ]]; then
     mkdir -p "$bin/kueue-$v/crds.tmp"
@@ -390,7 +408,7 @@ require sigs.k8s.io/kueue $v" "$moddir")
 }
 
 own_program() { # own_program NAME: a small program of this repository (ci/tools/NAME), rebuilt when its source changes
-  CGO_ENABLED=0 go_build "$here/tools/$1" "$bin/$1" . "src-$(cat "$here/tools/$1"/*.go | sha256sum | cut -c1-16)"
+  go_build "$here/tools/$1" "$bin/$1" . "src-$(cat "$here/tools/$1"/*.go | sha256sum | cut -c1-16)"
 }
 
 
@@ -418,6 +436,7 @@ wait_ui() {
 read -ra tools <<< "$want"
 for i in "${!tools[@]}"; do
   tool=${tools[i]} next=("${tools[@]:i+1}")
+  lock_tool "$tool-$KUBERNETES_VERSION-$ARGO_VERSION"
   case $tool in
     etcd) ev=$(etcd_version "$KUBERNETES_VERSION"); build_etcd "$ev"; link "$bin/etcd-$ev/etcd" etcd ;;
     kube-apiserver|kube-controller-manager|kube-scheduler)

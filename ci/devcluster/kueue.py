@@ -246,7 +246,7 @@ class Kueue:
         env = {**self.settings.build_env, "PATH": self.settings.path_env, "DIHERA_CACHE": str(self.settings.cache_dir)}
         versions = ["--kubernetes", self.settings.kubernetes_version, "--argo", self.settings.argo_version]
         if not self.settings.binary("kueue").exists():
-            log.info("building kueue with ci/build-tools.sh (cold: ~15 CPU-minutes)")
+            log.info("building kueue with ci/build-tools.sh (cold: ~15 CPU-minutes), or waiting for a build under way")
         result = subprocess.run(
             ["bash", str(self.settings.build_script), *versions, "kueue"], env=env, stdout=subprocess.DEVNULL
         )
