@@ -1,10 +1,12 @@
 """Controller benchmark on the local control plane (figures printed, not asserted).
 
-    python bench/bench_controller.py [--jobs 50] [--replicas 10] [--memory-jobs 500]
+    python bench/bench_controller.py [--jobs 50] [--replicas 10] [--rounds 3] [--memory-jobs 500]
 
 1. time from creation to all pods Running: the same rendered Workflows created directly (baseline) and
    DIJobs through the controller, 1 job and N jobs of R replicas; ratio = controller / direct (after
-   one warm-up job, whose time is printed on its own: the controller's first render loads Hera);
+   one warm-up job, whose time is printed on its own: the controller's first render loads Hera). Each
+   size runs ``--rounds`` direct/controller pairs, alternating, and prints the ratio of their medians
+   last: one pair's ratio moves by ±0.2 between runs on this machine, mostly the direct run's;
 2. status-sync latency: the last pod of a job seen Running (watch) → its DIJob seen Running (watch);
 3. API writes per job, counted by the controller (``dihera_api_writes_total``): from creation to the
    DIJob status saying Running, and apart from those, while the run's namespace is deleted;
@@ -33,6 +35,7 @@ import argparse
 import os
 import shlex
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -369,6 +372,11 @@ def memory(api: client.ApiClient, pid: int, m: int, after_runs: bool = True) -> 
           f"(peak so far {rss_mib(pid, 'VmHWM'):.0f} MiB)")  # fmt: skip
 
 
+def latencies(seconds: list[float]) -> str:
+    """p50 / p99 in milliseconds."""
+    return f"{pct(seconds, 0.5) * 1000:7.0f} / {pct(seconds, 0.99) * 1000:.0f}"
+
+
 def pct(values: list[float], q: float) -> float:
     values = sorted(values)
     return values[min(len(values) - 1, round(q * (len(values) - 1)))] if values else float("nan")
@@ -379,6 +387,12 @@ def main() -> int:
     parser.add_argument("--jobs", type=int, default=50)
     parser.add_argument("--replicas", type=int, default=10)
     parser.add_argument("--memory-jobs", type=int, default=500)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=3,
+        help="direct and controller runs of each size, alternating; the ratio of their medians is printed last",
+    )
     parser.add_argument("--steady-only", action="store_true", help="only the API reads (steady state, hand edit)")
     parser.add_argument(
         "--memory-only", action="store_true", help="only the RSS: idle, with M DIJobs, after deleting them"
@@ -419,14 +433,20 @@ def main() -> int:
         writes = Writes()
         jobs_done = 0
         for jobs in (1, n):
-            d = direct(api, jobs, args.replicas)
-            c, lat, run_writes = via_controller(api, jobs, args.replicas)
-            writes.add(run_writes)
-            jobs_done += jobs
-            print(
-                f"{jobs:>4} x {args.replicas:<8}  {d:9.2f}  {c:13.2f}  {c / d:5.2f}  "
-                f"{pct(lat, 0.5) * 1000:7.0f} / {pct(lat, 0.99) * 1000:.0f}"
-            )
+            directs, controllers, lats = [], [], []
+            for _ in range(args.rounds):
+                d = direct(api, jobs, args.replicas)
+                c, lat, run_writes = via_controller(api, jobs, args.replicas)
+                writes.add(run_writes)
+                jobs_done += jobs
+                directs.append(d)
+                controllers.append(c)
+                lats += lat
+                print(f"{jobs:>4} x {args.replicas:<8}  {d:9.2f}  {c:13.2f}  {c / d:5.2f}  {latencies(lat)}")
+            if args.rounds > 1:
+                d, c = statistics.median(directs), statistics.median(controllers)
+                label = f"median of {args.rounds}"
+                print(f"{label:<15}  {d:9.2f}  {c:13.2f}  {c / d:5.2f}  {latencies(lats)}")
         for what, counts in (("creation to status Running", writes.running), ("namespace deleted", writes.teardown)):
             per_job = sum(counts.values()) / jobs_done
             print(f"API writes per job ({what}, {jobs_done} jobs): {per_job:.1f}  {counts}")

@@ -1,12 +1,12 @@
-"""kopf handlers: every event about a DIJob, its Workflow, its membership ConfigMap or (queued with
-Kueue) its Workload re-syncs that job. The jobs' pods are watched outside kopf
-(:mod:`dihera.controller.pod_watch`): they are most of the events, and kopf's per-event machinery was
-most of the controller's CPU.
+"""kopf handlers: every event about a DIJob or (queued with Kueue) its Workload re-syncs that job. The
+jobs' pods, Workflows and membership ConfigMaps are watched outside kopf
+(:mod:`dihera.controller.job_watches`): they are nearly all the events, and kopf's per-event machinery
+was most of the controller's CPU.
 
 Only watch-event and indexing handlers are used, so kopf itself writes nothing to the objects (no
 finalizers, no state annotations): the controller's own writes are the objects it creates, the status,
-events and cleanup. Workflows are watched with a server-side label selector ``diengine/job``,
-ConfigMaps and Kueue Workloads with ``app.kubernetes.io/managed-by=dihera,diengine/job``.
+events and cleanup. Kueue Workloads are watched with a server-side label selector
+``app.kubernetes.io/managed-by=dihera,diengine/job``.
 
 Each event's object goes into the :class:`~dihera.controller.watch_cache.WatchCache` before the job is
 queued. The feeding functions are kopf indexers (returning nothing, so kopf's own index stays empty):
@@ -29,40 +29,32 @@ from typing import Any
 
 import kopf
 
-from dihera.constants import KUEUE_GROUP, KUEUE_VERSION, LABEL_JOB, MANAGED_BY
+from dihera.constants import KUEUE_GROUP, KUEUE_VERSION, LABEL_JOB
+from dihera.controller.job_watches import managed_job_selector
 from dihera.controller.queue import ReconcileQueue
 from dihera.controller.watch_cache import WatchCache
 from dihera.schema import GROUP, PLURAL, VERSION
 
-__all__ = ["BASE_KINDS", "RESOURCES", "build_registry", "configure_watching", "managed_by_selector"]
+__all__ = ["BASE_KINDS", "RESOURCES", "build_registry", "configure_watching"]
 
 log = logging.getLogger("dihera.controller")
 
 
 def configure_watching(settings: Any, kueue: bool = False) -> None:
-    """Server-side label selectors: the controller never lists Workflows that are not a job's
-    (nor, with ``kueue``, Workloads that are not a DIJob's)."""
-    settings.watching.label_selectors["argoproj.io", "workflows"] = LABEL_JOB
+    """Server-side label selectors: with ``kueue``, the controller never lists Workloads that are not a
+    DIJob's."""
     if kueue:
-        settings.watching.label_selectors[KUEUE_GROUP, "workloads"] = f"{managed_by_selector()},{LABEL_JOB}"
-    settings.watching.label_selectors["v1", "configmaps"] = f"{managed_by_selector()},{LABEL_JOB}"
-
-
-def managed_by_selector() -> str:
-    return ",".join(f"{k}={v}" for k, v in MANAGED_BY.items())
+        settings.watching.label_selectors[KUEUE_GROUP, "workloads"] = managed_job_selector()
 
 
 #: kind → (group, version, plural) as kopf names them.
 RESOURCES = {
     "DIJob": (GROUP, VERSION, PLURAL),
-    "Workflow": ("argoproj.io", "v1alpha1", "workflows"),
-    "Pod": ("", "v1", "pods"),
-    "ConfigMap": ("", "v1", "configmaps"),
     "Workload": (KUEUE_GROUP, KUEUE_VERSION, "workloads"),
 }
 #: The kinds kopf watches without Kueue (``Workload`` joins them with ``--kueue``: its CRD may not exist);
-#: pods are watched by :class:`~dihera.controller.pod_watch.PodWatches`.
-BASE_KINDS = ("DIJob", "Workflow", "ConfigMap")
+#: the jobs' pods, Workflows and ConfigMaps are watched by :class:`~dihera.controller.job_watches.JobWatches`.
+BASE_KINDS = ("DIJob",)
 
 
 def _feed(registry: Any, cache: WatchCache, kind: str) -> None:
@@ -76,9 +68,8 @@ def _feed(registry: Any, cache: WatchCache, kind: str) -> None:
     kopf.index(group, version, plural, labels=labels, registry=registry, id=f"watch-cache-{kind}")(feed)
 
 
-def _on_event(registry: Any, queue: ReconcileQueue, cache: WatchCache, kind: str, window: float | None = None) -> None:
-    """Every event of a job's ``kind`` object (labelled ``diengine/job``) queues that job: at once when
-    ``window`` is None, else paced (:meth:`ReconcileQueue.request_paced`), at least ``window`` seconds later."""
+def _on_event(registry: Any, queue: ReconcileQueue, cache: WatchCache, kind: str) -> None:
+    """Every event of a job's ``kind`` object (labelled ``diengine/job``) queues that job at once."""
     group, version, plural = RESOURCES[kind]
 
     async def on_event(
@@ -88,10 +79,7 @@ def _on_event(registry: Any, queue: ReconcileQueue, cache: WatchCache, kind: str
             cache.drop(kind, body)
         elif cache.own_write(body):
             return  # our own write coming back: the pass that made it saw it
-        if window is None:
-            queue.request(namespace or "default", labels[LABEL_JOB])
-        else:
-            queue.request_paced(namespace or "default", labels[LABEL_JOB], window)
+        queue.request(namespace or "default", labels[LABEL_JOB])
 
     kopf.on.event(group, version, plural, labels={LABEL_JOB: kopf.PRESENT}, registry=registry, id=f"{kind}-event")(
         on_event
@@ -108,10 +96,9 @@ def build_registry(
     on_job_deleted: Callable[[str], None] = lambda namespace: None,
 ) -> Any:
     """A fresh ``kopf.OperatorRegistry`` (no global registry) feeding ``cache`` and wired to ``queue``;
-    ``kinds``: what is watched (:data:`BASE_KINDS`, and ``Workload`` when the controller queues with Kueue).
-    Workflow events are paced by the cost of the job's last pass (:meth:`ReconcileQueue.request_paced`);
-    every other kind's event queues the job at once. ``on_job_deleted(namespace)`` follows a DIJob's
-    deletion (the pod watch of a namespace left empty stops)."""
+    ``kinds``: what is watched (:data:`BASE_KINDS`, and ``Workload`` when the controller queues with Kueue);
+    every event queues the job at once. ``on_job_deleted(namespace)`` follows a DIJob's deletion (the job
+    watches of a namespace left empty stop)."""
     registry = kopf.OperatorRegistry()
     for kind in kinds:
         _feed(registry, cache, kind)
@@ -133,9 +120,8 @@ def build_registry(
             return  # our own status write coming back: the pass that made it saw it
         queue.request(namespace, name)
 
-    windows = {"Workflow": 0.0}  # the paced kinds (progress reports); the others: at once
     for kind in kinds:
         if kind != "DIJob":
-            _on_event(registry, queue, cache, kind, windows.get(kind))
+            _on_event(registry, queue, cache, kind)
     del dijob_event
     return registry

@@ -66,8 +66,9 @@ __all__ = ["CacheBehind", "ConfirmLive", "Reconciler", "Scaler", "utc_now"]
 log = logging.getLogger("dihera.controller")
 #: Reads-and-recomputes of one reconcile whose status write met another writer, before the queue retries.
 STATUS_ATTEMPTS = 5
-#: Seconds until a pass that found its namespace's pods still being listed runs again.
-PODS_LISTING_WAIT = 0.1
+#: Seconds until a pass that found its namespace's job objects still being listed runs again, at the
+#: latest: the end of the listing queues it at once (:meth:`JobWatches.ready`).
+LISTING_WAIT = 1.0
 
 
 class CacheBehind(Exception):
@@ -113,16 +114,17 @@ class Reconciler:
         clock: Callable[[], str] = utc_now,
         cache: WatchCache | None = None,
         queueing: Queueing | None = None,
-        pods_ready: Callable[[str], bool] | None = None,
+        job_objects_ready: Callable[[str, str], bool] | None = None,
         progress_batch: float = 0.0,
         monotonic: Callable[[], float] = time.monotonic,
     ) -> None:
         """``cache``: read from the watches (None: every read goes to the API server); ``queueing``:
         Kueue's side of jobs labelled ``kueue.x-k8s.io/queue-name`` (None: the label is ignored);
-        ``pods_ready(namespace)``: whether the cache holds the namespace's pods (starting their watch,
-        :meth:`PodWatches.ready`); a pass from the cache waits for it. ``progress_batch``: the seconds a
-        status write that only reports progress waits after the job's last one (0: none, every change
-        is written at once); ``monotonic`` measures them."""
+        ``job_objects_ready(namespace, job)``: whether the cache holds the namespace's pods, Workflows
+        and ConfigMaps (starting their watches, :meth:`JobWatches.ready`, which queues the job again when
+        they are in); a pass from the cache waits for it. ``progress_batch``: the seconds a status write
+        that only reports progress waits after the job's last one (0: none, every change is written at
+        once); ``monotonic`` measures them."""
         self._jobs = jobs
         self._objects = objects
         self._events = events
@@ -132,7 +134,7 @@ class Reconciler:
         self._clock = clock
         self._cache = cache
         self._queueing = queueing
-        self._pods_ready = pods_ready
+        self._job_objects_ready = job_objects_ready
         self._progress_batch = progress_batch
         self._monotonic = monotonic
         #: job → when its status was last written (``monotonic``), for ``progress_batch``
@@ -151,9 +153,9 @@ class Reconciler:
         started = time.perf_counter()
         reads = self._reads
         try:
-            if reads.cached and self._pods_ready is not None and not self._pods_ready(namespace):
+            if reads.cached and self._job_objects_ready is not None and not self._job_objects_ready(namespace, name):
                 self._metrics.cache_behind.inc()
-                return PODS_LISTING_WAIT  # the namespace's pods are being listed: a pass now would miss them
+                return LISTING_WAIT  # the namespace's job objects are being listed: a pass now would miss them
             for attempt in range(1, STATUS_ATTEMPTS + 1):
                 try:
                     return self._reconcile(namespace, name, reads)

@@ -1,8 +1,8 @@
 """Now and then, drop from the watch cache what was deleted while a watch was being restarted.
 
-kopf restarts a watch with a new listing after ``410 Gone`` or when peering resumes the controller;
-an object deleted in between never gets a DELETED event and would stay in the cache (a pod counted
-as running that no longer exists). Every ``interval`` seconds, one LIST per kind (per namespace the
+kopf restarts a watch (of DIJobs, Kueue Workloads) with a new listing after ``410 Gone`` or when
+peering resumes the controller; an object deleted in between never gets a DELETED event and would stay
+in the cache. Every ``interval`` seconds, one LIST per kind (per namespace the
 cache holds objects in, or cluster-wide) tells what exists; the rest is dropped and its job
 reconciled. These LISTs are the controller's only periodic reads; a reconcile makes none.
 """
@@ -14,22 +14,23 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from dihera.constants import LABEL_JOB, MANAGED_BY
+from dihera.constants import LABEL_JOB
+from dihera.controller.job_watches import managed_job_selector
 from dihera.controller.watch_cache import WatchCache
 
 __all__ = ["SELECTORS", "Lister", "Resync", "sweep_once"]
 
 log = logging.getLogger("dihera.controller")
 #: The kinds a sweep covers by default; the controller passes those kopf watches
-#: (:data:`dihera.controller.handlers.BASE_KINDS`; the pod watch replaces what it held on each listing).
+#: (:data:`dihera.controller.handlers.BASE_KINDS`; the job watches replace what they held on each listing).
 BASE_KINDS = ("DIJob", "Workflow", "Pod", "ConfigMap")
-#: kind → the label selector the controller watches it with (as :func:`configure_watching` sets).
+#: kind → the label selector the controller watches it with.
 SELECTORS = {
     "DIJob": "",
     "Workflow": LABEL_JOB,
     "Pod": LABEL_JOB,
-    "ConfigMap": ",".join([*(f"{k}={v}" for k, v in MANAGED_BY.items()), LABEL_JOB]),
-    "Workload": ",".join([*(f"{k}={v}" for k, v in MANAGED_BY.items()), LABEL_JOB]),
+    "ConfigMap": managed_job_selector(),
+    "Workload": managed_job_selector(),
 }
 
 

@@ -12,9 +12,9 @@ import kopf
 
 from dihera.constants import FIELD_MANAGER_CONTROLLER
 from dihera.controller.handlers import BASE_KINDS, build_registry, configure_watching
+from dihera.controller.job_watches import JobWatches, Watched
 from dihera.controller.metrics import Metrics
 from dihera.controller.peering import PeeringGate
-from dihera.controller.pod_watch import PodWatches
 from dihera.controller.queue import ReconcileQueue
 from dihera.controller.queueing import Queueing
 from dihera.controller.reconcile import Reconciler, utc_now
@@ -73,7 +73,7 @@ def run_controller(settings: ControllerSettings) -> int:
     """Run until interrupted (SIGINT/SIGTERM); returns the exit code."""
     configure_logging()
     # kopf logs its peering decisions ("Pausing operations in favour of ...", "Resuming operations ...") at
-    # INFO; the gate follows them for what runs outside kopf's watches (the queue, the pod watch)
+    # INFO; the gate follows them for what runs outside kopf's watches (the queue, the job watches)
     peering = PeeringGate()
     peering.install()
     metrics = Metrics()
@@ -102,16 +102,25 @@ def run_controller(settings: ControllerSettings) -> int:
     events = EventRecorder(api, on_posted=lambda: metrics.wrote("create", "Event"))
     queue: ReconcileQueue | None = None
 
+    def request(namespace: str, name: str) -> None:
+        assert queue is not None  # the job watches start with a reconcile, once the queue exists
+        queue.request(namespace, name)
+
     def request_paced(namespace: str, name: str, window: float) -> None:
-        assert queue is not None  # the pod watch starts with a reconcile, once the queue exists
+        assert queue is not None
         queue.request_paced(namespace, name, window)
 
-    # the pod watches hold a connection each for as long as they watch: a client of their own, so the
-    # reconcile threads' pooled connections stay theirs
+    # the job watches hold a connection each for as long as they watch: a client of their own, so the
+    # reconcile threads' pooled connections stay theirs. A pod's event (a progress report) waits for the
+    # others of its batch; a Workflow's is paced by the cost of the job's last pass; a ConfigMap's (a
+    # scaler's commit) queues the job at once
     watch_api = api_client(settings.kubeconfig, settings.context, on_request=metrics.requested)
-    pods = PodWatches(
-        watch_api, cache, request_paced, settings.pod_batch_seconds, settings.all_namespaces, active=peering.active
+    watched = (
+        Watched("Pod", settings.pod_batch_seconds),
+        Watched("Workflow", 0.0, own_writes=True),
+        Watched("ConfigMap", None, own_writes=True),
     )
+    watches = JobWatches(watch_api, cache, request, request_paced, watched, settings.all_namespaces, peering.active)
     reconciler = Reconciler(
         JobStore(api),
         objects,
@@ -121,11 +130,11 @@ def run_controller(settings: ControllerSettings) -> int:
         scaler,
         cache=cache,
         queueing=queueing,
-        pods_ready=pods.ready,
+        job_objects_ready=watches.ready,
         progress_batch=settings.progress_batch_seconds,
     )
     queue = ReconcileQueue(reconciler.reconcile, settings.retry_delays, settings.workers, active=peering.active)
-    # kopf lists its kinds again after 410 Gone; the pod watch replaces what it held itself
+    # kopf lists its kinds again after 410 Gone; the job watches replace what they held themselves
     resync = Resync(cache, objects, settings.all_namespaces, settings.resync_seconds, queue.request, kinds)
     readiness = Readiness()
     runners: list[Any] = []
@@ -152,7 +161,7 @@ def run_controller(settings: ControllerSettings) -> int:
         readiness.clear()
         resync.stop()
         queue.close()
-        await asyncio.to_thread(pods.close)
+        await asyncio.to_thread(watches.close)
         await asyncio.to_thread(events.close)  # what the last passes posted (up to 10 s, off the event loop)
         for runner in runners:
             await runner.cleanup()
@@ -160,7 +169,7 @@ def run_controller(settings: ControllerSettings) -> int:
     def login(**_: Any) -> Any:
         return kopf_connection(api)
 
-    registry = build_registry(queue, cache, login, startup, cleanup, kinds, pods.release_if_idle)
+    registry = build_registry(queue, cache, login, startup, cleanup, kinds, watches.release_if_idle)
     liveness = f"http://{settings.bind_address}:{settings.health_port}/healthz" if settings.health_port else None
     kopf.run(
         registry=registry,

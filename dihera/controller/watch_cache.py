@@ -1,15 +1,15 @@
 """What the watches delivered, for reconciles to read instead of asking the API server (no I/O here).
 
-kopf watches the controller's DIJobs, and the Workflows and membership ConfigMaps labelled
-``diengine/job``; :mod:`dihera.controller.pod_watch` the pods labelled so. Every event's object is put
-here (slimmed, :mod:`dihera.controller.slim`) before the job is queued, so a reconcile reads what the
-event brought. kopf calls the feeding functions as indexers, so it holds every handler until the
-initial listing of its kinds is in; a reconcile waits for the first listing of its namespace's pods
-(:meth:`PodWatches.ready`): it never sees a job without its pods because they were not listed yet.
+kopf watches the controller's DIJobs (and Kueue Workloads); :mod:`dihera.controller.job_watches` the
+pods, Workflows and membership ConfigMaps labelled ``diengine/job``. Every event's object is put here
+(slimmed, :mod:`dihera.controller.slim`) before the job is queued, so a reconcile reads what the event
+brought. kopf calls the feeding functions as indexers, so it holds every handler until the initial
+listing of its kinds is in; a reconcile waits for the first listings of its namespace's job objects
+(:meth:`JobWatches.ready`): it never sees a job without its pods because they were not listed yet.
 
 Objects are kept per uid: an object deleted and recreated under the same name is two entries until
 the old one's DELETED event drops it, and :meth:`WatchCache.get` answers with the newest.
-Thread-safe: kopf's event loop and the pod watches write, the reconcile threads read.
+Thread-safe: kopf's event loop and the job watches write, the reconcile threads read.
 
 A watch that restarts with a new listing (after ``410 Gone``, or when peering resumes the controller)
 delivers no DELETED event for what was deleted in the gap. :meth:`WatchCache.sweep` drops such objects
@@ -188,10 +188,10 @@ class WatchCache:
             return {ns for objs in self._objects.values() for ns, _ in objs}
 
     def holds(self, namespace: str) -> bool:
-        """Whether the cache holds a DIJob or a job's pod in the namespace."""
+        """Whether the cache holds anything in the namespace (a DIJob, a job's pod, Workflow, ConfigMap...)."""
         with self._lock:
-            return any(ns == namespace for ns, _ in self._objects["DIJob"]) or any(
-                ns == namespace for ns, _ in self._pods_of
+            return any(ns == namespace for ns, _ in self._pods_of) or any(
+                ns == namespace for kind, objs in self._objects.items() if kind != "Pod" for ns, _ in objs
             )
 
     def sweep(

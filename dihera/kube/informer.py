@@ -70,7 +70,8 @@ class Informer:
 
     ``on_listed(objects, version)`` gets every listing, the first and any after ``410 Gone``;
     ``on_event(type, object)`` every watch event after it. Both run in the informer's thread, in order.
-    :attr:`synced` is set once the first listing was handed over.
+    :attr:`synced` is set once the first listing was handed over, and then ``on_synced()`` is called
+    (once).
     """
 
     def __init__(
@@ -81,11 +82,13 @@ class Informer:
         on_event: Callable[[str, dict[str, Any]], None],
         watch_seconds: int = 300,
         backoffs: Sequence[float] = (1, 2, 5, 10),
+        on_synced: Callable[[], None] | None = None,
     ) -> None:
         self._list_call = list_call
         self.name = name
         self._on_listed = on_listed
         self._on_event = on_event
+        self._on_synced = on_synced
         self._watch_seconds = watch_seconds
         self._backoffs = tuple(backoffs) or (1.0,)
         self.synced = threading.Event()
@@ -118,7 +121,10 @@ class Informer:
             try:
                 if version is None:
                     version = self._list()
-                    self.synced.set()
+                    if not self.synced.is_set():
+                        self.synced.set()
+                        if self._on_synced is not None:
+                            self._on_synced()
                 version = self._watch(version)
                 failures = 0
             except Gone as why:

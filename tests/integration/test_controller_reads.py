@@ -1,4 +1,4 @@
-"""A steady-state reconcile reads nothing from the API server: it reads what kopf's watches delivered.
+"""A steady-state reconcile reads nothing from the API server: it reads what the watches delivered.
 
 The controller runs as in test_controller_jobs.py (a subprocess with the chart's ServiceAccount, so
 the ConfigMap watch must be granted). Once a job runs, every one of its pods and its DIJob is touched

@@ -7,7 +7,7 @@ import copy
 from typing import Any, cast
 
 from dihera.controller.metrics import Metrics
-from dihera.controller.reconcile import PODS_LISTING_WAIT, Reconciler
+from dihera.controller.reconcile import LISTING_WAIT, Reconciler
 from dihera.controller.watch_cache import WatchCache
 from dihera.membership import Membership
 from dihera.naming import membership_configmap_name
@@ -164,10 +164,10 @@ def test_a_pass_waits_for_the_first_listing_of_its_namespaces_pods() -> None:
         store,
         clock=lambda: T1,
         cache=cache,
-        pods_ready=lambda ns: bool(listed.append(ns)) or len(listed) > 1,  # listed by the second pass
+        job_objects_ready=lambda ns, job: bool(listed.append((ns, job))) or len(listed) > 1,  # listed by the 2nd pass
     )
-    assert r.reconcile(NS, NAME) == PODS_LISTING_WAIT  # again shortly: the pods are being listed
+    assert r.reconcile(NS, NAME) == LISTING_WAIT  # again at the latest then: the pods are being listed
     assert cluster.statuses == [] and cluster.reads == [] and metrics.cache_behind._value.get() == 1
     assert r.reconcile(NS, NAME) is None
     (status,) = cluster.statuses
-    assert status["phase"] == "Running" and listed == [NS, NS]
+    assert status["phase"] == "Running" and listed == [(NS, NAME), (NS, NAME)]

@@ -65,6 +65,7 @@ def run(answers: list[Response]) -> tuple[Script, list[Any]]:
         on_listed=lambda objs, version: seen.append(("listed", [o["metadata"]["name"] for o in objs], version)),
         on_event=lambda kind, obj: seen.append((kind, obj["metadata"]["name"], obj["metadata"]["resourceVersion"])),
         backoffs=(0.01,),
+        on_synced=lambda: seen.append(("synced",)),
     )
     script.informer = informer
     informer.start()
@@ -94,7 +95,13 @@ def test_lists_in_pages_then_watches_from_the_listing_and_resumes_after_the_last
             Response(lines=[{"type": "DELETED", "object": pod("b", "16")}]),
         ]
     )
-    assert seen == [("listed", ["a", "b"], "10"), ("ADDED", "c", "11"), ("MODIFIED", "a", "12"), ("DELETED", "b", "16")]
+    assert seen == [
+        ("listed", ["a", "b"], "10"),
+        ("synced",),  # after the whole first listing was handed over
+        ("ADDED", "c", "11"),
+        ("MODIFIED", "a", "12"),
+        ("DELETED", "b", "16"),
+    ]
     assert [c.get("limit") for c in script.calls[:2]] == [PAGE, PAGE] and script.calls[1]["_continue"] == "t1"
     watches = [c for c in script.calls if c.get("watch")]
     # each watch resumes where the last ended: after its last event, a bookmark's version included
@@ -111,7 +118,7 @@ def test_410_gone_lists_again_and_a_server_error_retries_from_the_same_version()
             Response(body={"metadata": {"resourceVersion": "40"}, "items": [pod("b", "33")]}),
         ]
     )
-    assert seen == [("listed", ["a"], "10"), ("listed", ["b"], "40")]
+    assert seen == [("listed", ["a"], "10"), ("synced",), ("listed", ["b"], "40")]  # synced once
     assert [(bool(c.get("watch")), c.get("resource_version")) for c in script.calls] == [
         (False, None),
         (True, "10"),  # 500: retried after the backoff, same version
