@@ -19,14 +19,17 @@ JOB = {
 
 
 class FakeCore:
-    """create_namespaced_event records (thread, reason); ``gate`` (when set) holds every send until opened."""
+    """create_namespaced_event records (thread, reason); ``gate`` (when set) holds every send until opened;
+    ``arrived`` names the threads that reached it."""
 
     def __init__(self, gate: threading.Event | None = None, refuse: str | None = None) -> None:
         self.sent: list[tuple[str, str]] = []
+        self.arrived: list[str] = []
         self.gate = gate
         self.refuse = refuse
 
     def create_namespaced_event(self, namespace: str, body: dict[str, Any], **_: Any) -> None:
+        self.arrived.append(threading.current_thread().name)
         if self.gate is not None:
             assert self.gate.wait(10), "the test never opened the gate"
         if body["reason"] == self.refuse:
@@ -76,6 +79,10 @@ def test_a_full_backlog_makes_the_caller_send_its_own_event_nothing_is_dropped()
     rec.post(JOB, "Normal", "Second", "m")  # fills the backlog
     caller = threading.Thread(target=rec.post, args=(JOB, "Normal", "Third", "m"), name="caller")
     caller.start()
+    for _ in range(1000):  # the caller found the backlog full and sends Third itself, at the gate
+        if "caller" in core.arrived:
+            break
+        threading.Event().wait(0.01)
     gate.set()
     caller.join(10)
     rec.close()
