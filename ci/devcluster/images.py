@@ -39,6 +39,7 @@ __all__ = [
     "dockerfile_image",
     "dockerfile_images",
     "import_all",
+    "python_archive",
     "python_image",
 ]
 
@@ -157,16 +158,26 @@ def _binary_image(settings: Settings, program: str, name: str, entrypoint: list[
     return Image(name, archive)
 
 
-def python_image(settings: Settings) -> Image:
-    command = [
+def _mmdebstrap_command() -> list[str]:
+    return [
         "mmdebstrap", "--variant=minbase", "--mode=root", "--format=tar",
         f"--include={','.join(BASE_PACKAGES)}",
         "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr",
         *(f"--dpkgopt=path-exclude={p}" for p in BASE_EXCLUDES),
         DEBIAN_SUITE,
     ]  # fmt: skip
-    key = _digest([json.dumps(command).encode()])[:16]
-    archive = settings.images_dir / f"python-{key}.tar"
+
+
+def python_archive(settings: Settings) -> Path:
+    """Where the Python base image's archive is in the cache (its name carries a hash of the command)."""
+    key = _digest([json.dumps(_mmdebstrap_command()).encode()])[:16]
+    return settings.images_dir / f"python-{key}.tar"
+
+
+def python_image(settings: Settings) -> Image:
+    """The Debian + Python base image, built with mmdebstrap unless its archive is in the cache."""
+    command = _mmdebstrap_command()
+    archive = python_archive(settings)
     if not archive.exists():
         log.info("building %s with mmdebstrap (cold: about 1-5 minutes)", PYTHON_IMAGE)
         start = time.monotonic()

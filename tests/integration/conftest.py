@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -24,7 +25,7 @@ if str(REPO) not in sys.path:  # `ci` is a top-level folder of the repo, not an 
     sys.path.insert(0, str(REPO))
 
 from ci.devcluster import Cluster, Settings, realnode  # noqa: E402
-from ci.devcluster.dingimage import ensure_ding_image  # noqa: E402
+from ci.devcluster.dingimage import ImageImport, ensure_ding_image, start_import  # noqa: E402
 from ci.devcluster.kueue import Kueue, parse_feature_gates  # noqa: E402
 from dihera.schema import crd_manifest, dijob_schema  # noqa: E402
 from tests.integration.kueue import Queues, create_queues, delete_queues  # noqa: E402
@@ -33,10 +34,17 @@ T = TypeVar("T")
 Poll = Callable[..., Any]
 
 
+WANTS_DING_IMAGE = pytest.StashKey[bool]()
+DING_IMAGE_IMPORT = pytest.StashKey[ImageImport]()
+
+
+@pytest.hookimpl(trylast=True)  # after `-m`/`-k` deselected theirs
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With the local control plane made without its real node (DIHERA_REAL_NODE=0), the `realnode`
-    tests are skipped, saying why, rather than failing on a node that is not there."""
+    tests are skipped, saying why, rather than failing on a node that is not there. Otherwise notes
+    whether a selected test needs the DI-engine image (its import starts once the cluster is up)."""
     if os.environ.get("DIHERA_REAL_NODE", "1") != "0" or Path(os.environ.get("KUBECONFIG", "")).is_file():
+        config.stash[WANTS_DING_IMAGE] = any("ding_image" in getattr(item, "fixturenames", ()) for item in items)
         return
     skip = pytest.mark.skip(reason="DIHERA_REAL_NODE=0: the local control plane has no real node")
     for item in items:
@@ -44,8 +52,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+def _start_ding_image_import(config: pytest.Config, dev: Cluster) -> None:
+    """Start importing the DI-engine image into the local real node's containerd in the background (2-3
+    minutes of disk, little CPU) when a selected test needs it and its archive is built; the
+    `ding_image` fixture waits for it. The import overlaps the tests before the first real workload."""
+    socket = realnode.node_files(dev.state).containerd_socket
+    if not config.stash.get(WANTS_DING_IMAGE, False) or not socket.exists():
+        return
+    started = start_import(dev.settings, socket, realnode.CONTAINERD_NAMESPACE)
+    if started is not None:
+        config.stash[DING_IMAGE_IMPORT] = started
+
+
 @pytest.fixture(scope="session")
-def kubeconfig() -> Iterator[Path]:
+def kubeconfig(pytestconfig: pytest.Config) -> Iterator[Path]:
     """Path of an admin kubeconfig for the session's cluster."""
     given = os.environ.get("KUBECONFIG", "")
     if given and Path(given).is_file():
@@ -59,9 +79,13 @@ def kubeconfig() -> Iterator[Path]:
         if started_here:
             dev.down()
         raise
+    _start_ding_image_import(pytestconfig, dev)
     try:
         yield dev.kubeconfig
     finally:
+        pending = pytestconfig.stash.get(DING_IMAGE_IMPORT, None)
+        if pending is not None:
+            pending.cancel()
         if started_here:
             dev.down()
 
@@ -153,7 +177,8 @@ def dijob_crd(cluster: client.ApiClient, poll: Poll) -> None:
 @pytest.fixture(scope="session")
 def ding_image(kubeconfig: Path, pytestconfig: pytest.Config) -> str:
     """The DI-engine image (ci/images/di-engine), built if its inputs changed and imported into the local
-    real node's containerd once per session (not at cluster-up: ~5 GB). Progress goes to the terminal."""
+    real node's containerd once per session (not by cluster-up itself: ~5 GB; the session starts the import
+    in the background right after it when the archive is built). Progress goes to the terminal."""
     dev = Cluster(Settings.from_environ())
     socket = realnode.node_files(dev.state).containerd_socket
     if kubeconfig.resolve() != dev.kubeconfig.resolve() or not socket.exists():
@@ -164,9 +189,19 @@ def ding_image(kubeconfig: Path, pytestconfig: pytest.Config) -> str:
         with capture.global_and_fixture_disabled():
             print(f"[di-engine image] {line}", flush=True)
 
+    took: float | None = None  # the import started at cluster-up, if one was
+    pending = pytestconfig.stash.get(DING_IMAGE_IMPORT, None)
+    if pending is not None:
+        del pytestconfig.stash[DING_IMAGE_IMPORT]
+        if pending.running():
+            progress("waiting for its import into the real node's containerd, started at cluster-up")
+        took = pending.wait()  # a failed import raises here with ctr's error
     report = ensure_ding_image(dev.settings, socket, realnode.CONTAINERD_NAMESPACE, progress)
+    if took is not None and report.imported_seconds is None:
+        report = replace(report, imported_seconds=took)
     built = "cached" if report.built_seconds is None else f"built in {report.built_seconds:.0f}s"
     loaded = "already there" if report.imported_seconds is None else f"imported in {report.imported_seconds:.0f}s"
+    loaded += " (in the background from cluster-up)" if took is not None else ""
     progress(f"{report.image.name}: {built}, {loaded}, archive {report.archive_bytes / 2**30:.2f} GiB")
     return report.image.name
 

@@ -1,4 +1,5 @@
-"""The DI-engine image's build inputs and cache key (ci/devcluster/dingimage.py); no build, no cluster."""
+"""The DI-engine image's build inputs, cache key and background import (ci/devcluster/dingimage.py); no
+build, no cluster: the import runs a stand-in `ctr` put first on PATH."""
 
 from __future__ import annotations
 
@@ -7,14 +8,17 @@ import json
 import re
 import sys
 import tarfile
+import time
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
 from ci.devcluster import images  # noqa: E402
-from ci.devcluster.dingimage import DING_BUILD, archive_config_digest  # noqa: E402
+from ci.devcluster.dingimage import DING_BUILD, ImageImport, archive_config_digest, start_import  # noqa: E402
 from ci.devcluster.settings import Settings  # noqa: E402
 
 
@@ -66,3 +70,59 @@ def test_config_digest_is_read_from_the_archives_manifest(tmp_path: Path) -> Non
         manifest = json.load(archive.extractfile("manifest.json"))  # type: ignore[arg-type]
         config = archive.extractfile(manifest[0]["Config"]).read()  # type: ignore[union-attr]
     assert archive_config_digest(out) == f"sha256:{hashlib.sha256(config).hexdigest()}"
+
+
+def fake_ctr(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> Path:
+    """A `ctr` first on PATH that records its arguments in `argv` and then runs `body` (sh)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    script = bin_dir / "ctr"
+    script.write_text(f'#!/bin/sh\necho "$@" > {tmp_path / "argv"}\n{body}\n')
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{Path(sys.executable).parent}:/usr/bin:/bin")
+    return tmp_path / "argv"
+
+
+def test_an_import_runs_while_the_caller_goes_on_and_reports_its_own_seconds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    argv = fake_ctr(tmp_path, monkeypatch, "sleep 0.5")
+    image = images.Image("dihera.local/di-engine:0", tmp_path / "di-engine-1234.tar")
+    started = time.monotonic()
+    pending = ImageImport(image, tmp_path / "containerd.sock", "k8s.io")
+    assert pending.running() and time.monotonic() - started < 0.4  # not waited for at start
+    time.sleep(1.0)  # the caller's other work, longer than the import
+    assert not pending.running()
+    took = pending.wait()
+    assert 0.5 <= took < 0.95, took  # the import's time, not the caller's
+    assert argv.read_text().split() == [
+        f"--address={tmp_path / 'containerd.sock'}",
+        "--namespace=k8s.io",
+        "images",
+        "import",
+        str(image.archive),
+    ]
+
+
+def test_a_failed_import_raises_with_ctrs_exit_code_and_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_ctr(tmp_path, monkeypatch, "echo 'ctr: content digest mismatch' >&2; exit 3")
+    pending = ImageImport(images.Image("x:0", tmp_path / "x.tar"), tmp_path / "sock", "k8s.io")
+    with pytest.raises(RuntimeError, match=r"x\.tar exited 3: ctr: content digest mismatch"):
+        pending.wait()
+
+
+def test_cancel_stops_an_import_nobody_waited_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_ctr(tmp_path, monkeypatch, "exec sleep 60")
+    pending = ImageImport(images.Image("x:0", tmp_path / "x.tar"), tmp_path / "sock", "k8s.io")
+    started = time.monotonic()
+    pending.cancel()
+    assert not pending.running() and time.monotonic() - started < 10
+    with pytest.raises(RuntimeError, match="exited -15"):
+        pending.wait()
+
+
+def test_no_import_starts_before_the_images_are_built(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    argv = fake_ctr(tmp_path, monkeypatch, "exit 0")
+    built = settings(tmp_path)
+    assert start_import(built, tmp_path / "sock", "k8s.io") is None  # no base image: nothing built, no ctr
+    assert not built.images_dir.exists() and not argv.exists()
