@@ -50,7 +50,7 @@ typecheck: setup ## mypy --strict
 	$(VENV)/bin/mypy
 
 unit: setup ## unit tests only (no cluster, no package index)
-	$(VENV)/bin/pytest -m "not cluster and not packaging" tests
+	$(VENV)/bin/pytest -m "not cluster and not packaging and not bench" tests
 
 packaging: setup ## the wheel installed without extras into a fresh venv runs validate/render/crd/convert (index on first use)
 	$(VENV)/bin/pytest -m packaging tests

@@ -212,6 +212,7 @@ def main() -> int:
     install_crd(kubeconfig)
     api = config.new_client_from_config(config_file=kubeconfig)
     timeout = 120 + n * 0.5
+    (REPO / ".devcluster" / "logs").mkdir(parents=True, exist_ok=True)
     log = open(REPO / ".devcluster" / "logs" / "bench-bigjob.log", "ab")  # noqa: SIM115
     # only the controller's namespaces: watching the direct run's pods would slow Argo alone down too
     argv = [DIHERA, "controller", "--kubeconfig", kubeconfig, "-n", f"{PREFIX}-bigctl-*", "--standalone"]

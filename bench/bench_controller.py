@@ -405,6 +405,7 @@ def main() -> int:
     install_crd(kubeconfig)
     api = config.new_client_from_config(config_file=kubeconfig)
     n = min(args.jobs, 440 // args.replicas)
+    (REPO / ".devcluster" / "logs").mkdir(parents=True, exist_ok=True)
     log = open(REPO / ".devcluster" / "logs" / "bench-controller.log", "ab")  # noqa: SIM115
     argv = [DIHERA, "controller", "--kubeconfig", kubeconfig, "-n", f"{PREFIX}-*", "--standalone"]
     argv += ["--metrics-port", str(METRICS_PORT), "--health-port", "0", *shlex.split(args.controller_args)]
