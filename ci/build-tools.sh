@@ -96,6 +96,12 @@ prefetch_modules() { # prefetch_modules DIR PACKAGE [START]: `go list -deps` the
 stamp_file() { echo "$(dirname "$1")/.$(basename "$1").version"; }
 built() { [[ -x "$1" && "$(cat "$(stamp_file "$1")" 2>/dev/null)" == "$2" ]]; }
 
+# How every program is compiled: -s -w (in each ldflags) leave the debug info out of the binary, and
+# -dwarf=false spares the compiler making it: 11-18 % less CPU for the same binary (kwok from an empty
+# build cache: 285.6 -> 254.9 and 302.0 -> 248.8 CPU seconds, both orders). Not in the stamps: a program
+# built before the flag is the same program.
+GO_BUILD_FLAGS=(-trimpath -gcflags=all=-dwarf=false)
+
 go_build() { # go_build MODULE_DIR OUT PACKAGE STAMP [LDFLAGS]
   local dir=$1 out=$2 pkg=$3 stamp="${4% static} static" ldflags=${5:-}
   built "$out" "$stamp" && return 0
@@ -104,7 +110,7 @@ go_build() { # go_build MODULE_DIR OUT PACKAGE STAMP [LDFLAGS]
   log "building $(basename "$out") ${stamp%% *}"
   local start=$SECONDS
   mkdir -p "$(dirname "$out")"
-  (cd "$dir" && go build -trimpath -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg")
+  (cd "$dir" && go build "${GO_BUILD_FLAGS[@]}" -ldflags "-s -w $ldflags" -o "$out.tmp" "$pkg")
   mv "$out.tmp" "$out"
   echo "$stamp" > "$(stamp_file "$out")"
   log "built $(basename "$out") $(basename "$(dirname "$out")") in $((SECONDS - start))s"
@@ -123,7 +129,7 @@ install_mod() { # install_mod NAME VERSION PACKAGE [LDFLAGS]
   prefetch_rest
   log "building $name $version"
   tmp=$(mktemp -d)
-  GOBIN="$tmp" go install -trimpath -ldflags "-s -w $ldflags" "$pkg@$version"
+  GOBIN="$tmp" go install "${GO_BUILD_FLAGS[@]}" -ldflags "-s -w $ldflags" "$pkg@$version"
   mv "$tmp/$name" "$bin/$name"
   rm -rf "$tmp"
   echo "$version $ldflags static" > "$(stamp_file "$bin/$name")"
@@ -298,6 +304,10 @@ ui_prepare() { # ui_prepare DIR: point a copy of Argo's ui/ at the vendored argo
   # the lockfile: no entry for argo-ui (yarn adds the file's), the npm registry's host for the rest
   sed -i "/^\"argo-ui@git+/,/^\$/d; s|https://registry.yarnpkg.com/|https://registry.npmjs.org/|" "$d/yarn.lock"
   sed -i '/--install.frozen-lockfile/d' "$d/.yarnrc"
+  # no source maps: 29 of dist/app's 32 MB, of no use to the embedded UI, and CPU-minutes of webpack
+  sed -i "s|devtool: isProd ? '[a-z-]*'|devtool: isProd ? false|" "$d/webpack.config.js"
+  grep -q "devtool: isProd ? false" "$d/webpack.config.js" ||
+    log "ui/webpack.config.js: its devtool line changed; the build makes source maps (deleted after it)"
 }
 
 ui_key() { # a short hash of the patch, the vendored archive and yarn's version

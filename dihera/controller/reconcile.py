@@ -550,8 +550,7 @@ class Reconciler:
             self._metrics.wrote("patch", "Workflow")
             if self._cache is not None and stopped:  # the next pass does not stop it again
                 self._cache.replace("Workflow", workflow, stopped)
-        for pod in plan.delete_pods:
-            self._objects.delete_pod(job.namespace, pod)
+        self._objects.delete_pods(job.namespace, plan.delete_pods)  # concurrently: a big job has thousands
         self._metrics.wrote("delete", "Pod", len(plan.delete_pods))
         log.info(
             "cleanPodPolicy %s: deleted %d pod(s)%s",

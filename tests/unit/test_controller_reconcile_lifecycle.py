@@ -3,6 +3,7 @@ cleanup, suspend and resume, failurePolicy DropReplica."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, cast
 
 import pytest
@@ -42,9 +43,9 @@ class LifecycleCluster(Cluster):
         self.stopped.append(name)
         self.order.append("shutdown Workflow")
 
-    def delete_pod(self, namespace: str, name: str) -> None:
-        self.pods_deleted.append(name)
-        self.order.append("delete pod")
+    def delete_pods(self, namespace: str, names: Sequence[str]) -> None:
+        self.pods_deleted += names
+        self.order += ["delete pod"] * len(names)
 
     def delete_workflow(self, namespace: str, name: str, uid: str | None = None) -> bool:
         self.order.append(f"delete Workflow {name} {uid}")
