@@ -1,6 +1,6 @@
 """A 2,000-replica job on the local control plane's kwok nodes (figures printed, not asserted).
 
-    python bench/bench_bigjob.py [--collectors 2000] [--step 100]
+    python bench/bench_bigjob.py [--collectors 2000] [--step 100] [--rounds 1]
 
 In one run, each way in its own namespace (deleted, pods gone, before the next):
 1. direct: the DIJob rendered here and its ConfigMap, Service and Workflow created directly (Argo
@@ -10,7 +10,10 @@ In one run, each way in its own namespace (deleted, pods gone, before the next):
    sends), with a ``dihera controller`` of its own (standalone) watching ``dihera-test-bench-bigctl-*``
    (not the direct run's namespace).
 Each figure is the time from the first write to the last of the job's pods seen Running (a watch of
-the pods, raw JSON); ratio = controller / direct. The kwok nodes get room for the job first
+the pods, raw JSON); ratio = controller / direct. With ``--rounds N`` both run N times, alternating
+which goes first (this machine's speed drifts over minutes: in one run all of Argo, the API server and
+kube-controller-manager used ~20 % more CPU for the same work in the second half); the table gives the
+medians, each round's ratio after them. The kwok nodes get room for the job first
 (tests/integration/kwok_capacity.py). Needs $KUBECONFIG or .devcluster/kubeconfig.
 
 Progress goes to stderr as each phase ends; on the local control plane each phase also says how many
@@ -23,6 +26,7 @@ import argparse
 import json
 import os
 import signal
+import statistics
 import subprocess
 import sys
 import threading
@@ -202,10 +206,30 @@ def via_controller(api: client.ApiClient, n: int, step: int, timeout: float) -> 
     return start, scale, status_at
 
 
+def report(n: int, step: int, rounds: list[tuple[float, float, float, float, float]]) -> None:
+    """The table: each figure's median over the rounds, and with more than one round each round's."""
+    print(f"job of 1 learner + {n} collectors + 1 evaluator   direct(s)  controller(s)  ratio")
+    for what, d, c in ((f"apply -> all {n + 2} pods Running", 0, 2), (f"+{step} -> Running", 1, 3)):
+        direct_s, ctl_s = statistics.median(r[d] for r in rounds), statistics.median(r[c] for r in rounds)
+        ratios = [r[c] / r[d] for r in rounds]
+        line = f"  {what:<40}  {direct_s:9.1f}  {ctl_s:13.1f}  {statistics.median(ratios):5.2f}"
+        if len(rounds) > 1:
+            line += f"   (median of {len(rounds)} rounds; each: {', '.join(f'{x:.2f}' for x in ratios)})"
+        print(line)
+    print(f"  (controller: DIJob status Running {statistics.median(r[4] for r in rounds):.1f}s after the apply)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--collectors", type=int, default=2000)
     parser.add_argument("--step", type=int, default=100)
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="direct and controller runs this many times each, alternating which goes first (the machine's "
+        "speed drifts over minutes); the table gives medians",
+    )
     args = parser.parse_args()
     n, step = args.collectors, args.step
     kubeconfig = os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig")
@@ -217,18 +241,23 @@ def main() -> int:
     # only the controller's namespaces: watching the direct run's pods would slow Argo alone down too
     argv = [DIHERA, "controller", "--kubeconfig", kubeconfig, "-n", f"{PREFIX}-bigctl-*", "--standalone"]
     proc = subprocess.Popen([*argv, "--metrics-port", "0", "--health-port", "0"], stdout=log, stderr=log)
+    rounds: list[tuple[float, float, float, float, float]] = []
     try:
         with kwok_capacity(api, n + step + 2):
             time.sleep(3)
-            d_start, d_scale = direct(api, n, step, timeout)
-            c_start, c_scale, c_status = via_controller(api, n, step, timeout)
-        print(f"job of 1 learner + {n} collectors + 1 evaluator   direct(s)  controller(s)  ratio")
-        for what, d, c in (
-            (f"apply -> all {n + 2} pods Running", d_start, c_start),
-            (f"+{step} -> Running", d_scale, c_scale),
-        ):
-            print(f"  {what:<40}  {d:9.1f}  {c:13.1f}  {c / d:5.2f}")
-        print(f"  (controller: DIJob status Running {c_status:.1f}s after the apply)")
+            for i in range(args.rounds):
+                if i % 2 == 0:
+                    d_start, d_scale = direct(api, n, step, timeout)
+                    c_start, c_scale, c_status = via_controller(api, n, step, timeout)
+                else:
+                    c_start, c_scale, c_status = via_controller(api, n, step, timeout)
+                    d_start, d_scale = direct(api, n, step, timeout)
+                rounds.append((d_start, d_scale, c_start, c_scale, c_status))
+                if args.rounds > 1:
+                    apply, scale = c_start / d_start, c_scale / d_scale
+                    progress_line = f"round {i + 1}/{args.rounds}: apply ratio {apply:.2f}, +{step} ratio {scale:.2f}"
+                    print(f"[bench_bigjob] {progress_line}", file=sys.stderr, flush=True)
+        report(n, step, rounds)
     finally:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=30)

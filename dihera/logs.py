@@ -19,7 +19,8 @@ class LogfmtFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         fields = [
-            ("time", self.formatTime(record, "%Y-%m-%dT%H:%M:%S")),
+            # milliseconds: a scale request's steps and a pass's writes are apart by less than a second
+            ("time", f"{self.formatTime(record, '%Y-%m-%dT%H:%M:%S')}.{int(record.msecs):03d}"),
             ("level", record.levelname),
             ("logger", record.name),
         ]

@@ -9,6 +9,7 @@ which is what the Argo UI's list shows.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -22,7 +23,12 @@ _PROGRESS = re.compile(r"^(\d+)/(\d+)$")
 
 def parse_progress(text: object) -> tuple[int, int] | None:
     """``"3/10"`` → (3, 10); None for anything Argo would not accept (``N > M``, ``M`` of 0, not ``N/M``)."""
-    match = _PROGRESS.match(text) if isinstance(text, str) else None
+    return _parse(text) if isinstance(text, str) else None
+
+
+@functools.lru_cache(maxsize=4096)  # a big job's 2,000 replicas report a few distinct values, every pass
+def _parse(text: str) -> tuple[int, int] | None:
+    match = _PROGRESS.match(text)
     if match is None:
         return None
     done, total = int(match.group(1)), int(match.group(2))

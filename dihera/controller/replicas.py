@@ -13,14 +13,16 @@ membership read with it is older than the Workflow; its deleted pod is neither a
 from __future__ import annotations
 
 import functools
+import operator
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from dihera.constants import ANNOTATION_NODE_NAME, FAILED_NODE_PHASES, LABEL_POD
 from dihera.controller.stuck import pod_problem
-from dihera.membership import Membership
+from dihera.membership import Membership, Replica
 from dihera.naming import dag_task_name, hostname
 from dihera.scaling.dag import live_replicas, workflow_nodes
 
@@ -163,22 +165,55 @@ def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
     return found
 
 
-def _attempt_nodes(workflow: Mapping[str, Any] | None) -> dict[str, dict[int, Mapping[str, Any]]]:
-    """Every replica's attempt nodes, by its DAG name and attempt number (a non-retried replica's one
-    node is attempt 0): one pass over the Workflow's nodes, not one per replica."""
-    if not workflow:
-        return {}
+class NodeFacts(NamedTuple):
+    """What :func:`replica_states` reads of one attempt's node (compared by value between passes)."""
+
+    phase: str | None
+    message: str | None
+    progress: str | None
+
+
+#: A replica's attempt nodes: attempt number → its node's facts.
+AttemptNodes = Mapping[int, NodeFacts]
+_NO_NODES: AttemptNodes = MappingProxyType({})
+#: (uid, resourceVersion) of a Workflow → its replicas' attempt nodes: passes between two versions of the
+#: Workflow (most passes of a big job: its pods change far more often) do not read its nodes again.
+_NODES: dict[tuple[str, str], dict[str, AttemptNodes]] = {}
+#: Workflow versions remembered before that memo starts over.
+_NODES_KEPT = 64
+
+
+def _read_attempt_nodes(workflow: Mapping[str, Any]) -> dict[str, AttemptNodes]:
     nodes = workflow_nodes(workflow)
     prefix = f"{workflow['metadata']['name']}."
-    out: dict[str, dict[int, Mapping[str, Any]]] = {}
+    out: dict[str, dict[int, NodeFacts]] = {}
     for node in nodes.values():
         name = str(node.get("name", ""))
         if node.get("type") != "Pod" or not name.startswith(prefix):
             continue
         attempt = _ATTEMPT.search(name)
         replica = name[len(prefix) : attempt.start()] if attempt else name[len(prefix) :]
-        out.setdefault(replica, {})[attempt_of(name)] = node
-    return out
+        facts = NodeFacts(node.get("phase"), node.get("message") or None, node.get("progress") or None)
+        out.setdefault(replica, {})[int(attempt.group(1)) if attempt else 0] = facts
+    return dict(out)
+
+
+def _attempt_nodes(workflow: Mapping[str, Any] | None) -> Mapping[str, AttemptNodes]:
+    """Every replica's attempt nodes, by its DAG name and attempt number (a non-retried replica's one
+    node is attempt 0): one pass over the Workflow's nodes, not one per replica; once per version."""
+    if not workflow:
+        return {}
+    meta = workflow.get("metadata") or {}
+    uid, version = meta.get("uid"), meta.get("resourceVersion")
+    if not uid or not version:
+        return _read_attempt_nodes(workflow)
+    key = (str(uid), str(version))
+    found = _NODES.get(key)
+    if found is None:
+        if len(_NODES) >= _NODES_KEPT:
+            _NODES.clear()
+        found = _NODES[key] = _read_attempt_nodes(workflow)
+    return found
 
 
 def _by_hostname(pods: Iterable[Mapping[str, Any]]) -> dict[str, list[PodFacts]]:
@@ -200,12 +235,55 @@ def _problem(pod: PodFacts | None, last_failed: PodFacts | None) -> tuple[str, s
     return found
 
 
-def _current(mine: list[PodFacts], attempt: int) -> PodFacts | None:
+def _current(mine: Sequence[PodFacts], attempt: int) -> PodFacts | None:
     """Of a replica's pods, the one of ``attempt`` not being deleted, else the newest."""
     if len(mine) == 1:
         return mine[0] if mine[0].attempt == attempt else None
     current = sorted((f for f in mine if f.attempt == attempt), key=lambda f: f.order)
     return current[-1] if current else None
+
+
+#: (job, replica) → what its last pass worked out: its DAG task name and hostname, the attempt nodes and pod
+#: facts it read, and its state. A replica whose nodes are equal and whose pods' facts are the same objects
+#: (the same versions of its pods, :func:`pod_facts`) has the same state: a pass over a big job works out
+#: only the replicas that changed. Stale entries (a job gone) go when the memo starts over.
+_STATES: dict[tuple[str, Replica], tuple[str, str, AttemptNodes, tuple[PodFacts, ...], ReplicaState]] = {}
+#: Replicas remembered before that memo starts over (a few MiB).
+_STATES_KEPT = 20_000
+
+
+def _same_pods(a: Sequence[PodFacts], b: Sequence[PodFacts]) -> bool:
+    """The same pod facts objects, in the same order (facts are remembered per pod version, so the same
+    versions of the same pods)."""
+    return len(a) == len(b) and all(map(operator.is_, a, b))
+
+
+def _state(job_name: str, r: Replica, nodes: AttemptNodes, mine: Sequence[PodFacts]) -> ReplicaState:
+    """One replica's current attempt, from its attempt nodes and its pods' facts."""
+    attempt = max([*nodes, *(f.attempt for f in mine), 0])
+    pod = _current(mine, attempt)
+    node = nodes.get(attempt)
+    pod_phase = pod.phase if pod else None
+    failed = pod_phase == "Failed" or (node is not None and node.phase in FAILED_NODE_PHASES)
+    failed_pods = sorted((f for f in mine if f.phase == "Failed"), key=lambda f: f.attempt)
+    last_failed = failed_pods[-1] if failed_pods else None
+    return ReplicaState(
+        task=r.task,
+        index=r.index,
+        rank=r.rank,
+        hostname=r.hostname(job_name),
+        attempt=attempt,
+        pod_name=pod.name if pod else None,
+        pod_phase=pod_phase,
+        ready=pod.ready if pod else False,
+        exit_code=pod.exit_code if pod else None,
+        failed=failed,
+        node_message=node.message if node else None,
+        last_failure_code=last_failed.exit_code if last_failed else None,
+        problem=_problem(pod, last_failed),
+        finished=pod.finished if pod else False,
+        progress=node.progress if node else None,
+    )
 
 
 def replica_states(
@@ -219,33 +297,21 @@ def replica_states(
     nodes_of = _attempt_nodes(workflow)
     states = []
     for r in live_replicas(membership, workflow).replicas:
-        nodes = nodes_of.get(dag_task_name(r.task, r.index), {})
-        # diengine/pod: the long form, whatever the hostname
-        mine = pods_of.get(hostname(job_name, r.task, r.index), [])
-        attempt = max([*nodes, *(f.attempt for f in mine), 0])
-        pod = _current(mine, attempt)
-        node = nodes.get(attempt)
-        pod_phase = pod.phase if pod else None
-        failed = pod_phase == "Failed" or (node is not None and node.get("phase") in FAILED_NODE_PHASES)
-        failed_pods = sorted((f for f in mine if f.phase == "Failed"), key=lambda f: f.attempt)
-        last_failed = failed_pods[-1] if failed_pods else None
-        states.append(
-            ReplicaState(
-                task=r.task,
-                index=r.index,
-                rank=r.rank,
-                hostname=r.hostname(job_name),
-                attempt=attempt,
-                pod_name=pod.name if pod else None,
-                pod_phase=pod_phase,
-                ready=pod.ready if pod else False,
-                exit_code=pod.exit_code if pod else None,
-                failed=failed,
-                node_message=(node.get("message") or None) if node else None,
-                last_failure_code=last_failed.exit_code if last_failed else None,
-                problem=_problem(pod, last_failed),
-                finished=pod.finished if pod else False,
-                progress=(node.get("progress") or None) if node else None,
-            )
-        )
+        key = (job_name, r)
+        seen = _STATES.get(key)
+        if seen is not None:
+            dag_name, host = seen[0], seen[1]
+        else:
+            # diengine/pod: the long form, whatever the hostname
+            dag_name, host = dag_task_name(r.task, r.index), hostname(job_name, r.task, r.index)
+        nodes = nodes_of.get(dag_name, _NO_NODES)
+        mine = pods_of.get(host, ())
+        if seen is not None and seen[2] == nodes and _same_pods(seen[3], mine):
+            states.append(seen[4])
+            continue
+        state = _state(job_name, r, nodes, mine)
+        if len(_STATES) >= _STATES_KEPT:
+            _STATES.clear()
+        _STATES[key] = (dag_name, host, nodes, tuple(mine), state)
+        states.append(state)
     return tuple(states)

@@ -8,7 +8,6 @@ ConfigMaps and pods (indexed by job), cluster-wide or once per watched namespace
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -20,6 +19,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from dihera.constants import LABEL_JOB, MANAGED_BY
+from dihera.kube.responses import decoded
 from dihera.naming import membership_configmap_name
 from dihera.schema import GROUP, PLURAL, VERSION
 
@@ -110,7 +110,7 @@ class Informer:
 
     def _relist(self) -> str:
         resp = self._list(_preload_content=False, **self._params)
-        data = json.loads(resp.data)
+        data = decoded(resp)
         with self._lock:
             self._items, self._index = {}, {}
             for obj in data.get("items") or []:

@@ -26,6 +26,7 @@ from kubernetes.client.exceptions import ApiException
 
 from dihera.constants import FIELD_MANAGER_CONTROLLER
 from dihera.kube.errors import describe_api_error
+from dihera.kube.responses import discard
 
 __all__ = ["BACKLOG", "EventRecorder"]
 
@@ -115,7 +116,7 @@ class EventRecorder:
     def _send(self, body: dict[str, Any]) -> None:
         involved = body["involvedObject"]
         try:
-            self._core.create_namespaced_event(involved["namespace"], body, _preload_content=False)  # type: ignore[arg-type]
+            discard(self._core.create_namespaced_event(involved["namespace"], body, _preload_content=False))  # type: ignore[arg-type]
         except ApiException as err:
             terminating = err.status == 403 and "being terminated" in str(err.body or "")
             (log.debug if terminating or err.status == 404 else log.error)(

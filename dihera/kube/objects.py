@@ -5,7 +5,6 @@ Every call names the object in its errors; "already exists" and "not found" are 
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -15,6 +14,7 @@ from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from dihera.constants import KUEUE_GROUP, KUEUE_VERSION
+from dihera.kube.responses import decoded, discard
 from dihera.schema import GROUP, PLURAL, VERSION
 
 __all__ = [
@@ -53,7 +53,7 @@ class ObjectStore:
             if _missing(err):
                 return None
             raise
-        return _json(obj)
+        return decoded(obj)
 
     def get_workflow(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
@@ -104,7 +104,7 @@ class ObjectStore:
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         """Pods matching a label selector, as plain dicts (the API's JSON, camelCase)."""
         resp = self._core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False)
-        items: list[dict[str, Any]] = _json(resp).get("items", [])
+        items: list[dict[str, Any]] = decoded(resp).get("items", [])
         return items
 
     def list_uids(self, kind: str, namespace: str | None, selector: str = "") -> set[str]:
@@ -139,7 +139,7 @@ class ObjectStore:
             )
         else:
             raise ValueError(f"cannot list {kind}: unsupported kind; valid: DIJob, Workflow, Workload, Pod, ConfigMap")
-        return {str(item["metadata"]["uid"]) for item in _json(resp).get("items") or []}
+        return {str(item["metadata"]["uid"]) for item in decoded(resp).get("items") or []}
 
     # -- writes ----------------------------------------------------------------------------------
 
@@ -165,7 +165,7 @@ class ObjectStore:
             if err.status != 409:
                 raise
             return self._read_existing(kind, ns, name), False
-        return _json(resp), True
+        return decoded(resp), True
 
     def _read_existing(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
         if kind == "Workflow":
@@ -173,7 +173,7 @@ class ObjectStore:
         elif kind == "ConfigMap":
             found = self.get_configmap(namespace, name)
         else:
-            found = _json(self._core.read_namespaced_service(name, namespace, _preload_content=False))
+            found = decoded(self._core.read_namespaced_service(name, namespace, _preload_content=False))
         if found is None:  # deleted between our create and read: report the conflict as is
             raise RuntimeError(f"{kind} {namespace}/{name} exists but cannot be read")
         return found
@@ -210,7 +210,7 @@ class ObjectStore:
 
     def delete_pod(self, namespace: str, name: str) -> None:
         try:
-            self._core.delete_namespaced_pod(name, namespace, _preload_content=False)
+            discard(self._core.delete_namespaced_pod(name, namespace, _preload_content=False))
         except ApiException as err:
             if not _missing(err):
                 raise
@@ -227,11 +227,6 @@ class ObjectStore:
         errors = [e for f in futures if (e := f.exception()) is not None]
         if errors:
             raise errors[0]
-
-
-def _json(resp: Any) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(resp.data)
-    return data
 
 
 def _as_dict(obj: object) -> dict[str, Any]:

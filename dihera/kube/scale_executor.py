@@ -160,8 +160,9 @@ class JobScaler:
                 self._retry(lambda: self._write_stamp(namespace, name, membership.generation))
             # any other request with update_spec=False leaves the DIJob alone: stamping a spec whose
             # counts were not written would make it look like a hand edit of the new generation
-        added = tuple(r for r in membership.replicas if r not in previous.replicas)
-        removed = tuple(r for r in previous.replicas if r not in membership.replicas)
+        before, after = frozenset(previous.replicas), frozenset(membership.replicas)
+        added = tuple(r for r in membership.replicas if r not in before)
+        removed = tuple(r for r in previous.replicas if r not in after)
         if removed and self._quota is not None:
             self._release_quota(namespace, name, membership)
         changed = membership != previous

@@ -122,6 +122,7 @@ def plan_scale(job: DIJob, membership: Membership, workflow: Mapping[str, Any], 
         drop = max(len(mine) - counts[t.name], 0)
         kept.extend(mine[drop:])
     ranks = {r.rank for r in kept}
+    rank = 0  # the lowest free rank: ranks only grow, so it only moves up (linear in the job, not quadratic)
     added: list[Replica] = []
     for t in job.tasks:
         have = {r.index for r in kept if r.task == t.name}
@@ -129,13 +130,15 @@ def plan_scale(job: DIJob, membership: Membership, workflow: Mapping[str, Any], 
         for _ in range(counts[t.name] - len(have)):
             while index in have or slots.used(dag_task_name(t.name, index)):
                 index += 1
-            rank = min(set(range(len(ranks) + 1)) - ranks)
+            while rank in ranks:
+                rank += 1
             ranks.add(rank)
             added.append(Replica(rank, t.name, index))
             index += 1
     added = assign_hostnames(job, kept, added)
     replicas = tuple(sorted(kept + added))
-    removed = tuple(r for r in membership.replicas if r not in replicas)
+    staying = frozenset(replicas)
+    removed = tuple(r for r in membership.replicas if r not in staying)
     generation = membership.generation + (1 if replicas != membership.replicas else 0)
     if added and (size := nodes_bytes(job.name, Membership(generation, replicas))) > MAX_VALUE_BYTES:
         raise OutOfBounds(

@@ -18,24 +18,39 @@ JOB = {
 }
 
 
+class RawResponse:
+    """What a call with ``_preload_content=False`` returns: its body must be read for the connection to be
+    reused (dihera.kube.responses)."""
+
+    def __init__(self) -> None:
+        self.drained = False
+
+    def drain_conn(self) -> None:
+        self.drained = True
+
+
 class FakeCore:
     """create_namespaced_event records (thread, reason); ``gate`` (when set) holds every send until opened;
-    ``arrived`` names the threads that reached it."""
+    ``arrived`` names the threads that reached it; ``responses`` what each accepted Event answered."""
 
     def __init__(self, gate: threading.Event | None = None, refuse: str | None = None) -> None:
         self.sent: list[tuple[str, str]] = []
         self.arrived: list[str] = []
+        self.responses: list[RawResponse] = []
         self.gate = gate
         self.refuse = refuse
 
-    def create_namespaced_event(self, namespace: str, body: dict[str, Any], **_: Any) -> None:
+    def create_namespaced_event(self, namespace: str, body: dict[str, Any], **kw: Any) -> RawResponse:
         self.arrived.append(threading.current_thread().name)
         if self.gate is not None:
             assert self.gate.wait(10), "the test never opened the gate"
         if body["reason"] == self.refuse:
             raise ApiException(status=422, reason="Unprocessable Entity")
         assert namespace == "team-a" and body["involvedObject"]["uid"] == "u1"
+        assert kw.get("_preload_content") is False  # the raw body: nothing decodes the echoed Event
         self.sent.append((threading.current_thread().name, body["reason"]))
+        self.responses.append(RawResponse())
+        return self.responses[-1]
 
 
 def recorder(core: FakeCore, backlog: int = 1000) -> tuple[EventRecorder, list[int]]:
@@ -50,6 +65,8 @@ def test_before_start_an_event_is_sent_by_the_caller() -> None:
     rec, posted = recorder(core)
     rec.post(JOB, "Normal", "JobPending", "waiting")
     assert core.sent == [(threading.current_thread().name, "JobPending")] and posted == [1]
+    # the echoed Event is read and dropped: an unread response keeps its connection out of the pool
+    assert [r.drained for r in core.responses] == [True]
 
 
 def test_started_post_returns_at_once_and_the_sender_keeps_the_order() -> None:

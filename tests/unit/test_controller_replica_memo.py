@@ -1,0 +1,112 @@
+"""A pass over a big job works out again only the replicas whose pods or attempt nodes changed.
+
+:func:`replica_states` remembers each replica's state with what it was worked out from (its pods' facts,
+by identity: one object per pod version; its attempt nodes, by value) and the attempt nodes of each
+Workflow version; these tests hold it to giving the same answers as working everything out again.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from dihera.controller import replicas
+from dihera.controller.replicas import ReplicaState, replica_states
+from dihera.membership import Membership, Replica
+
+JOB = "memo"
+MEMBERSHIP = Membership(1, (Replica(0, "learner", 0), Replica(1, "collector", 0), Replica(2, "collector", 1)))
+
+
+def pod(task: str, index: int, version: str, phase: str = "Running", ready: bool = True) -> dict[str, Any]:
+    return {
+        "metadata": {
+            "name": f"{JOB}-{task}-{index}-1",
+            "uid": f"uid-{task}-{index}",
+            "resourceVersion": version,
+            "labels": {"diengine/pod": f"{JOB}-{task}-{index}"},
+            "annotations": {"workflows.argoproj.io/node-name": f"{JOB}.{task}-{index}(0)"},
+            "creationTimestamp": "2026-01-01T00:00:00Z",
+        },
+        "status": {"phase": phase, "conditions": [{"type": "Ready", "status": str(ready)}]},
+    }
+
+
+def workflow(version: str, **phases: str) -> dict[str, Any]:
+    """Each replica's attempt 0 node Running unless ``phases`` says otherwise (``collector_1="Failed"``)."""
+    nodes = {}
+    for r in MEMBERSHIP.replicas:
+        name = f"{r.task}-{r.index}"
+        nodes[name] = {
+            "name": f"{JOB}.{name}(0)",
+            "type": "Pod",
+            "phase": phases.get(name.replace("-", "_"), "Running"),
+            "progress": "0/1",
+        }
+    tasks = [{"name": f"{r.task}-{r.index}", "template": r.task} for r in MEMBERSHIP.replicas]
+    return {
+        "metadata": {"name": JOB, "uid": "wf-memo", "resourceVersion": version},
+        "spec": {"templates": [{"name": "dijob", "dag": {"tasks": tasks}}]},
+        "status": {"nodes": nodes},
+    }
+
+
+def fresh(wf: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[ReplicaState, ...]:
+    """The states worked out from scratch (nothing remembered)."""
+    saved = dict(replicas._STATES), dict(replicas._NODES)
+    replicas._STATES.clear()
+    replicas._NODES.clear()
+    try:
+        return replica_states(JOB, MEMBERSHIP, copy.deepcopy(wf), copy.deepcopy(pods))
+    finally:
+        replicas._STATES.update(saved[0])
+        replicas._NODES.update(saved[1])
+
+
+def test_an_unchanged_replica_keeps_its_state_and_a_changed_one_is_worked_out_again() -> None:
+    pods = [pod("learner", 0, "10"), pod("collector", 0, "11"), pod("collector", 1, "12", "Pending", False)]
+    first = replica_states(JOB, MEMBERSHIP, workflow("100"), pods)
+    pods[2] = pod("collector", 1, "13")  # the collector's pod runs now: a new version
+    second = replica_states(JOB, MEMBERSHIP, workflow("100"), pods)
+    assert second[0] is first[0] and second[1] is first[1]
+    assert (first[2].pod_phase, second[2].pod_phase, second[2].ready) == ("Pending", "Running", True)
+    assert second == fresh(workflow("100"), pods)
+
+
+def test_a_new_workflow_version_changes_only_the_replicas_whose_nodes_changed() -> None:
+    pods = [pod("learner", 0, "20"), pod("collector", 0, "21"), pod("collector", 1, "22")]
+    first = replica_states(JOB, MEMBERSHIP, workflow("200"), pods)
+    same = replica_states(JOB, MEMBERSHIP, workflow("201"), pods)  # Argo wrote, these nodes did not change
+    assert all(a is b for a, b in zip(first, same, strict=True))
+    failed = replica_states(JOB, MEMBERSHIP, workflow("202", collector_0="Failed"), pods)
+    assert failed[0] is first[0] and failed[2] is first[2]
+    assert (first[1].failed, failed[1].failed) == (False, True)
+    assert failed == fresh(workflow("202", collector_0="Failed"), pods)
+
+
+def test_another_copy_of_the_same_pod_versions_keeps_the_states() -> None:
+    pods = [pod("learner", 0, "30"), pod("collector", 0, "31"), pod("collector", 1, "32")]
+    first = replica_states(JOB, MEMBERSHIP, workflow("300"), pods)
+    again = replica_states(JOB, MEMBERSHIP, copy.deepcopy(workflow("300")), copy.deepcopy(pods))  # a live read
+    assert all(a is b for a, b in zip(first, again, strict=True))
+
+
+def test_a_replica_with_two_pods_is_worked_out_again_when_either_changes() -> None:
+    old = pod("collector", 1, "40", "Failed", False)
+    old["metadata"].update(name=f"{JOB}-collector-1-0", uid="uid-old")
+    pods = [pod("learner", 0, "41"), pod("collector", 0, "42"), old, pod("collector", 1, "43", "Pending", False)]
+    first = replica_states(JOB, MEMBERSHIP, workflow("400"), pods)
+    pods[3] = pod("collector", 1, "44")
+    second = replica_states(JOB, MEMBERSHIP, workflow("400"), pods)
+    assert second[2] is not first[2] and second[2].pod_phase == "Running"
+    assert second == fresh(workflow("400"), pods)
+    gone = replica_states(JOB, MEMBERSHIP, workflow("400"), pods[:3])  # the newer pod gone: the failed one is left
+    assert gone[2].pod_phase == "Failed" and gone == fresh(workflow("400"), pods[:3])
+
+
+def test_the_memo_starts_over_when_full(monkeypatch: Any) -> None:
+    monkeypatch.setattr(replicas, "_STATES_KEPT", 2)
+    pods = [pod("learner", 0, "50"), pod("collector", 0, "51"), pod("collector", 1, "52")]
+    states = replica_states(JOB, MEMBERSHIP, workflow("500"), pods)
+    assert len(replicas._STATES) <= 2
+    assert states == fresh(workflow("500"), pods)
