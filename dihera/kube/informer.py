@@ -42,18 +42,29 @@ class Gone(Exception):
 
 
 def json_lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
-    """The complete lines of a stream of byte chunks (a watch sends one JSON object per line)."""
-    buf = b""
+    """The complete lines of a stream of byte chunks (a watch sends one JSON object per line).
+
+    A line longer than a chunk (a big job's Workflow is megabytes) is joined once, when its end arrives:
+    each chunk is searched and kept once, not appended to a growing buffer searched from its start.
+    """
+    pending: list[bytes] = []  # the start of a line whose end has not arrived yet
     for chunk in chunks:
-        buf += chunk
         start = 0
-        while (end := buf.find(b"\n", start)) >= 0:
-            if end > start:
-                yield buf[start:end]
+        while (end := chunk.find(b"\n", start)) >= 0:
+            if pending:
+                pending.append(chunk[start:end])
+                line = b"".join(pending)
+                pending.clear()
+            else:
+                line = chunk[start:end]
+            if line:
+                yield line
             start = end + 1
-        buf = buf[start:]
-    if buf.strip():
-        yield buf
+        if start < len(chunk):
+            pending.append(chunk[start:])
+    rest = b"".join(pending)
+    if rest.strip():
+        yield rest
 
 
 def _check(response: Any, what: str) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dihera.constants import FULFILLED_NODE_PHASES, LABEL_POD, TERMINAL_POD_PHASES
-from dihera.scaling.dag import read_dag, workflow_nodes
+from dihera.scaling.dag import retired_dag_tasks, workflow_nodes
 
 __all__ = ["RetiredPods", "retired_pods"]
 
@@ -45,8 +45,11 @@ def retired_pods(job_name: str, workflow: Mapping[str, Any], pods: Iterable[Mapp
     A replica's hostname (label ``diengine/pod``) is ``<job>-<task>-<index>``, its DAG task ``<task>-<index>``.
     Pods already finished or being deleted are left out.
     """
-    by_host = {f"{job_name}-{n}": n for n in read_dag(workflow).retired}
-    done = _fulfilled_dag_tasks(workflow) if by_host else frozenset()
+    retired = retired_dag_tasks(workflow)
+    if not retired:
+        return RetiredPods()  # every pass of a job never scaled down: no pod to look at
+    by_host = {f"{job_name}-{n}": n for n in retired}
+    done = _fulfilled_dag_tasks(workflow)
     ready: list[str] = []
     waiting: list[str] = []
     for pod in pods:

@@ -60,7 +60,7 @@ def dressed_workflow(wf: dict[str, Any] | None) -> dict[str, Any] | None:
     if wf is None:
         return None
     full = copy.deepcopy(wf)
-    full["metadata"].update(managedFields=MANAGED, resourceVersion="9", namespace="ns")
+    full["metadata"].update(managedFields=MANAGED, namespace="ns")
     for t in full["spec"]["templates"]:
         for dag_task in (t.get("dag") or {}).get("tasks") or []:
             dag_task["arguments"] = {"parameters": [{"name": "rank", "value": "1"}]}
@@ -69,6 +69,8 @@ def dressed_workflow(wf: dict[str, Any] | None) -> dict[str, Any] | None:
     nodes["dag"] = {"name": "job", "type": "DAG", "phase": "Running", "children": list(nodes)}
     for node in nodes.values():
         node.update(inputs={"parameters": [{"name": "rank", "value": "1"}]}, startedAt="t", hostNodeName="n")
+    # as the API server's: another content is another version (what is worked out is remembered per version)
+    full["metadata"]["resourceVersion"] = str(zlib.crc32(json.dumps(full, sort_keys=True).encode()))
     return full
 
 

@@ -83,6 +83,16 @@ def test_json_lines_joins_chunks_and_splits_lines() -> None:
     ]
 
 
+def test_json_lines_joins_a_line_spread_over_many_chunks() -> None:
+    big = b'{"w":"' + b"x" * 300_000 + b'"}'  # a big job's Workflow event is megabytes
+    stream = big + b"\n" + b'{"p":1}\n\n' + big + b"\n  \n"
+    for size in (len(stream), 65_536, 7):
+        chunks = [stream[i : i + size] for i in range(0, len(stream), size)]
+        assert list(json_lines(iter(chunks))) == [big, b'{"p":1}', big, b"  "]
+    assert list(json_lines(iter([b"{}\n", b" \n"]))) == [b"{}", b" "]
+    assert list(json_lines(iter([b'{"tail":', b"1}"]))) == [b'{"tail":1}']  # no newline at the end
+
+
 def test_lists_in_pages_then_watches_from_the_listing_and_resumes_after_the_last_event() -> None:
     script, seen = run(
         [
