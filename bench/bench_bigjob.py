@@ -23,6 +23,7 @@ CPU seconds each component used (bench/cpu.py), which shows where the controller
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
@@ -32,6 +33,7 @@ import sys
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -80,28 +82,49 @@ def job_manifest(ns: str, collectors: int, most: int) -> dict[str, Any]:
 
 
 class RunningPods:
-    """When each of a namespace's pods was first seen Running (local receive time), from a raw watch."""
+    """When each of a namespace's pods was first seen Running (local receive time), from a raw watch.
+
+    :meth:`close` stops the watch: a watch left running past its namespace's deletion would, once its
+    resourceVersion expired, be refused (410) and sent again in a tight loop, slowing the later rounds'
+    API server (seen: +40-70 CPU-seconds in a round).
+    """
 
     def __init__(self, api: client.ApiClient, ns: str) -> None:
         self.api, self.ns = api, ns
         self.running_at: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._resp: Any = None
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
 
     def _watch(self) -> None:
         core = client.CoreV1Api(self.api)
         version = ""
-        while True:
-            resp = core.list_namespaced_pod(
-                self.ns, watch=True, resource_version=version, timeout_seconds=900, _preload_content=False
-            )
-            for line in resp:
-                event = json.loads(line)
-                pod = event["object"]
-                version = pod["metadata"].get("resourceVersion", version)
-                host = (pod["metadata"].get("labels") or {}).get("diengine/pod")
-                if host and (pod.get("status") or {}).get("phase") == "Running":
-                    self.running_at.setdefault(host, time.monotonic())
+        while not self._stop.is_set():
+            try:
+                self._resp = resp = core.list_namespaced_pod(
+                    self.ns, watch=True, resource_version=version, timeout_seconds=900, _preload_content=False
+                )
+                for line in resp:
+                    event = json.loads(line)
+                    if event.get("type") == "ERROR":  # 410 Gone: watch again from the current state
+                        version = ""
+                        break
+                    pod = event["object"]
+                    version = pod["metadata"].get("resourceVersion", version)
+                    host = (pod["metadata"].get("labels") or {}).get("diengine/pod")
+                    if host and (pod.get("status") or {}).get("phase") == "Running":
+                        self.running_at.setdefault(host, time.monotonic())
+            except Exception:  # the connection shut by close(), or a network error: again unless stopped
+                if not self._stop.is_set():
+                    time.sleep(1)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._resp is not None:
+            with contextlib.suppress(Exception):
+                self._resp.shutdown()
+        self._thread.join(5)
 
     def wait(self, hosts: set[str], timeout: float) -> float:
         """The time the last of ``hosts`` was first seen Running."""
@@ -113,6 +136,16 @@ class RunningPods:
             time.sleep(0.2)
         missing = len(hosts) - sum(h in self.running_at for h in hosts)
         raise SystemExit(f"timed out after {timeout:.0f}s: {missing} of {len(hosts)} pods never seen Running")
+
+
+#: Components whose work is the same either way (the same pods to simulate and to schedule): their CPU
+#: seconds measure how fast the machine ran during a phase (its speed drifts by tens of percent over minutes).
+YARDSTICK = ("kwok", "kube-scheduler")
+
+
+def yardstick(before: dict[str, float], after: dict[str, float]) -> float:
+    """CPU seconds the :data:`YARDSTICK` components used between two readings (0 on another cluster)."""
+    return sum(after.get(k, 0.0) - before.get(k, 0.0) for k in YARDSTICK)
 
 
 def progress(what: str, seconds: float, cpu_before: dict[str, float]) -> dict[str, float]:
@@ -151,7 +184,7 @@ def delete_and_wait(core: client.CoreV1Api, ns: str, timeout: float = 600) -> No
     raise SystemExit(f"namespace {ns} still not gone after {timeout:.0f}s")
 
 
-def direct(api: client.ApiClient, n: int, step: int, timeout: float) -> tuple[float, float]:
+def direct(api: client.ApiClient, n: int, step: int, timeout: float) -> tuple[float, float, float]:
     core, objects, custom = client.CoreV1Api(api), ObjectStore(api), client.CustomObjectsApi(api)
     ns = new_namespace(core, "bigdirect")
     pods = RunningPods(api, ns)
@@ -161,7 +194,8 @@ def direct(api: client.ApiClient, n: int, step: int, timeout: float) -> tuple[fl
     for obj in rendered.objects():
         objects.create(obj)
     start = pods.wait(hosts(0, n), timeout) - t0
-    cpu = progress(f"direct: apply -> {n + 2} Running", start, cpu)
+    before, cpu = cpu, progress(f"direct: apply -> {n + 2} Running", start, cpu)
+    yard = yardstick(before, cpu)
     workflow = custom.get_namespaced_custom_object(*WORKFLOWS, ns, "workflows", NAME)
     plan = plan_scale(job, rendered.membership, workflow, ScaleRequest.add("collector", step))
     configmap = membership_configmap(plan.job, plan.membership, RenderSettings())
@@ -173,18 +207,19 @@ def direct(api: client.ApiClient, n: int, step: int, timeout: float) -> tuple[fl
     )  # fmt: skip
     scale = pods.wait(hosts(n, n + step, False), timeout) - t1
     progress(f"direct: +{step} -> Running", scale, cpu)
+    pods.close()
     delete_and_wait(core, ns)
-    return start, scale
+    return start, scale, yard
 
 
-def via_controller(api: client.ApiClient, n: int, step: int, timeout: float) -> tuple[float, float, float]:
+def via_controller(api: client.ApiClient, n: int, step: int, timeout: float) -> tuple[float, float, float, float]:
     core, jobs, custom = client.CoreV1Api(api), JobStore(api), client.CustomObjectsApi(api)
     ns = new_namespace(core, "bigctl")
     pods = RunningPods(api, ns)
     cpu, t0 = cpu_seconds(), time.monotonic()
     jobs.create(job_manifest(ns, n, n + step + 2))
     start = pods.wait(hosts(0, n), timeout) - t0
-    progress(f"controller: apply -> {n + 2} Running", start, cpu)
+    yard = yardstick(cpu, progress(f"controller: apply -> {n + 2} Running", start, cpu))
     deadline = time.monotonic() + timeout
     while ((jobs.get(ns, NAME) or {}).get("status") or {}).get("phase") != "Running":
         if time.monotonic() > deadline:
@@ -202,21 +237,54 @@ def via_controller(api: client.ApiClient, n: int, step: int, timeout: float) -> 
     )
     scale = pods.wait(hosts(n, n + step, False), timeout) - t1
     progress(f"controller: +{step} -> Running", scale, cpu)
+    pods.close()
     delete_and_wait(core, ns)
-    return start, scale, status_at
+    return start, scale, status_at, yard
 
 
-def report(n: int, step: int, rounds: list[tuple[float, float, float, float, float]]) -> None:
+@dataclass(frozen=True)
+class Round:
+    """One run each way: seconds to all Running after the apply and after +step, the DIJob's status
+    Running, and the :data:`YARDSTICK` CPU seconds of each apply."""
+
+    direct_apply: float
+    direct_scale: float
+    ctl_apply: float
+    ctl_scale: float
+    ctl_status: float
+    direct_yard: float
+    ctl_yard: float
+
+    @property
+    def speed(self) -> float | None:
+        """How much slower the machine ran in the controller's apply than in the direct one (None: unknown)."""
+        return self.ctl_yard / self.direct_yard if self.direct_yard > 0 and self.ctl_yard > 0 else None
+
+
+def _each(values: list[float]) -> str:
+    return f"   (median of {len(values)} rounds; each: {', '.join(f'{x:.2f}' for x in values)})"
+
+
+def report(n: int, step: int, rounds: list[Round]) -> None:
     """The table: each figure's median over the rounds, and with more than one round each round's."""
     print(f"job of 1 learner + {n} collectors + 1 evaluator   direct(s)  controller(s)  ratio")
-    for what, d, c in ((f"apply -> all {n + 2} pods Running", 0, 2), (f"+{step} -> Running", 1, 3)):
-        direct_s, ctl_s = statistics.median(r[d] for r in rounds), statistics.median(r[c] for r in rounds)
-        ratios = [r[c] / r[d] for r in rounds]
+    for what, d, c in (
+        (f"apply -> all {n + 2} pods Running", "direct_apply", "ctl_apply"),
+        (f"+{step} -> Running", "direct_scale", "ctl_scale"),
+    ):
+        direct_s = statistics.median(getattr(r, d) for r in rounds)
+        ctl_s = statistics.median(getattr(r, c) for r in rounds)
+        ratios = [getattr(r, c) / getattr(r, d) for r in rounds]
         line = f"  {what:<40}  {direct_s:9.1f}  {ctl_s:13.1f}  {statistics.median(ratios):5.2f}"
-        if len(rounds) > 1:
-            line += f"   (median of {len(rounds)} rounds; each: {', '.join(f'{x:.2f}' for x in ratios)})"
-        print(line)
-    print(f"  (controller: DIJob status Running {statistics.median(r[4] for r in rounds):.1f}s after the apply)")
+        print(line + (_each(ratios) if len(rounds) > 1 else ""))
+    status = statistics.median(r.ctl_status for r in rounds)
+    print(f"  (controller: DIJob status Running {status:.1f}s after the apply)")
+    speeds = [r.speed for r in rounds]
+    if all(x is not None for x in speeds):
+        adjusted = [r.ctl_apply / r.direct_apply / (r.speed or 1.0) for r in rounds]
+        yard = " + ".join(YARDSTICK)
+        line = f"  apply ratio over the machine's speed ({yard} CPU): {statistics.median(adjusted):.2f}"
+        print(line + (_each(adjusted) if len(rounds) > 1 else ""))
 
 
 def main() -> int:
@@ -241,20 +309,20 @@ def main() -> int:
     # only the controller's namespaces: watching the direct run's pods would slow Argo alone down too
     argv = [DIHERA, "controller", "--kubeconfig", kubeconfig, "-n", f"{PREFIX}-bigctl-*", "--standalone"]
     proc = subprocess.Popen([*argv, "--metrics-port", "0", "--health-port", "0"], stdout=log, stderr=log)
-    rounds: list[tuple[float, float, float, float, float]] = []
+    rounds: list[Round] = []
     try:
         with kwok_capacity(api, n + step + 2):
             time.sleep(3)
             for i in range(args.rounds):
                 if i % 2 == 0:
-                    d_start, d_scale = direct(api, n, step, timeout)
-                    c_start, c_scale, c_status = via_controller(api, n, step, timeout)
+                    d_apply, d_scale, d_yard = direct(api, n, step, timeout)
+                    c_apply, c_scale, c_status, c_yard = via_controller(api, n, step, timeout)
                 else:
-                    c_start, c_scale, c_status = via_controller(api, n, step, timeout)
-                    d_start, d_scale = direct(api, n, step, timeout)
-                rounds.append((d_start, d_scale, c_start, c_scale, c_status))
+                    c_apply, c_scale, c_status, c_yard = via_controller(api, n, step, timeout)
+                    d_apply, d_scale, d_yard = direct(api, n, step, timeout)
+                rounds.append(Round(d_apply, d_scale, c_apply, c_scale, c_status, d_yard, c_yard))
                 if args.rounds > 1:
-                    apply, scale = c_start / d_start, c_scale / d_scale
+                    apply, scale = c_apply / d_apply, c_scale / d_scale
                     progress_line = f"round {i + 1}/{args.rounds}: apply ratio {apply:.2f}, +{step} ratio {scale:.2f}"
                     print(f"[bench_bigjob] {progress_line}", file=sys.stderr, flush=True)
         report(n, step, rounds)

@@ -74,8 +74,13 @@ BENCHES = (
     ),
     Bench(
         "bench_bigjob.py",
-        ("--collectors", "50", "--step", "10"),
-        (r"apply -> all 52 pods Running\s+{n}\s+{n}\s+{n}", r"\+10 -> Running\s+{n}\s+{n}\s+{n}"),
+        ("--collectors", "50", "--step", "10", "--rounds", "2"),
+        (
+            r"apply -> all 52 pods Running\s+{n}\s+{n}\s+{n}\s+\(median of 2 rounds; each: {n}, {n}\)",
+            r"\+10 -> Running\s+{n}\s+{n}\s+{n}\s+\(median of 2 rounds; each: {n}, {n}\)",
+            r"apply ratio over the machine's speed \(kwok \+ kube-scheduler CPU\): {n}"
+            r"\s+\(median of 2 rounds; each: {n}, {n}\)",
+        ),
     ),
     Bench(
         "bench_realnode.py",
