@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -10,8 +11,15 @@ import yaml
 __all__ = ["dump_yaml", "dump_yaml_stream", "load_yaml_stream"]
 
 
-class _Dumper(yaml.SafeDumper):
-    """Block style, keys in insertion order, long strings never folded."""
+#: libyaml's emitter and parser when PyYAML was built with them (several times faster), else PyYAML's own.
+_CDumper = getattr(yaml, "CSafeDumper", None)
+_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+#: Measured over all code points, libyaml writes two kinds of character differently from PyYAML's emitter:
+#: every one beyond U+FFFF it escapes (``"\U0001F680"``; text with one is written again by PyYAML's emitter,
+#: which keeps it readable), and U+0085 (NEL) it escapes as ``"\N"``, where PyYAML writes it as it is and
+#: reads it back as a line break: the text changed (PyYAML's bug), so libyaml's text is kept.
+_ESCAPED_BY_LIBYAML = re.compile(r"\\U")
+_NEXT_LINE = re.compile(r"\\N")
 
 
 def _str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
@@ -20,19 +28,32 @@ def _str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", data)
 
 
+class _Dumper(yaml.SafeDumper):
+    """Block style, keys in insertion order, long strings never folded."""
+
+
 _Dumper.add_representer(str, _str)
+
+if _CDumper is not None:
+
+    class _FastDumper(_CDumper):  # type: ignore[misc,valid-type]
+        """:class:`_Dumper` on libyaml's emitter: the same text (see :data:`_ESCAPED_BY_LIBYAML`)."""
+
+    _FastDumper.add_representer(str, _str)
+
+
+def _dump(obj: Mapping[str, Any], dumper: type) -> str:
+    return yaml.dump(obj, Dumper=dumper, sort_keys=False, default_flow_style=False, width=1 << 20, allow_unicode=True)
 
 
 def dump_yaml(obj: Mapping[str, Any]) -> str:
-    """One object as YAML."""
-    return yaml.dump(
-        obj,
-        Dumper=_Dumper,
-        sort_keys=False,
-        default_flow_style=False,
-        width=1 << 20,
-        allow_unicode=True,
-    )
+    """One object as YAML (byte-identical whether or not PyYAML has libyaml)."""
+    if _CDumper is None:
+        return _dump(obj, _Dumper)
+    text = _dump(obj, _FastDumper)
+    if _ESCAPED_BY_LIBYAML.search(text) and not _NEXT_LINE.search(text):
+        return _dump(obj, _Dumper)
+    return text
 
 
 def dump_yaml_stream(objs: Iterable[Mapping[str, Any]]) -> str:
@@ -42,4 +63,4 @@ def dump_yaml_stream(objs: Iterable[Mapping[str, Any]]) -> str:
 
 def load_yaml_stream(text: str) -> list[dict[str, Any]]:
     """Every non-empty document of a YAML stream."""
-    return [d for d in yaml.safe_load_all(text) if d is not None]
+    return [d for d in yaml.load_all(text, Loader=_SafeLoader) if d is not None]
