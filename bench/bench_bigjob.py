@@ -10,11 +10,13 @@ In one run, each way in its own namespace (deleted, pods gone, before the next):
    sends), with a ``dihera controller`` of its own (standalone) watching ``dihera-test-bench-bigctl-*``
    (not the direct run's namespace).
 Each figure is the time from the first write to the last of the job's pods seen Running (a watch of
-the pods, raw JSON); ratio = controller / direct. With ``--rounds N`` both run N times, alternating
-which goes first (this machine's speed drifts over minutes: in one run all of Argo, the API server and
-kube-controller-manager used ~20 % more CPU for the same work in the second half); the table gives the
-medians, each round's ratio after them. The kwok nodes get room for the job first
-(tests/integration/kwok_capacity.py). Needs $KUBECONFIG or .devcluster/kubeconfig.
+the pods, raw JSON); ratio = controller / direct. Both ways send their +step only once Argo's Workflow
+status shows every pod Running and its workflow-controller is idle (:func:`argo_caught_up`): Argo's pass
+over a 2,000-replica DAG takes 8-16 CPU seconds, and a patch sent while one runs waits for the next.
+With ``--rounds N`` both run N times, alternating which goes first (this machine's speed drifts over
+minutes: in one run all of Argo, the API server and kube-controller-manager used ~20 % more CPU for the
+same work in the second half); the table gives the medians, each round's ratio after them. The kwok
+nodes get room for the job first (tests/integration/kwok_capacity.py). Needs $KUBECONFIG or .devcluster/kubeconfig.
 
 Progress goes to stderr as each phase ends; on the local control plane each phase also says how many
 CPU seconds each component used (bench/cpu.py), which shows where the controller's extra time goes.
@@ -54,9 +56,16 @@ from dihera.kube.objects import ObjectStore  # noqa: E402
 from dihera.render.objects import membership_configmap  # noqa: E402
 from dihera.render.settings import RenderSettings  # noqa: E402
 from dihera.scaling import ScaleRequest, plan_scale, workflow_patch  # noqa: E402
+from dihera.scaling.dag import workflow_nodes  # noqa: E402
 from tests.integration.kwok_capacity import kwok_capacity  # noqa: E402
 
 NAME = "big"
+#: Argo's workflow-controller counts as idle once it used at most IDLE_CPU CPU seconds in IDLE_WINDOW seconds
+#: (a pass over a big Workflow keeps a core busy; idle, it uses ~0.01 s a second).
+IDLE_WINDOW = 3.0
+IDLE_CPU = 0.3
+#: Longest wait for it (seconds): other Workflows on the cluster may keep it busy (said, and the +step sent).
+IDLE_WAIT = 90.0
 WORKFLOWS = ("argoproj.io", "v1alpha1")
 DIJOBS = ("diengine.opendilab.org", "v2alpha1")
 
@@ -151,8 +160,44 @@ def yardstick(before: dict[str, float], after: dict[str, float]) -> float:
 def progress(what: str, seconds: float, cpu_before: dict[str, float]) -> dict[str, float]:
     """Say on stderr that ``what`` took ``seconds`` and what each component used meanwhile; the new CPU reading."""
     now = cpu_seconds()
-    print(f"[bench_bigjob] {what}: {seconds:.1f} s (CPU: {breakdown(cpu_before, now)})", file=sys.stderr, flush=True)
+    at = time.strftime("%H:%M:%S")
+    line = f"[bench_bigjob] {at} {what}: {seconds:.1f} s (CPU: {breakdown(cpu_before, now)})"
+    print(line, file=sys.stderr, flush=True)
     return now
+
+
+def argo_caught_up(custom: client.CustomObjectsApi, ns: str, pods: int, timeout: float) -> float:
+    """Wait until the Workflow's status shows ``pods`` pod nodes Running and Argo is idle (seconds waited).
+
+    The pods are Running seconds before Argo's status says so: Argo marks them in one pass over the whole
+    DAG, and on a 2,000-replica Workflow a pass takes 8-16 CPU seconds (its log), changes or not; pod events
+    during a pass queue another. A Workflow patch is acted on only by the first pass that starts after Argo
+    saw it, so a +step sent while a pass runs waits for the rest of it: 0-16 s more, either way, at random
+    (seen: a patch 1.9 s from the pass that saw it, another 13.6 s). Both ways therefore start their +step
+    from the same state: Argo's status caught up with the apply and its workflow-controller idle
+    (:data:`IDLE_CPU` over :data:`IDLE_WINDOW`; on another cluster its CPU is not known and only the
+    status is waited for).
+    """
+    start = time.monotonic()
+    while True:
+        workflow = custom.get_namespaced_custom_object(*WORKFLOWS, ns, "workflows", NAME)
+        nodes = workflow_nodes(workflow).values()
+        if sum(1 for node in nodes if node.get("type") == "Pod" and node.get("phase") == "Running") >= pods:
+            break
+        if time.monotonic() - start > timeout:
+            raise SystemExit(f"Argo's Workflow never showed {pods} pods Running")
+        time.sleep(1)
+    readings: list[tuple[float, float]] = []  # (when, Argo's CPU seconds so far)
+    while "workflow-controller" in (now := cpu_seconds()):
+        readings.append((time.monotonic(), now["workflow-controller"]))
+        before = [cpu for at, cpu in readings if at <= readings[-1][0] - IDLE_WINDOW]
+        if before and readings[-1][1] - before[-1] <= IDLE_CPU:
+            break
+        if time.monotonic() - start > timeout or readings[-1][0] - readings[0][0] > IDLE_WAIT:
+            print(f"[bench_bigjob] Argo did not go idle in {IDLE_WAIT:.0f} s; +step sent anyway", file=sys.stderr)
+            break
+        time.sleep(0.5)
+    return time.monotonic() - start
 
 
 def hosts(first: int, stop: int, with_others: bool = True) -> set[str]:
@@ -196,6 +241,8 @@ def direct(api: client.ApiClient, n: int, step: int, timeout: float) -> tuple[fl
     start = pods.wait(hosts(0, n), timeout) - t0
     before, cpu = cpu, progress(f"direct: apply -> {n + 2} Running", start, cpu)
     yard = yardstick(before, cpu)
+    caught_up = argo_caught_up(custom, ns, n + 2, timeout)
+    cpu = progress("direct: Argo's status caught up, Argo idle", caught_up, cpu)
     workflow = custom.get_namespaced_custom_object(*WORKFLOWS, ns, "workflows", NAME)
     plan = plan_scale(job, rendered.membership, workflow, ScaleRequest.add("collector", step))
     configmap = membership_configmap(plan.job, plan.membership, RenderSettings())
@@ -219,13 +266,16 @@ def via_controller(api: client.ApiClient, n: int, step: int, timeout: float) -> 
     cpu, t0 = cpu_seconds(), time.monotonic()
     jobs.create(job_manifest(ns, n, n + step + 2))
     start = pods.wait(hosts(0, n), timeout) - t0
-    yard = yardstick(cpu, progress(f"controller: apply -> {n + 2} Running", start, cpu))
+    applied = progress(f"controller: apply -> {n + 2} Running", start, cpu)
+    yard = yardstick(cpu, applied)
     deadline = time.monotonic() + timeout
     while ((jobs.get(ns, NAME) or {}).get("status") or {}).get("phase") != "Running":
         if time.monotonic() > deadline:
             raise SystemExit("the DIJob's status never said Running")
         time.sleep(0.2)
     status_at = time.monotonic() - t0
+    caught_up = argo_caught_up(custom, ns, n + 2, timeout)
+    progress("controller: DIJob status Running, Argo's status caught up, Argo idle", caught_up, applied)
     body = jobs.get(ns, NAME) or {}
     tasks = body["spec"]["tasks"]
     for t in tasks:
