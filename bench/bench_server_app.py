@@ -27,7 +27,7 @@ sys.path.insert(0, str(REPO))
 warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")  # the tests' TestClient
 
 from dihera.constants import LABEL_JOB, LABEL_POD  # noqa: E402
-from dihera.kube.cache import CachedJob  # noqa: E402
+from dihera.kube.snapshot import JobSnapshot  # noqa: E402
 from dihera.naming import hostname  # noqa: E402
 from dihera.server import ServerSettings, create_app  # noqa: E402
 from tests.unit.builders import job, task  # noqa: E402
@@ -49,9 +49,9 @@ class PodsBackend(FakeBackend):
         super().__init__()
         self.pods: tuple[dict[str, Any], ...] = ()
 
-    def job(self, namespace: str, name: str) -> CachedJob | None:
+    def job(self, namespace: str, name: str) -> JobSnapshot | None:
         found = super().job(namespace, name)
-        return CachedJob(found.body, found.configmap, self.pods if name == "large" else ()) if found else None
+        return JobSnapshot(found.body, found.configmap, self.pods if name == "large" else ()) if found else None
 
 
 def backend() -> PodsBackend:

@@ -35,11 +35,11 @@ class LogfmtFormatter(logging.Formatter):
 
 
 def configure_logging(level: int = logging.INFO, stream: object = None) -> None:
-    """Called once at the entry point: one stderr handler, logfmt; kopf's chatter above WARNING only."""
+    """Called once at the entry point: one stderr handler, logfmt; the Kubernetes client's leader election
+    (a line per renewal) above WARNING only: :mod:`dihera.kube.lease` logs the changes of leader."""
     handler = logging.StreamHandler(stream or sys.stderr)  # type: ignore[arg-type]
     handler.setFormatter(LogfmtFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
-    logging.getLogger("kopf").setLevel(logging.WARNING)
-    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
+    logging.getLogger("leaderelection").setLevel(logging.WARNING)

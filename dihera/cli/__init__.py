@@ -39,7 +39,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "dihera.cli.argo_ui": ("argo-ui-config",),
 }
 #: Top-level modules of the ``operator`` extra; a command missing one says how to install it.
-OPERATOR_MODULES = frozenset({"kopf", "fastapi", "uvicorn", "prometheus_client", "starlette", "uvloop", "httptools"})
+OPERATOR_MODULES = frozenset({"orjson", "fastapi", "uvicorn", "prometheus_client", "starlette", "uvloop", "httptools"})
 
 
 class _VersionAction(argparse.Action):

@@ -1,9 +1,8 @@
-"""``dihera controller``: run the status-sync controller (needs the operator extras: kopf)."""
+"""``dihera controller``: run the status-sync controller (needs the operator extras)."""
 
 from __future__ import annotations
 
 import argparse
-import random
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -18,9 +17,11 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
 
     Read at the entry point only: ``DIHERA_SERVER_URL``, ``DIHERA_CLUSTER_DOMAIN``, ``DIHERA_PEER_WAIT_IMAGE``,
     ``DIHERA_PEER_WAIT_IMAGE_PULL_POLICY``, ``DIHERA_PEER_WAIT_TIMEOUT`` (the replicas' peer wait),
-    ``DIHERA_WATCH_NAMESPACES`` (comma-separated; empty: all), ``DIHERA_PEERING_NAME`` (empty:
-    standalone), ``DIHERA_CONTROLLER_METRICS_PORT``, ``DIHERA_CONTROLLER_HEALTH_PORT``, ``DIHERA_BIND_ADDRESS``,
-    ``DIHERA_POD_NAME`` (the replica's peering identity), ``DIHERA_KUEUE`` (``true``: queue with Kueue),
+    ``DIHERA_WATCH_NAMESPACES`` (comma-separated; empty: all), ``DIHERA_LEASE_NAME`` (empty: standalone),
+    ``DIHERA_LEASE_DURATION``, ``DIHERA_LEASE_RENEW_DEADLINE``, ``DIHERA_LEASE_RETRY_PERIOD`` (seconds),
+    ``DIHERA_POD_NAMESPACE`` (where the Lease is), ``DIHERA_CONTROLLER_METRICS_PORT``,
+    ``DIHERA_CONTROLLER_HEALTH_PORT``, ``DIHERA_BIND_ADDRESS``, ``DIHERA_POD_NAME`` (the replica's identity in
+    the Lease), ``DIHERA_KUEUE`` (``true``: queue with Kueue),
     ``DIHERA_KUEUE_PRIORITY_CLASSES``, ``DIHERA_KUEUE_NONPREEMPTIBLE_CLASS``, ``DIHERA_KUEUE_SCALE_WAIT``.
     """
     from dihera.controller.settings import ControllerSettings
@@ -45,26 +46,42 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     if not namespaces and not all_namespaces:
         watched = [n.strip() for n in (environ.get("DIHERA_WATCH_NAMESPACES") or "").split(",") if n.strip()]
         namespaces, all_namespaces = tuple(watched), not watched
-    peering = args.peering or environ.get("DIHERA_PEERING_NAME", "dihera")
     return ControllerSettings(
         kubeconfig=args.kubeconfig,
         context=args.context,
         namespaces=namespaces,
         all_namespaces=all_namespaces,
         render=render,
-        peering=peering or "dihera",
-        standalone=args.standalone or not peering,
-        priority=args.priority if args.priority is not None else random.randint(1, 2**30),
-        peering_lifetime=args.peering_lifetime,
+        leader_election=None if args.standalone else leader_election(args, environ, namespaces),
         identity=args.identity or env("DIHERA_POD_NAME"),
         bind_address=args.bind_address or env("DIHERA_BIND_ADDRESS") or "127.0.0.1",
         metrics_port=_port(args.metrics_port, env("DIHERA_CONTROLLER_METRICS_PORT"), 8080),
         health_port=_port(args.health_port, env("DIHERA_CONTROLLER_HEALTH_PORT"), 8081),
         workers=args.workers,
-        resync_seconds=args.resync_seconds,
         pod_batch_seconds=args.pod_batch_seconds,
         progress_batch_seconds=args.progress_batch_seconds,
         kueue=kueue_settings(args, environ),
+    )
+
+
+def leader_election(args: argparse.Namespace, environ: Mapping[str, str], namespaces: tuple[str, ...]) -> Any:
+    """The Lease the replicas share (:class:`~dihera.controller.settings.LeaderElection`), or None when
+    ``DIHERA_LEASE_NAME`` is set empty (standalone). Its namespace: the flag, else the pod's own
+    (``DIHERA_POD_NAMESPACE``), else the one namespace watched, else ``default``."""
+    from dihera.controller.settings import LeaderElection
+
+    name = args.leader_elect_resource_name or environ.get("DIHERA_LEASE_NAME", "dihera-controller")
+    if not name:
+        return None
+    namespace = args.leader_elect_resource_namespace or environ.get("DIHERA_POD_NAMESPACE")
+    if not namespace and len(namespaces) == 1 and not any(c in namespaces[0] for c in "*?[!"):
+        namespace = namespaces[0]
+    return LeaderElection(
+        namespace=namespace or "default",
+        name=name,
+        lease_seconds=_seconds(args.leader_elect_lease_duration, environ.get("DIHERA_LEASE_DURATION"), 15),
+        renew_seconds=_seconds(args.leader_elect_renew_deadline, environ.get("DIHERA_LEASE_RENEW_DEADLINE"), 10),
+        retry_seconds=_seconds(args.leader_elect_retry_period, environ.get("DIHERA_LEASE_RETRY_PERIOD"), 2),
     )
 
 
@@ -113,6 +130,53 @@ def add_kueue_flags(p: Any) -> None:
     )
 
 
+def add_leader_election_flags(p: Any) -> None:
+    """Leader election on a Lease, with kube-controller-manager's flag names."""
+    p.add_argument("--standalone", action="store_true", help="no leader election (one instance; tests)")
+    p.add_argument(
+        "--leader-elect-resource-name",
+        metavar="NAME",
+        help="the Lease the replicas share (default: $DIHERA_LEASE_NAME, else dihera-controller)",
+    )
+    p.add_argument(
+        "--leader-elect-resource-namespace",
+        metavar="NS",
+        help="the Lease's namespace (default: $DIHERA_POD_NAMESPACE, else the one namespace watched, else default)",
+    )
+    p.add_argument(
+        "--leader-elect-lease-duration",
+        type=int,
+        metavar="SECONDS",
+        help="a replica takes the Lease this long after its holder's last renewal "
+        "(default: $DIHERA_LEASE_DURATION, else 15)",
+    )
+    p.add_argument(
+        "--leader-elect-renew-deadline",
+        type=int,
+        metavar="SECONDS",
+        help="the holder stops leading if it could not renew the Lease this long "
+        "(default: $DIHERA_LEASE_RENEW_DEADLINE, else 10)",
+    )
+    p.add_argument(
+        "--leader-elect-retry-period",
+        type=int,
+        metavar="SECONDS",
+        help="how often the holder renews and the others try to take the Lease "
+        "(default: $DIHERA_LEASE_RETRY_PERIOD, else 2)",
+    )
+    p.add_argument("--identity", help="this replica's name in the Lease (default: $DIHERA_POD_NAME, else host/pid)")
+
+
+def _seconds(flag: int | None, env: str | None, default: int) -> int:
+    """A whole number of seconds: the flag, else the chart's variable, else the default."""
+    if flag is not None:
+        return flag
+    try:
+        return int(env) if env else default
+    except ValueError:
+        raise ValueError(f"{env!r} is not a whole number of seconds") from None
+
+
 def _port(flag: int | None, env: str | None, default: int) -> int:
     if flag is not None:
         return flag
@@ -130,7 +194,7 @@ def register(sub: Any) -> None:
     """Add ``controller`` to the ``dihera`` command."""
     from dihera.cli.peers import add_peer_wait_flags
 
-    p = sub.add_parser("controller", help="run the DIJob status-sync controller (kopf)")
+    p = sub.add_parser("controller", help="run the DIJob status-sync controller")
     p.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config, else in-cluster)")
     p.add_argument("--context", help="kubeconfig context")
     where = p.add_mutually_exclusive_group()
@@ -138,36 +202,17 @@ def register(sub: Any) -> None:
         "-n",
         "--namespace",
         action="append",
-        help="namespace or kopf pattern ('team-*', '!kube-*'); repeatable (default: $DIHERA_WATCH_NAMESPACES)",
+        help="namespace or pattern ('team-*', '!kube-*'); repeatable (default: $DIHERA_WATCH_NAMESPACES)",
     )
     where.add_argument("-A", "--all-namespaces", action="store_true", help="watch DIJobs in every namespace")
     p.add_argument("--server-url", help="di-server URL given to pods as DI_SERVER_URL")
     p.add_argument("--cluster-domain", help="cluster DNS domain (default cluster.local)")
     add_peer_wait_flags(p)
-    p.add_argument("--peering", help="kopf peering name shared by the replicas (default dihera)")
-    p.add_argument("--standalone", action="store_true", help="no peering (single instance, tests)")
-    p.add_argument("--priority", type=int, help="peering priority; the highest acts (default: random)")
-    p.add_argument(
-        "--peering-lifetime",
-        type=int,
-        default=60,
-        metavar="SECONDS",
-        help="how long a replica's keep-alive counts; a replica that died is taken over within it (default 60)",
-    )
-    p.add_argument(
-        "--identity", help="this replica's name in the peering object (default: $DIHERA_POD_NAME, else kopf's)"
-    )
+    add_leader_election_flags(p)
     p.add_argument("--bind-address", help="address of the HTTP endpoints (default 127.0.0.1; 0.0.0.0 in a pod)")
     p.add_argument("--metrics-port", type=int, help="/metrics and /readyz (default 8080; 0: off)")
-    p.add_argument("--health-port", type=int, help="kopf liveness /healthz (default 8081; 0: off)")
+    p.add_argument("--health-port", type=int, help="liveness /healthz (default 8081; 0: off)")
     p.add_argument("--workers", type=int, default=16, help="threads reconciling jobs")
-    p.add_argument(
-        "--resync-seconds",
-        type=float,
-        default=300.0,
-        metavar="SECONDS",
-        help="how often the watch cache drops what was deleted while a watch restarted (default 300; 0: never)",
-    )
     p.add_argument(
         "--pod-batch-seconds",
         type=float,

@@ -17,9 +17,9 @@ import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dihera.kube.cache import CachedJob
     from dihera.kube.jobs import JobStore
     from dihera.kube.objects import ObjectStore
+    from dihera.kube.snapshot import JobSnapshot
     from dihera.scaling import ScaleRequest
 
 __all__ = ["register"]
@@ -92,9 +92,9 @@ def _cmd_scale(args: argparse.Namespace) -> int:
     return 0
 
 
-def _snapshot(jobs: JobStore, objects: ObjectStore, namespace: str, name: str) -> CachedJob | None:
+def _snapshot(jobs: JobStore, objects: ObjectStore, namespace: str, name: str) -> JobSnapshot | None:
     from dihera.constants import LABEL_JOB
-    from dihera.kube.cache import CachedJob
+    from dihera.kube.snapshot import JobSnapshot
     from dihera.naming import membership_configmap_name
 
     body = jobs.get(namespace, name)
@@ -102,10 +102,10 @@ def _snapshot(jobs: JobStore, objects: ObjectStore, namespace: str, name: str) -
         return None
     configmap = objects.get_configmap(namespace, membership_configmap_name(name))
     pods = objects.list_pods(namespace, f"{LABEL_JOB}={name}")
-    return CachedJob(body, configmap, tuple(pods))
+    return JobSnapshot(body, configmap, tuple(pods))
 
 
-def _render_status(job: CachedJob, domain: str) -> str:
+def _render_status(job: JobSnapshot, domain: str) -> str:
     from dihera.server import views
 
     s = views.summary(job)

@@ -40,7 +40,7 @@ class Metrics:
         )
         self.requests = Counter(
             "dihera_api_requests",
-            "Kubernetes API requests sent by the controller's API client (kopf's watches and peering not included)",
+            "Kubernetes API requests sent by the controller (its watches' lists and watches too; not its Lease's)",
             ["verb", "kind"],
             registry=self.registry,
         )

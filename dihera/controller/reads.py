@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from dihera.constants import LABEL_JOB
-from dihera.controller.watch_cache import WatchCache
+from dihera.kube.watch import Store
 
 __all__ = ["CachedReads", "JobReader", "LiveReads", "ObjectReader", "Reads"]
 
@@ -62,11 +62,11 @@ class LiveReads:
 
 
 class CachedReads:
-    """Reads from the :class:`WatchCache` kopf's events keep current."""
+    """Reads from the watch layer's :class:`~dihera.kube.watch.Store`."""
 
     cached = True
 
-    def __init__(self, cache: WatchCache) -> None:
+    def __init__(self, cache: Store) -> None:
         self.cache = cache
 
     def dijob(self, namespace: str, name: str) -> dict[str, Any] | None:

@@ -48,11 +48,11 @@ from dihera.controller.status import (
 )
 from dihera.controller.suspend import HELD_PHASES, SuspendAction, SuspendPlan, plan_suspend, resumed_job
 from dihera.controller.validated import ValidatedJobs
-from dihera.controller.watch_cache import WatchCache
 from dihera.errors import InvalidJobError, ScaleError
 from dihera.kube.events import EventRecorder
 from dihera.kube.jobs import JobStore, StatusConflict
 from dihera.kube.objects import ObjectStore
+from dihera.kube.watch import Store
 from dihera.membership import Membership, plan_membership
 from dihera.model import DIJob
 from dihera.naming import membership_configmap_name, workflow_name
@@ -67,7 +67,7 @@ log = logging.getLogger("dihera.controller")
 #: Reads-and-recomputes of one reconcile whose status write met another writer, before the queue retries.
 STATUS_ATTEMPTS = 5
 #: Seconds until a pass that found its namespace's job objects still being listed runs again, at the
-#: latest: the end of the listing queues it at once (:meth:`JobWatches.ready`).
+#: latest: the end of the listing queues it at once (:meth:`dihera.kube.watch.Watches.ready`).
 LISTING_WAIT = 1.0
 
 
@@ -112,7 +112,7 @@ class Reconciler:
         metrics: Metrics,
         scaler: Scaler,
         clock: Callable[[], str] = utc_now,
-        cache: WatchCache | None = None,
+        cache: Store | None = None,
         queueing: Queueing | None = None,
         job_objects_ready: Callable[[str, str], bool] | None = None,
         progress_batch: float = 0.0,
@@ -121,7 +121,7 @@ class Reconciler:
         """``cache``: read from the watches (None: every read goes to the API server); ``queueing``:
         Kueue's side of jobs labelled ``kueue.x-k8s.io/queue-name`` (None: the label is ignored);
         ``job_objects_ready(namespace, job)``: whether the cache holds the namespace's pods, Workflows
-        and ConfigMaps (starting their watches, :meth:`JobWatches.ready`, which queues the job again when
+        and ConfigMaps (starting their watches, :meth:`dihera.kube.watch.Watches.ready`, which queues the job again when
         they are in); a pass from the cache waits for it. ``progress_batch``: the seconds a status write
         that only reports progress waits after the job's last one (0: none, every change is written at
         once); ``monotonic`` measures them."""

@@ -1,185 +1,158 @@
-"""Assemble and run the controller: one settings object in, kopf's operator loop out."""
+"""Assemble and run the controller: one settings object in, an exit code out.
+
+:class:`Controller` wires the pieces: the watch layer (:mod:`dihera.kube.watch`) feeds the store and
+calls :class:`~dihera.controller.triggers.Triggers`, which queue jobs on the
+:class:`~dihera.controller.workqueue.WorkQueue`, whose threads run
+:meth:`~dihera.controller.reconcile.Reconciler.reconcile`. :func:`run_controller` serves the endpoints,
+campaigns for the Lease (:mod:`dihera.kube.lease`; ``--standalone``: none) and starts the controller once
+this replica leads. A replica that loses the Lease stops and exits 1, as Kubernetes controllers do: the
+kubelet restarts it as a standby, with nothing left of the old run.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
+import signal
 import socket
+import threading
 from typing import Any
 
-import kopf
-
 from dihera.constants import FIELD_MANAGER_CONTROLLER
-from dihera.controller.handlers import BASE_KINDS, build_registry, configure_watching
-from dihera.controller.job_watches import JobWatches, Watched
+from dihera.controller.endpoints import Endpoints, Readiness
 from dihera.controller.metrics import Metrics
-from dihera.controller.peering import PeeringGate
-from dihera.controller.queue import ReconcileQueue
 from dihera.controller.queueing import Queueing
 from dihera.controller.reconcile import Reconciler, utc_now
-from dihera.controller.resync import Resync
-from dihera.controller.server import Readiness, start_endpoints
 from dihera.controller.settings import ControllerSettings
-from dihera.controller.watch_cache import WatchCache
+from dihera.controller.triggers import Triggers
+from dihera.controller.workqueue import WorkQueue
 from dihera.kube import api_client
-from dihera.kube.connection import kopf_connection
 from dihera.kube.events import EventRecorder
 from dihera.kube.jobs import JobStore
+from dihera.kube.lease import LeaderElector
 from dihera.kube.objects import ObjectStore
 from dihera.kube.scale_executor import JobScaler
+from dihera.kube.watch import Scopes, Store, Watches
 from dihera.kube.workloads import QuotaGate, WorkloadStore
 from dihera.logs import configure_logging
 
-__all__ = ["NoDiffBase", "kopf_settings", "run_controller"]
+__all__ = ["Controller", "run_controller"]
 
 log = logging.getLogger("dihera.controller")
+#: The kinds watched in every scope from the start; the jobs' own objects are watched on demand.
+ALWAYS = ("DIJob",)
+ON_DEMAND = ("Pod", "Workflow", "ConfigMap")
 
 
-class NoDiffBase(kopf.DiffBaseStorage):
-    """No diff base: kopf would deep-copy every event's object to find what changed for ``on.create`` /
-    ``on.update`` handlers. The controller has none (only event and index handlers), so nothing reads the
-    copy; in the profile of a 44 x 10 burst that copying was half of kopf's event loop time."""
+class Controller:
+    """Everything one leading replica runs; built idle, :meth:`start` starts it, :meth:`stop` stops it."""
 
-    def build(self, *, body: Any, extra_fields: Any = None) -> Any:
-        return {}
+    def __init__(self, settings: ControllerSettings, metrics: Metrics) -> None:
+        # one pooled connection per reconcile thread, and a few for the scaler's own reads
+        api = api_client(
+            settings.kubeconfig, settings.context, on_request=metrics.requested, connections=settings.workers + 4
+        )
+        self.store = Store()
+        quota = QuotaGate(WorkloadStore(api), settings.kueue) if settings.kueue is not None else None
+        scaler = JobScaler(api, settings.render, field_manager=FIELD_MANAGER_CONTROLLER, quota=quota)
+        # Events are sent by a thread of their own, so a pass does not wait for them (dihera/kube/events.py)
+        self.events = EventRecorder(api, on_posted=lambda: metrics.wrote("create", "Event"))
+        # the watches hold a connection each for as long as they watch: a client of their own
+        watch_api = api_client(settings.kubeconfig, settings.context, on_request=metrics.requested)
+        always = (*ALWAYS, "Workload") if settings.kueue is not None else ALWAYS
+        scopes = Scopes(() if settings.all_namespaces else settings.namespaces)
+        self.watches = Watches(watch_api, self.store, scopes, always, ON_DEMAND)
+        self.reconciler = Reconciler(
+            JobStore(api),
+            ObjectStore(api),
+            self.events,
+            settings.render,
+            metrics,
+            scaler,
+            cache=self.store,
+            queueing=self._queueing(settings, api, metrics),
+            job_objects_ready=self.watches.ready,
+            progress_batch=settings.progress_batch_seconds,
+        )
+        self.queue = WorkQueue(self.reconciler.reconcile, settings.retry_delays, settings.workers)
+        self.triggers = Triggers(self.store, self.queue, settings.pod_batch_seconds, self.watches.release_if_idle)
+        self.watches.bind(self.triggers.on_event, self.triggers.on_listed, self.triggers.on_ready)
 
-    def fetch(self, *, body: Any) -> Any:
-        return None
-
-    def store(self, *, body: Any, patch: Any, essence: Any) -> None:
-        return None
-
-
-def kopf_settings(settings: ControllerSettings) -> Any:
-    """kopf's OperatorSettings for ours: no event posting by kopf, no diff base, server-side selectors.
-    (The handlers are coroutines: kopf's thread pool runs only the login.)"""
-    kop = kopf.OperatorSettings()
-    configure_watching(kop, kueue=settings.kueue is not None)
-    kop.persistence.diffbase_storage = NoDiffBase()
-    kop.posting.enabled = False  # the controller posts its own Events about DIJobs
-    kop.peering.name = settings.peering
-    kop.peering.standalone = settings.standalone
-    kop.peering.priority = settings.priority
-    kop.peering.lifetime = settings.peering_lifetime
-    kop.peering.stealth = True  # keep-alives unlogged; pauses and resumes are always logged
-    kop.peering.mandatory = not settings.standalone
-    kop.peering.clusterwide = settings.all_namespaces
-    kop.networking.error_backoffs = (1, 2, 5, 10)
-    return kop
-
-
-def run_controller(settings: ControllerSettings) -> int:
-    """Run until interrupted (SIGINT/SIGTERM); returns the exit code."""
-    configure_logging()
-    # kopf logs its peering decisions ("Pausing operations in favour of ...", "Resuming operations ...") at
-    # INFO; the gate follows them for what runs outside kopf's watches (the queue, the job watches)
-    peering = PeeringGate()
-    peering.install()
-    metrics = Metrics()
-    # one pooled connection per reconcile thread, and a few for the scaler's and the resync's own reads
-    api = api_client(
-        settings.kubeconfig, settings.context, on_request=metrics.requested, connections=settings.workers + 4
-    )
-    cache = WatchCache()
-    objects = ObjectStore(api)
-    # one per controller: its per-job locks serialise scaling
-    quota = QuotaGate(WorkloadStore(api), settings.kueue) if settings.kueue is not None else None
-    scaler = JobScaler(api, settings.render, field_manager=FIELD_MANAGER_CONTROLLER, quota=quota)
-    kinds: tuple[str, ...] = BASE_KINDS
-    queueing = None
-    if settings.kueue is not None:
-        kinds = (*BASE_KINDS, "Workload")
-        queueing = Queueing(
+    def _queueing(self, settings: ControllerSettings, api: Any, metrics: Metrics) -> Queueing | None:
+        if settings.kueue is None:
+            return None
+        store = self.store
+        return Queueing(
             settings.kueue,
             WorkloadStore(api),
             metrics,
             utc_now,
-            lambda ns, n: cache.get("Workload", ns, n),
-            lambda ns, job: cache.of_job("Workload", ns, job),
+            lambda ns, n: store.get("Workload", ns, n),
+            lambda ns, job: store.of_job("Workload", ns, job),
         )
-    # Events are sent by a thread of their own, so a pass does not wait for them (dihera/kube/events.py)
-    events = EventRecorder(api, on_posted=lambda: metrics.wrote("create", "Event"))
-    queue: ReconcileQueue | None = None
 
-    def request(namespace: str, name: str) -> None:
-        assert queue is not None  # the job watches start with a reconcile, once the queue exists
-        queue.request(namespace, name)
+    def start(self) -> None:
+        self.events.start()
+        self.watches.start()
+        log.info("watching %s", ", ".join(self.watches.scopes()) or "the namespaces that match")
 
-    def request_paced(namespace: str, name: str, window: float) -> None:
-        assert queue is not None
-        queue.request_paced(namespace, name, window)
+    def stop(self) -> None:
+        self.queue.close()
+        self.watches.close()
+        self.events.close()  # what the last passes posted (up to 10 s)
 
-    # the job watches hold a connection each for as long as they watch: a client of their own, so the
-    # reconcile threads' pooled connections stay theirs. A pod's event (a progress report) waits for the
-    # others of its batch; a Workflow's is paced by the cost of the job's last pass; a ConfigMap's (a
-    # scaler's commit) queues the job at once
-    watch_api = api_client(settings.kubeconfig, settings.context, on_request=metrics.requested)
-    watched = (
-        Watched("Pod", settings.pod_batch_seconds),
-        Watched("Workflow", 0.0, own_writes=True),
-        Watched("ConfigMap", None, own_writes=True),
-    )
-    watches = JobWatches(watch_api, cache, request, request_paced, watched, settings.all_namespaces, peering.active)
-    reconciler = Reconciler(
-        JobStore(api),
-        objects,
-        events,
-        settings.render,
-        metrics,
-        scaler,
-        cache=cache,
-        queueing=queueing,
-        job_objects_ready=watches.ready,
-        progress_batch=settings.progress_batch_seconds,
-    )
-    queue = ReconcileQueue(reconciler.reconcile, settings.retry_delays, settings.workers, active=peering.active)
-    # kopf lists its kinds again after 410 Gone; the job watches replace what they held themselves
-    resync = Resync(cache, objects, settings.all_namespaces, settings.resync_seconds, queue.request, kinds)
+
+def _identity(settings: ControllerSettings) -> str:
+    return settings.identity or f"{socket.gethostname()}_{os.getpid()}"
+
+
+def _on_signals(stop: threading.Event) -> None:
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+
+
+def run_controller(settings: ControllerSettings) -> int:
+    """Run until SIGTERM/SIGINT (exit 0) or until this replica loses the Lease (exit 1)."""
+    configure_logging()
+    stop, lost = threading.Event(), threading.Event()
+    _on_signals(stop)
+    metrics = Metrics()
+    controller = Controller(settings, metrics)
     readiness = Readiness()
-    runners: list[Any] = []
-    identity = settings.identity or f"{socket.gethostname()}/{os.getpid()}"  # names this replica in the peering
+    endpoints = Endpoints(settings.bind_address, settings.metrics_port, settings.health_port, metrics, readiness)
+    endpoints.start()
 
-    async def startup(**_: Any) -> None:
-        if settings.metrics_port:
-            runners.append(await start_endpoints(settings.bind_address, settings.metrics_port, metrics, readiness))
-        readiness.set()
-        events.start()
-        resync.start()
-        where = "all namespaces" if settings.all_namespaces else ", ".join(settings.namespaces)
-        peering = (
-            "standalone"
-            if settings.standalone
-            else f"peering {settings.peering} as {identity} priority {settings.priority}"
-            f" lifetime {settings.peering_lifetime}s"
+    def lost_lease() -> None:
+        lost.set()
+        stop.set()
+
+    elector = None
+    election = settings.leader_election
+    if election is None:
+        controller.start()
+    else:
+        lease_api = api_client(settings.kubeconfig, settings.context)
+        elector = LeaderElector(
+            lease_api,
+            election.namespace,
+            election.name,
+            _identity(settings),
+            on_started=controller.start,
+            on_stopped=lost_lease,
+            lease_seconds=election.lease_seconds,
+            renew_seconds=election.renew_seconds,
+            retry_seconds=election.retry_seconds,
         )
-        log.info(
-            "controller started: %s; %s; metrics on %s:%s", where, peering, settings.bind_address, settings.metrics_port
-        )
-
-    async def cleanup(**_: Any) -> None:
-        readiness.clear()
-        resync.stop()
-        queue.close()
-        await asyncio.to_thread(watches.close)
-        await asyncio.to_thread(events.close)  # what the last passes posted (up to 10 s, off the event loop)
-        for runner in runners:
-            await runner.cleanup()
-
-    def login(**_: Any) -> Any:
-        return kopf_connection(api)
-
-    registry = build_registry(queue, cache, login, startup, cleanup, kinds, watches.release_if_idle)
-    liveness = f"http://{settings.bind_address}:{settings.health_port}/healthz" if settings.health_port else None
-    kopf.run(
-        registry=registry,
-        settings=kopf_settings(settings),
-        standalone=settings.standalone,
-        priority=settings.priority,
-        peering_name=None if settings.standalone else settings.peering,
-        identity=identity,  # type: ignore[arg-type]  # kopf's Identity is a NewType of str, not exported
-        liveness_endpoint=liveness,
-        clusterwide=settings.all_namespaces,
-        namespaces=settings.namespaces,
-    )
-    return 0
+        elector.start()
+    readiness.set()
+    where = "all namespaces" if settings.all_namespaces else ", ".join(settings.namespaces)
+    how = "standalone" if election is None else f"Lease {election.namespace}/{election.name} as {_identity(settings)}"
+    log.info("controller started: %s; %s; metrics on %s", where, how, endpoints.ports or "no port")
+    while not stop.wait(1.0):
+        pass
+    readiness.clear()
+    controller.stop()
+    if elector is not None:
+        elector.release()
+    endpoints.stop()
+    return 1 if lost.is_set() else 0

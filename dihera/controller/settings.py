@@ -7,23 +7,38 @@ from dataclasses import dataclass, field
 from dihera.queueing import KueueSettings
 from dihera.render import RenderSettings
 
-__all__ = ["MIN_PEERING_LIFETIME", "ControllerSettings"]
+__all__ = ["ControllerSettings", "LeaderElection"]
 
-MIN_PEERING_LIFETIME = 5
+
+@dataclass(frozen=True)
+class LeaderElection:
+    """The Lease the controller replicas share (``namespace/name``), as Kubernetes controllers elect their
+    leader (:mod:`dihera.kube.lease`): the holder renews it every ``retry_seconds``, gives it up when it cannot
+    within ``renew_seconds``, and another replica takes it ``lease_seconds`` after its last renewal."""
+
+    namespace: str
+    name: str = "dihera-controller"
+    lease_seconds: int = 15
+    renew_seconds: int = 10
+    retry_seconds: int = 2
+
+    def __post_init__(self) -> None:
+        if not self.lease_seconds > self.renew_seconds > 1.2 * self.retry_seconds or self.retry_seconds < 1:
+            raise ValueError(
+                "--leader-elect-lease-duration > --leader-elect-renew-deadline > 1.2 x --leader-elect-retry-period"
+                f" >= 1.2 s must hold, not {self.lease_seconds} > {self.renew_seconds} > 1.2 x {self.retry_seconds}"
+            )
 
 
 @dataclass(frozen=True)
 class ControllerSettings:
     """How ``dihera controller`` runs.
 
-    ``namespaces`` are kopf namespace patterns (``team-*``, ``!dihera-test-*``); empty with
-    ``all_namespaces`` watches the whole cluster. Endpoints listen on ``bind_address``:
-    ``/metrics`` and ``/readyz`` on ``metrics_port``, kopf's liveness ``/healthz`` on ``health_port``
-    (0 disables an endpoint). With ``standalone`` the controller skips peering; otherwise
-    replicas sharing ``peering`` elect one active instance by ``priority`` (higher wins).
-    ``peering_lifetime`` is how long (seconds) a replica's keep-alive in the peering object counts:
-    a replica that died without leaving is taken over by the next one within that time.
-    ``identity`` names the replica in the peering object and the logs (None: kopf's ``user@host/...``).
+    ``namespaces`` are names or patterns (``team-*``, ``!dihera-test-*``); empty with ``all_namespaces``
+    watches the whole cluster. Endpoints listen on ``bind_address``: ``/metrics`` and ``/readyz`` on
+    ``metrics_port``, the liveness ``/healthz`` on ``health_port`` (0 disables an endpoint).
+    ``leader_election``: the Lease the replicas share, only its holder acts (None: standalone, one
+    instance); ``identity`` names this replica in it and the logs (None: host name and process id).
     """
 
     kubeconfig: str | None = None
@@ -31,10 +46,7 @@ class ControllerSettings:
     namespaces: tuple[str, ...] = ()
     all_namespaces: bool = False
     render: RenderSettings = field(default_factory=RenderSettings)
-    peering: str = "dihera"
-    standalone: bool = False
-    priority: int = 0
-    peering_lifetime: int = 60
+    leader_election: LeaderElection | None = None
     identity: str | None = None
     bind_address: str = "127.0.0.1"
     metrics_port: int = 8080
@@ -47,8 +59,6 @@ class ControllerSettings:
     #: Seconds between two status writes of a job that only report progress (pod counts): the pass then
     #: due writes the values of its time; phase changes, events and drops are written at once; 0: none.
     progress_batch_seconds: float = 1.0
-    #: Seconds between sweeps of the watch cache (:mod:`dihera.controller.resync`); 0: none.
-    resync_seconds: float = 300.0
     #: Queue DIJobs labelled ``kueue.x-k8s.io/queue-name`` with Kueue (docs/queueing.md); None: the label is
     #: ignored and Workloads are not watched (Kueue's CRDs need not exist).
     kueue: KueueSettings | None = None
@@ -62,6 +72,3 @@ class ControllerSettings:
             raise ValueError(f"--pod-batch-seconds must be 0 or more, not {self.pod_batch_seconds}")
         if self.progress_batch_seconds < 0:
             raise ValueError(f"--progress-batch-seconds must be 0 or more, not {self.progress_batch_seconds}")
-        if self.peering_lifetime < MIN_PEERING_LIFETIME:
-            # kopf renews the keep-alive 5-10 s before it expires (at least every second): shorter would flap
-            raise ValueError(f"--peering-lifetime must be at least {MIN_PEERING_LIFETIME} seconds")

@@ -6,11 +6,13 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dihera.kube.auth import Authenticator, Identity
-from dihera.kube.cache import CachedJob, JobCache
 from dihera.kube.idempotency import AnnotationKeyStore
 from dihera.kube.profilings import write_profilings
 from dihera.kube.scale_executor import JobScaler, ScaleResult
+from dihera.kube.snapshot import JobSnapshot
+from dihera.kube.watch import Scopes, Store, Watches
 from dihera.kube.workloads import QuotaGate, WorkloadStore
+from dihera.naming import membership_configmap_name
 from dihera.render.settings import RenderSettings
 from dihera.scaling import ScaleRequest
 from dihera.server.idempotency import KeyStore
@@ -19,7 +21,10 @@ from dihera.server.settings import ServerSettings
 if TYPE_CHECKING:
     from kubernetes import client
 
-__all__ = ["Backend", "KubeBackend"]
+__all__ = ["WATCHED", "Backend", "KubeBackend"]
+
+#: What the di-server watches in every namespace it serves: the jobs, their memberships and pods.
+WATCHED = ("DIJob", "ConfigMap", "Pod")
 
 
 class Backend(Protocol):
@@ -27,7 +32,7 @@ class Backend(Protocol):
 
     def ready(self) -> bool: ...
 
-    def job(self, namespace: str, name: str) -> CachedJob | None: ...
+    def job(self, namespace: str, name: str) -> JobSnapshot | None: ...
 
     def scale(self, namespace: str, name: str, request: ScaleRequest) -> ScaleResult: ...
 
@@ -48,11 +53,13 @@ class Backend(Protocol):
 
 
 class KubeBackend:
-    """The cluster through one API client: a watch-backed JobCache, TokenReview/SAR, JobScaler, keys on the DIJob."""
+    """The cluster through one API client: the watch layer's store (DIJobs, membership ConfigMaps, pods),
+    TokenReview/SAR, JobScaler, keys on the DIJob."""
 
     def __init__(self, api: client.ApiClient, settings: ServerSettings) -> None:
         self._api = api
-        self._cache = JobCache(api, settings.namespaces)
+        self._store = Store()
+        self._watches = Watches(api, self._store, Scopes(settings.namespaces), WATCHED)
         self._auth = Authenticator(api)
         quota = QuotaGate(WorkloadStore(api), settings.kueue) if settings.kueue is not None else None
         self._scaler = JobScaler(api, RenderSettings(cluster_domain=settings.cluster_domain), quota=quota)
@@ -64,20 +71,24 @@ class KubeBackend:
         return self._keys
 
     def start(self) -> KubeBackend:
-        self._cache.start()
+        self._watches.start()
         return self
 
     def stop(self) -> None:
-        self._cache.stop()
+        self._watches.close()
 
     def wait_ready(self, timeout: float) -> bool:
-        return self._cache.wait_ready(timeout)
+        return self._watches.wait_synced(timeout)
 
     def ready(self) -> bool:
-        return self._cache.ready()
+        return self._watches.synced()
 
-    def job(self, namespace: str, name: str) -> CachedJob | None:
-        return self._cache.job(namespace, name)
+    def job(self, namespace: str, name: str) -> JobSnapshot | None:
+        body = self._store.get("DIJob", namespace, name)
+        if body is None:
+            return None
+        configmap = self._store.get("ConfigMap", namespace, membership_configmap_name(name))
+        return JobSnapshot(body, configmap, tuple(self._store.pods(namespace, name)))
 
     def scale(self, namespace: str, name: str, request: ScaleRequest) -> ScaleResult:
         return self._scaler.scale(namespace, name, request)

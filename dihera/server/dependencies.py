@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Header, Path, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from dihera.kube.cache import CachedJob
+from dihera.kube.snapshot import JobSnapshot
 from dihera.scaling import ScaleError, ScaleRequest
 from dihera.server import views
 from dihera.server.access import Access
@@ -149,7 +149,7 @@ Writer = Annotated[JobCall, Depends(_guard("patch"))]
 Viewer = Annotated[JobCall, Depends(_guard("get", view=True))]
 
 
-def cached(call: JobCall) -> CachedJob:
+def cached(call: JobCall) -> JobSnapshot:
     """The job from the backend's cache; 404 when it is not there or not in a served namespace."""
     ctx, ref = call.ctx, call.ref
     if not ctx.settings.watches(ref.namespace):
@@ -160,12 +160,12 @@ def cached(call: JobCall) -> CachedJob:
     return job
 
 
-def job_sources(job: CachedJob) -> tuple[object, ...]:
+def job_sources(job: JobSnapshot) -> tuple[object, ...]:
     """What a job's summary and its addresses are computed from."""
     return (job.body, job.configmap)
 
 
-def replica_sources(job: CachedJob) -> tuple[object, ...]:
+def replica_sources(job: JobSnapshot) -> tuple[object, ...]:
     """What a job's replica rows (with their pods' phases) are computed from."""
     return (job.body, job.configmap, *job.pods)
 
@@ -202,7 +202,7 @@ def scale(job: JobCall, request: ScaleRequest, key: str | None) -> ScaleOut:
     return ScaleOut.model_validate(body)
 
 
-def default_task(job: CachedJob, task: str | None) -> str:
+def default_task(job: JobSnapshot, task: str | None) -> str:
     """``task``, else the job's collector task (DI-orchestrator's routes scale collectors)."""
     if task:
         return task

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from dihera.kube.cache import CachedJob
+from dihera.kube.snapshot import JobSnapshot
 from dihera.server.dependencies import (
     JSON,
     NAME_PATTERN,
@@ -45,7 +45,7 @@ class _Read:
     path: str
     pattern: re.Pattern[str]
     key: str
-    sources: Callable[[CachedJob], tuple[object, ...]]
+    sources: Callable[[JobSnapshot], tuple[object, ...]]
 
 
 _NS, _NAME = f"(?P<namespace>{NAMESPACE_PATTERN})", f"(?P<name>{NAME_PATTERN})"

@@ -6,8 +6,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dihera.constants import LABEL_POD
-from dihera.kube.cache import CachedJob
 from dihera.kube.scale_executor import ScaleResult
+from dihera.kube.snapshot import JobSnapshot
 from dihera.membership import Membership, Replica
 from dihera.naming import dag_task_name, fqdn, hostname
 from dihera.render.env import MEMBERSHIP_FILE
@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 
-def membership_of(job: CachedJob) -> Membership | None:
+def membership_of(job: JobSnapshot) -> Membership | None:
     data = (job.configmap or {}).get("data") or {}
     return Membership.from_json(data[MEMBERSHIP_FILE]) if MEMBERSHIP_FILE in data else None
 
@@ -44,7 +44,7 @@ def current_pods(pods: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, An
     return {host: p for host, (_, p) in newest.items()}
 
 
-def _row(job: CachedJob, r: Replica, domain: str, pods: Mapping[str, Mapping[str, Any]]) -> ReplicaOut:
+def _row(job: JobSnapshot, r: Replica, domain: str, pods: Mapping[str, Mapping[str, Any]]) -> ReplicaOut:
     meta = job.body["metadata"]
     pod = pods.get(hostname(meta["name"], r.task, r.index))
     return ReplicaOut(
@@ -58,7 +58,7 @@ def _row(job: CachedJob, r: Replica, domain: str, pods: Mapping[str, Mapping[str
     )
 
 
-def replica_rows(job: CachedJob, domain: str) -> list[ReplicaOut]:
+def replica_rows(job: JobSnapshot, domain: str) -> list[ReplicaOut]:
     """Every live replica in rank order, with its FQDN and its pod's phase."""
     membership = membership_of(job)
     if membership is None:
@@ -67,7 +67,7 @@ def replica_rows(job: CachedJob, domain: str) -> list[ReplicaOut]:
     return [_row(job, r, domain, pods) for r in membership.replicas]
 
 
-def addresses(job: CachedJob, domain: str) -> list[str]:
+def addresses(job: JobSnapshot, domain: str) -> list[str]:
     """The replicas' FQDNs in rank order (DI-orchestrator's GET replicas; vacant ranks are left out)."""
     membership = membership_of(job)
     if membership is None:
@@ -76,7 +76,7 @@ def addresses(job: CachedJob, domain: str) -> list[str]:
     return [fqdn(meta["name"], meta["namespace"], r.task, r.index, domain, r.short) for r in membership.replicas]
 
 
-def summary(job: CachedJob) -> JobSummary:
+def summary(job: JobSnapshot) -> JobSummary:
     meta, spec = job.body["metadata"], job.body.get("spec") or {}
     status = job.body.get("status") or {}
     membership = membership_of(job)
@@ -97,7 +97,7 @@ def summary(job: CachedJob) -> JobSummary:
     )
 
 
-def job_view(job: CachedJob, domain: str) -> JobView:
+def job_view(job: JobSnapshot, domain: str) -> JobView:
     """The job's summary, its replicas and the progress its status carries (the Argo UI's workflow link)."""
     status = job.body.get("status") or {}
     return JobView(
@@ -108,7 +108,7 @@ def job_view(job: CachedJob, domain: str) -> JobView:
     )
 
 
-def pod_view(job: CachedJob, pod_name: str, domain: str) -> PodView | None:
+def pod_view(job: JobSnapshot, pod_name: str, domain: str) -> PodView | None:
     """The replica the job's pod ``pod_name`` ran (the Argo UI's pod link); None: no such pod of the job."""
     pod = next((p for p in job.pods if (p.get("metadata") or {}).get("name") == pod_name), None)
     if pod is None:

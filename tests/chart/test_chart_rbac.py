@@ -25,9 +25,6 @@ def grants(group: str, resources: Iterable[str], verbs: Iterable[str]) -> set[Gr
 
 #: Cluster-scoped resources: only in a ClusterRole, never in a namespace's Role.
 CLUSTER_SCOPED = {
-    ("kopf.dev", "clusterkopfpeerings"),
-    ("apiextensions.k8s.io", "customresourcedefinitions"),
-    ("", "namespaces"),
     ("authentication.k8s.io", "tokenreviews"),
     ("authorization.k8s.io", "subjectaccessreviews"),
 }

@@ -1,4 +1,4 @@
-"""What the chart renders: names others rely on, CRDs on/off/keep, namespaced mode, settings, peering."""
+"""What the chart renders: names others rely on, CRDs on/off/keep, namespaced mode, settings, leader election."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from dihera import cli
 from tests.chart.helm import RELEASE_NAMESPACE, REPO, Manifest, by_kind, one, render
 
-CRDS = {"dijobs.diengine.opendilab.org", "clusterkopfpeerings.kopf.dev", "kopfpeerings.kopf.dev"}
+CRDS = {"dijobs.diengine.opendilab.org"}
 KEEP = "helm.sh/resource-policy"
 
 
@@ -98,27 +98,30 @@ def test_crds_disabled() -> None:
     assert crds({"crds": {"enabled": False}}) == {}
 
 
-def test_kopf_peering_crds_as_kopf_documents_them() -> None:
-    found = crds()
-    for name, kind, scope in [
-        ("clusterkopfpeerings.kopf.dev", "ClusterKopfPeering", "Cluster"),
-        ("kopfpeerings.kopf.dev", "KopfPeering", "Namespaced"),
-    ]:
-        spec = found[name]["spec"]
-        assert (spec["group"], spec["scope"], spec["names"]["kind"]) == ("kopf.dev", scope, kind)
-        (version,) = spec["versions"]
-        assert version["name"] == "v1" and version["served"] and version["storage"]
-        status = version["schema"]["openAPIV3Schema"]["properties"]["status"]
-        assert status == {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-
-
-def test_cluster_peering_object_is_a_post_install_hook() -> None:
-    peering = one(render(), "ClusterKopfPeering", "dihera")
-    assert peering["apiVersion"] == "kopf.dev/v1"
-    assert peering["metadata"]["annotations"]["helm.sh/hook"] == "post-install,post-upgrade"
-    assert by_kind(render({"peering": {"enabled": False}}), "ClusterKopfPeering") == []
-    data = one(render({"peering": {"enabled": False}}), "ConfigMap", "dihera-settings")["data"]
-    assert data["DIHERA_PEERING_NAME"] == ""
+def test_leader_election_is_a_lease_in_the_release_namespace_the_controller_may_renew() -> None:
+    objs = render()
+    data = one(objs, "ConfigMap", "dihera-settings")["data"]
+    assert data["DIHERA_LEASE_NAME"] == "dihera-controller"
+    assert (data["DIHERA_LEASE_DURATION"], data["DIHERA_LEASE_RENEW_DEADLINE"], data["DIHERA_LEASE_RETRY_PERIOD"]) == (
+        "15",
+        "10",
+        "2",
+    )
+    role = one(objs, "Role", "dihera-controller-leader-election", RELEASE_NAMESPACE)
+    assert role["rules"] == [
+        {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["get", "create", "update"]}
+    ]
+    binding = one(objs, "RoleBinding", "dihera-controller-leader-election", RELEASE_NAMESPACE)
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": "dihera-controller", "namespace": "dihera-system"}
+    ]
+    assert not [o for o in objs if "kopf" in o.get("apiVersion", "") or "kopf" in o["metadata"]["name"]]
+    off = render({"leaderElection": {"enabled": False}})
+    assert one(off, "ConfigMap", "dihera-settings")["data"]["DIHERA_LEASE_NAME"] == ""
+    assert [o for o in by_kind(off, "Role") if o["metadata"]["name"].endswith("leader-election")] == []
+    named = render({"leaderElection": {"leaseName": "mine", "leaseDuration": 30}})
+    assert one(named, "ConfigMap", "dihera-settings")["data"]["DIHERA_LEASE_NAME"] == "mine"
+    assert one(named, "ConfigMap", "dihera-settings")["data"]["DIHERA_LEASE_DURATION"] == "30"
 
 
 @pytest.mark.parametrize("namespaces", [["team-a"], ["team-a", "team-b"]])

@@ -3,7 +3,7 @@ uninstall (the CRD and users' DIJobs stay with crds.keep).
 
 The CRDs are cluster-wide and other tests use the DIJob CRD: the release takes them over with
 `--take-ownership`, never deletes the DIJob CRD, and the module restores every CRD at the end (the DIJob CRD
-as `dihera crd` makes it, with its labels and annotations from before; kopf's CRDs removed if they were absent).
+as `dihera crd` makes it, with its labels and annotations from before).
 The release has its own name and namespace, so its ClusterRoles do not collide with a `dihera` release.
 """
 
@@ -29,7 +29,6 @@ from tests.unit.builders import job, task
 pytestmark = pytest.mark.cluster
 
 DIJOB_CRD = f"{PLURAL}.{GROUP}"
-KOPF_CRDS = ("clusterkopfpeerings.kopf.dev", "kopfpeerings.kopf.dev")
 TIMEOUT = "180s"
 
 
@@ -75,17 +74,8 @@ def read_crd(api: client.ApiClient, name: str) -> dict[str, Any] | None:
     return found
 
 
-def delete_peering(api: client.ApiClient, name: str) -> None:
-    """Delete the release's ClusterKopfPeering: a Helm hook object, which `helm uninstall` leaves behind."""
-    try:
-        client.CustomObjectsApi(api).delete_cluster_custom_object("kopf.dev", "v1", "clusterkopfpeerings", name)
-    except ApiException as err:
-        if err.status != 404:
-            raise
-
-
 def restore_crds(api: client.ApiClient, before: dict[str, dict[str, Any] | None]) -> None:
-    """Put the CRDs back as they were: the DIJob CRD as generated (never deleted); kopf's as before."""
+    """Put the DIJob CRD back as it was: as generated (never deleted), with its labels and annotations from before."""
     ext = client.ApiextensionsV1Api(api)
     generated = crd_manifest(dijob_schema())
     for name, old in before.items():
@@ -116,7 +106,7 @@ def restore_crds(api: client.ApiClient, before: dict[str, dict[str, Any] | None]
 def release(kubeconfig: Path, cluster: client.ApiClient) -> Iterator[Release]:
     """The chart installed (`--wait`) as its own release in a fresh namespace; removed afterwards."""
     rel = Release.new("dihera-it", kubeconfig)
-    before = {name: read_crd(cluster, name) for name in (DIJOB_CRD, *KOPF_CRDS)}
+    before = {name: read_crd(cluster, name) for name in (DIJOB_CRD,)}
     try:
         rel.must(
             "install", rel.name, str(CHART), "--create-namespace", "--take-ownership", "--wait", "--timeout", TIMEOUT
@@ -124,7 +114,6 @@ def release(kubeconfig: Path, cluster: client.ApiClient) -> Iterator[Release]:
         yield rel
     finally:
         rel.remove(cluster)
-        delete_peering(cluster, rel.name)
         restore_crds(cluster, before)
 
 
@@ -140,10 +129,10 @@ def test_install_makes_the_deployments_available(release: Release, cluster: clie
     assert crd is not None
     assert crd["metadata"]["annotations"]["meta.helm.sh/release-name"] == release.name
     assert crd["metadata"]["annotations"]["helm.sh/resource-policy"] == "keep"
-    peering: Any = client.CustomObjectsApi(cluster).get_cluster_custom_object(
-        "kopf.dev", "v1", "clusterkopfpeerings", release.name
+    role = client.RbacAuthorizationV1Api(cluster).read_namespaced_role(
+        f"{release.name}-controller-leader-election", release.namespace
     )
-    assert peering["metadata"]["name"] == release.name
+    assert [(r.api_groups, r.resources) for r in role.rules] == [(["coordination.k8s.io"], ["leases"])]
 
 
 def modified_chart(release: Release, into: Path, marker: str) -> Path:
@@ -188,7 +177,7 @@ def test_namespaced_install(kubeconfig: Path, cluster: client.ApiClient, namespa
         "--set",
         "crds.enabled=false",
         "--set",
-        "peering.enabled=false",
+        "leaderElection.enabled=false",
         "--set",
         f"watchNamespaces={{{namespace}}}",
     ]

@@ -57,7 +57,8 @@ def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
 def controller_kubeconfig(
     kubeconfig: Path, cluster: client.ApiClient, tmp_path_factory: pytest.TempPathFactory
 ) -> Path:
-    """A kubeconfig holding a token of the chart's controller ServiceAccount (RBAC applied from the chart)."""
+    """A kubeconfig holding a token of the chart's controller ServiceAccount (RBAC applied from the chart: its
+    ClusterRole, and its Role for the leader-election Lease in the release's namespace)."""
     rendered = subprocess.run(
         [_helm(), "template", "dihera", str(REPO / "charts/dihera"), "-n", SA_NAMESPACE, "--kube-version", pair()[0]],
         capture_output=True,
@@ -65,8 +66,8 @@ def controller_kubeconfig(
         check=True,
     ).stdout
     docs = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] in RBAC_KINDS]
-    mine = [d for d in docs if d["metadata"]["name"] == SA_NAME]
-    assert {d["kind"] for d in mine} >= {"ServiceAccount", "ClusterRole", "ClusterRoleBinding"}, (
+    mine = [d for d in docs if d["metadata"]["name"] in (SA_NAME, f"{SA_NAME}-leader-election")]
+    assert {d["kind"] for d in mine} >= {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role"}, (
         "chart lacks controller RBAC"
     )
     core = client.CoreV1Api(cluster)

@@ -2,12 +2,13 @@
 
 The local control plane writes an audit log of every request made by a ServiceAccount of the
 chart's namespace (ci/devcluster: ``--audit-policy-file``, Metadata level). This test runs the
-controller (namespaced with peering, then cluster-wide) and the di-server, each with a token of the
+controller (namespaced with leader election, then cluster-wide) and the di-server, each with a token of the
 chart's ServiceAccount, through a representative scenario: create, run, hand edit, server scale up and
 down, named removal, profilings, an Idempotency-Key, a Service left by a crashed pass, a failing job
 stopped by cleanPodPolicy and deleted by its ttlSecondsAfterFinished, a suspension, deletion. Then it reads the audit
 log and compares, per ServiceAccount, the (verb, group, resource) used with the rules ``helm template``
-renders: a grant never used fails, and a use not granted (a 403 in the log) fails.
+renders (the controller's: its ClusterRole and its leader-election Role): a grant never used fails, and a
+use not granted (a 403 in the log) fails.
 """
 
 from __future__ import annotations
@@ -33,19 +34,14 @@ from dihera.server import ServerSettings
 from tests.chart.helm import Manifest, one, render
 from tests.integration.lifecycle import set_suspend
 from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
-    DIHERA,
+    SA_NAMESPACE,
     Poll,
     controller_kubeconfig,
     manifest,
     phase_is,
     task,
 )
-from tests.integration.test_controller_peering import (  # noqa: F401  (fixtures)
-    Replica,
-    _free_port,
-    kopf_crds,
-    peering,
-)
+from tests.integration.test_controller_leader_election import Replica
 from tests.integration.test_controller_scaling import edit_replicas
 from tests.integration.test_server_scaling import running_server, sa_token, server_kubeconfig  # noqa: F401
 
@@ -105,12 +101,11 @@ def audit_path(kubeconfig: Path) -> Path:
 
 
 class ClusterWide(Replica):
-    """``dihera controller -A`` in a ClusterKopfPeering."""
+    """``dihera controller -A`` with leader election."""
 
-    def __init__(self, kubeconfig: Path, peering_name: str, log: Path) -> None:
-        super().__init__("ctl-all", 100, kubeconfig, "unused", peering_name, log)
-        self.argv = [DIHERA, "controller", "--kubeconfig", str(kubeconfig), "-A", "--peering", peering_name]
-        self.argv += ["--identity", "ctl-all", "--metrics-port", str(_free_port()), "--health-port", "0"]
+    def __init__(self, kubeconfig: Path, lease: str, log: Path) -> None:
+        super().__init__("ctl-all", kubeconfig, "unused", lease, log)
+        self.argv[self.argv.index("-n") : self.argv.index("-n") + 2] = ["-A"]
 
 
 def scenario_controller(api: client.ApiClient, namespace: str, server: str, token: str, poll: Poll) -> None:
@@ -168,9 +163,7 @@ def test_every_grant_is_used_and_every_use_granted(
     kubeconfig: Path,
     cluster: client.ApiClient,
     dijob_crd: None,
-    kopf_crds: None,  # noqa: F811
     namespace: str,
-    peering: str,  # noqa: F811
     controller_kubeconfig: Path,  # noqa: F811
     server_kubeconfig: Path,  # noqa: F811
     tmp_path: Path,
@@ -179,31 +172,24 @@ def test_every_grant_is_used_and_every_use_granted(
     log = audit_path(kubeconfig)
     start = log.stat().st_size
     token = sa_token(cluster, namespace, "caller", ["get", "patch"])
-    ctl = Replica("ctl-ns", 100, controller_kubeconfig, namespace, peering, tmp_path / "ctl.log")
-    cluster_peering = f"dihera-audit-{uuid.uuid4().hex[:6]}"
-    custom = client.CustomObjectsApi(cluster)
-    custom.create_cluster_custom_object(
-        "kopf.dev",
-        "v1",
-        "clusterkopfpeerings",
-        {"apiVersion": "kopf.dev/v1", "kind": "ClusterKopfPeering", "metadata": {"name": cluster_peering}},
-    )
-    wide = ClusterWide(controller_kubeconfig, cluster_peering, tmp_path / "wide.log")
+    lease = f"dihera-audit-{uuid.uuid4().hex[:6]}"
+    ctl = Replica("ctl-ns", controller_kubeconfig, namespace, lease, tmp_path / "ctl.log")
+    wide = ClusterWide(controller_kubeconfig, lease, tmp_path / "wide.log")
     settings = ServerSettings(namespaces=(namespace,), auth_cache_seconds=0.0)
     try:
         ctl.start()
         with running_server(settings, server_kubeconfig) as server:
             scenario_controller(cluster, namespace, server, token, poll)
         ctl.kill(signal.SIGTERM)
-        wide.start()  # cluster-wide: CRDs and namespaces are scanned, a ClusterKopfPeering is kept
-        poll(lambda: wide.lines("dihera.controller"), 60, "the cluster-wide controller logging")
-        time.sleep(15)  # peering keep-alives, watches of every namespace
+        wide.start()  # cluster-wide: every namespace's DIJobs are watched; the Lease is taken and renewed
+        poll(wide.leading, 60, "the cluster-wide controller to lead")
+        time.sleep(5)  # Lease renewals, watches of every namespace
         wide.kill(signal.SIGTERM)
     finally:
         for r in (ctl, wide):
             r.kill(signal.SIGTERM)
             print(f"----- {r.identity} -----\n" + "\n".join(r.lines("")[-80:]))
-        custom.delete_cluster_custom_object("kopf.dev", "v1", "clusterkopfpeerings", cluster_peering)
+        client.CoordinationV1Api(cluster).delete_namespaced_lease(lease, SA_NAMESPACE)
     time.sleep(2)  # the API server flushes its audit batch
     with log.open() as f:
         f.seek(start)
@@ -213,7 +199,10 @@ def test_every_grant_is_used_and_every_use_granted(
     for sa in (CONTROLLER, SERVER):
         uses, refused = used(lines, SA_PREFIX + sa)
         print(f"{sa} used: {sorted(uses)}")
-        problems += compare(sa, uses, refused, granted(one(rendered, "ClusterRole", sa)))
+        grants = granted(one(rendered, "ClusterRole", sa))
+        if sa == CONTROLLER:
+            grants |= granted(one(rendered, "Role", f"{sa}-leader-election", SA_NAMESPACE))
+        problems += compare(sa, uses, refused, grants)
     assert not problems, "\n".join(problems)
     # the exemption is still needed: what the controller creates names its DIJob with blockOwnerDeletion
     job = load_job({**manifest("x", namespace, task("learner")), "metadata": {"name": "x", "uid": "u"}})

@@ -31,10 +31,8 @@ from tests.chart.helm import CHART
 from tests.integration.conftest import Poll
 from tests.integration.test_chart_install import (
     DIJOB_CRD,
-    KOPF_CRDS,
     TIMEOUT,
     Release,
-    delete_peering,
     read_crd,
     restore_crds,
 )
@@ -65,7 +63,7 @@ def jobs_namespace(cluster: client.ApiClient, poll: Poll) -> Iterator[str]:
 @pytest.fixture(scope="module")
 def real_release(kubeconfig: Path, cluster: client.ApiClient, jobs_namespace: str, poll: Poll) -> Iterator[Release]:
     rel = Release.new("dihera-real", kubeconfig)
-    before = {name: read_crd(cluster, name) for name in (DIJOB_CRD, *KOPF_CRDS)}
+    before = {name: read_crd(cluster, name) for name in (DIJOB_CRD,)}
     tag = package_version(Settings.from_environ())
     try:
         rel.must(
@@ -78,7 +76,6 @@ def real_release(kubeconfig: Path, cluster: client.ApiClient, jobs_namespace: st
         rel.remove(cluster)
         # Real pods take a moment to stop: a controller still running would act on later tests' DIJobs.
         poll(lambda: not component_pods(cluster, rel), 90, f"the pods of release {rel.name} to be gone")
-        delete_peering(cluster, rel.name)
         restore_crds(cluster, before)
 
 
@@ -101,6 +98,12 @@ def test_controller_and_server_run_on_the_real_node(real_release: Release, clust
         assert spec.readiness_probe is not None and spec.liveness_probe is not None
         assert spec.security_context.read_only_root_filesystem is True
         assert pod.spec.security_context.run_as_non_root is True
+    # the controller leads by the chart's Lease (`kubectl get lease -n <release namespace>` names its pod)
+    controller = next(p for p in pods if p.metadata.labels["app.kubernetes.io/component"] == "controller")
+    lease = client.CoordinationV1Api(cluster).read_namespaced_lease(
+        f"{real_release.name}-controller", real_release.namespace
+    )
+    assert lease.spec is not None and lease.spec.holder_identity == controller.metadata.name, lease.spec
 
 
 # What Argo's executor does with the pod's service account (Argo's "Workflow RBAC"; the chart's

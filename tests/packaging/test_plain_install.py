@@ -21,7 +21,7 @@ import yaml
 pytestmark = pytest.mark.packaging
 
 ROOT = Path(__file__).resolve().parents[2]
-OPERATOR_ONLY = ("fastapi", "kopf", "uvicorn", "prometheus_client", "starlette", "uvloop", "httptools")
+OPERATOR_ONLY = ("fastapi", "orjson", "uvicorn", "prometheus_client", "starlette", "uvloop", "httptools")
 JOB = ROOT / "workflows" / "serial.yaml"
 OLD_JOB = ROOT / "tests" / "unit" / "fixtures" / "convert" / "v1alpha2-shape.yaml"
 

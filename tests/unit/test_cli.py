@@ -174,7 +174,7 @@ def test_unknown_fields_are_errors_in_every_command(tmp_path: Path, capsys: pyte
     assert out.out == "" and "spec.backofflimit: unknown field of the DIJob spec; did you mean backoffLimit?" in out.err
 
 
-HEAVY = ("fastapi", "kopf", "uvicorn", "kubernetes", "starlette", "httpx", "prometheus_client", "uvloop", "httptools")
+HEAVY = ("fastapi", "orjson", "uvicorn", "kubernetes", "starlette", "httpx", "prometheus_client", "uvloop", "httptools")
 
 
 @pytest.mark.parametrize(
@@ -247,13 +247,14 @@ def test_a_command_line_loads_the_module_of_its_command(argv: list[str], loaded:
 def test_operator_command_without_the_extras_names_the_install(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setitem(sys.modules, "kopf", None)  # import kopf raises ModuleNotFoundError, as without the extra
-    for module in ("dihera.controller.run", "dihera.controller.handlers", "dihera.kube.connection"):
+    # importing prometheus_client raises ModuleNotFoundError, as without the extra
+    monkeypatch.setitem(sys.modules, "prometheus_client", None)
+    for module in ("dihera.controller.run", "dihera.controller.endpoints", "dihera.controller.metrics"):
         monkeypatch.delitem(sys.modules, module, raising=False)  # imported by an earlier test: import them afresh
     assert main(["controller", "--standalone"]) == 2
     assert (
-        "dihera controller needs the operator extras (module 'kopf' is missing): pip install 'dihera[operator]'"
-        in capsys.readouterr().err
+        "dihera controller needs the operator extras (module 'prometheus_client' is missing): "
+        "pip install 'dihera[operator]'" in capsys.readouterr().err
     )
 
 

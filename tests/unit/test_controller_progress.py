@@ -8,8 +8,8 @@ import pytest
 
 from dihera.controller.progress import parse_progress, task_progress, workflow_progress
 from dihera.controller.replicas import ReplicaState
-from dihera.controller.slim import slim_workflow
 from dihera.controller.status import compute_status, status_patch
+from dihera.kube.watch.slim import slim_workflow
 from tests.unit.test_controller_status import JOB, T1, T2, observe, running, workflow
 
 

@@ -8,7 +8,7 @@ from typing import Any, cast
 
 from dihera.controller.metrics import Metrics
 from dihera.controller.reconcile import LISTING_WAIT, Reconciler
-from dihera.controller.watch_cache import WatchCache
+from dihera.kube.watch import Store
 from dihera.membership import Membership
 from dihera.naming import membership_configmap_name
 from dihera.render import RenderSettings
@@ -51,9 +51,9 @@ class CountingCluster(Cluster):
             out.append(p)
         return out
 
-    def watched(self) -> WatchCache:
+    def watched(self) -> Store:
         """A cache holding what the watches delivered: every object as the cluster has it now."""
-        cache = WatchCache()
+        cache = Store()
         cache.put("DIJob", self.body)
         cache.put("ConfigMap", self.configmap)
         cache.put("Workflow", self.workflow)
@@ -68,7 +68,7 @@ def running_job(**status: Any) -> CountingCluster:
     return CountingCluster(body, LIVE, converged=1)
 
 
-def reconciler(cluster: CountingCluster, cache: WatchCache, metrics: Metrics | None = None) -> Reconciler:
+def reconciler(cluster: CountingCluster, cache: Store, metrics: Metrics | None = None) -> Reconciler:
     store = cast(Any, cluster)
     return Reconciler(store, store, store, RenderSettings(), metrics or Metrics(), store, clock=lambda: T1, cache=cache)
 

@@ -1,4 +1,4 @@
-"""Controller entry point settings (flags over the chart's DIHERA_* variables) and the per-job queue."""
+"""Controller entry point settings (flags over the chart's DIHERA_* variables) and the per-job work queue."""
 
 from __future__ import annotations
 
@@ -9,66 +9,59 @@ import pytest
 
 from dihera.cli import build_parser
 from dihera.cli.controller import settings_from_args
-from dihera.controller.queue import ReconcileQueue
+from dihera.controller.workqueue import WorkQueue
 
 
 def settings(argv: list[str], env: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
     return settings_from_args(build_parser().parse_args(["controller", *argv]), env or {})
 
 
-def test_defaults_watch_everything_on_loopback_with_peering() -> None:
-    s = settings([])
+def test_defaults_watch_everything_on_loopback_with_leader_election() -> None:
+    s = settings([], {"DIHERA_POD_NAMESPACE": "dihera-system"})
     assert s.all_namespaces and s.namespaces == ()
     assert (s.bind_address, s.metrics_port, s.health_port) == ("127.0.0.1", 8080, 8081)
-    assert s.peering == "dihera" and not s.standalone and s.priority > 0
+    election = s.leader_election
+    assert election is not None and (election.namespace, election.name) == ("dihera-system", "dihera-controller")
+    assert (election.lease_seconds, election.renew_seconds, election.retry_seconds) == (15, 10, 2)
 
 
 def test_chart_variables_fill_in_what_flags_leave_out() -> None:
     env = {
         "DIHERA_WATCH_NAMESPACES": "a, b",
-        "DIHERA_PEERING_NAME": "",
+        "DIHERA_LEASE_NAME": "",
         "DIHERA_SERVER_URL": "http://s:1",
         "DIHERA_CONTROLLER_METRICS_PORT": "9090",
         "DIHERA_BIND_ADDRESS": "0.0.0.0",
     }
     s = settings([], env)
     assert s.namespaces == ("a", "b") and not s.all_namespaces
-    assert s.standalone and s.render.server_url == "http://s:1"
+    assert s.leader_election is None and s.render.server_url == "http://s:1"
     assert (s.bind_address, s.metrics_port) == ("0.0.0.0", 9090)
-    flagged = settings(["-n", "x", "--metrics-port", "1", "--priority", "5"], env)
-    assert flagged.namespaces == ("x",) and flagged.metrics_port == 1 and flagged.priority == 5
+    flagged = settings(["-n", "x", "--metrics-port", "1", "--leader-elect-resource-name", "mine"], env)
+    assert flagged.namespaces == ("x",) and flagged.metrics_port == 1
+    assert flagged.leader_election is not None and flagged.leader_election.name == "mine"
 
 
-def test_peering_lifetime_and_identity_reach_kopf() -> None:
-    from dihera.controller.run import kopf_settings
-
-    s = settings(["-n", "a", "--peering", "p", "--priority", "7", "--peering-lifetime", "10", "--identity", "one"])
-    assert (s.peering, s.priority, s.peering_lifetime, s.identity) == ("p", 7, 10, "one")
-    kop = kopf_settings(s).peering
-    assert (kop.name, kop.priority, kop.lifetime, kop.mandatory, kop.standalone) == ("p", 7, 10, True, False)
-    assert not kop.clusterwide
-    defaults = settings(["-n", "a"], {"DIHERA_POD_NAME": "dihera-controller-abc"})
-    assert defaults.peering_lifetime == 60 and defaults.identity == "dihera-controller-abc"
+def test_the_lease_and_the_identity_come_from_flags_then_the_pod() -> None:
+    timing = ["--leader-elect-lease-duration", "8", "--leader-elect-renew-deadline", "5"]
+    s = settings(["-n", "a", *timing, "--leader-elect-retry-period", "1", "--identity", "one"])
+    assert s.leader_election is not None and s.identity == "one"
+    assert (s.leader_election.namespace, s.leader_election.lease_seconds) == ("a", 8)  # the one namespace watched
+    assert (s.leader_election.renew_seconds, s.leader_election.retry_seconds) == (5, 1)
+    pod = {"DIHERA_POD_NAME": "dihera-controller-abc", "DIHERA_POD_NAMESPACE": "dihera-system"}
+    defaults = settings(["-n", "a", "-n", "b"], pod)
+    assert defaults.identity == "dihera-controller-abc" and defaults.leader_election is not None
+    assert defaults.leader_election.namespace == "dihera-system"
     assert settings(["-n", "a"]).identity is None
+    assert settings(["-n", "a", "--standalone"]).leader_election is None
 
 
-def test_kopf_keeps_no_diff_base_and_the_sweep_interval_is_a_flag() -> None:
-    from kopf._cogs.structs.bodies import Body
-
-    from dihera.controller.run import NoDiffBase, kopf_settings
-
-    kop = kopf_settings(settings(["-n", "a"]))
-    assert isinstance(kop.persistence.diffbase_storage, NoDiffBase)
-    body = Body({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "main"}]}})
-    assert kop.persistence.diffbase_storage.build(body=body) == {}
-    assert kop.persistence.diffbase_storage.fetch(body=body) is None
-    assert settings(["-n", "a"]).resync_seconds == 300
-    assert settings(["-n", "a", "--resync-seconds", "0"]).resync_seconds == 0
-
-
-def test_peering_lifetime_too_short_is_refused() -> None:
-    with pytest.raises(ValueError, match="at least 5 seconds"):
-        settings(["-n", "a", "--peering-lifetime", "4"])
+def test_a_lease_with_no_namespace_to_go_by_is_in_default_and_impossible_timing_is_refused() -> None:
+    for argv in (["-n", "a", "-n", "b"], ["-n", "team-*"], []):  # a pattern names no namespace
+        election = settings(argv).leader_election
+        assert election is not None and election.namespace == "default"
+    with pytest.raises(ValueError, match=r"must hold, not 10 > 10 > 1\.2 x 2"):
+        settings(["-n", "a", "--leader-elect-lease-duration", "10"])
 
 
 def test_namespace_and_all_namespaces_exclude_each_other() -> None:
@@ -86,7 +79,7 @@ def test_queue_runs_one_pass_at_a_time_and_coalesces_requests() -> None:
             entered.set()
             release.wait(5)
 
-    queue = ReconcileQueue(reconcile)
+    queue = WorkQueue(reconcile)
     queue.request("ns", "job")  # returns at once: a worker runs the pass
     assert entered.wait(5)
     for _ in range(5):
@@ -112,7 +105,7 @@ def test_queue_serves_requests_queued_meanwhile_by_one_pass_and_jobs_in_parallel
         if name.startswith("busy"):
             release.wait(5)
 
-    queue = ReconcileQueue(reconcile, workers=2)
+    queue = WorkQueue(reconcile, workers=2)
     queue.request("ns", "busy-a")
     queue.request("ns", "busy-b")  # both workers are now busy
     deadline = time.monotonic() + 5
@@ -140,7 +133,7 @@ def test_queue_retries_a_failed_pass() -> None:
             raise RuntimeError("transient")
         done.set()
 
-    queue = ReconcileQueue(reconcile, retry_delays=(0.05,))
+    queue = WorkQueue(reconcile, retry_delays=(0.05,))
     queue.request("ns", "job")
     assert done.wait(5) and calls == ["job", "job"]
     queue.close()

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 import time
 
-from dihera.controller.queue import PACE, ReconcileQueue
 from dihera.controller.wakeups import Wakeups
+from dihera.controller.workqueue import PACE, WorkQueue
 
 
 class Recorder:
@@ -75,7 +75,7 @@ def test_the_queue_runs_a_pass_again_after_the_seconds_it_returned() -> None:
             return None
         return 0.05  # e.g. activeDeadlineSeconds falls due in 50 ms
 
-    queue = ReconcileQueue(reconcile)
+    queue = WorkQueue(reconcile)
     queue.request("ns", "job")
     assert done.wait(5) and calls == ["job", "job"]
     assert queue.wakeups() == {}
@@ -95,7 +95,7 @@ def test_a_paced_request_waits_pace_times_the_cpu_of_the_last_pass() -> None:
         burn_cpu(0.05)  # a big job's pass
         done.set()
 
-    queue = ReconcileQueue(reconcile)
+    queue = WorkQueue(reconcile)
     queue.request_paced("ns", "job", 0.01)  # no pass yet: the window alone
     assert 0 < queue.wakeups()[("ns", "job")] <= 0.01
     assert done.wait(5)
@@ -114,7 +114,7 @@ def test_a_paced_request_waits_pace_times_the_cpu_of_the_last_pass() -> None:
 
 
 def test_forgetting_a_job_drops_its_wakeup() -> None:
-    queue = ReconcileQueue(lambda ns, name: 60.0)
+    queue = WorkQueue(lambda ns, name: 60.0)
     queue.request("ns", "job")
     deadline = time.monotonic() + 5
     while not queue.wakeups() and time.monotonic() < deadline:

@@ -1,4 +1,4 @@
-"""Scale errors say whether a retry can help (kopf's temporary vs permanent errors)."""
+"""Scale errors say whether a retry can help (temporary vs permanent, as kopf's errors do)."""
 
 from __future__ import annotations
 

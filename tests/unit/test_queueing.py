@@ -215,7 +215,7 @@ def test_a_finished_job_finishes_its_workload_once(succeeded: bool, reason: str)
 
 def test_the_watch_caches_slim_copy_gives_the_same_answers() -> None:
     """The controller reads Workloads from its watch cache (slim copies, dihera.controller.slim)."""
-    from dihera.controller.slim import slim_workload
+    from dihera.kube.watch.slim import slim_workload
     from dihera.queueing.slices import plan_release, pod_set_counts
 
     full = build_workload(queued_job(), "lq", "dihera-high", 300)

@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 
 from dihera import load_job
 from dihera.kube.auth import Identity
-from dihera.kube.cache import CachedJob
 from dihera.kube.scale_executor import ScaleResult
+from dihera.kube.snapshot import JobSnapshot
 from dihera.membership import Membership
 from dihera.render import render
 from dihera.scaling import ScaleError, ScaleRequest, plan_scale, workflow_patch
@@ -51,9 +51,9 @@ class FakeBackend:
     def ready(self) -> bool:
         return True
 
-    def job(self, namespace: str, name: str) -> CachedJob | None:
+    def job(self, namespace: str, name: str) -> JobSnapshot | None:
         entry = self.jobs.get((namespace, name))
-        return CachedJob(entry["body"], entry["configmap"], ()) if entry else None
+        return JobSnapshot(entry["body"], entry["configmap"], ()) if entry else None
 
     def scale(self, namespace: str, name: str, request: ScaleRequest) -> ScaleResult:
         with self.lock:

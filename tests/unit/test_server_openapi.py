@@ -14,8 +14,8 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from dihera.kube.cache import CachedJob
 from dihera.kube.scale_executor import ScaleResult
+from dihera.kube.snapshot import JobSnapshot
 from dihera.scaling import ScaleRequest
 from dihera.server import ServerSettings, create_app
 from tests.unit.builders import job as job_doc
@@ -29,7 +29,7 @@ JOB = ("team-a", "dqn")
 class AnyJobBackend(FakeBackend):
     """Every namespace/name is the one job ``team-a/dqn`` (1 learner, 2 collectors, at most 6 replicas)."""
 
-    def job(self, namespace: str, name: str) -> CachedJob | None:
+    def job(self, namespace: str, name: str) -> JobSnapshot | None:
         return super().job(*JOB)
 
     def scale(self, namespace: str, name: str, request: ScaleRequest) -> ScaleResult:

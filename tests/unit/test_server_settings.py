@@ -15,7 +15,7 @@ CHART_ENV = {
     "DIHERA_WATCH_NAMESPACES": "team-a, team-b",
     "DIHERA_LOG_LEVEL": "debug",
     "DIHERA_BIND_ADDRESS": "0.0.0.0",
-    "DIHERA_PEERING_NAME": "dihera",
+    "DIHERA_LEASE_NAME": "dihera-controller",
     "DIHERA_SERVER_PORT": "9000",
 }
 

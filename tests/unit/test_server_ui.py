@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from dihera.argo_ui import JOB_VIEW_PATH, POD_VIEW_PATH, links
 from dihera.constants import LABEL_JOB, LABEL_POD
-from dihera.kube.cache import CachedJob
+from dihera.kube.snapshot import JobSnapshot
 from dihera.server import ServerSettings, create_app
 from tests.unit.builders import job as job_doc
 from tests.unit.builders import task
@@ -36,9 +36,9 @@ class PodsBackend(FakeBackend):
         pod("dqn-collector-7-z", "dqn-collector-7", "Succeeded"),
     )
 
-    def job(self, namespace: str, name: str) -> CachedJob | None:
+    def job(self, namespace: str, name: str) -> JobSnapshot | None:
         entry = self.jobs.get((namespace, name))
-        return CachedJob(entry["body"], entry["configmap"], self.PODS) if entry else None
+        return JobSnapshot(entry["body"], entry["configmap"], self.PODS) if entry else None
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ from typing import Any
 
 from dihera import load_job, render
 from dihera.constants import LABEL_POD
-from dihera.kube.cache import CachedJob
+from dihera.kube.snapshot import JobSnapshot
 from dihera.server import views
 from tests.unit.builders import job, task
 
@@ -36,7 +36,7 @@ def test_each_replica_shows_its_newest_live_pod() -> None:
 def test_rows_and_addresses_follow_the_membership_in_rank_order() -> None:
     loaded = load_job({**job(task("learner"), task("collector", replicas=2), name="dqn"),
                        "metadata": {"name": "dqn", "namespace": "team-a"}})
-    cached = CachedJob(loaded.to_manifest(), render(loaded).configmap,
+    cached = JobSnapshot(loaded.to_manifest(), render(loaded).configmap,
                        (pod("p", "dqn-collector-1", "2026-01-01T00:00:01Z", "Pending"),))
     rows = views.replica_rows(cached, "cluster.local")
     assert [(r.rank, r.name, r.pod, r.phase) for r in rows] == [
@@ -44,5 +44,5 @@ def test_rows_and_addresses_follow_the_membership_in_rank_order() -> None:
     ]
     assert views.addresses(cached, "cluster.local") == [r.fqdn for r in rows]
     assert rows[2].fqdn == "dqn-collector-1.di-dqn.team-a.svc.cluster.local"
-    before_start = CachedJob(cached.body, None, ())
+    before_start = JobSnapshot(cached.body, None, ())
     assert views.replica_rows(before_start, "cluster.local") == [] and views.addresses(before_start, "x") == []

@@ -92,9 +92,9 @@ app.kubernetes.io/component: {{ .component }}
 {{- include "dihera.componentName" (dict "root" . "component" "settings") }}
 {{- end }}
 
-{{/* The kopf peering object's name. */}}
-{{- define "dihera.peeringName" -}}
-{{- default (include "dihera.fullname" .) .Values.peering.name }}
+{{/* The Lease the controller replicas elect their leader with (in the release's namespace). */}}
+{{- define "dihera.leaseName" -}}
+{{- default (include "dihera.componentName" (dict "root" . "component" "controller")) .Values.leaderElection.leaseName }}
 {{- end }}
 
 {{/* The di-server's URL given to DI-engine pods as DI_SERVER_URL. */}}
@@ -105,10 +105,4 @@ app.kubernetes.io/component: {{ .component }}
 {{- $svc := include "dihera.componentName" (dict "root" . "component" "server") }}
 {{- printf "http://%s.%s.svc.%s:%d" $svc .Release.Namespace .Values.clusterDomain (int .Values.server.service.port) }}
 {{- end }}
-{{- end }}
-
-{{/* The kopf peering object is a hook: created once the release's CRDs exist (see peering.yaml). */}}
-{{- define "dihera.peeringHook" -}}
-helm.sh/hook: post-install,post-upgrade
-helm.sh/hook-delete-policy: before-hook-creation
 {{- end }}

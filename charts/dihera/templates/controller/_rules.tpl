@@ -4,12 +4,12 @@ THE controller's permissions: the one place to amend them. No wildcards; exactly
 
 dihera.controller.namespacedRules: namespaced resources. Granted cluster-wide (ClusterRole) by default,
 or by a Role in each of .Values.watchNamespaces.
-dihera.controller.clusterRules: cluster-scoped resources, ClusterRole only. With watchNamespaces there is
-no ClusterRole: kopf then logs that it cannot watch CRDs or namespaces and uses the listed namespaces as given.
+dihera.controller.clusterRules: cluster-scoped resources, ClusterRole only (none with watchNamespaces).
+dihera.controller.leaseRules: the Lease of leader election, by a Role in the release's namespace.
 */}}
 
 {{- define "dihera.controller.namespacedRules" -}}
-# The DIJobs it reconciles (watched by kopf; patched by a synced hand edit's stamp and by the
+# The DIJobs it reconciles (watched; patched by a synced hand edit's stamp and by the
 # scale-down of failurePolicy DropReplica; deleted by ttlSecondsAfterFinished) and their status.
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs]
@@ -43,10 +43,6 @@ no ClusterRole: kopf then logs that it cannot watch CRDs or namespaces and uses 
 - apiGroups: [""]
   resources: [events]
   verbs: [create]
-# kopf peering in namespaced mode.
-- apiGroups: [kopf.dev]
-  resources: [kopfpeerings]
-  verbs: [list, watch, patch]
 {{- if .Values.kueue.enabled }}
 # Kueue (kueue.enabled, docs/queueing.md): a queued DIJob's Workload (watched, label-selected; created;
 # its podSets resized when it is requeued) and its scale-ups' slices (listed; created; deleted when
@@ -62,21 +58,18 @@ no ClusterRole: kopf then logs that it cannot watch CRDs or namespaces and uses 
 {{- end }}
 
 {{- define "dihera.controller.clusterRules" -}}
-# kopf peering in cluster-wide mode.
-- apiGroups: [kopf.dev]
-  resources: [clusterkopfpeerings]
-  verbs: [list, watch, patch]
-# kopf scans the served resources and the namespaces.
-- apiGroups: [apiextensions.k8s.io]
-  resources: [customresourcedefinitions]
-  verbs: [list, watch]
-- apiGroups: [""]
-  resources: [namespaces]
-  verbs: [list, watch]
 {{- if .Values.kueue.enabled }}
 # Kueue: the node labels and tolerations of an admission's flavors; the value of a job's priority class.
 - apiGroups: [kueue.x-k8s.io]
   resources: [resourceflavors, workloadpriorityclasses]
   verbs: [get]
 {{- end }}
+{{- end }}
+
+{{- define "dihera.controller.leaseRules" -}}
+# Leader election: the Lease the replicas share (read, created by the first, renewed and taken over by
+# replacing it with its resourceVersion).
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [get, create, update]
 {{- end }}

@@ -1,8 +1,8 @@
 """The controller's work queue of jobs to reconcile (thread-safe, no Kubernetes I/O), as client-go's
 workqueue serves informers.
 
-Watch events only put a job's key in the queue (:meth:`ReconcileQueue.request` never blocks, so kopf's
-event loop hands every event over at once and keeps no backlog of whole objects); ``workers`` threads
+Watch events only put a job's key in the queue (:meth:`WorkQueue.request` never blocks, so the watches
+hand every event over at once and keep no backlog of whole objects); ``workers`` threads
 take the keys in order and reconcile them. A key waiting in the queue is there once, however many
 events asked for it; a job is reconciled by one thread at a time, and requests arriving during its pass
 make one more pass after it (at the back of the queue). A failed pass is retried after a growing delay.
@@ -10,7 +10,7 @@ A pass that returns a number of seconds is run again after them (:mod:`dihera.co
 decisions that fall due with time.
 
 Events that only report progress (a job's pods and Workflow changing) are *paced*
-(:meth:`ReconcileQueue.request_paced`): the job's next pass waits at least :data:`PACE` times the CPU its
+(:meth:`WorkQueue.request_paced`): the job's next pass waits at least :data:`PACE` times the CPU its
 last pass took, so reconciling one job takes at most a tenth of a core however fast its pods change. A
 small job's pass takes milliseconds and is not held back; a 2,000-replica job's status is written every
 second or so instead of after every batch of pod events, and leaves the CPU to Argo and the API server.
@@ -29,7 +29,7 @@ from kubernetes.client.exceptions import ApiException
 from dihera.controller.wakeups import Wakeups
 from dihera.kube.errors import describe_api_error
 
-__all__ = ["PACE", "JobKey", "ReconcileQueue"]
+__all__ = ["PACE", "JobKey", "WorkQueue"]
 
 JobKey = tuple[str, str]  # (namespace, name)
 #: A paced request waits this many times the CPU seconds of the job's last pass (at most 1/(PACE+1) of a core a job).
@@ -37,19 +37,14 @@ PACE = 9.0
 log = logging.getLogger("dihera.controller")
 
 
-class ReconcileQueue:
+class WorkQueue:
     def __init__(
         self,
         reconcile: Callable[[str, str], float | None],
         retry_delays: Sequence[float] = (1, 2, 5, 10, 30),
         workers: int = 16,
-        active: Callable[[], bool] = lambda: True,
     ) -> None:
-        """``active``: whether passes may run now (False while kopf's peering pauses this replica: a job
-        taken from the queue then is dropped; the replica that acts, or this one when it resumes and
-        kopf lists everything again, reconciles it)."""
         self._reconcile = reconcile
-        self._active = active
         self._delays = tuple(retry_delays) or (1.0,)
         self._workers = max(1, workers)
         self._cond = threading.Condition()
@@ -132,9 +127,6 @@ class ReconcileQueue:
                     self._enqueue(key)
 
     def _run_once(self, key: JobKey) -> bool:
-        if not self._active():
-            log.debug("paused by peering: not reconciling", extra={"job": f"{key[0]}/{key[1]}"})
-            return True
         started = time.thread_time()
         try:
             again = self._reconcile(*key)

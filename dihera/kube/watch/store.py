@@ -1,19 +1,17 @@
-"""What the watches delivered, for reconciles to read instead of asking the API server (no I/O here).
+"""What the watches delivered, for the controller and the di-server to read instead of asking the API
+server (no I/O here): the store of the watch layer (:mod:`dihera.kube.watch`).
 
-kopf watches the controller's DIJobs (and Kueue Workloads); :mod:`dihera.controller.job_watches` the
-pods, Workflows and membership ConfigMaps labelled ``diengine/job``. Every event's object is put here
-(slimmed, :mod:`dihera.controller.slim`) before the job is queued, so a reconcile reads what the event
-brought. kopf calls the feeding functions as indexers, so it holds every handler until the initial
-listing of its kinds is in; a reconcile waits for the first listings of its namespace's job objects
-(:meth:`JobWatches.ready`): it never sees a job without its pods because they were not listed yet.
+Every object a watch brings is put here (slimmed, :mod:`dihera.kube.watch.slim`) before anything is
+told about it, so a reader reads what the event brought. Objects are indexed by job: a DIJob by its
+name, every other kind by its ``diengine/job`` label (:meth:`Store.of_job`, :meth:`Store.pods`).
 
 Objects are kept per uid: an object deleted and recreated under the same name is two entries until
-the old one's DELETED event drops it, and :meth:`WatchCache.get` answers with the newest.
-Thread-safe: kopf's event loop and the job watches write, the reconcile threads read.
+the old one's DELETED event drops it, and :meth:`Store.get` answers with the newest.
+Thread-safe: the informers' threads write, the reconcile threads and the di-server's requests read.
 
-A watch that restarts with a new listing (after ``410 Gone``, or when peering resumes the controller)
-delivers no DELETED event for what was deleted in the gap. :meth:`WatchCache.sweep` drops such objects
-given a fresh listing (:mod:`dihera.controller.resync` makes one now and then).
+A watch that restarts with a new listing (after ``410 Gone``) delivers no DELETED event for what was
+deleted in the gap: the listing replaces what the store held of its kind (:meth:`Store.sweep`), and
+:mod:`dihera.controller.resync` sweeps now and then with a fresh listing too.
 """
 
 from __future__ import annotations
@@ -24,10 +22,10 @@ from collections import deque
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
-from dihera.constants import LABEL_JOB
-from dihera.controller.slim import SLIMMERS
+from dihera.kube.watch.kinds import job_of
+from dihera.kube.watch.slim import SLIMMERS
 
-__all__ = ["KINDS", "WatchCache"]
+__all__ = ["KINDS", "Store"]
 
 KINDS = tuple(SLIMMERS)
 #: How long after a write of ours the watch may take to deliver it: older versions delivered before it
@@ -35,7 +33,7 @@ KINDS = tuple(SLIMMERS)
 PIN_SECONDS = 30.0
 #: resourceVersions remembered per object of those the watch delivered last.
 DELIVERED_KEPT = 8
-#: Deliveries of our own writes remembered until an event handler asks (:meth:`WatchCache.own_write`).
+#: Deliveries of our own writes remembered until an event handler asks (:meth:`Store.own_write`).
 ECHOES_KEPT = 10_000
 Key = tuple[str, str]  # (namespace, name)
 
@@ -56,19 +54,20 @@ def _age(obj: Mapping[str, Any]) -> tuple[str, int]:
     return str(meta.get("creationTimestamp") or ""), int(version) if version.isdigit() else 0
 
 
-def _job_of(obj: Mapping[str, Any]) -> str | None:
-    return ((obj.get("metadata") or {}).get("labels") or {}).get(LABEL_JOB)
+def _job_of(kind: str, obj: Mapping[str, Any]) -> str | None:
+    key = job_of(kind, obj)
+    return key[1] if key is not None else None
 
 
-class WatchCache:
-    """The latest slim copy of every watched DIJob, Workflow, pod and membership ConfigMap."""
+class Store:
+    """The latest slim copy of every watched DIJob, Workflow, pod, membership ConfigMap and Kueue Workload."""
 
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
         self._clock = clock
         self._objects: dict[str, dict[Key, dict[str, dict[str, Any]]]] = {kind: {} for kind in KINDS}
-        #: (namespace, job) → names of the job's pods
-        self._pods_of: dict[Key, set[str]] = {}
+        #: kind → (namespace, job) → names of the job's objects of that kind
+        self._by_job: dict[str, dict[Key, set[str]]] = {kind: {} for kind in KINDS}
         #: kind → uid → when an event last brought the object (``clock``)
         self._put_at: dict[str, dict[str, float]] = {kind: {} for kind in KINDS}
         #: uid → the resourceVersion of our last write (:meth:`replace`) until the watch delivers it, and
@@ -96,11 +95,25 @@ class WatchCache:
                     if len(self._echoes) >= ECHOES_KEPT:  # never asked about (not a watched job's kind)
                         self._echoes.clear()
                     self._echoes.add((uid, version))
-            self._objects[kind].setdefault(key, {})[_uid(slim)] = slim
-            self._put_at[kind][_uid(slim)] = self._clock()
-            job = _job_of(slim)
-            if kind == "Pod" and job:
-                self._pods_of.setdefault((key[0], job), set()).add(key[1])
+            same_name = self._objects[kind].setdefault(key, {})
+            before = same_name.get(uid)
+            same_name[uid] = slim
+            self._put_at[kind][uid] = self._clock()
+            job = _job_of(kind, slim)
+            if before is not None and _job_of(kind, before) != job:  # relabelled: no longer its old job's
+                self._unindex(kind, key, _job_of(kind, before))
+            if job:
+                self._by_job[kind].setdefault((key[0], job), set()).add(key[1])
+
+    def _unindex(self, kind: str, key: Key, job: str | None) -> None:
+        """Called with the lock held: the name ``key`` leaves ``job``'s index unless another object of that
+        name (another uid) still belongs to it."""
+        if not job or any(_job_of(kind, o) == job for o in self._objects[kind].get(key, {}).values()):
+            return
+        names = self._by_job[kind].get((key[0], job), set())
+        names.discard(key[1])
+        if not names:
+            self._by_job[kind].pop((key[0], job), None)
 
     def drop(self, kind: str, obj: Mapping[str, Any]) -> None:
         """A DELETED event: forget that object (a newer one of the same name stays)."""
@@ -109,19 +122,13 @@ class WatchCache:
             same_name = self._objects[kind].get(key)
             if same_name is None:
                 return
-            same_name.pop(_uid(obj), None)
+            removed = same_name.pop(_uid(obj), None)
             self._put_at[kind].pop(_uid(obj), None)
             self._pinned.pop(_uid(obj), None)
             self._delivered.pop(_uid(obj), None)
-            if same_name:
-                return
-            del self._objects[kind][key]
-            job = _job_of(obj)
-            if kind == "Pod" and job:
-                names = self._pods_of.get((key[0], job), set())
-                names.discard(key[1])
-                if not names:
-                    self._pods_of.pop((key[0], job), None)
+            self._unindex(kind, key, _job_of(kind, removed or obj))
+            if not same_name:
+                del self._objects[kind][key]
 
     def replace(self, kind: str, read: Mapping[str, Any], written: Mapping[str, Any]) -> bool:
         """After a write made from ``read``: ``written`` (the API server's answer) goes into the cache at
@@ -161,38 +168,28 @@ class WatchCache:
 
     def pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
         """The pods labelled ``diengine/job=<job>`` in the namespace, in name order."""
-        with self._lock:
-            names = sorted(self._pods_of.get((namespace, job), ()))
-            found = [self._objects["Pod"].get((namespace, n)) or {} for n in names]
-            return [pod for same_name in found for pod in same_name.values()]
+        return self.of_job("Pod", namespace, job)
 
     def of_job(self, kind: str, namespace: str, job: str) -> list[dict[str, Any]]:
-        """The ``kind`` objects labelled ``diengine/job=<job>`` in the namespace (a scan: for kinds with few
-        objects, such as Kueue Workloads)."""
+        """The ``kind`` objects of the job in the namespace (labelled ``diengine/job=<job>``), in name order."""
         with self._lock:
-            return [
-                obj
-                for (ns, _), same_name in self._objects[kind].items()
-                if ns == namespace
-                for obj in same_name.values()
-                if _job_of(obj) == job
-            ]
+            names = sorted(self._by_job[kind].get((namespace, job), ()))
+            found = [self._objects[kind].get((namespace, n)) or {} for n in names]
+            return [obj for same_name in found for obj in same_name.values()]
 
     def now(self) -> float:
         """The cache's clock: read it before a listing made for :meth:`sweep`."""
         return self._clock()
 
     def namespaces(self) -> set[str]:
-        """Every namespace the cache holds an object in."""
+        """Every namespace the store holds an object in."""
         with self._lock:
-            return {ns for objs in self._objects.values() for ns, _ in objs}
+            return {ns for jobs in self._by_job.values() for ns, _ in jobs}
 
     def holds(self, namespace: str) -> bool:
         """Whether the cache holds anything in the namespace (a DIJob, a job's pod, Workflow, ConfigMap...)."""
         with self._lock:
-            return any(ns == namespace for ns, _ in self._pods_of) or any(
-                ns == namespace for kind, objs in self._objects.items() if kind != "Pod" for ns, _ in objs
-            )
+            return any(ns == namespace for jobs in self._by_job.values() for ns, _ in jobs)
 
     def sweep(
         self, kind: str, namespace: str | None, listed: Collection[str], listed_at: float

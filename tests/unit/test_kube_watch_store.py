@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dihera.controller.watch_cache import WatchCache
+from dihera.kube.watch import Store
 
 
 def obj(
@@ -23,7 +23,7 @@ def obj(
 
 
 def test_the_latest_event_wins_and_objects_are_slimmed() -> None:
-    cache = WatchCache()
+    cache = Store()
     first = obj("j", "u1", "1")
     first["metadata"]["managedFields"] = [{"manager": "m"}]
     cache.put("DIJob", first)
@@ -35,7 +35,7 @@ def test_the_latest_event_wins_and_objects_are_slimmed() -> None:
 
 
 def test_pods_are_found_by_their_job_label() -> None:
-    cache = WatchCache()
+    cache = Store()
     cache.put("Pod", obj("a-1", "p1", job="a"))
     cache.put("Pod", obj("a-0", "p0", job="a"))
     cache.put("Pod", obj("b-0", "p2", job="b"))
@@ -48,7 +48,7 @@ def test_pods_are_found_by_their_job_label() -> None:
 
 
 def test_a_recreated_object_survives_the_late_delete_of_its_predecessor() -> None:
-    cache = WatchCache()
+    cache = Store()
     cache.put("Workflow", obj("j", "old", "5", job="j", created="2026-01-01T00:00:00Z"))
     cache.put("Workflow", obj("j", "new", "9", job="j", created="2026-01-01T00:00:07Z"))
     assert cache.get("Workflow", "ns", "j")["metadata"]["uid"] == "new"  # type: ignore[index]
@@ -59,7 +59,7 @@ def test_a_recreated_object_survives_the_late_delete_of_its_predecessor() -> Non
 
 
 def test_a_write_goes_into_the_cache_unless_the_watch_delivered_it_already() -> None:
-    cache = WatchCache()
+    cache = Store()
     cache.put("DIJob", obj("j", "u", "1"))
     read = cache.get("DIJob", "ns", "j")
     assert read is not None
@@ -87,7 +87,7 @@ class Clock:
 
 def test_a_sweep_drops_what_a_fresh_listing_lacks_unless_an_event_brought_it_since() -> None:
     clock = Clock()
-    cache = WatchCache(clock)
+    cache = Store(clock)
     cache.put("Pod", obj("a-0", "p0", job="a"))  # deleted while the watch restarted: no DELETED event
     cache.put("Pod", obj("a-1", "p1", job="a"))
     cache.put(
@@ -107,7 +107,7 @@ def test_a_sweep_drops_what_a_fresh_listing_lacks_unless_an_event_brought_it_sin
 
 def test_the_watch_catching_up_with_our_writes_never_takes_the_cache_back() -> None:
     clock = Clock()
-    cache = WatchCache(clock)
+    cache = Store(clock)
     cache.put("DIJob", {**obj("j", "u", "1"), "status": {"phase": "Pending"}})
     # our writes 1 -> 2 and 3 -> 4; version 3 is another writer's (no precondition on our status writes)
     assert cache.replace("DIJob", obj("j", "u", "1"), {**obj("j", "u", "2"), "status": {"phase": "Starting"}})
@@ -122,7 +122,7 @@ def test_the_watch_catching_up_with_our_writes_never_takes_the_cache_back() -> N
 
 def test_a_write_the_watch_never_delivers_pins_the_cache_for_a_while_only() -> None:
     clock = Clock()
-    cache = WatchCache(clock)
+    cache = Store(clock)
     cache.put("DIJob", obj("j", "u", "1"))
     assert cache.replace("DIJob", obj("j", "u", "1"), obj("j", "u", "2"))
     cache.put("DIJob", obj("j", "u", "9"))  # a new listing after a restarted watch: skipped while pinned
@@ -133,7 +133,7 @@ def test_a_write_the_watch_never_delivers_pins_the_cache_for_a_while_only() -> N
 
 
 def test_the_event_delivering_our_own_write_is_told_apart_once() -> None:
-    cache = WatchCache()
+    cache = Store()
     cache.put("DIJob", obj("j", "u", "1"))
     assert cache.replace("DIJob", obj("j", "u", "1"), obj("j", "u", "2"))
     cache.put("DIJob", obj("j", "u", "2"))  # the watch delivers our write

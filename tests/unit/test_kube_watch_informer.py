@@ -1,4 +1,4 @@
-"""The list-then-watch loop over raw JSON (dihera/kube/informer.py), against scripted API answers."""
+"""The list-then-watch loop over raw JSON (dihera/kube/watch/informer.py), against scripted API answers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-from dihera.kube.informer import PAGE, Informer, json_lines
+from dihera.kube.watch.informer import PAGE, Informer, json_lines
 
 
 class Response:

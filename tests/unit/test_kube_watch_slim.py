@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from dihera.controller.cleanup import plan_cleanup
-from dihera.controller.slim import slim_configmap, slim_dijob, slim_pod, slim_workflow
 from dihera.controller.status import Observation, compute_status
+from dihera.kube.watch.slim import slim_configmap, slim_dijob, slim_pod, slim_workflow
 from dihera.model import CleanPodPolicy
 from dihera.scaling.retired_pods import retired_pods
 from dihera.scaling.spec_edit import plan_spec_edit
