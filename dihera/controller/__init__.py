@@ -1,13 +1,24 @@
-"""The status-sync controller: DIJob → ConfigMap, Service, Argo Workflow; Workflow + pods → DIJob status.
+"""The controller: DIJob → ConfigMap, Service, Argo Workflow; Workflow + pods → DIJob status.
 
-Modules: ``replicas``, ``phase``, ``conditions``, ``status``, ``cleanup`` and ``rescale`` are pure decisions;
-``reconcile`` observes, applies and writes; ``queue`` serialises work per job; ``handlers`` wires
-kopf; ``run``/``settings``/``cli`` are the entry point; ``metrics``/``server``/``logs`` operations.
+Runtime (I/O):
+
+- ``run``: assembles the pieces and runs them while this replica holds the Lease (``settings``: its one
+  settings object; ``endpoints``: ``/metrics``, ``/readyz``, ``/healthz``; ``metrics``)
+- ``triggers``: which watch event (:mod:`dihera.kube.watch`) queues which job, and when
+- ``workqueue``: the jobs to reconcile, one pass per job at a time, retries with backoff (``wakeups``: timed passes)
+- ``reconcile``: one pass as a recipe: observe → converge → decide → apply
+- ``observe``: a job's objects read into one view (the watch cache, the API server when it must); ``validated``
+- ``apply``: the writes of a pass (objects, the scaler, the status, Events, what follows the status)
+- ``kueue``: a queued job's Kueue Workload, read and written
+
+Decisions (pure, :mod:`dihera.controller.decide`): the view, the facts worked out of it, the phase
+policies, the status, and one module per lifecycle concern (hold, failures, success, deadline, cleanup).
 """
 
 from __future__ import annotations
 
+from dihera.controller.decide.status import StatusUpdate, compute_status
+from dihera.controller.decide.view import JobView
 from dihera.controller.settings import ControllerSettings
-from dihera.controller.status import Observation, StatusUpdate, compute_status
 
-__all__ = ["ControllerSettings", "Observation", "StatusUpdate", "compute_status"]
+__all__ = ["ControllerSettings", "JobView", "StatusUpdate", "compute_status"]

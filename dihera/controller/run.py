@@ -19,9 +19,10 @@ import threading
 from typing import Any
 
 from dihera.constants import FIELD_MANAGER_CONTROLLER
+from dihera.controller.apply import Applier
 from dihera.controller.endpoints import Endpoints, Readiness
+from dihera.controller.kueue import Queueing
 from dihera.controller.metrics import Metrics
-from dihera.controller.queueing import Queueing
 from dihera.controller.reconcile import Reconciler, utc_now
 from dihera.controller.settings import ControllerSettings
 from dihera.controller.triggers import Triggers
@@ -62,13 +63,12 @@ class Controller:
         always = (*ALWAYS, "Workload") if settings.kueue is not None else ALWAYS
         scopes = Scopes(() if settings.all_namespaces else settings.namespaces)
         self.watches = Watches(watch_api, self.store, scopes, always, ON_DEMAND)
+        applier = Applier(
+            JobStore(api), ObjectStore(api), self.events, scaler, metrics, settings.render, cache=self.store
+        )
         self.reconciler = Reconciler(
-            JobStore(api),
-            ObjectStore(api),
-            self.events,
-            settings.render,
+            applier,
             metrics,
-            scaler,
             cache=self.store,
             queueing=self._queueing(settings, api, metrics),
             job_objects_ready=self.watches.ready,

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dihera.controller.deadlines import next_wakeup, parse_time, seconds_left
-from dihera.controller.status import compute_status
+from dihera.controller.decide.deadline import next_wakeup, parse_time, seconds_left
 from dihera.model import SuccessOperator, SuccessPolicy
-from tests.unit.test_controller_status import T0, T1, T2, observe, pod, running, workflow
+from tests.unit.jobviews import T0, T1, T2, observe, pod, running, status_after, workflow
 
 
 @pytest.mark.parametrize(
@@ -40,23 +39,23 @@ RUNNING_SINCE_T0 = {"phase": "Running", "startTime": T0}
 
 
 def test_start_time_is_recorded_once() -> None:
-    first = compute_status(observe(None, []), {}, T0)
+    first = status_after(observe(None, []), {}, T0)
     assert first.status["startTime"] == T0
-    later = compute_status(observe(workflow(), running()), first.status, T2)
+    later = status_after(observe(workflow(), running()), first.status, T2)
     assert later.status["startTime"] == T0
 
 
 def test_before_the_deadline_the_job_runs_and_asks_to_be_woken_at_it() -> None:
-    update = compute_status(observe(workflow(), running(), active_deadline_seconds=90), RUNNING_SINCE_T0, T1)
+    update = status_after(observe(workflow(), running(), active_deadline_seconds=90), RUNNING_SINCE_T0, T1)
     assert update.status["phase"] == "Running" and update.wakeup == 30.0
 
 
 def test_without_a_deadline_there_is_no_wakeup() -> None:
-    assert compute_status(observe(workflow(), running()), RUNNING_SINCE_T0, T1).wakeup is None
+    assert status_after(observe(workflow(), running()), RUNNING_SINCE_T0, T1).wakeup is None
 
 
 def test_past_the_deadline_the_job_fails_with_deadline_exceeded() -> None:
-    update = compute_status(observe(workflow(), running(), active_deadline_seconds=60), RUNNING_SINCE_T0, T1)
+    update = status_after(observe(workflow(), running(), active_deadline_seconds=60), RUNNING_SINCE_T0, T1)
     s = update.status
     assert s["phase"] == "Failed" and s["completionTimestamp"] == T1 and update.wakeup is None
     message = s["conditions"][-1]["message"]
@@ -65,7 +64,7 @@ def test_past_the_deadline_the_job_fails_with_deadline_exceeded() -> None:
 
 
 def test_the_deadline_applies_before_the_workflow_exists() -> None:
-    update = compute_status(observe(None, [], active_deadline_seconds=30), {"phase": "Pending", "startTime": T0}, T1)
+    update = status_after(observe(None, [], active_deadline_seconds=30), {"phase": "Pending", "startTime": T0}, T1)
     assert update.status["phase"] == "Failed"
 
 
@@ -75,10 +74,10 @@ def test_the_deadline_wins_over_a_success_seen_in_the_same_pass() -> None:
     obs = observe(
         workflow(), done, active_deadline_seconds=60, success_policy=SuccessPolicy(SuccessOperator.ANY, ("learner",))
     )
-    assert compute_status(obs, RUNNING_SINCE_T0, T2).status["phase"] == "Failed"
+    assert status_after(obs, RUNNING_SINCE_T0, T2).status["phase"] == "Failed"
 
 
 def test_a_finished_status_stays_final_past_the_deadline() -> None:
     old = {"phase": "Succeeded", "startTime": T0, "completionTimestamp": T1}
-    update = compute_status(observe(workflow(), running(), active_deadline_seconds=1), old, T2)
+    update = status_after(observe(workflow(), running(), active_deadline_seconds=1), old, T2)
     assert not update.changed and update.status == old

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dihera.controller.phase import FAILURES_NAMED, describe_failures
-from dihera.controller.replicas import ReplicaState
+from dihera.controller.decide.failures import FAILURES_NAMED, describe_failures
+from dihera.controller.decide.replicas import ReplicaState
 
 
 def failed(index: int) -> ReplicaState:

@@ -6,10 +6,9 @@ from typing import Any
 
 import pytest
 
-from dihera.controller.failure_policy import DropPlan, plan_drops, restart_counts
-from dihera.controller.replicas import ReplicaState
-from dihera.controller.status import compute_status
-from tests.unit.test_controller_status import FAILED_ONCE, T1, observe, pod, running, workflow
+from dihera.controller.decide.failures import DropPlan, plan_drops, restart_counts
+from dihera.controller.decide.replicas import ReplicaState
+from tests.unit.jobviews import FAILED_ONCE, T1, observe, pod, running, status_after, workflow
 
 DROP = frozenset({"collector"})
 
@@ -155,7 +154,7 @@ COLLECTOR_1_EXHAUSTED = [*running(("collector", 1)), pod("collector", 1, "Failed
 
 def test_the_status_records_the_drop_keeps_running_and_asks_for_the_scale_down() -> None:
     obs = observe(workflow(), COLLECTOR_1_EXHAUSTED, backoff=1, drop_tasks=DROP)
-    update = compute_status(obs, {"phase": "Running", "membershipGeneration": 1}, T1)
+    update = status_after(obs, {"phase": "Running", "membershipGeneration": 1}, T1)
     status = update.status
     assert status["phase"] == "Running" and status["replicas"] == 2 and status["restarts"] == 1
     assert [e["replica"] for e in status["droppedReplicas"]] == ["collector-1"]
@@ -172,13 +171,13 @@ def test_the_status_records_the_drop_keeps_running_and_asks_for_the_scale_down()
 
 def test_the_same_failure_of_a_failjob_task_fails_the_job() -> None:
     obs = observe(workflow(), COLLECTOR_1_EXHAUSTED, backoff=1)
-    update = compute_status(obs, {"phase": "Running", "membershipGeneration": 1}, T1)
+    update = status_after(obs, {"phase": "Running", "membershipGeneration": 1}, T1)
     assert update.status["phase"] == "Failed" and update.drops == () and "droppedReplicas" not in update.status
 
 
 def test_a_drop_past_minreplicas_fails_the_job_with_its_own_reason() -> None:
     obs = observe(workflow(), COLLECTOR_1_EXHAUSTED, backoff=1, drop_tasks=DROP, min_replicas=3)
-    update = compute_status(obs, {"phase": "Running", "membershipGeneration": 1}, T1)
+    update = status_after(obs, {"phase": "Running", "membershipGeneration": 1}, T1)
     assert update.status["phase"] == "Failed" and update.drops == ()
     (failed,) = [e for e in update.events if e.reason == "DropBoundReached"]
     assert "below minReplicas 3" in failed.message
@@ -189,7 +188,7 @@ def test_restarts_of_a_drop_task_leave_the_backoff_budget_alone() -> None:
     retried = [*FAILED_ONCE, pod("collector", 1, "Failed", False, attempt=1, code=3)]
     learner_failed = [pod("learner", 0, "Failed", False, code=2), *retried[1:]]
     obs = observe(workflow(), learner_failed, backoff=1, drop_tasks=DROP)
-    update = compute_status(obs, {"phase": "Running", "membershipGeneration": 1}, T1)
+    update = status_after(obs, {"phase": "Running", "membershipGeneration": 1}, T1)
     # collector-1's restart does not count: the learner's failure (attempt 0, budget 0) is retried
     assert update.status["phase"] == "Restarting", update.status
     assert update.status["restarts"] == 1 and update.drops == ("collector-1",)

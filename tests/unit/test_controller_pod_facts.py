@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from dihera.controller.replicas import pod_facts
+from dihera.controller.decide.replicas import pod_facts
 
 
 def pod(version: str, phase: str = "Running", uid: str | None = "u1") -> dict[str, Any]:

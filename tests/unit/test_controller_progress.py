@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from dihera.controller.progress import parse_progress, task_progress, workflow_progress
-from dihera.controller.replicas import ReplicaState
-from dihera.controller.status import compute_status, status_patch
+from dihera.controller.decide.progress import parse_progress, task_progress, workflow_progress
+from dihera.controller.decide.replicas import ReplicaState
+from dihera.controller.decide.status import status_patch
 from dihera.kube.watch.slim import slim_workflow
-from tests.unit.test_controller_status import JOB, T1, T2, observe, running, workflow
+from tests.unit.jobviews import JOB, T1, T2, observe, running, status_after, workflow
 
 
 def nodes(**progress: str) -> dict[str, Any]:
@@ -48,7 +48,7 @@ def test_task_progress_sums_each_tasks_replicas_and_skips_invalid_or_missing() -
 def test_the_status_carries_the_workflows_progress_and_each_tasks() -> None:
     wf = workflow(nodes=nodes(learner_0="340/2000", collector_0="0/1", collector_1="5/5"))
     wf["status"]["progress"] = "345/2006"  # Argo's sum also counts nodes no longer replicas
-    status = compute_status(observe(wf, running()), {}, T1).status
+    status = status_after(observe(wf, running()), {}, T1).status
     assert status["progress"] == "345/2006"
     assert status["taskProgress"] == {"learner": "340/2000", "collector": "5/6"}
     assert workflow_progress({"status": {"progress": "0/0"}}) is None
@@ -56,10 +56,10 @@ def test_the_status_carries_the_workflows_progress_and_each_tasks() -> None:
 
 def test_a_new_progress_is_one_status_write_and_the_same_progress_none() -> None:
     wf = workflow(nodes=nodes(learner_0="20/2000"))
-    first = compute_status(observe(wf, running()), {}, T1)
-    assert compute_status(observe(wf, running()), first.status, T2).changed is False
+    first = status_after(observe(wf, running()), {}, T1)
+    assert status_after(observe(wf, running()), first.status, T2).changed is False
     later = workflow(nodes=nodes(learner_0="40/2000"))
-    update = compute_status(observe(later, running()), first.status, T2)
+    update = status_after(observe(later, running()), first.status, T2)
     assert update.changed and update.status["taskProgress"] == {"learner": "40/2000"}
     assert {"op": "add", "path": "/status/taskProgress", "value": {"learner": "40/2000"}} in status_patch(
         {"metadata": {}, "status": first.status}, update.status
@@ -67,12 +67,12 @@ def test_a_new_progress_is_one_status_write_and_the_same_progress_none() -> None
 
 
 def test_no_progress_yet_writes_no_progress_fields() -> None:
-    status = compute_status(observe(workflow(), running()), {}, T1).status
+    status = status_after(observe(workflow(), running()), {}, T1).status
     assert "progress" not in status and "taskProgress" not in status
 
 
 def test_the_watch_cache_keeps_what_progress_reads() -> None:
     wf = workflow(nodes=nodes(learner_0="340/2000", collector_0="0/1"))
     wf["status"]["progress"] = "340/2001"
-    full = compute_status(observe(wf, running()), {}, T1).status
-    assert compute_status(observe(slim_workflow(wf), running()), {}, T1).status == full
+    full = status_after(observe(wf, running()), {}, T1).status
+    assert status_after(observe(slim_workflow(wf), running()), {}, T1).status == full

@@ -9,13 +9,12 @@ import jsonpatch  # type: ignore[import-untyped]
 import pytest
 
 from dihera.controller.metrics import Metrics
-from dihera.controller.reconcile import Reconciler
 from dihera.errors import NotDiheraWorkflow, RetiredReplica, ScaleConflict, ScaleError
 from dihera.kube.jobs import StatusConflict
 from dihera.membership import Membership, Replica
-from dihera.render import RenderSettings
 from dihera.scaling import ScaleRequest
 from tests.unit.builders import job, task
+from tests.unit.controller_doubles import reconciler as make_reconciler
 
 NS, NAME, T1 = "ns", "j", "2026-01-01T00:01:00Z"
 LIVE = Membership(1, (Replica(0, "learner", 0), Replica(1, "collector", 0), Replica(2, "collector", 1)))
@@ -122,7 +121,7 @@ class Cluster:
 
 def reconcile(cluster: Cluster) -> None:
     store = cast(Any, cluster)
-    Reconciler(store, store, store, RenderSettings(), Metrics(), store, clock=lambda: T1).reconcile(NS, NAME)
+    make_reconciler(store, Metrics(), clock=lambda: T1).reconcile(NS, NAME)
 
 
 def test_a_hand_edit_goes_through_the_scaler_and_the_status_follows() -> None:
@@ -214,7 +213,7 @@ def test_a_permanent_refusal_is_one_event_and_never_raised_for_a_retry(error: Sc
     cluster = Cluster(dijob(collectors=2, generation=2, observed=2, stamp=1), GROWN, converged=1)
     cluster.scale_error = error
     store = cast(Any, cluster)
-    reconciler = Reconciler(store, store, store, RenderSettings(), Metrics(), store, clock=lambda: T1)
+    reconciler = make_reconciler(store, Metrics(), clock=lambda: T1)
     for _ in range(3):
         reconciler.reconcile(NS, NAME)
     assert len(cluster.scale_calls) == 3
@@ -309,13 +308,9 @@ def test_progress_is_written_at_most_once_per_batch_and_a_phase_change_at_once()
     cluster.body["status"]["membershipGeneration"] = 2
     now = [0.0]
     store = cast(Any, cluster)
-    reconciler = Reconciler(
+    reconciler = make_reconciler(
         store,
-        store,
-        store,
-        RenderSettings(),
         Metrics(),
-        store,
         clock=lambda: T1,
         progress_batch=1.0,
         monotonic=lambda: now[0],

@@ -11,7 +11,7 @@ from dihera.controller.reconcile import LISTING_WAIT, Reconciler
 from dihera.kube.watch import Store
 from dihera.membership import Membership
 from dihera.naming import membership_configmap_name
-from dihera.render import RenderSettings
+from tests.unit.controller_doubles import reconciler as make_reconciler
 from tests.unit.test_controller_reconcile import GROWN, LIVE, NAME, NS, T1, Cluster, dijob, pod
 
 READS = ("get", "get_configmap", "get_workflow", "list_pods")
@@ -70,7 +70,7 @@ def running_job(**status: Any) -> CountingCluster:
 
 def reconciler(cluster: CountingCluster, cache: Store, metrics: Metrics | None = None) -> Reconciler:
     store = cast(Any, cluster)
-    return Reconciler(store, store, store, RenderSettings(), metrics or Metrics(), store, clock=lambda: T1, cache=cache)
+    return make_reconciler(store, metrics or Metrics(), clock=lambda: T1, cache=cache)
 
 
 def test_a_steady_state_pass_reads_nothing_from_the_api_and_a_second_one_writes_nothing() -> None:
@@ -155,13 +155,9 @@ def test_a_pass_waits_for_the_first_listing_of_its_namespaces_pods() -> None:
     listed: list[str] = []
     store = cast(Any, cluster)
     metrics = Metrics()
-    r = Reconciler(
+    r = make_reconciler(
         store,
-        store,
-        store,
-        RenderSettings(),
         metrics,
-        store,
         clock=lambda: T1,
         cache=cache,
         job_objects_ready=lambda ns, job: bool(listed.append((ns, job))) or len(listed) > 1,  # listed by the 2nd pass

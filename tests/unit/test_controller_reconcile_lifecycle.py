@@ -9,10 +9,9 @@ from typing import Any, cast
 import pytest
 
 from dihera.controller.metrics import Metrics
-from dihera.controller.reconcile import Reconciler
 from dihera.membership import Membership
-from dihera.render import RenderSettings
 from dihera.scaling import ScaleRequest
+from tests.unit.controller_doubles import reconciler as make_reconciler
 from tests.unit.test_controller_reconcile import LIVE, NAME, NS, Cluster, dijob, pod, workflow
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z"
@@ -66,7 +65,7 @@ class LifecycleCluster(Cluster):
 
 def reconcile(cluster: Cluster, now: str = T1) -> float | None:
     store = cast(Any, cluster)
-    return Reconciler(store, store, store, RenderSettings(), Metrics(), store, clock=lambda: now).reconcile(NS, NAME)
+    return make_reconciler(store, Metrics(), clock=lambda: now).reconcile(NS, NAME)
 
 
 def finished(cluster: LifecycleCluster, phase: str = "Succeeded", at: str = T0) -> LifecycleCluster:

@@ -8,12 +8,11 @@ from typing import Any, cast
 
 import jsonpatch
 
+from dihera.controller.kueue import Queueing
 from dihera.controller.metrics import Metrics
-from dihera.controller.queueing import Queueing
-from dihera.controller.reconcile import Reconciler
 from dihera.kube.workloads import KueueObjectMissing
 from dihera.queueing import KueueSettings
-from dihera.render import RenderSettings
+from tests.unit.controller_doubles import reconciler as make_reconciler
 from tests.unit.test_controller_reconcile import LIVE, NAME, NS, Cluster, job, pod, task
 from tests.unit.test_controller_reconcile_lifecycle import LifecycleCluster
 
@@ -37,7 +36,7 @@ def cond(kind: str, status: str, reason: str = "", message: str = "") -> dict[st
 
 
 class Kueue:
-    """The Workload API in memory (:class:`dihera.controller.queueing.WorkloadAPI`)."""
+    """The Workload API in memory (:class:`dihera.controller.kueue.WorkloadAPI`)."""
 
     def __init__(self, classes: dict[str, int] | None = None) -> None:
         self.workload: dict[str, Any] | None = None
@@ -107,9 +106,7 @@ class Kueue:
 def reconcile(cluster: Cluster, kueue: Kueue) -> float | None:
     store = cast(Any, cluster)
     queueing = Queueing(KueueSettings(), kueue, Metrics(), lambda: T1)
-    reconciler = Reconciler(
-        store, store, store, RenderSettings(), Metrics(), store, clock=lambda: T1, queueing=queueing
-    )
+    reconciler = make_reconciler(store, Metrics(), clock=lambda: T1, queueing=queueing)
     return reconciler.reconcile(NS, NAME)
 
 
@@ -257,5 +254,5 @@ def test_an_unlabelled_job_never_touches_kueue() -> None:
 def test_without_kueue_settings_the_label_is_ignored() -> None:
     cluster = NewQueuedJob()
     store = cast(Any, cluster)
-    Reconciler(store, store, store, RenderSettings(), Metrics(), store, clock=lambda: T1).reconcile(NS, NAME)
+    make_reconciler(store, Metrics(), clock=lambda: T1).reconcile(NS, NAME)
     assert cluster.created_workflow is not None

@@ -10,8 +10,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from dihera.controller import replicas
-from dihera.controller.replicas import ReplicaState, replica_states
+from dihera.controller.decide import replicas
+from dihera.controller.decide.replicas import ReplicaState, replica_states
 from dihera.membership import Membership, Replica
 
 JOB = "memo"

@@ -9,86 +9,34 @@ from typing import Any
 
 import pytest
 
-from dihera.controller.cleanup import plan_cleanup
-from dihera.controller.conditions import set_phase_condition
-from dihera.controller.replicas import attempt_of, exit_code, workflow_nodes
-from dihera.controller.status import Observation, compute_status, progress_only, task_status
-from dihera.membership import Membership, Replica
+from dihera.controller.decide.cleanup import plan_cleanup
+from dihera.controller.decide.conditions import set_phase_condition
+from dihera.controller.decide.replicas import attempt_of, exit_code, workflow_nodes
+from dihera.controller.decide.status import progress_only, status_patch, task_status
+from dihera.membership import Membership
 from dihera.model import CleanPodPolicy
-
-T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", "2026-01-01T00:02:00Z"
-JOB = "job"
-#: learner-0 (rank 0), collector-0 (rank 1), collector-1 (rank 2)
-MEMBERSHIP = Membership(1, (Replica(0, "learner", 0), Replica(1, "collector", 0), Replica(2, "collector", 1)))
-REPLICAS = [("learner", 0), ("collector", 0), ("collector", 1)]
-
-
-def pod(
-    task: str,
-    index: int,
-    phase: str = "Running",
-    ready: bool = True,
-    attempt: int | None = None,
-    code: int | None = None,
-) -> dict[str, Any]:
-    node = f"{JOB}.{task}-{index}" + (f"({attempt})" if attempt is not None else "")
-    status: dict[str, Any] = {"phase": phase, "conditions": [{"type": "Ready", "status": str(ready)}]}
-    if code is not None:
-        status["containerStatuses"] = [
-            {"name": "wait", "state": {"terminated": {"exitCode": 0}}},
-            {"name": "main", "state": {"terminated": {"exitCode": code}}},
-        ]
-    return {
-        "metadata": {
-            "name": f"{JOB}-{task}-{index}-{attempt or 0}",
-            "labels": {"diengine/pod": f"{JOB}-{task}-{index}"},
-            "annotations": {"workflows.argoproj.io/node-name": node},
-            "creationTimestamp": T0,
-        },
-        "status": status,
-    }
-
-
-def workflow(
-    phase: str = "Running", nodes: dict[str, Any] | None = None, message: str = "", retired: tuple[str, ...] = ()
-) -> dict[str, Any]:
-    """A Workflow whose entry DAG holds every replica of REPLICAS; ``retired`` DAG tasks are tombstones."""
-    tasks = [{"name": f"{t}-{i}", "template": "dihera-retired" if f"{t}-{i}" in retired else t} for t, i in REPLICAS]
-    return {
-        "metadata": {"name": JOB, "uid": "wf"},
-        "spec": {"templates": [{"name": "dijob", "dag": {"tasks": tasks}}]},
-        "status": {"phase": phase, "nodes": nodes or {}, "message": message},
-    }
-
-
-def running(*skip: tuple[str, int]) -> list[dict[str, Any]]:
-    return [pod(t, i) for t, i in REPLICAS if (t, i) not in skip]
-
-
-def observe(
-    wf: dict[str, Any] | None,
-    pods: list[dict[str, Any]],
-    backoff: int = 3,
-    membership: Membership = MEMBERSHIP,
-    **kw: Any,
-) -> Observation:
-    return Observation(
-        name=JOB, generation=1, membership=membership, backoff_limit=backoff, workflow=wf, pods=pods, **kw
-    )
-
-
-FAILED_ONCE = [pod("learner", 0), pod("collector", 0), pod("collector", 1, "Failed", False, attempt=0, code=3)]
-RETRIED = [*FAILED_ONCE, pod("collector", 1, "Pending", False, attempt=1)]
-RETRIED_UP = [*FAILED_ONCE, pod("collector", 1, attempt=1)]
-ALWAYS_FAILS = [*FAILED_ONCE, pod("collector", 1, "Failed", False, attempt=1, code=3)]
-#: collector-1 scaled away: generation 2 without it (the Workflow retires its DAG task)
-SHRUNK = Membership(2, MEMBERSHIP.replicas[:2])
-#: collector-2 added at rank 3: generation 2
-GROWN = Membership(2, (*MEMBERSHIP.replicas, Replica(3, "collector", 2)))
-RUNNING_1 = {"membershipGeneration": 1, "phase": "Running", "reschedules": 0}
-RESCHEDULING_2 = {"membershipGeneration": 2, "phase": "Rescheduling", "reschedules": 1}
-#: the retired replica's last attempt as Argo leaves it once its pod is deleted
-RETIRED_NODES = {"r": {"name": f"{JOB}.collector-1(0)", "type": "Pod", "phase": "Error", "message": "pod deleted"}}
+from tests.unit.jobviews import (
+    ALWAYS_FAILS,
+    FAILED_ONCE,
+    GROWN,
+    JOB,
+    REPLICAS,
+    RESCHEDULING_2,
+    RETIRED_NODES,
+    RETRIED,
+    RETRIED_UP,
+    RUNNING_1,
+    SHRUNK,
+    T0,
+    T1,
+    T2,
+    Observed,
+    observe,
+    pod,
+    running,
+    status_after,
+    workflow,
+)
 
 
 @pytest.mark.parametrize(
@@ -144,7 +92,7 @@ RETIRED_NODES = {"r": {"name": f"{JOB}.collector-1(0)", "type": "Pod", "phase": 
         ("foreign workflow", observe(workflow(), [], foreign_workflow=True), {}, "Pending", "of a deleted DIJob"),
         (
             "invalid job",
-            Observation(JOB, 1, None, 0, None, invalid="spec.tasks[1].name: duplicate"),
+            observe(None, [], 0, membership=None, invalid="spec.tasks[1].name: duplicate"),
             {},
             "Failed",
             "spec.tasks[1].name",
@@ -203,13 +151,24 @@ RETIRED_NODES = {"r": {"name": f"{JOB}.collector-1(0)", "type": "Pod", "phase": 
         ),
     ],
 )
-def test_phase(case: str, obs: Observation, old: dict[str, Any], phase: str, in_message: str) -> None:
-    update = compute_status(obs, old, T1)
+def test_phase(case: str, obs: Observed, old: dict[str, Any], phase: str, in_message: str) -> None:
+    update = status_after(obs, old, T1)
     assert update.status["phase"] == phase, case
     current = [c for c in update.status["conditions"] if c["status"] == "True"]
     assert [c["type"] for c in current] == [phase]
-    assert current[0]["reason"] == f"Job{phase}"
+    # the Kubernetes Job's convention: a Failed condition says why (its Event's reason), else Job<Phase>
+    assert current[0]["reason"] == CAUSES.get(case, f"Job{phase}"), case
     assert in_message in current[0]["message"]
+
+
+#: test_phase's cases whose condition names a cause, and that cause
+CAUSES = {
+    "no retry left": "BackoffLimitExceeded",
+    "backoffLimit 0": "BackoffLimitExceeded",
+    "workflow failed": "WorkflowFailed",
+    "workflow deleted": "WorkflowDeleted",
+    "invalid job": "InvalidJob",
+}
 
 
 @pytest.mark.parametrize(
@@ -270,14 +229,14 @@ def test_phase(case: str, obs: Observation, old: dict[str, Any], phase: str, in_
 )
 def test_scaling_status(
     case: str,
-    obs: Observation,
+    obs: Observed,
     old: dict[str, Any],
     replicas: int,
     reschedules: int,
     restarts: int,
     events: list[str],
 ) -> None:
-    update = compute_status(obs, old, T1)
+    update = status_after(obs, old, T1)
     s = update.status
     assert (s["replicas"], s["reschedules"], s["restarts"]) == (replicas, reschedules, restarts), case
     assert s["membershipGeneration"] == obs.membership.generation  # type: ignore[union-attr]
@@ -285,22 +244,22 @@ def test_scaling_status(
 
 
 def test_replicas_changed_event_names_the_membership() -> None:
-    update = compute_status(observe(workflow(), running(), membership=GROWN), RUNNING_1, T1)
+    update = status_after(observe(workflow(), running(), membership=GROWN), RUNNING_1, T1)
     assert update.events[0].message == "membership generation 2: 4 replicas (learner 1, collector 3)"
 
 
 def test_restarts_count_attempts_beyond_the_first_and_never_shrink() -> None:
-    update = compute_status(observe(workflow(), RETRIED_UP, backoff=2), {}, T1)
+    update = status_after(observe(workflow(), RETRIED_UP, backoff=2), {}, T1)
     assert update.status["restarts"] == 1
     assert update.restarts_added == 1
     assert [e.reason for e in update.events] == ["ReplicaRestarted", "JobRunning"]
-    again = compute_status(observe(workflow(), running(), backoff=2), update.status, T2)  # old attempt pods gone
+    again = status_after(observe(workflow(), running(), backoff=2), update.status, T2)  # old attempt pods gone
     assert again.status["restarts"] == 1
 
 
 def test_restarts_past_backoff_limit_fail_the_job() -> None:
     pods = [pod("learner", 0, attempt=1), pod("collector", 0, attempt=1), pod("collector", 1)]
-    update = compute_status(observe(workflow(), pods, backoff=1), {}, T1)
+    update = status_after(observe(workflow(), pods, backoff=1), {}, T1)
     assert update.status["phase"] == "Failed"
     assert "2 restarts exceed backoffLimit 1" in update.status["conditions"][-1]["message"]
 
@@ -311,7 +270,7 @@ def test_attempts_are_read_from_workflow_nodes_too() -> None:
         "b": {"name": f"{JOB}.collector-1(0)", "type": "Pod", "phase": "Failed"},
         "c": {"name": f"{JOB}.collector-1(1)", "type": "Pod", "phase": "Pending"},
     }
-    update = compute_status(observe(workflow(nodes=nodes), FAILED_ONCE, backoff=3), {}, T1)
+    update = status_after(observe(workflow(nodes=nodes), FAILED_ONCE, backoff=3), {}, T1)
     assert update.status["restarts"] == 1
     assert update.status["phase"] == "Restarting"
     assert update.status["taskStatus"] == {"learner": {"Running": 1}, "collector": {"Running": 1}}
@@ -327,20 +286,20 @@ def test_attempts_are_read_from_compressed_nodes_of_a_large_workflow() -> None:
     packed = workflow()
     packed["status"]["compressedNodes"] = base64.b64encode(gzip.compress(json.dumps(nodes).encode())).decode()
     assert workflow_nodes(packed) == nodes
-    plain = compute_status(observe(workflow(nodes=nodes), FAILED_ONCE, backoff=3), {}, T1)
-    assert compute_status(observe(packed, FAILED_ONCE, backoff=3), {}, T1).status == plain.status
+    plain = status_after(observe(workflow(nodes=nodes), FAILED_ONCE, backoff=3), {}, T1)
+    assert status_after(observe(packed, FAILED_ONCE, backoff=3), {}, T1).status == plain.status
     packed["status"]["compressedNodes"] = base64.b64encode(b"not gzip").decode()  # zstd or brotli: not read
     assert workflow_nodes(packed) == {}
 
 
 def test_status_fields() -> None:
-    update = compute_status(observe(workflow(), running()), {}, T1)
+    update = status_after(observe(workflow(), running()), {}, T1)
     s = update.status
     assert s["replicas"] == 3 and s["readyReplicas"] == 3
     assert s["taskStatus"] == {"learner": {"Running": 1}, "collector": {"Running": 2}}
     assert s["workflowName"] == JOB and s["membershipGeneration"] == 1 and s["observedGeneration"] == 1
     assert "completionTimestamp" not in s
-    done = compute_status(observe(workflow("Succeeded"), [pod(t, i, "Succeeded", False) for t, i in REPLICAS]), s, T2)
+    done = status_after(observe(workflow("Succeeded"), [pod(t, i, "Succeeded", False) for t, i in REPLICAS]), s, T2)
     assert done.status["completionTimestamp"] == T2
     assert [(c["type"], c["status"]) for c in done.status["conditions"]] == [
         ("Running", "False"),
@@ -349,15 +308,15 @@ def test_status_fields() -> None:
 
 
 def test_unchanged_observation_writes_nothing() -> None:
-    first = compute_status(observe(workflow(), running()), {}, T1)
-    second = compute_status(observe(workflow(), running()), first.status, T2)
+    first = status_after(observe(workflow(), running()), {}, T1)
+    second = status_after(observe(workflow(), running()), first.status, T2)
     assert not second.changed and second.events == ()
 
 
 def test_more_pods_in_the_same_phase_is_progress_only() -> None:
     # Pending counts the pods created in its message; Starting does not
-    pending = compute_status(observe(workflow(), running(("learner", 0), ("collector", 1))), {}, T1).status
-    more = compute_status(observe(workflow(), running(("learner", 0))), pending, T2).status
+    pending = status_after(observe(workflow(), running(("learner", 0), ("collector", 1))), {}, T1).status
+    more = status_after(observe(workflow(), running(("learner", 0))), pending, T2).status
     assert pending["phase"] == more["phase"] == "Pending" and more != pending
     assert progress_only(pending, more)
 
@@ -382,13 +341,13 @@ UNSCHEDULABLE["status"]["conditions"] = [
     ],
 )
 def test_a_change_beyond_progress_is_not_progress_only(case: str, pods: list[dict[str, Any]], wf_phase: str) -> None:
-    old = compute_status(observe(workflow(), running(("learner", 0))), {}, T1).status
-    new = compute_status(observe(workflow(wf_phase), pods), old, T2).status
+    old = status_after(observe(workflow(), running(("learner", 0))), {}, T1).status
+    new = status_after(observe(workflow(wf_phase), pods), old, T2).status
     assert new != old and not progress_only(old, new), case
 
 
 def test_progress_only_needs_a_written_status() -> None:
-    new = compute_status(observe(workflow(), running(("learner", 0))), {}, T1).status
+    new = status_after(observe(workflow(), running(("learner", 0))), {}, T1).status
     assert not progress_only({}, new)
     assert not progress_only(new, {**new, "observedGeneration": 2})
     changed_reason = [{**c, "reason": "Other"} for c in new["conditions"]]
@@ -400,12 +359,12 @@ def test_progress_only_needs_a_written_status() -> None:
 
 def test_terminal_status_is_final() -> None:
     old = {"phase": "Failed", "conditions": [], "restarts": 4}
-    update = compute_status(observe(workflow(), running()), old, T2)
+    update = status_after(observe(workflow(), running()), old, T2)
     assert update.status == old and not update.changed
 
 
 def test_task_status_counts_current_attempts_only() -> None:
-    update = compute_status(observe(workflow(), RETRIED, backoff=3), {}, T1)
+    update = status_after(observe(workflow(), RETRIED, backoff=3), {}, T1)
     assert task_status(update.states) == {"learner": {"Running": 1}, "collector": {"Running": 1, "Pending": 1}}
 
 
@@ -492,8 +451,6 @@ def _body(status: dict[str, Any] | None) -> dict[str, Any]:
 def test_status_patch_never_touches_a_field_the_controller_does_not_own() -> None:
     import jsonpatch  # type: ignore[import-untyped]
 
-    from dihera.controller.status import status_patch
-
     read = _body({"phase": "Starting", "replicas": 2, "profilings": {"a": 1}})
     ops = status_patch(read, {"phase": "Running", "replicas": 2, "profilings": {"a": 1}})
     assert ops == [{"op": "add", "path": "/status/phase", "value": "Running"}]
@@ -504,8 +461,6 @@ def test_status_patch_never_touches_a_field_the_controller_does_not_own() -> Non
 
 
 def test_status_patch_removes_a_field_that_went_away_and_skips_unchanged_ones() -> None:
-    from dihera.controller.status import status_patch
-
     read = _body({"phase": "Running", "workflowName": "j", "completionTimestamp": "t"})
     assert status_patch(read, {"phase": "Running", "workflowName": "j"}) == [
         {"op": "remove", "path": "/status/completionTimestamp"}
@@ -514,8 +469,6 @@ def test_status_patch_removes_a_field_that_went_away_and_skips_unchanged_ones() 
 
 
 def test_the_first_status_is_created_under_a_resource_version_precondition() -> None:
-    from dihera.controller.status import status_patch
-
     ops = status_patch(_body(None), {"phase": "Pending"})
     assert ops == [
         {"op": "replace", "path": "/metadata/resourceVersion", "value": "41"},

@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 
-from dihera.controller.status import compute_status
-from dihera.controller.stuck import pod_problem
-from tests.unit.test_controller_status import T1, T2, observe, pod, running, workflow
+from dihera.controller.decide.stuck import pod_problem
+from tests.unit.jobviews import T1, T2, observe, pod, running, status_after, workflow
 
 UNSCHEDULABLE = {
     "type": "PodScheduled",
@@ -90,7 +89,7 @@ def unschedulable_learner() -> list[dict[str, Any]]:
 
 
 def test_an_unschedulable_replica_is_in_status_the_message_and_one_event() -> None:
-    update = compute_status(observe(workflow(), unschedulable_learner()), {"phase": "Pending"}, T1)
+    update = status_after(observe(workflow(), unschedulable_learner()), {"phase": "Pending"}, T1)
     s = update.status
     assert s["phase"] == "Starting"
     assert s["stuckReplicas"] == [
@@ -104,20 +103,20 @@ def test_an_unschedulable_replica_is_in_status_the_message_and_one_event() -> No
     message = s["conditions"][-1]["message"]
     assert "replica learner-0 (pod job-learner-0-0) is Unschedulable: 0/3 nodes are available" in message
     assert [(e.type, e.reason) for e in update.events if e.reason == "ReplicaStuck"] == [("Warning", "ReplicaStuck")]
-    again = compute_status(observe(workflow(), unschedulable_learner()), s, T2)
+    again = status_after(observe(workflow(), unschedulable_learner()), s, T2)
     assert not again.changed and again.events == ()  # one Event per replica and reason
 
 
 def test_once_scheduled_the_entry_goes_away() -> None:
-    first = compute_status(observe(workflow(), unschedulable_learner()), {"phase": "Pending"}, T1)
-    later = compute_status(observe(workflow(), running()), first.status, T2)
+    first = status_after(observe(workflow(), unschedulable_learner()), {"phase": "Pending"}, T1)
+    later = status_after(observe(workflow(), running()), first.status, T2)
     assert "stuckReplicas" not in later.status and later.status["phase"] == "Running"
     assert "Unschedulable" not in later.status["conditions"][-1]["message"]
 
 
 def test_an_oom_killed_replica_is_named_in_the_restarting_message() -> None:
     killed = with_status(pod("collector", 1, "Failed", False, attempt=0, code=137), containerStatuses=[oom("state")])
-    update = compute_status(observe(workflow(), [pod("learner", 0), pod("collector", 0), killed]), {}, T1)
+    update = status_after(observe(workflow(), [pod("learner", 0), pod("collector", 0), killed]), {}, T1)
     s = update.status
     assert s["phase"] == "Restarting"
     assert "failed with exit code 137 (OOMKilled)" in s["conditions"][-1]["message"]
@@ -135,7 +134,7 @@ def test_an_oom_killed_attempt_stays_named_until_its_retry_runs(retry: str | Non
     pods = [pod("learner", 0), pod("collector", 0), killed]
     if retry is not None:
         pods.append(pod("collector", 1, retry, retry == "Running", attempt=1))
-    update = compute_status(observe(workflow(), pods), {}, T1)
+    update = status_after(observe(workflow(), pods), {}, T1)
     entries = update.status.get("stuckReplicas") or []
     assert [(e["replica"], e["reason"]) for e in entries] == ([("collector-1", "OOMKilled")] if named else [])
     assert update.status["phase"] == ("Running" if retry == "Running" else "Restarting")
@@ -144,5 +143,5 @@ def test_an_oom_killed_attempt_stays_named_until_its_retry_runs(retry: str | Non
 def test_a_succeeded_job_lists_no_stuck_replica() -> None:
     done = [pod(t, i, "Succeeded", False) for t, i in (("learner", 0), ("collector", 0))]
     stuck = with_status(pod("collector", 1, "Pending", False), conditions=[UNSCHEDULABLE])
-    update = compute_status(observe(workflow("Succeeded"), [*done, stuck]), {"phase": "Running"}, T1)
+    update = status_after(observe(workflow("Succeeded"), [*done, stuck]), {"phase": "Running"}, T1)
     assert update.status["phase"] == "Succeeded" and "stuckReplicas" not in update.status

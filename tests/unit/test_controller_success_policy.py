@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from dihera.controller.cleanup import plan_cleanup
-from dihera.controller.replicas import ReplicaState
-from dihera.controller.status import compute_status
-from dihera.controller.success_policy import success_reached
+from dihera.controller.decide.cleanup import plan_cleanup
+from dihera.controller.decide.replicas import ReplicaState
+from dihera.controller.decide.success import success_reached
 from dihera.model import CleanPodPolicy, SuccessOperator, SuccessPolicy
-from tests.unit.test_controller_status import T1, observe, pod, workflow
+from tests.unit.jobviews import T1, observe, pod, status_after, workflow
 
 ALL, ANY = SuccessOperator.ALL, SuccessOperator.ANY
 
@@ -63,7 +62,7 @@ LEARNER_EXITED = [pod("learner", 0, "Succeeded", False), pod("collector", 0), po
 
 def test_any_on_the_learner_succeeds_the_job_while_collectors_run() -> None:
     obs = observe(workflow(), LEARNER_EXITED, success_policy=SuccessPolicy(ANY, ("learner",)))
-    update = compute_status(obs, {"phase": "Running", "restarts": 0}, T1)
+    update = status_after(obs, {"phase": "Running", "restarts": 0}, T1)
     assert update.status["phase"] == "Succeeded" and update.status["restarts"] == 0
     assert update.status["completionTimestamp"] == T1
     assert "successPolicy Any" in update.status["conditions"][-1]["message"]
@@ -71,7 +70,7 @@ def test_any_on_the_learner_succeeds_the_job_while_collectors_run() -> None:
 
 
 def test_without_a_policy_the_same_observation_is_running() -> None:
-    update = compute_status(observe(workflow(), LEARNER_EXITED), {"phase": "Running"}, T1)
+    update = status_after(observe(workflow(), LEARNER_EXITED), {"phase": "Running"}, T1)
     assert update.status["phase"] == "Running"
 
 
@@ -79,7 +78,7 @@ def test_a_failure_policy_answers_before_success() -> None:
     """A replica out of retries fails the job even if the learner succeeded in the same observation."""
     failed = [pod("learner", 0, "Succeeded", False), pod("collector", 0), pod("collector", 1, "Failed", False, code=3)]
     obs = observe(workflow(), failed, backoff=0, success_policy=SuccessPolicy(ANY, ("learner",)))
-    assert compute_status(obs, {"phase": "Running"}, T1).status["phase"] == "Failed"
+    assert status_after(obs, {"phase": "Running"}, T1).status["phase"] == "Failed"
 
 
 @pytest.mark.parametrize(

@@ -6,12 +6,11 @@ from typing import Any
 
 import pytest
 
-from dihera.controller.status import compute_status
-from dihera.controller.suspend import SuspendAction, plan_suspend, resumed_job
+from dihera.controller.decide.hold import SuspendAction, plan_suspend, resumed_job
 from dihera.membership import Membership, Replica
 from dihera.validation import load_job
 from tests.unit.builders import job, task
-from tests.unit.test_controller_status import T0, T1, observe, running, workflow
+from tests.unit.jobviews import T0, T1, observe, running, status_after, workflow
 
 HOLD, STOP, WAIT, RESUME, NONE = (
     SuspendAction.HOLD,
@@ -73,7 +72,7 @@ def test_a_suspended_job_is_suspended_whatever_its_pods_say_and_its_deadline_wai
     message = "spec.suspend is true: stopping the job's 3 replica(s)"
     obs = observe(workflow(), running(), suspended=message, active_deadline_seconds=10)
     old = {"phase": "Running", "startTime": T0, "restarts": 2, "membershipGeneration": 1}
-    update = compute_status(obs, old, T1)  # a minute later: past the deadline
+    update = status_after(obs, old, T1)  # a minute later: past the deadline
     assert update.status["phase"] == "Suspended" and update.status["conditions"][-1]["message"] == message
     assert update.status["restarts"] == 2 and update.wakeup is None and update.drops == ()
     assert [e.reason for e in update.events] == ["JobSuspended"] and update.events[0].type == "Normal"
@@ -82,6 +81,6 @@ def test_a_suspended_job_is_suspended_whatever_its_pods_say_and_its_deadline_wai
 def test_a_resumed_job_counts_its_deadline_from_the_resume_and_no_restart() -> None:
     obs = observe(workflow("Pending"), [], active_deadline_seconds=90)
     old = {"phase": "Suspended", "startTime": T0, "restarts": 2, "membershipGeneration": 1, "workflowName": "job"}
-    update = compute_status(obs, old, T1)
+    update = status_after(obs, old, T1)
     assert update.status["phase"] == "Pending" and update.status["startTime"] == T1
     assert update.wakeup == 90.0 and update.status["restarts"] == 2 and update.restarts_added == 0

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import dataclasses
 import gzip
 import json
 import zlib
@@ -11,15 +12,14 @@ from typing import Any
 
 import pytest
 
-from dihera.controller.cleanup import plan_cleanup
-from dihera.controller.status import Observation, compute_status
+from dihera.controller.decide.cleanup import plan_cleanup
 from dihera.kube.watch.slim import slim_configmap, slim_dijob, slim_pod, slim_workflow
 from dihera.model import CleanPodPolicy
 from dihera.scaling.retired_pods import retired_pods
 from dihera.scaling.spec_edit import plan_spec_edit
 from dihera.validation import load_job
 from tests.unit.builders import job, task
-from tests.unit.test_controller_status import (
+from tests.unit.jobviews import (
     ALWAYS_FAILS,
     FAILED_ONCE,
     GROWN,
@@ -28,9 +28,11 @@ from tests.unit.test_controller_status import (
     RETRIED,
     SHRUNK,
     T1,
+    Observed,
     observe,
     pod,
     running,
+    status_after,
     workflow,
 )
 
@@ -74,13 +76,13 @@ def dressed_workflow(wf: dict[str, Any] | None) -> dict[str, Any] | None:
     return full
 
 
-def slimmed(obs: Observation) -> tuple[Observation, Observation]:
+def slimmed(obs: Observed) -> tuple[Observed, Observed]:
     """The observation with dressed objects, and the same through the slimmers."""
     pods = [dressed_pod(p) for p in obs.pods]
     wf = dressed_workflow(dict(obs.workflow) if obs.workflow is not None else None)
-    full = Observation(**{**obs.__dict__, "pods": pods, "workflow": wf})
+    full = dataclasses.replace(obs, pods=pods, workflow=wf)
     slim_wf = slim_workflow(wf) if wf is not None else None
-    return full, Observation(**{**obs.__dict__, "pods": [slim_pod(p) for p in pods], "workflow": slim_wf})
+    return full, dataclasses.replace(obs, pods=[slim_pod(p) for p in pods], workflow=slim_wf)
 
 
 OOM = {
@@ -128,14 +130,14 @@ PULL = {
         (observe(workflow(), [*running(("collector", 1)), PULL]), {}),
     ],
 )
-def test_status_from_slim_objects_is_the_status_from_full_ones(obs: Observation, old: dict[str, Any]) -> None:
+def test_status_from_slim_objects_is_the_status_from_full_ones(obs: Observed, old: dict[str, Any]) -> None:
     full, slim = slimmed(obs)
-    assert compute_status(slim, old, T1) == compute_status(full, old, T1)
+    assert status_after(slim, old, T1) == status_after(full, old, T1)
 
 
 def test_the_oom_message_still_names_the_memory_limit() -> None:
     _, slim = slimmed(observe(workflow(), [*running(("collector", 1)), OOM]))
-    message = compute_status(slim, {}, T1).status["conditions"][-1]["message"]
+    message = status_after(slim, {}, T1).status["conditions"][-1]["message"]
     assert "memory limit 48Mi" in message
 
 

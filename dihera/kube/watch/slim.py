@@ -2,7 +2,7 @@
 
 A pod or a Workflow as the API serves it is mostly what the controller never looks at
 (``managedFields``, every container's spec, Argo's per-node inputs and outputs); the cache keeps a
-copy with only what :mod:`dihera.controller.status`, :mod:`dihera.controller.cleanup`,
+copy with only what :mod:`dihera.controller.decide`, the di-server's views,
 :mod:`dihera.scaling.spec_edit` and :mod:`dihera.scaling.retired_pods` read, so 500 jobs cost little
 memory. A field read by new decision code must be added here (``tests/unit/test_kube_watch_slim.py``
 compares decisions on full and slim objects).

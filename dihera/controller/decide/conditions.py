@@ -1,7 +1,9 @@
 """DIJob conditions: one per phase reached, the current one True (pure).
 
 A condition's ``lastTransitionTime`` changes only when its status flips; ``lastUpdateTime`` whenever
-it is rewritten (status or message).
+it is rewritten (status or message). Its ``reason`` is the decision's cause where one exists, as the
+Kubernetes Job's conditions say why (``DeadlineExceeded``, ``BackoffLimitExceeded``, ``WorkflowDeleted``,
+``Evicted``...), else ``Job<Phase>`` (DI-orchestrator's).
 """
 
 from __future__ import annotations
@@ -15,9 +17,11 @@ __all__ = ["set_phase_condition"]
 
 
 def set_phase_condition(
-    conditions: Sequence[Mapping[str, Any]], phase: str, message: str, now: str
+    conditions: Sequence[Mapping[str, Any]], phase: str, message: str, now: str, cause: str | None = None
 ) -> list[dict[str, Any]]:
-    """The conditions after the job is (still) in ``phase``: that one True, every other one False."""
+    """The conditions after the job is (still) in ``phase``: that one True, every other one False;
+    ``cause``: the reason of a condition that becomes True (None: ``Job<Phase>``)."""
+    reason = cause or condition_reason(phase)
     out: list[dict[str, Any]] = []
     found = False
     for old in conditions:
@@ -26,7 +30,7 @@ def set_phase_condition(
             found = True
             if cond.get("status") != "True":
                 cond.update(status="True", lastTransitionTime=now, lastUpdateTime=now)
-                cond.update(reason=condition_reason(phase), message=message)
+                cond.update(reason=reason, message=message)
             elif cond.get("message") != message:
                 cond.update(message=message, lastUpdateTime=now)
         elif cond.get("status") == "True":
@@ -37,7 +41,7 @@ def set_phase_condition(
             {
                 "type": phase,
                 "status": "True",
-                "reason": condition_reason(phase),
+                "reason": reason,
                 "message": message,
                 "lastUpdateTime": now,
                 "lastTransitionTime": now,

@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from dihera.constants import ANNOTATION_NODE_NAME, FAILED_NODE_PHASES, LABEL_POD
-from dihera.controller.stuck import pod_problem
+from dihera.controller.decide.stuck import pod_problem
 from dihera.membership import Membership, Replica
 from dihera.naming import dag_task_name, hostname
 from dihera.scaling.dag import live_replicas, workflow_nodes

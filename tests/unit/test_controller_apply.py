@@ -1,12 +1,14 @@
-"""The controller deletes the pods a scale-down left, once Argo finished their tombstones, never twice."""
+"""The controller's writes after the status (dihera/controller/apply.py): it deletes the pods a scale-down left,
+once Argo finished their tombstones, never twice."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any, cast
 
-from dihera.controller.effects import delete_retired_pods
+from dihera.controller.apply import Applier
 from dihera.controller.metrics import Metrics
+from dihera.render import RenderSettings
 from dihera.validation import load_job
 from tests.unit.builders import job, task
 
@@ -45,6 +47,11 @@ class Objects:
         self.deleted += names
 
 
+def applier(objects: Objects) -> Applier:
+    nothing = cast(Any, None)  # no DIJob, Event or scaler call is made
+    return Applier(nothing, cast(Any, objects), nothing, nothing, Metrics(), RenderSettings())
+
+
 CACHED = [pod("collector-0"), pod("collector-1")]  # the cache still shows the retired replica's pod alive
 
 
@@ -56,7 +63,7 @@ def run(live: list[dict[str, Any]] | None) -> tuple[list[str], int]:
         return live or []
 
     reads = None if live is None else live_pods
-    delete_retired_pods(cast(Any, objects), Metrics(), JOB, WORKFLOW, CACHED, {}, reads)
+    applier(objects).delete_retired_pods(JOB, WORKFLOW, CACHED, {}, reads)
     return objects.deleted, len(lists)
 
 
@@ -80,5 +87,5 @@ def test_nothing_to_delete_asks_nothing_of_the_api_server() -> None:
         asked.append(1)
         return CACHED
 
-    delete_retired_pods(cast(Any, objects), Metrics(), JOB, WORKFLOW, [pod("collector-0")], {}, live_pods)
+    applier(objects).delete_retired_pods(JOB, WORKFLOW, [pod("collector-0")], {}, live_pods)
     assert objects.deleted == [] and asked == []

@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dihera.controller.replicas import ReplicaState
+from dihera.controller.decide.replicas import ReplicaState
 
 __all__ = ["parse_progress", "task_progress", "workflow_progress"]
 

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
-from dihera.constants import ANNOTATION_WORKLOAD_SLICE, LABEL_JOB, EventReason, Phase
+from dihera.constants import ANNOTATION_WORKLOAD_SLICE, LABEL_JOB, Phase
 from dihera.controller.metrics import Metrics
 from dihera.kube.jobs import StatusConflict
 from dihera.kube.workloads import KueueObjectMissing
@@ -27,12 +26,12 @@ from dihera.queueing import (
     placements,
     queue_name,
     requeue_patch,
-    view_workload,
     workload_name,
 )
 from dihera.queueing.slices import resize_ops
+from dihera.queueing.state import QueueState, queue_state, unqueueable
 
-__all__ = ["QueueState", "Queueing", "WorkloadAPI"]
+__all__ = ["Queueing", "WorkloadAPI"]
 
 log = logging.getLogger("dihera.controller")
 #: Seconds before a job whose Workload could not be created (a missing priority class) is tried again.
@@ -57,38 +56,6 @@ class WorkloadAPI(Protocol):
     def delete(self, namespace: str, name: str) -> bool: ...
 
     def patch(self, namespace: str, name: str, ops: Any) -> dict[str, Any] | None: ...
-
-
-@dataclass(frozen=True)
-class QueueState:
-    """A queued job's Workload as one pass saw it. ``hold``: why the job may not run (None: admitted);
-    ``cause``: the Event reason of that (Evicted); ``retry``: seconds before the pass must run again."""
-
-    workload: Mapping[str, Any] | None
-    view: WorkloadView | None
-    hold: str | None
-    cause: str | None = None
-    retry: float | None = None
-    #: The job's scale-up slices (docs/queueing.md, "Scaling under quota"), oldest first.
-    slices: tuple[Mapping[str, Any], ...] = ()
-    #: ``(reason, message)`` of a slice Kueue evicted (the whole job is stopped and requeued then).
-    slice_evicted: tuple[str, str] | None = None
-
-    @property
-    def requeue_due(self) -> bool:
-        """Evicted (the job's Workload or a slice) and still holding quota: release it once nothing runs."""
-        if self.view is None:
-            return False
-        return self.view.requeue_due or (self.slice_evicted is not None and self.view.reserved)
-
-
-def _hold_message(queue: str, view: WorkloadView, slice_evicted: tuple[str, str] | None) -> tuple[str, str | None]:
-    evicted = view.evicted or slice_evicted
-    if evicted is not None:
-        reason, message = evicted
-        return f"evicted by Kueue ({reason}: {message}); queued again in LocalQueue {queue}", EventReason.EVICTED
-    why = f": {view.waiting}" if view.waiting else ""
-    return f"waiting for Kueue to admit Workload {view.name} in LocalQueue {queue}{why}", None
 
 
 class Queueing:
@@ -126,7 +93,7 @@ class Queueing:
                 value = self._api.priority_value(klass)
             except KueueObjectMissing as err:
                 log.warning("cannot queue the job: %s", err, extra=extra)
-                return QueueState(None, None, f"cannot queue the job in LocalQueue {queue}: {err}", retry=RETRY_SECONDS)
+                return unqueueable(queue, str(err), RETRY_SECONDS)
             workload, created = self._api.create(build_workload(job, queue, klass, value))
             if created:
                 self._metrics.wrote("create", "Workload")
@@ -137,13 +104,7 @@ class Queueing:
                     klass,
                     extra=extra,
                 )
-        view = view_workload(workload)
-        slices = self._slices(job, live)
-        slice_evicted = next((v.evicted for v in map(view_workload, slices) if v.evicted is not None), None)
-        if view.admitted and slice_evicted is None:
-            return QueueState(workload, view, None, slices=tuple(slices))
-        hold, cause = _hold_message(queue, view, slice_evicted)
-        return QueueState(workload, view, hold, cause, slices=tuple(slices), slice_evicted=slice_evicted)
+        return queue_state(queue, workload, self._slices(job, live))
 
     def _slices(self, job: DIJob, live: bool) -> list[dict[str, Any]]:
         if live or self._cached_of_job is None:

@@ -1,4 +1,13 @@
-"""``spec.tasks[].failurePolicy`` (pure): which replicas leave the job, and when the job fails instead.
+"""Failed replicas (pure), the whole concern: ``backoffLimit``, ``spec.tasks[].failurePolicy``, restarts.
+
+A replica's pod that fails is restarted in place by Argo (the Workflow's retryStrategy, rendered with
+``backoffLimit`` retries per replica: :mod:`dihera.render.workflow`), with the same rank and FQDN; the
+controller sees each attempt as a node ``<task>-<index>(k)`` and its pod
+(:mod:`~dihera.controller.decide.replicas`). This module decides what the failures mean for the job:
+the restart counts (:func:`restart_counts`), the drops of ``failurePolicy: DropReplica``
+(:func:`plan_drops`), the phase policies in their order in :data:`dihera.controller.decide.phase.POLICIES`
+(:func:`drop_bound_reached`, :func:`backoff_exceeded`, :func:`retries_exhausted`, :func:`replica_failed`,
+:func:`retry_not_up`) and the Events (:func:`failure_events`).
 
 | failurePolicy     | a replica whose current attempt failed                                          |
 |-------------------|---------------------------------------------------------------------------------|
@@ -21,12 +30,55 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from dihera.controller.phase import describe_failure
-from dihera.controller.replicas import ReplicaState
+from dihera.constants import EVENT_WARNING, EventReason, Phase, StuckReason
+from dihera.controller.decide.decision import Event, PhaseDecision
+from dihera.controller.decide.replicas import ReplicaState
 
-__all__ = ["DropPlan", "plan_drops", "restart_counts"]
+if TYPE_CHECKING:
+    from dihera.controller.decide.facts import Facts
+
+__all__ = [
+    "FAILURES_NAMED",
+    "DropPlan",
+    "backoff_exceeded",
+    "describe_failure",
+    "describe_failures",
+    "drop_bound_reached",
+    "drop_events",
+    "plan_drops",
+    "replica_failed",
+    "restart_counts",
+    "restart_events",
+    "retries_exhausted",
+    "retry_not_up",
+]
+
+#: Failed replicas named in a message; more are counted ("and 1,995 more"), so a 2,000-replica job's
+#: status message and Event stay short.
+FAILURES_NAMED = 5
+
+
+def describe_failure(state: ReplicaState) -> str:
+    """``replica collector-1 (rank 3, pod p) failed with exit code 3``, with what is known."""
+    where = f"rank {state.rank}" + (f", pod {state.pod_name}" if state.pod_name else "")
+    code = state.exit_code if state.failed else state.last_failure_code
+    oom = " (OOMKilled)" if state.problem is not None and state.problem[0] == StuckReason.OOM_KILLED else ""
+    if code:
+        how = f"failed with exit code {code}{oom}"
+    elif state.node_message:
+        how = f"failed: {state.node_message}"
+    else:
+        how = "failed"
+    return f"replica {state.name} ({where}) {how}"
+
+
+def describe_failures(states: Sequence[ReplicaState]) -> str:
+    """The first :data:`FAILURES_NAMED` failures described, ``; and N more`` for the rest."""
+    named = "; ".join(describe_failure(s) for s in states[:FAILURES_NAMED])
+    more = len(states) - FAILURES_NAMED
+    return f"{named}; and {more:,} more" if more > 0 else named
 
 
 @dataclass(frozen=True)
@@ -121,3 +173,90 @@ def restart_counts(
     restarts = max(old_restarts, sum(s.attempt for s in kept) + dropped)
     tolerated = dropped + sum(s.attempt for s in kept if s.task in drop_tasks)
     return restarts, max(restarts - tolerated, 0)
+
+
+# -- the phase policies (their order: dihera.controller.decide.phase.POLICIES)
+
+
+def drop_bound_reached(f: Facts) -> PhaseDecision | None:
+    """A DropReplica replica exhausted its retries and dropping it would cross the bound → Failed."""
+    if f.drops.refused is None:
+        return None
+    return PhaseDecision(Phase.FAILED, f.drops.refused, EventReason.DROP_BOUND_REACHED)
+
+
+def backoff_exceeded(f: Facts) -> PhaseDecision | None:
+    """Restarts of FailJob tasks beyond backoffLimit → Failed."""
+    if f.counted <= f.backoff_limit:
+        return None
+    counted = [s for s in f.kept if s.task not in f.drop_tasks]
+    who = describe_failures([s for s in counted if s.failed or s.attempt > 0])
+    return PhaseDecision(
+        Phase.FAILED,
+        f"{f.counted} restarts exceed backoffLimit {f.backoff_limit}: {who}",
+        EventReason.BACKOFF_LIMIT_EXCEEDED,
+    )
+
+
+def retries_exhausted(f: Facts) -> PhaseDecision | None:
+    """A replica's current attempt failed with no retry left → Failed."""
+    exhausted = [
+        s
+        for s in f.failed
+        if s.attempt >= f.backoff_limit or (s.task not in f.drop_tasks and f.counted >= f.backoff_limit)
+    ]
+    if not exhausted:
+        return None
+    return PhaseDecision(
+        Phase.FAILED,
+        f"{describe_failures(exhausted)} after {f.counted} restart(s); backoffLimit {f.backoff_limit} reached",
+        EventReason.BACKOFF_LIMIT_EXCEEDED,
+    )
+
+
+def replica_failed(f: Facts) -> PhaseDecision | None:
+    """A replica failed and will be retried → Restarting."""
+    if not f.failed:
+        return None
+    s = f.failed[0]
+    return PhaseDecision(
+        Phase.RESTARTING,
+        f"{describe_failure(s)}; restarting it in place as retry {s.attempt + 1} (same rank and FQDN)",
+    )
+
+
+def retry_not_up(f: Facts) -> PhaseDecision | None:
+    """A retry's pod is not up yet → Restarting."""
+    retrying = [s.name for s in f.kept if s.attempt > 0 and not s.up]
+    if not retrying:
+        return None
+    return PhaseDecision(Phase.RESTARTING, f"restarting {', '.join(retrying)} in place (same rank and FQDN)")
+
+
+# -- Events
+
+
+def drop_events(f: Facts) -> list[Event]:
+    """One ReplicaDropped Warning per replica dropped now."""
+    counts: dict[str, int] = {}
+    for s in f.kept:
+        counts[s.task] = counts.get(s.task, 0) + 1
+    left = f"{len(f.kept)} replicas left ({', '.join(f'{t} {n}' for t, n in counts.items())})"
+    return [
+        Event(
+            EVENT_WARNING,
+            EventReason.REPLICA_DROPPED,
+            f"{e['message']}; dropped from the job (failurePolicy DropReplica), {left}",
+        )
+        for e in f.drops.new
+    ]
+
+
+def restart_events(f: Facts) -> list[Event]:
+    """One ReplicaRestarted Warning naming every restarted replica when restarts were seen now."""
+    if f.restarts <= int(f.view.status.get("restarts") or 0):
+        return []
+    again = ", ".join(
+        f"{s.name} (retry {s.attempt}, rank {s.rank}, hostname {s.hostname})" for s in f.states if s.attempt > 0
+    )
+    return [Event(EVENT_WARNING, EventReason.REPLICA_RESTARTED, f"restarted in place: {again}")]

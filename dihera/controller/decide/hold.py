@@ -1,4 +1,7 @@
-"""``spec.suspend`` (pure): what a suspended or resumed job needs, decided on what one pass observed.
+"""Holding a job (pure): ``spec.suspend``, and Kueue not admitting the job; the whole concern, decided on a
+:class:`~dihera.controller.decide.view.JobView`: what a held or resumed job needs (:func:`plan_hold`), the
+phase it is held in (:func:`held`, a phase policy), the job created again on resume (:func:`resumed_job`).
+The reconciler deletes the Workflow of a STOP after the status write, and creates it again on RESUME.
 
 One Workflow per job run: suspending deletes the job's Workflow (its pods go with it, through their
 ownerReferences) and keeps the membership ConfigMap and the headless Service; resuming creates the
@@ -30,13 +33,27 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dihera.constants import Phase
+from dihera.controller.decide.decision import PhaseDecision
 from dihera.membership import Membership
 from dihera.model import DIJob
 
-__all__ = ["HELD_PHASES", "SuspendAction", "SuspendPlan", "plan_suspend", "resumed_job"]
+if TYPE_CHECKING:
+    from dihera.controller.decide.facts import Facts
+    from dihera.controller.decide.view import JobView
+
+__all__ = [
+    "HELD_PHASES",
+    "SuspendAction",
+    "SuspendPlan",
+    "held",
+    "leftover_counted",
+    "plan_hold",
+    "plan_suspend",
+    "resumed_job",
+]
 
 
 class SuspendAction(StrEnum):
@@ -126,6 +143,39 @@ def _held(
         message = f"{hold}; {leftover_pods} pod(s) of the stopped run still going away"
         return SuspendPlan(SuspendAction.HOLD, message, Phase.QUEUED, cause)
     return SuspendPlan(SuspendAction.HOLD, hold, Phase.QUEUED, cause)
+
+
+def leftover_counted(view: JobView) -> bool:
+    """Whether a pass must count the pods of the held run still going away (asked of the API server): a
+    resume, or the release of an evicted Workload's quota, must not happen while an old pod remains."""
+    job = view.job
+    if job is None or job.suspend or view.workflow is not None or not view.started:
+        return False
+    hold = view.queue.hold if view.queue is not None else None
+    resuming = hold is None and view.phase in HELD_PHASES
+    releasing = view.queue is not None and view.queue.requeue_due
+    return resuming or releasing
+
+
+def plan_hold(view: JobView) -> SuspendPlan:
+    """What ``spec.suspend`` (or Kueue, through ``view.queue``) asks of the job the view shows."""
+    job = view.job
+    if job is None:
+        return SuspendPlan()
+    queue = view.queue if not job.suspend else None  # spec.suspend wins: a suspended job is not queued
+    hold = queue.hold if queue is not None else None
+    cause = queue.cause if queue is not None else None
+    replicas = len(view.membership.replicas) if view.membership else 0
+    return plan_suspend(
+        job.suspend, view.status, view.workflow, view.foreign, replicas, view.leftover_pods, hold, cause
+    )
+
+
+def held(f: Facts) -> PhaseDecision | None:
+    """The phase policy: Suspended (spec.suspend, or a resume waiting for the old run to go) or Queued
+    (Kueue has not admitted the job's Workload), with the plan's message."""
+    hold = f.hold
+    return None if hold.message is None else PhaseDecision(hold.phase, hold.message, hold.cause)
 
 
 def resumed_job(job: DIJob, membership: Membership) -> DIJob:

@@ -1,4 +1,5 @@
-"""``spec.successPolicy`` (pure): whether what the replicas did makes the job Succeeded.
+"""``spec.successPolicy`` (pure): whether what the replicas did makes the job Succeeded (the phase policy
+:func:`succeeded`).
 
 | successPolicy            | the job Succeeds when                                        |
 |--------------------------|--------------------------------------------------------------|
@@ -14,11 +15,17 @@ neither a failure nor a restart. A Workflow that Argo marked Succeeded is a succ
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from dihera.controller.replicas import ReplicaState
+from dihera.constants import Phase
+from dihera.controller.decide.decision import PhaseDecision
+from dihera.controller.decide.replicas import ReplicaState
 from dihera.model import SuccessOperator, SuccessPolicy
 
-__all__ = ["success_reached"]
+if TYPE_CHECKING:
+    from dihera.controller.decide.facts import Facts
+
+__all__ = ["succeeded", "success_reached"]
 
 
 def _succeeded(state: ReplicaState) -> bool:
@@ -43,3 +50,11 @@ def success_reached(policy: SuccessPolicy | None, states: Sequence[ReplicaState]
     if not targets or not all(_succeeded(s) for s in targets):
         return None
     return f"all {len(targets)} replicas of {', '.join(tasks)} succeeded (successPolicy All){rest}"
+
+
+def succeeded(f: Facts) -> PhaseDecision | None:
+    """The phase policy: the Workflow Succeeded, or the successPolicy is met → Succeeded."""
+    if f.workflow_status.get("phase") == "Succeeded":
+        return PhaseDecision(Phase.SUCCEEDED, f"all {len(f.kept)} replicas succeeded")
+    why = success_reached(f.success_policy, f.kept)
+    return None if why is None else PhaseDecision(Phase.SUCCEEDED, why)

@@ -1,0 +1,241 @@
+"""The writes of a pass, done after a pure module decided them: create the job's objects, sync its
+replicas (the scaler), write the status (one JSON patch of the fields the controller owns), post the
+Events, then what the status records and must follow it.
+
+After the status write, in this order, each decided by a pure module, so a pass that fails in between
+does it again next time (the status already records it):
+
+- the scale-down of replicas ``failurePolicy: DropReplica`` dropped (:mod:`~dihera.controller.decide.failures`);
+- the pods a scale-down left to the controller (:mod:`dihera.scaling.retired_pods`);
+- a held job's Workflow deleted (:mod:`~dihera.controller.decide.hold`: STOP);
+- cleanPodPolicy once the job ended (:mod:`~dihera.controller.decide.cleanup`): an ending is recorded before
+  anything is stopped, so stopping replicas (which Argo may report as a failed Workflow) can never turn a
+  Succeeded job into a Failed one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+
+from dihera.constants import TERMINAL_PHASES
+from dihera.controller.decide.cleanup import plan_cleanup
+from dihera.controller.decide.hold import SuspendAction
+from dihera.controller.decide.status import StatusUpdate, status_patch
+from dihera.controller.decide.view import JobView
+from dihera.controller.metrics import Metrics
+from dihera.errors import ScaleError
+from dihera.kube.events import EventRecorder
+from dihera.kube.jobs import JobStore
+from dihera.kube.objects import ObjectStore
+from dihera.kube.watch import Store
+from dihera.membership import Membership, plan_membership
+from dihera.model import DIJob
+from dihera.render import RenderSettings, render
+from dihera.scaling import ScaleRequest, retired_pods
+
+__all__ = ["Applier", "Scaler", "phase_message"]
+
+log = logging.getLogger("dihera.controller")
+
+
+class Scaler(Protocol):
+    """What the reconciler needs of :class:`dihera.kube.scale_executor.JobScaler`."""
+
+    def scale(self, namespace: str, name: str, request: ScaleRequest, *, update_spec: bool = True) -> Any: ...
+
+
+def phase_message(status: Mapping[str, Any]) -> str:
+    """The message of the status' True condition (the phase's)."""
+    for cond in status.get("conditions") or []:
+        if cond.get("status") == "True":
+            return str(cond.get("message") or "")
+    return ""
+
+
+class Applier:
+    """The controller's writes; ``cache``: the watch layer's store, told of each write it must not undo."""
+
+    def __init__(
+        self,
+        jobs: JobStore,
+        objects: ObjectStore,
+        events: EventRecorder,
+        scaler: Scaler,
+        metrics: Metrics,
+        render_settings: RenderSettings,
+        cache: Store | None = None,
+    ) -> None:
+        self.jobs, self.objects, self.scaler = jobs, objects, scaler
+        self._events, self._metrics, self._render, self._cache = events, metrics, render_settings, cache
+
+    # -- before the status write
+
+    def create(
+        self, job: DIJob, previous: Membership | None, extra: Mapping[str, str]
+    ) -> tuple[dict[str, Any], Membership]:
+        """Render ``job`` (its replicas as ``previous`` had them) and create what does not exist yet;
+        "already exists" reads the object back, so a pass never makes a second Workflow."""
+        rendered = render(job, self._render, plan_membership(job, previous))
+        created_any = []
+        result: dict[str, Any] = {}
+        for obj in rendered.objects():
+            result, created = self.objects.create(obj)
+            if created:
+                created_any.append(f"{obj['kind']} {obj['metadata']['name']}")
+                self._metrics.wrote("create", obj["kind"])
+        if created_any:
+            log.info("created %s", ", ".join(created_any), extra=extra)
+        return result, rendered.membership
+
+    def sync_replicas(self, view: JobView, why: str, extra: Mapping[str, str]) -> str | None:
+        """Bring spec and membership together (a hand edit, or a spec left behind by a commit). None when
+        done, else why it was refused (nothing changed). A retryable error (resourceVersion races the
+        scaler gave up on) is raised: the queue retries it with backoff; a permanent one is returned."""
+        log.info("%s; syncing the running job", why, extra=extra)
+        try:
+            result = self.scaler.scale(view.namespace, view.name, ScaleRequest.sync(), update_spec=False)
+        except ScaleError as err:
+            if err.retryable:
+                raise
+            log.warning("scale refused: %s", err, extra=extra)
+            return f"{why}, refused: {err}"
+        if result.changed:
+            self._metrics.wrote("update", "ConfigMap")
+            self._metrics.wrote("patch", "Workflow")
+        self._metrics.wrote("delete", "Pod", len(result.deleted_pods))
+        return None
+
+    # -- the status write
+
+    def status(self, body: Mapping[str, Any], update: StatusUpdate, extra: Mapping[str, str]) -> dict[str, Any]:
+        """Write the status if it changed, then post its Events; returns the DIJob as written."""
+        meta = body["metadata"]
+        written: dict[str, Any] = {**body, "status": dict(update.status)}
+        if update.changed:
+            written = self.jobs.patch_status(meta["namespace"], meta["name"], status_patch(body, update.status))
+            self._metrics.wrote("patch", "DIJob/status")
+            if self._cache is not None:  # the next pass reads this write, not the version it replaced
+                self._cache.replace("DIJob", body, written)
+            old_phase = (body.get("status") or {}).get("phase")
+            if old_phase != update.phase:
+                log.info(
+                    "phase %s -> %s: %s", old_phase or "-", update.phase, phase_message(update.status), extra=extra
+                )
+        if update.restarts_added > 0:
+            self._metrics.restarts.inc(update.restarts_added)
+        for event in update.events:
+            self._events.post(body, event.type, event.reason, event.message)  # counted by the recorder when sent
+        return written
+
+    # -- after the status write
+
+    def after_status(
+        self,
+        view: JobView,
+        update: StatusUpdate,
+        action: SuspendAction,
+        live_pods: Callable[[], Sequence[Mapping[str, Any]]] | None,
+        extra: Mapping[str, str],
+    ) -> None:
+        """What the written status records and must follow it, in order (the module docstring)."""
+        job, workflow = view.job, view.ours
+        if job is None:
+            return
+        # the scaler just deleted the retired replicas' pods it could (read live): the cache may not show it
+        pods = () if view.scaled else view.pods
+        self.drop_replicas(job, update.drops, extra)
+        if update.phase not in TERMINAL_PHASES and workflow is not None:
+            self.delete_retired_pods(job, workflow, pods, extra, live_pods)
+        if action is SuspendAction.STOP and workflow is not None:
+            self.delete_workflow(job, workflow, extra)
+        self.cleanup(job, update.phase, workflow, pods, extra)
+
+    def drop_replicas(self, job: DIJob, names: tuple[str, ...], extra: Mapping[str, str]) -> None:
+        """Remove the replicas failurePolicy DropReplica dropped, exactly as a scale-down naming them would.
+
+        A retryable error is raised (the queue retries; the status already records the drop, so the
+        next pass drops the same replicas); a permanent one is logged (the next pass decides again).
+        """
+        if not names:
+            return
+        try:
+            result = self.scaler.scale(job.namespace, job.name, ScaleRequest.remove_named(names))
+        except ScaleError as err:
+            if err.retryable:
+                raise
+            log.warning("failurePolicy DropReplica: removing %s refused: %s", ", ".join(names), err, extra=extra)
+            return
+        if result.changed:
+            self._metrics.wrote("update", "ConfigMap")
+            self._metrics.wrote("patch", "Workflow")
+            self._metrics.wrote("patch", "DIJob")
+        self._metrics.wrote("delete", "Pod", len(result.deleted_pods))
+        log.info("failurePolicy DropReplica: removed %s from the job", ", ".join(names), extra=extra)
+
+    def delete_retired_pods(
+        self,
+        job: DIJob,
+        workflow: Mapping[str, Any],
+        pods: Sequence[Mapping[str, Any]],
+        extra: Mapping[str, str],
+        live_pods: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
+    ) -> None:
+        """Delete the live pods of retired replicas whose tombstone Argo has finished (the scaler's leftovers).
+
+        A scale-down deletes them itself once Argo acts on its Workflow patch, waiting a bounded time; a pod
+        still waiting then (Argo slower still, or a scaler that stopped) is deleted here, when the Workflow's
+        watch event shows Argo finished the tombstone. Nothing to do in the steady state. ``pods`` from the
+        watch cache may not show the scaler's deletions yet: ``live_pods`` (the API server's list) confirms
+        any candidate first, so they are not deleted twice.
+        """
+        ready = retired_pods(job.name, workflow, pods).ready
+        if ready and live_pods is not None:
+            ready = retired_pods(job.name, workflow, live_pods()).ready
+        if not ready:
+            return
+        self.objects.delete_pods(job.namespace, ready)
+        self._metrics.wrote("delete", "Pod", len(ready))
+        log.info("deleted %d pod(s) of retired replicas: %s", len(ready), ", ".join(ready), extra=extra)
+
+    def delete_workflow(self, job: DIJob, workflow: Mapping[str, Any], extra: Mapping[str, str]) -> None:
+        """A held job: delete its Workflow (its pods go with it); the ConfigMap and the Service stay."""
+        meta = workflow["metadata"]
+        if self.objects.delete_workflow(job.namespace, meta["name"], uid=meta.get("uid")):
+            self._metrics.wrote("delete", "Workflow")
+            log.info("spec.suspend: deleted the Workflow %s; its pods go with it", meta["name"], extra=extra)
+
+    def cleanup(
+        self,
+        job: DIJob,
+        phase: str,
+        workflow: Mapping[str, Any] | None,
+        pods: Sequence[Mapping[str, Any]],
+        extra: Mapping[str, str],
+    ) -> None:
+        """cleanPodPolicy for a finished job's pods still around (idempotent; nothing while it runs)."""
+        plan = plan_cleanup(job.clean_pod_policy, phase, workflow, pods)
+        if plan.empty:
+            return
+        if plan.shutdown_workflow and workflow is not None:
+            stopped = self.objects.shutdown_workflow(job.namespace, workflow["metadata"]["name"])
+            self._metrics.wrote("patch", "Workflow")
+            if self._cache is not None and stopped:  # the next pass does not stop it again
+                self._cache.replace("Workflow", workflow, stopped)
+        self.objects.delete_pods(job.namespace, plan.delete_pods)  # concurrently: a big job has thousands
+        self._metrics.wrote("delete", "Pod", len(plan.delete_pods))
+        log.info(
+            "cleanPodPolicy %s: deleted %d pod(s)%s",
+            job.clean_pod_policy.value,
+            len(plan.delete_pods),
+            ", stopped the Workflow" if plan.shutdown_workflow else "",
+            extra=extra,
+        )
+
+    def delete_job(self, job: DIJob) -> bool:
+        """ttlSecondsAfterFinished: delete the DIJob (only this one: its uid) and, in the foreground, what it owns."""
+        deleted = self.jobs.delete(job.namespace, job.name, uid=job.uid)
+        if deleted:
+            self._metrics.wrote("delete", "DIJob")
+        return deleted

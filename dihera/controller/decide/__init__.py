@@ -1,0 +1,20 @@
+"""The controller's decisions (pure: no clock, no cluster), all made from one
+:class:`~dihera.controller.decide.view.JobView`:
+
+- ``view``: what one pass observed of a job
+- ``facts``: what is worked out of the view once per pass (replica states, drops, restarts, deadline)
+- ``decision``: what decisions answer (a phase with its message and cause; an Event)
+- ``phase``: the ordered table of phase policies
+- ``status``: the new status, its Events and the drops to apply (``conditions``, ``progress``: its parts)
+- ``converge``: what to create, release or sync before the status
+- ``replicas``: each replica's current attempt from the Workflow's nodes and the pods (``stuck``: why a pod
+  does not run)
+
+One module per lifecycle concern, each with its phase policies:
+
+- ``hold``: spec.suspend and Kueue's admission (Suspended, Queued; stop, wait, resume)
+- ``failures``: backoffLimit, failurePolicy DropReplica, restarts
+- ``success``: successPolicy
+- ``deadline``: activeDeadlineSeconds and ttlSecondsAfterFinished
+- ``cleanup``: cleanPodPolicy once the job ended
+"""

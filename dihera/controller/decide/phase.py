@@ -1,0 +1,144 @@
+"""Which phase a job is in, and why (pure): the ordered table of phase policies.
+
+Each policy is one small function reading the pass's :class:`~dihera.controller.decide.facts.Facts`,
+named after what it checks; a lifecycle feature's policies live in its own module. :data:`POLICIES` lists
+them in order and the first that answers wins:
+
+1. invalid_job             invalid stored object → Failed (the validation problems)
+2. held                    spec.suspend, or a resume waiting for the old run to go → Suspended;
+                           Kueue has not admitted the job's Workload → Queued (``hold``)
+3. workflow_deleted        Workflow known to have existed, now gone → Failed (nothing is recreated)
+4. deadline_exceeded       active longer than activeDeadlineSeconds → Failed (``deadline``)
+5. workflow_not_created    no Workflow yet → Pending
+6. foreign_workflow        a deleted DIJob's Workflow holds the name → Pending
+7. drop_bound_reached      a DropReplica replica exhausted its retries and dropping it would cross
+                           the bound → Failed (``failures``)
+8. backoff_exceeded        restarts of FailJob tasks > backoffLimit → Failed (``failures``)
+9. retries_exhausted       a replica's current attempt failed with no retry left → Failed (``failures``)
+10. workflow_failed        Workflow Failed / Error → Failed
+11. succeeded              Workflow Succeeded, or the successPolicy is met (default: every replica
+                           Succeeded) → Succeeded (``success``)
+12. rescheduling           membership changed (until every replica is up again) → Rescheduling
+13. replica_failed         a replica failed and will be retried → Restarting (``failures``)
+14. retry_not_up           a retry's pod is not up yet → Restarting (``failures``)
+15. pods_missing           some replica has no pod → Pending
+16. all_up / starting      every replica Running and ready (or done) → Running, else Starting
+
+Replicas dropped by ``failurePolicy: DropReplica`` are not among the facts' ``kept`` replicas: like
+replicas removed by a scale-down, they are no longer the job's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dihera.constants import FAILED_NODE_PHASES, EventReason, Phase
+from dihera.controller.decide.deadline import deadline_exceeded
+from dihera.controller.decide.decision import PhaseDecision
+from dihera.controller.decide.facts import Facts
+from dihera.controller.decide.failures import (
+    backoff_exceeded,
+    describe_failures,
+    drop_bound_reached,
+    replica_failed,
+    retries_exhausted,
+    retry_not_up,
+)
+from dihera.controller.decide.hold import held
+from dihera.controller.decide.success import succeeded
+
+__all__ = ["POLICIES", "Policy", "decide_phase"]
+
+Policy = Callable[[Facts], PhaseDecision | None]
+
+
+def invalid_job(f: Facts) -> PhaseDecision | None:
+    if f.view.invalid is None:
+        return None
+    return PhaseDecision(
+        Phase.FAILED, f"the DIJob is invalid; nothing was created: {f.view.invalid}", EventReason.INVALID_JOB
+    )
+
+
+def workflow_deleted(f: Facts) -> PhaseDecision | None:
+    if f.view.workflow is not None or not f.view.started:
+        return None
+    return PhaseDecision(
+        Phase.FAILED,
+        f"the Workflow {f.workflow_name or f.view.name} was deleted while the job was running; "
+        "dihera does not recreate it",
+        EventReason.WORKFLOW_DELETED,
+    )
+
+
+def workflow_not_created(f: Facts) -> PhaseDecision | None:
+    return PhaseDecision(Phase.PENDING, "creating the job's Workflow") if f.view.workflow is None else None
+
+
+def foreign_workflow(f: Facts) -> PhaseDecision | None:
+    if not f.view.foreign:
+        return None
+    name = f.workflow_name or f.view.name
+    return PhaseDecision(Phase.PENDING, f"waiting for the Workflow {name} of a deleted DIJob to go away")
+
+
+def workflow_failed(f: Facts) -> PhaseDecision | None:
+    wf_phase = f.workflow_status.get("phase") or ""
+    if wf_phase not in FAILED_NODE_PHASES:
+        return None
+    detail = describe_failures(f.failed) or f.workflow_status.get("message") or "no replica reported a failure"
+    name = f.workflow_name or f.view.name
+    return PhaseDecision(
+        Phase.FAILED, f"the Workflow {name} {wf_phase.lower()}ed: {detail}", EventReason.WORKFLOW_FAILED
+    )
+
+
+def rescheduling(f: Facts) -> PhaseDecision | None:
+    if not f.rescheduling or f.all_up:
+        return None
+    up = sum(1 for s in f.kept if s.up)
+    return PhaseDecision(
+        Phase.RESCHEDULING, f"the replicas changed; {up}/{len(f.kept)} up, waiting for the new ones to be ready"
+    )
+
+
+def pods_missing(f: Facts) -> PhaseDecision | None:
+    missing = sum(1 for s in f.kept if s.pod_phase is None)
+    if not missing:
+        return None
+    return PhaseDecision(Phase.PENDING, f"{len(f.kept) - missing}/{len(f.kept)} pods created")
+
+
+def running_or_starting(f: Facts) -> PhaseDecision:
+    if f.all_up:
+        return PhaseDecision(Phase.RUNNING, f"all {len(f.kept)} replicas are running")
+    return PhaseDecision(Phase.STARTING, f"all {len(f.kept)} pods created; waiting for them to be ready")
+
+
+#: The policies in order; the first that returns a decision wins, else :func:`running_or_starting`.
+POLICIES: tuple[Policy, ...] = (
+    invalid_job,
+    held,
+    workflow_deleted,
+    deadline_exceeded,
+    workflow_not_created,
+    foreign_workflow,
+    drop_bound_reached,
+    backoff_exceeded,
+    retries_exhausted,
+    workflow_failed,
+    succeeded,
+    rescheduling,
+    replica_failed,
+    retry_not_up,
+    pods_missing,
+)
+
+
+def decide_phase(f: Facts) -> PhaseDecision:
+    """The phase for what was observed: the first of :data:`POLICIES` that answers, else Running/Starting."""
+    for policy in POLICIES:
+        decision = policy(f)
+        if decision is not None:
+            return decision
+    return running_or_starting(f)

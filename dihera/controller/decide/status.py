@@ -1,0 +1,277 @@
+"""The DIJob status from what one pass observed (pure): view + the hold + now → new status, Events, drops.
+
+:func:`compute_status` works the facts out of the view once (:mod:`~dihera.controller.decide.facts`),
+asks the phase policies (:mod:`~dihera.controller.decide.phase`), and writes the status fields. Nothing
+here reads the clock or the cluster; :mod:`dihera.controller.reconcile` does both and writes the result
+only when :attr:`StatusUpdate.changed`. Once a job is Succeeded or Failed its status is final: later
+observations (pods being cleaned up) do not rewrite it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from dihera.constants import (
+    EVENT_NORMAL,
+    EVENT_WARNING,
+    TERMINAL_PHASES,
+    WARNING_PHASES,
+    EventReason,
+    Phase,
+    condition_reason,
+)
+from dihera.controller.decide.conditions import set_phase_condition
+from dihera.controller.decide.decision import Event, PhaseDecision
+from dihera.controller.decide.facts import Facts, facts
+from dihera.controller.decide.failures import drop_events, restart_events
+from dihera.controller.decide.hold import HELD_PHASES, SuspendPlan
+from dihera.controller.decide.phase import decide_phase
+from dihera.controller.decide.progress import task_progress, workflow_progress
+from dihera.controller.decide.replicas import ReplicaState
+from dihera.controller.decide.view import JobView
+from dihera.membership import Membership
+from dihera.patches import precondition
+
+__all__ = [
+    "OWN_FIELDS",
+    "PROGRESS_FIELDS",
+    "TERMINAL",
+    "Event",
+    "StatusUpdate",
+    "compute_status",
+    "progress_only",
+    "status_patch",
+    "stuck_replicas",
+    "task_status",
+]
+
+TERMINAL = TERMINAL_PHASES
+#: The status fields the controller writes; every other one (``profilings``: the di-server's) is left alone.
+OWN_FIELDS = (
+    "phase",
+    "conditions",
+    "replicas",
+    "readyReplicas",
+    "taskStatus",
+    "restarts",
+    "reschedules",
+    "observedGeneration",
+    "workflowName",
+    "membershipGeneration",
+    "completionTimestamp",
+    "startTime",
+    "stuckReplicas",
+    "droppedReplicas",
+    "progress",
+    "taskProgress",
+)
+
+#: The status fields a pass recomputes from what it observes alone (pod counts, Argo's node progress):
+#: a write that changes only these reports progress, and a later one writes the then-current values.
+PROGRESS_FIELDS = frozenset({"readyReplicas", "taskStatus", "progress", "taskProgress"})
+#: What may differ in a condition when only progress changed (a Pending message counts the pods created).
+_CONDITION_PROGRESS = frozenset({"message", "lastUpdateTime"})
+
+
+@dataclass(frozen=True)
+class StatusUpdate:
+    status: dict[str, Any]
+    changed: bool
+    events: tuple[Event, ...] = ()
+    restarts_added: int = 0
+    states: tuple[ReplicaState, ...] = field(default=(), compare=False)
+    #: Seconds until a time-based decision (activeDeadlineSeconds) is due: reconcile again then.
+    wakeup: float | None = None
+    #: Replicas a failure policy dropped that are still in the membership: the scale-down to apply
+    #: after the status write (names ``<task>-<index>``).
+    drops: tuple[str, ...] = ()
+
+    @property
+    def phase(self) -> str:
+        return str(self.status["phase"])
+
+
+def task_status(states: Sequence[ReplicaState]) -> dict[str, dict[str, int]]:
+    """Task → pod phase → count, over each replica's current attempt (replicas without a pod are left out)."""
+    out: dict[str, dict[str, int]] = {}
+    for s in states:
+        if s.pod_phase is not None:
+            phases = out.setdefault(s.task, {})
+            phases[s.pod_phase] = phases.get(s.pod_phase, 0) + 1
+    return out
+
+
+def stuck_replicas(states: Sequence[ReplicaState]) -> list[dict[str, str]]:
+    """``status.stuckReplicas``: every replica whose current pod is stuck, in rank order."""
+    out = []
+    for s in states:
+        if s.problem is not None:
+            entry = {"replica": s.name, "reason": s.problem[0], "message": s.problem[1]}
+            if s.pod_name:
+                entry["pod"] = s.pod_name
+            out.append(entry)
+    return out
+
+
+def _describe_stuck(entry: Mapping[str, str]) -> str:
+    pod = f" (pod {entry['pod']})" if entry.get("pod") else ""
+    return f"replica {entry['replica']}{pod} is {entry['reason']}: {entry['message']}"
+
+
+def _with_stuck(decision: PhaseDecision, stuck: Sequence[Mapping[str, str]]) -> PhaseDecision:
+    """The phase message followed by why replicas are stuck."""
+    if not stuck:
+        return decision
+    why = "; ".join(_describe_stuck(e) for e in stuck)
+    return PhaseDecision(decision.phase, f"{decision.message}; {why}", decision.cause)
+
+
+def _with_dropped(decision: PhaseDecision, dropped: Sequence[Mapping[str, Any]]) -> PhaseDecision:
+    """A running job's phase message followed by the replicas it goes on without."""
+    if not dropped or decision.phase in TERMINAL:
+        return decision
+    who = ", ".join(f"{e['replica']} (rank {e['rank']})" for e in dropped)
+    return PhaseDecision(
+        decision.phase,
+        f"{decision.message}; {len(dropped)} replica(s) dropped by failurePolicy DropReplica: {who}",
+        decision.cause,
+    )
+
+
+def _stuck_events(old: Mapping[str, Any], stuck: Sequence[Mapping[str, str]]) -> list[Event]:
+    """One ReplicaStuck Warning per replica and reason not already in the old status."""
+    seen = {(e.get("replica"), e.get("reason")) for e in old.get("stuckReplicas") or []}
+    return [
+        Event(EVENT_WARNING, EventReason.REPLICA_STUCK, _describe_stuck(e))
+        for e in stuck
+        if (e["replica"], e["reason"]) not in seen
+    ]
+
+
+def _membership_event(membership: Membership) -> Event:
+    tasks = ", ".join(f"{task} {n}" for task, n in membership.task_counts().items())
+    return Event(
+        EVENT_NORMAL,
+        EventReason.REPLICAS_CHANGED,
+        f"membership generation {membership.generation}: {len(membership.replicas)} replicas ({tasks})",
+    )
+
+
+def _events(f: Facts, decision: PhaseDecision, stuck: Sequence[Mapping[str, str]], refused: str | None) -> list[Event]:
+    """The Events of a pass, in order: drops, stuck replicas, a refused scale, a new membership, restarts,
+    the phase change. Every one but ScaleRefused follows a change of the status; the reconciler passes a
+    refusal once."""
+    events = [*drop_events(f), *_stuck_events(f.view.status, stuck)]
+    if refused:
+        events.append(Event(EVENT_WARNING, EventReason.SCALE_REFUSED, refused))
+    if f.membership_grew and f.live is not None:
+        events.append(_membership_event(f.live))
+    events += restart_events(f)
+    if decision.phase != f.view.phase:
+        kind = EVENT_WARNING if decision.phase in WARNING_PHASES else EVENT_NORMAL
+        events.append(Event(kind, decision.cause or condition_reason(decision.phase), decision.message))
+    return events
+
+
+def _decided(f: Facts) -> tuple[PhaseDecision, list[dict[str, str]]]:
+    """The phase, its message followed by the stuck and the dropped replicas, and the stuck replicas."""
+    decision = decide_phase(f)
+    stuck = stuck_replicas(f.kept) if decision.phase not in (Phase.SUCCEEDED, *HELD_PHASES) else []
+    return _with_dropped(_with_stuck(decision, stuck), f.drops.dropped), stuck
+
+
+def compute_status(view: JobView, hold: SuspendPlan, now: str, refused: str | None = None) -> StatusUpdate:
+    """The new status of the job ``view`` shows; ``hold``: what spec.suspend / Kueue ask
+    (:func:`~dihera.controller.decide.hold.plan_hold`); ``now``: an RFC 3339 timestamp
+    (``2026-01-02T03:04:05Z``); ``refused``: why a hand edit of the replicas was refused (a Warning)."""
+    old = view.status
+    if view.finished:
+        return StatusUpdate(dict(old), changed=False)
+    f = facts(view, hold, now)
+    decision, stuck = _decided(f)
+    old_mg = old.get("membershipGeneration")
+    new_mg = f.live.generation if f.live else old_mg
+    # every committed membership change (scale-up or down, server or spec edit) is one reschedule
+    changes = max(int(new_mg) - int(old_mg), 0) if old_mg is not None and new_mg is not None else 0
+    status: dict[str, Any] = {
+        "phase": decision.phase.value,
+        "conditions": set_phase_condition(
+            old.get("conditions") or [], decision.phase, decision.message, now, decision.cause
+        ),
+        "replicas": len(f.kept),
+        "readyReplicas": sum(1 for s in f.kept if s.ready),
+        "taskStatus": task_status(f.kept),
+        "restarts": f.restarts,
+        "reschedules": int(old.get("reschedules") or 0) + changes,
+        "observedGeneration": view.generation,
+        "startTime": f.start,
+    }
+    optional = {
+        "stuckReplicas": stuck or None,
+        "droppedReplicas": [dict(e) for e in f.drops.dropped] or None,
+        "profilings": old.get("profilings"),
+        "workflowName": f.workflow_name or None,
+        "membershipGeneration": new_mg,
+        "completionTimestamp": now if decision.phase in TERMINAL else None,
+        "progress": workflow_progress(view.ours),
+        "taskProgress": task_progress(f.kept) or None,
+    }
+    status.update({k: v for k, v in optional.items() if v is not None})
+    active = decision.phase not in TERMINAL and decision.phase not in HELD_PHASES
+    return StatusUpdate(
+        status,
+        status != old,
+        tuple(_events(f, decision, stuck, refused)),
+        f.restarts - int(old.get("restarts") or 0),
+        f.kept,
+        f.deadline_left if decision.phase not in TERMINAL else None,
+        f.drops.remove if active else (),
+    )
+
+
+def progress_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """Whether ``new`` differs from ``old`` in progress only: :data:`PROGRESS_FIELDS`, and the message
+    of a condition (with its ``lastUpdateTime``). False when the phase or anything else changed."""
+    if not old or old.get("phase") != new.get("phase"):
+        return False
+    for key in old.keys() | new.keys():
+        if key in PROGRESS_FIELDS or old.get(key) == new.get(key):
+            continue
+        if key != "conditions" or not _same_conditions(old.get(key) or [], new.get(key) or []):
+            return False
+    return True
+
+
+def _same_conditions(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]) -> bool:
+    """The same conditions but for their messages (and when those were written)."""
+
+    def bare(conds: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        return [{k: v for k, v in c.items() if k not in _CONDITION_PROGRESS} for c in conds]
+
+    return bare(old) == bare(new)
+
+
+def status_patch(body: Mapping[str, Any], status: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """JSON patch writing the controller's fields of ``status`` over the DIJob ``body`` was read as.
+
+    Only :data:`OWN_FIELDS` that changed are written (``add`` replaces a whole value; a field gone is
+    removed), so a field another writer owns, or wrote since ``body`` was read, is never touched. A
+    job without a status yet gets one created under a resourceVersion precondition (another writer may
+    have created it meanwhile: then the API server answers 409 and the pass reads again). Later writes
+    carry no precondition, so the di-server's profilings writes never make them fail; a watch cache
+    behind the API server cannot make them undo a newer status either (docs/controller.md).
+    """
+    old = body.get("status")
+    ops: list[dict[str, Any]] = []
+    if old is None:
+        ops.append(precondition(body))
+        ops.append({"op": "add", "path": "/status", "value": {}})
+        old = {}
+    for name in OWN_FIELDS:
+        if name in status and status[name] != old.get(name):
+            ops.append({"op": "add", "path": f"/status/{name}", "value": status[name]})
+        elif name not in status and name in old:
+            ops.append({"op": "remove", "path": f"/status/{name}"})
+    return ops

@@ -1,0 +1,89 @@
+"""What one reconcile observed of a job (pure data): the one thing every decision reads.
+
+:mod:`dihera.controller.observe` builds a :class:`JobView` from the watch cache (or the API server);
+:func:`dihera.controller.decide.converge.plan_converge` and
+:func:`dihera.controller.decide.status.compute_status` decide from it; after the pass creates or scales
+the job's objects it observes again into a new view. Nothing here is copied into other records: a
+decision that needs a fact reads it here, or derives it from what is here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from dihera.constants import TERMINAL_PHASES
+from dihera.membership import Membership
+from dihera.model import DIJob
+from dihera.queueing.state import QueueState
+
+__all__ = ["JobView"]
+
+
+@dataclass(frozen=True)
+class JobView:
+    """One job as a pass saw it.
+
+    ``job``: the DIJob validated (None: invalid, ``invalid`` says why). ``membership``: what its membership
+    ConfigMap holds (None: not created yet). ``workflow``: the Workflow named after the job, if any; it is
+    ``foreign`` when another (deleted) DIJob owns it. ``pods``: the pods of the job's own Workflow.
+    ``queue``: Kueue's answer (None: the job is not queued). ``leftover_pods``: pods of a held run still
+    going away, counted (by the API server) only when a resume or a quota release waits on them.
+    ``cached``: read from the watch cache (it may be behind the API server). ``scaled``: the scaler ran in
+    this pass (the pods of replicas it retired may be gone already, though the cache still shows them).
+    """
+
+    body: Mapping[str, Any]
+    job: DIJob | None
+    invalid: str | None = None
+    membership: Membership | None = None
+    workflow: Mapping[str, Any] | None = None
+    foreign: bool = False
+    pods: tuple[Mapping[str, Any], ...] = ()
+    queue: QueueState | None = None
+    leftover_pods: int = 0
+    cached: bool = True
+    scaled: bool = False
+
+    @property
+    def namespace(self) -> str:
+        return str(self.body["metadata"]["namespace"])
+
+    @property
+    def name(self) -> str:
+        return str(self.body["metadata"]["name"])
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``, as logs name the job."""
+        return f"{self.namespace}/{self.name}"
+
+    @cached_property
+    def status(self) -> Mapping[str, Any]:
+        """The status as read (the one this pass may replace)."""
+        return dict(self.body.get("status") or {})
+
+    @property
+    def phase(self) -> str | None:
+        """The phase as read (None: the job has no status yet)."""
+        return self.status.get("phase")
+
+    @property
+    def generation(self) -> int:
+        return int(self.body["metadata"].get("generation") or 0)
+
+    @property
+    def started(self) -> bool:
+        """Whether the job's objects were created once (the status names its Workflow)."""
+        return bool(self.status.get("workflowName"))
+
+    @property
+    def finished(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+    @property
+    def ours(self) -> Mapping[str, Any] | None:
+        """The Workflow if it is this job's (not a deleted DIJob's of the same name)."""
+        return None if self.foreign else self.workflow

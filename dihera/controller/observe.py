@@ -1,0 +1,203 @@
+"""Observe a job into one :class:`~dihera.controller.decide.view.JobView`: the DIJob, its membership
+ConfigMap, its Workflow, its pods and (queued with Kueue) its Workload, read from the watch layer's store
+or from the API server.
+
+:class:`CachedReads` costs no request, :class:`LiveReads` one GET or LIST each. A pass reads from the
+store and goes to the API server only when the store cannot be trusted to be current enough for the
+decision at hand: a Workflow or ConfigMap the status already records that the store has not delivered
+yet (:class:`CacheBehind`: the pass writes nothing and waits for its watch event), the pods of a held run
+that a resume must outlive, and what a scaler just wrote (docs/controller.md, "Reading from watches").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from dihera.constants import LABEL_JOB
+from dihera.controller.decide.hold import leftover_counted
+from dihera.controller.decide.view import JobView
+from dihera.controller.kueue import Queueing
+from dihera.controller.validated import ValidatedJobs
+from dihera.errors import InvalidJobError
+from dihera.kube.watch import Store
+from dihera.membership import Membership
+from dihera.naming import membership_configmap_name, workflow_name
+from dihera.render.env import MEMBERSHIP_FILE
+
+__all__ = ["CacheBehind", "CachedReads", "JobReader", "LiveReads", "ObjectReader", "Observer", "Reads", "owned_by"]
+
+
+class CacheBehind(Exception):
+    """The watch cache has not delivered an object the job's status already records: the pass writes
+    nothing; that object's watch event queues the job again."""
+
+
+class JobReader(Protocol):
+    def get(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+
+class ObjectReader(Protocol):
+    def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def get_workflow(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]: ...
+
+
+class Reads(Protocol):
+    #: True when answers come from the watch cache (possibly behind the API server).
+    cached: bool
+
+    def dijob(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def configmap(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def workflow(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def pods(self, namespace: str, job: str) -> list[dict[str, Any]]: ...
+
+
+class LiveReads:
+    """Reads through the API (``JobStore`` and ``ObjectStore``)."""
+
+    cached = False
+
+    def __init__(self, jobs: JobReader, objects: ObjectReader) -> None:
+        self._jobs, self._objects = jobs, objects
+
+    def dijob(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._jobs.get(namespace, name)
+
+    def configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._objects.get_configmap(namespace, name)
+
+    def workflow(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._objects.get_workflow(namespace, name)
+
+    def pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
+        return self._objects.list_pods(namespace, f"{LABEL_JOB}={job}")
+
+
+class CachedReads:
+    """Reads from the watch layer's :class:`~dihera.kube.watch.Store`."""
+
+    cached = True
+
+    def __init__(self, cache: Store) -> None:
+        self.cache = cache
+
+    def dijob(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.cache.get("DIJob", namespace, name)
+
+    def configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.cache.get("ConfigMap", namespace, name)
+
+    def workflow(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.cache.get("Workflow", namespace, name)
+
+    def pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
+        return self.cache.pods(namespace, job)
+
+
+def owned_by(obj: Mapping[str, Any], uid: str | None) -> bool:
+    """Whether ``obj`` has an ownerReference to ``uid``."""
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return uid is not None and any(r.get("uid") == uid for r in refs)
+
+
+def membership_of(configmap: Mapping[str, Any] | None) -> Membership | None:
+    text = ((configmap or {}).get("data") or {}).get(MEMBERSHIP_FILE)
+    return _parse_membership(text) if text else None
+
+
+@functools.lru_cache(maxsize=64)
+def _parse_membership(text: str) -> Membership:
+    """A membership is parsed once per ConfigMap version (a 2,000-replica one is 90 KB of JSON), not per pass."""
+    return Membership.from_json(text)
+
+
+class Observer:
+    """Builds job views; ``live`` answers from the API server whatever ``reads`` a pass uses."""
+
+    def __init__(self, live: Reads, validated: ValidatedJobs, queueing: Queueing | None = None) -> None:
+        self.live = live
+        self._validated = validated
+        self._queueing = queueing
+
+    def view(self, body: Mapping[str, Any], reads: Reads, extra: Mapping[str, str]) -> JobView:
+        """Everything of the job ``body`` (a DIJob as ``reads`` answered it) a pass decides from."""
+        try:
+            job = self._validated.load(body)
+        except InvalidJobError as err:
+            return JobView(body, None, invalid="; ".join(str(p) for p in err.problems), cached=reads.cached)
+        queue = None
+        if self._queueing is not None and not job.suspend:  # spec.suspend wins: a suspended job is not queued
+            queue = self._queueing.state(job, live=not reads.cached, extra=extra)
+        namespace, name = job.namespace, job.name
+        configmap = reads.configmap(namespace, membership_configmap_name(name))
+        workflow = reads.workflow(namespace, workflow_name(name))
+        view = JobView(body, job, None, membership_of(configmap), workflow, queue=queue, cached=reads.cached)
+        if reads.cached:
+            self._check_current(view, configmap)
+        view = dataclasses.replace(view, foreign=workflow is not None and not owned_by(workflow, job.uid))
+        view = self.with_pods(view, reads)
+        if leftover_counted(view):
+            view = dataclasses.replace(view, leftover_pods=len(self.live.pods(namespace, name)))
+        return view
+
+    def finished_view(self, body: Mapping[str, Any], reads: Reads) -> JobView:
+        """A finished job: its Workflow (if it is the job's own) and that Workflow's pods, for cleanPodPolicy
+        (from the watch cache: a pod it has not delivered yet is deleted by the pass its event starts)."""
+        try:
+            job = self._validated.load(body)
+        except InvalidJobError:
+            return JobView(body, None, cached=reads.cached)
+        workflow = reads.workflow(job.namespace, workflow_name(job.name))
+        foreign = workflow is not None and not owned_by(workflow, job.uid)
+        return self.with_pods(JobView(body, job, workflow=workflow, foreign=foreign, cached=reads.cached), reads)
+
+    def with_pods(self, view: JobView, reads: Reads) -> JobView:
+        """``view`` with the pods of its own Workflow as ``reads`` answer now."""
+        ours = view.ours
+        if ours is None:
+            return dataclasses.replace(view, pods=())
+        uid = ours["metadata"].get("uid")
+        return dataclasses.replace(
+            view, pods=tuple(p for p in reads.pods(view.namespace, view.name) if owned_by(p, uid))
+        )
+
+    def after_scale(self, view: JobView, reads: Reads) -> JobView:
+        """What the scaler made, asked of the API server (the watch cache may not have it yet): the
+        membership, the Workflow and the DIJob (which the scaler stamps: the status write's base)."""
+        namespace, name = view.namespace, view.name
+        configmap = self.live.configmap(namespace, membership_configmap_name(name))
+        body = self.live.dijob(namespace, name) or view.body
+        workflow = self.live.workflow(namespace, workflow_name(name))
+        changed = dataclasses.replace(
+            view, body=body, membership=membership_of(configmap), workflow=workflow, scaled=True
+        )
+        return self.with_pods(changed, reads)
+
+    def _check_current(self, view: JobView, configmap: Mapping[str, Any] | None) -> None:
+        """Raise :class:`CacheBehind` when the cache is behind what the status records.
+
+        The status names a Workflow (or a membership generation) the cache does not hold yet: just
+        created, or committed by a scaler, and its watch event still on the way. A missing object is
+        asked of the API server, so one deleted for real is seen as gone (and the job fails).
+        """
+        if not view.started:
+            return  # nothing created yet: creation reads back what already exists
+        namespace, name = view.namespace, view.name
+        if view.workflow is None and self.live.workflow(namespace, workflow_name(name)) is not None:
+            raise CacheBehind(f"the Workflow {workflow_name(name)} is not in the watch cache yet")
+        cm_name = membership_configmap_name(name)
+        if configmap is None and self.live.configmap(namespace, cm_name) is not None:
+            raise CacheBehind(f"the ConfigMap {cm_name} is not in the watch cache yet")
+        recorded = view.status.get("membershipGeneration")
+        if view.membership is not None and recorded is not None and view.membership.generation < int(recorded):
+            raise CacheBehind(
+                f"the ConfigMap {cm_name} in the watch cache is at generation {view.membership.generation}"
+            )
