@@ -25,10 +25,8 @@ __all__ = [
     "ENV_STRING_MARGIN",
     "EVENT_NORMAL",
     "EVENT_WARNING",
-    "FAILED_NODE_PHASES",
     "FIELD_MANAGER_CONTROLLER",
     "FIELD_MANAGER_SERVER",
-    "FULFILLED_NODE_PHASES",
     "KUEUE_API_VERSION",
     "KUEUE_GROUP",
     "KUEUE_VERSION",
@@ -43,7 +41,6 @@ __all__ = [
     "PEER_WAIT_CONTAINER",
     "STUCK_WAITING_REASONS",
     "TERMINAL_PHASES",
-    "TERMINAL_POD_PHASES",
     "TF_ENTRY_EXTRA",
     "TF_ROLE_EXTRA",
     "VACANT_RANK_ADDRESS",
@@ -135,12 +132,6 @@ def condition_reason(phase: str) -> str:
 EVENT_NORMAL = "Normal"
 EVENT_WARNING = "Warning"
 
-#: Pod phases after which a pod runs no more.
-TERMINAL_POD_PHASES = frozenset({"Succeeded", "Failed"})
-#: Argo node (and Workflow) phases that mean failure.
-FAILED_NODE_PHASES = frozenset({"Failed", "Error"})
-#: Argo node phases after which Argo never starts a pod for the node again (Argo's ``Fulfilled``).
-FULFILLED_NODE_PHASES = frozenset({"Succeeded", "Failed", "Error", "Skipped", "Omitted"})
 
 # -- labels and annotations on what a DIJob creates -------------------------------------------------
 LABEL_JOB = "diengine/job"

@@ -25,9 +25,10 @@ from dihera.errors import InvalidJobError
 from dihera.kube.watch import Store
 from dihera.membership import Membership
 from dihera.naming import membership_configmap_name, workflow_name
+from dihera.objects import owned_by
 from dihera.render.env import MEMBERSHIP_FILE
 
-__all__ = ["CacheBehind", "CachedReads", "JobReader", "LiveReads", "ObjectReader", "Observer", "Reads", "owned_by"]
+__all__ = ["CacheBehind", "CachedReads", "JobReader", "LiveReads", "ObjectReader", "Observer", "Reads"]
 
 
 class CacheBehind(Exception):
@@ -100,12 +101,6 @@ class CachedReads:
 
     def pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
         return self.cache.pods(namespace, job)
-
-
-def owned_by(obj: Mapping[str, Any], uid: str | None) -> bool:
-    """Whether ``obj`` has an ownerReference to ``uid``."""
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
-    return uid is not None and any(r.get("uid") == uid for r in refs)
 
 
 def membership_of(configmap: Mapping[str, Any] | None) -> Membership | None:

@@ -36,11 +36,12 @@ from dihera.controller.decide.status import StatusUpdate, compute_status, progre
 from dihera.controller.decide.view import JobView
 from dihera.controller.kueue import Queueing
 from dihera.controller.metrics import Metrics
-from dihera.controller.observe import CacheBehind, CachedReads, LiveReads, Observer, Reads, owned_by
+from dihera.controller.observe import CacheBehind, CachedReads, LiveReads, Observer, Reads
 from dihera.controller.validated import ValidatedJobs
 from dihera.kube.jobs import StatusConflict
 from dihera.kube.watch import Store
 from dihera.membership import plan_membership
+from dihera.objects import owned_by
 from dihera.queueing import with_placements
 from dihera.scaling import EditAction
 

@@ -18,6 +18,7 @@ from dihera.constants import ANNOTATION_WORKLOAD_SLICE, FIELD_MANAGER_CONTROLLER
 from dihera.errors import QuotaRefused
 from dihera.kube.jobs import StatusConflict
 from dihera.model import DIJob
+from dihera.patches import precondition
 from dihera.queueing import KueueSettings, build_workload, queue_name, slice_name, view_workload, workload_name
 from dihera.queueing.slices import added_replicas, plan_release
 
@@ -29,9 +30,6 @@ SLICE_POLL = 0.5
 
 WORKLOAD_PLURAL = "workloads"
 JSON_PATCH = "application/json-patch+json"
-#: What the API server answers (422, no detail) when a JSON patch's ``test`` op fails: the resourceVersion
-#: the patch was computed from is no longer the Workload's (measured on Kubernetes v1.37).
-PATCH_TEST_FAILED = "the server rejected our request due to an error in our request"
 
 
 class KueueObjectMissing(LookupError):
@@ -83,7 +81,7 @@ class WorkloadStore:
         return _as_dict(created), True
 
     def patch_status(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
-        """A JSON patch of ``workloads/status`` (with its own resourceVersion test): the Workload as written,
+        """A JSON patch of ``workloads/status`` (with its own resourceVersion precondition): the Workload as written,
         None when it is gone, :class:`StatusConflict` when it changed since it was read."""
         try:
             written = self._custom.patch_namespaced_custom_object_status(
@@ -99,7 +97,7 @@ class WorkloadStore:
         except ApiException as err:
             if err.status == 404:
                 return None
-            if err.status == 409 or (err.status == 422 and PATCH_TEST_FAILED in str(err.body or "")):
+            if err.status == 409:
                 raise StatusConflict(f"Workload {namespace}/{name} changed since it was read") from err
             raise
         return _as_dict(written)
@@ -216,7 +214,7 @@ class QuotaGate:
         if plan.reclaimable is not None:
             value = [{"name": k, "count": v} for k, v in plan.reclaimable.items()]
             ops = [
-                {"op": "test", "path": "/metadata/resourceVersion", "value": base["metadata"]["resourceVersion"]},
+                precondition(base),
                 {"op": "add", "path": "/status/reclaimablePods", "value": value},
             ]
             self._store.patch_status(job.namespace, workload_name(job.name), ops)

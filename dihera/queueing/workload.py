@@ -22,6 +22,8 @@ from typing import Any
 
 from dihera.constants import KUEUE_API_VERSION, KUEUE_GROUP, LABEL_JOB, LABEL_QUEUE_NAME, MANAGED_BY
 from dihera.model import DIJob
+from dihera.objects import owner_reference
+from dihera.patches import precondition
 from dihera.schema import API_VERSION, KIND
 
 __all__ = [
@@ -91,14 +93,7 @@ def build_workload(
         for t in job.tasks
         if wanted.get(t.name, 0) > 0
     ]
-    owner = {
-        "apiVersion": API_VERSION,
-        "kind": KIND,
-        "name": job.name,
-        "uid": job.uid,
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
+    owner = owner_reference(API_VERSION, KIND, job.name, str(job.uid))
     metadata: dict[str, Any] = {
         "name": name or workload_name(job.name),
         "namespace": job.namespace,
@@ -231,11 +226,6 @@ def with_placements(job: DIJob, where: Mapping[str, Placement]) -> DIJob:
     return dataclasses.replace(job, tasks=tasks, labels=labels)
 
 
-def _precondition(workload: Mapping[str, Any]) -> dict[str, Any]:
-    version = (workload.get("metadata") or {}).get("resourceVersion")
-    return {"op": "test", "path": "/metadata/resourceVersion", "value": version}
-
-
 def _set_conditions(
     conditions: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]], now: str, generation: int
 ) -> list[dict[str, Any]]:
@@ -290,7 +280,7 @@ def requeue_patch(
         generation,
     )
     ops: list[dict[str, Any]] = [
-        _precondition(workload),
+        precondition(workload),
         {"op": "add", "path": "/status/conditions", "value": conditions},
     ]
     ops += [{"op": "remove", "path": f"/status/{key}"} for key in ("admission", "reclaimablePods") if key in status]
@@ -312,5 +302,5 @@ def finish_patch(workload: Mapping[str, Any], succeeded: bool, message: str, now
     }
     conditions = _set_conditions(status.get("conditions") or [], [finished], now, generation)
     if "status" not in workload:
-        return [_precondition(workload), {"op": "add", "path": "/status", "value": {"conditions": conditions}}]
-    return [_precondition(workload), {"op": "add", "path": "/status/conditions", "value": conditions}]
+        return [precondition(workload), {"op": "add", "path": "/status", "value": {"conditions": conditions}}]
+    return [precondition(workload), {"op": "add", "path": "/status/conditions", "value": conditions}]

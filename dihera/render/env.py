@@ -12,12 +12,11 @@ from typing import Any
 from dihera.model import DIJob, Task, task_env_name
 from dihera.naming import fqdn, membership_configmap_name
 from dihera.render.providers import provider_env
+from dihera.render.providers.base import INDEX, RANK
 from dihera.render.settings import RenderSettings
 
 __all__ = ["GENERATION_KEY", "INDEX", "MEMBERSHIP_FILE", "NODES_KEY", "RANK", "di_env"]
 
-INDEX = "{{inputs.parameters.index}}"
-RANK = "{{inputs.parameters.rank}}"
 NODES_KEY = "DI_NODES"
 GENERATION_KEY = "DI_MEMBERSHIP_GENERATION"
 MEMBERSHIP_FILE = "membership.json"

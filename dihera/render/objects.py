@@ -9,6 +9,7 @@ from dihera.env_limits import value_fits
 from dihera.membership import Membership, Replica
 from dihera.model import DIJob, task_env_name
 from dihera.naming import DI_PORT, DI_PORT_NAME, Addressing, member_address, membership_configmap_name, service_name
+from dihera.objects import owner_reference
 from dihera.render.env import GENERATION_KEY, MEMBERSHIP_FILE, NODES_KEY
 from dihera.render.providers import membership_data
 from dihera.render.settings import RenderSettings
@@ -24,18 +25,7 @@ def job_labels(job: DIJob) -> dict[str, str]:
 
 def owner_references(job: DIJob) -> list[dict[str, Any]]:
     """The DIJob owns its objects (garbage-collected with it) once it has a uid."""
-    if not job.uid:
-        return []
-    return [
-        {
-            "apiVersion": API_VERSION,
-            "kind": KIND,
-            "name": job.name,
-            "uid": job.uid,
-            "controller": True,
-            "blockOwnerDeletion": True,
-        }
-    ]
+    return [owner_reference(API_VERSION, KIND, job.name, job.uid)] if job.uid else []
 
 
 def _metadata(job: DIJob, name: str) -> dict[str, Any]:

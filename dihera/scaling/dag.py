@@ -20,6 +20,7 @@ from dihera.constants import WORKFLOW_ENTRYPOINT as ENTRYPOINT
 from dihera.errors import NotDiheraWorkflow
 from dihera.membership import Membership
 from dihera.naming import dag_task_name
+from dihera.objects import VersionMemo
 
 __all__ = ["RETIRED_TEMPLATE", "DagSlots", "live_replicas", "read_dag", "retired_dag_tasks", "workflow_nodes"]
 
@@ -58,35 +59,23 @@ def read_dag(workflow: Mapping[str, Any]) -> DagSlots:
     return DagSlots(index, live, retired, {str(k): v for k, v in positions.items()})
 
 
-#: (uid, resourceVersion) of a Workflow → its retired DAG tasks: a big job's passes read its 2,000-task DAG
-#: once per version of the Workflow, not several times per pass.
-_RETIRED: dict[tuple[str, str], frozenset[str]] = {}
-#: Workflow versions remembered before that memo starts over.
-_RETIRED_KEPT = 64
-
-
-def _read_retired(workflow: Mapping[str, Any] | None) -> frozenset[str]:
+def _read_retired(workflow: Mapping[str, Any]) -> frozenset[str]:
     out: set[str] = set()
-    for template in ((workflow or {}).get("spec") or {}).get("templates") or []:
+    for template in (workflow.get("spec") or {}).get("templates") or []:
         for task in (template.get("dag") or {}).get("tasks") or []:
             if task.get("template") == RETIRED_TEMPLATE:
                 out.add(str(task.get("name")))
     return frozenset(out)
 
 
+#: A Workflow's retired DAG tasks per version: a big job's passes read its 2,000-task DAG once per version
+#: of the Workflow, not several times per pass.
+_retired_of: VersionMemo[frozenset[str]] = VersionMemo(_read_retired, kept=64)
+
+
 def retired_dag_tasks(workflow: Mapping[str, Any] | None) -> frozenset[str]:
     """Names of the DAG tasks scaling retired (template ``dihera-retired``) in the Workflow's spec."""
-    meta = (workflow or {}).get("metadata") or {}
-    uid, version = meta.get("uid"), meta.get("resourceVersion")
-    if not uid or not version:
-        return _read_retired(workflow)
-    key = (str(uid), str(version))
-    found = _RETIRED.get(key)
-    if found is None:
-        if len(_RETIRED) >= _RETIRED_KEPT:
-            _RETIRED.clear()
-        found = _RETIRED[key] = _read_retired(workflow)
-    return found
+    return _retired_of(workflow) if workflow else frozenset()
 
 
 def live_replicas(membership: Membership, workflow: Mapping[str, Any] | None) -> Membership:

@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dihera.constants import FULFILLED_NODE_PHASES, LABEL_POD, TERMINAL_POD_PHASES
+from dihera.constants import LABEL_POD
+from dihera.objects import FULFILLED_NODE_PHASES, TERMINAL_POD_PHASES
 from dihera.scaling.dag import retired_dag_tasks, workflow_nodes
 
 __all__ = ["RetiredPods", "retired_pods"]

@@ -13,6 +13,7 @@ from typing import Any
 from dihera.controller.decide import replicas
 from dihera.controller.decide.replicas import ReplicaState, replica_states
 from dihera.membership import Membership, Replica
+from dihera.objects import VersionMemo
 
 JOB = "memo"
 MEMBERSHIP = Membership(1, (Replica(0, "learner", 0), Replica(1, "collector", 0), Replica(2, "collector", 1)))
@@ -53,14 +54,14 @@ def workflow(version: str, **phases: str) -> dict[str, Any]:
 
 def fresh(wf: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[ReplicaState, ...]:
     """The states worked out from scratch (nothing remembered)."""
-    saved = dict(replicas._STATES), dict(replicas._NODES)
+    saved = dict(replicas._STATES), replicas._attempt_nodes_of
     replicas._STATES.clear()
-    replicas._NODES.clear()
+    replicas._attempt_nodes_of = VersionMemo(replicas._read_attempt_nodes, kept=64)
     try:
         return replica_states(JOB, MEMBERSHIP, copy.deepcopy(wf), copy.deepcopy(pods))
     finally:
         replicas._STATES.update(saved[0])
-        replicas._NODES.update(saved[1])
+        replicas._attempt_nodes_of = saved[1]
 
 
 def test_an_unchanged_replica_keeps_its_state_and_a_changed_one_is_worked_out_again() -> None:

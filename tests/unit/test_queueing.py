@@ -179,7 +179,7 @@ def test_releasing_an_evicted_workload_is_what_kueues_job_reconciler_writes() ->
     evicted = cond("Evicted", "True", "Preempted", "Preempted to accommodate a higher priority workload")
     wl = workload(*ADMITTED, evicted, admission=ADMISSION)
     ops = requeue_patch(wl, NOW)
-    assert ops[0] == {"op": "test", "path": "/metadata/resourceVersion", "value": "7"}
+    assert ops[0] == {"op": "replace", "path": "/metadata/resourceVersion", "value": "7"}  # the one precondition
     after = jsonpatch.apply_patch(wl, ops)
     assert "admission" not in after["status"]
     conds = {c["type"]: c for c in after["status"]["conditions"]}

@@ -22,11 +22,11 @@ from typing import Any
 
 from dihera.constants import TERMINAL_PHASES, Phase
 from dihera.model import CleanPodPolicy
+from dihera.objects import LIVE_POD_PHASES, PodPhase, WorkflowPhase, deleting, metadata, pod_phase, workflow_phase
 
 __all__ = ["CleanupPlan", "plan_cleanup"]
 
-_COMPLETED_WORKFLOW = frozenset({"Succeeded", "Failed", "Error"})
-_LIVE_POD = frozenset({"Pending", "Running", "Unknown"})
+_COMPLETED_WORKFLOW = frozenset({WorkflowPhase.SUCCEEDED, WorkflowPhase.FAILED, WorkflowPhase.ERROR})
 
 
 @dataclass(frozen=True)
@@ -48,17 +48,16 @@ def plan_cleanup(
     """What to do for a job in ``phase``; nothing unless it is Succeeded or Failed."""
     if phase not in TERMINAL_PHASES or policy is CleanPodPolicy.NONE:
         return CleanupPlan()
-    doomed, live = [], False
-    for pod in pods:
-        meta = pod.get("metadata") or {}
-        if meta.get("deletionTimestamp"):
-            continue
-        pod_phase = (pod.get("status") or {}).get("phase") or "Pending"
-        live = live or pod_phase in _LIVE_POD
-        if policy is CleanPodPolicy.ALL or pod_phase in _LIVE_POD:
-            doomed.append(str(meta["name"]))
-    shutdown = False
-    if workflow is not None and (phase == Phase.FAILED or live):
-        wf_phase = (workflow.get("status") or {}).get("phase")
-        shutdown = wf_phase not in _COMPLETED_WORKFLOW and (workflow.get("spec") or {}).get("shutdown") != "Terminate"
+    phases = {str(metadata(p)["name"]): pod_phase(p) or PodPhase.PENDING for p in pods if not deleting(p)}
+    live = any(p in LIVE_POD_PHASES for p in phases.values())
+    doomed = [name for name, p in phases.items() if policy is CleanPodPolicy.ALL or p in LIVE_POD_PHASES]
+    shutdown = workflow is not None and (phase == Phase.FAILED or live) and _running(workflow)
     return CleanupPlan(shutdown, tuple(sorted(doomed)))
+
+
+def _running(workflow: Mapping[str, Any]) -> bool:
+    """Whether Argo still runs the Workflow and it was not told to stop yet."""
+    return (
+        workflow_phase(workflow) not in _COMPLETED_WORKFLOW
+        and (workflow.get("spec") or {}).get("shutdown") != "Terminate"
+    )

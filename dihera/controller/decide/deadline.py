@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from dihera.constants import EventReason, Phase
 from dihera.controller.decide.decision import PhaseDecision
 from dihera.model import DIJob
+from dihera.objects import PodPhase
 
 if TYPE_CHECKING:
     from dihera.controller.decide.facts import Facts
@@ -46,7 +47,7 @@ def deadline_exceeded(f: Facts) -> PhaseDecision | None:
     """The phase policy: active longer than activeDeadlineSeconds → Failed (DeadlineExceeded)."""
     if f.deadline_passed is None:
         return None
-    running = sum(1 for s in f.kept if s.pod_phase in ("Pending", "Running"))
+    running = sum(1 for s in f.kept if s.pod_phase in (PodPhase.PENDING, PodPhase.RUNNING))
     return PhaseDecision(
         Phase.FAILED,
         f"the job was active longer than activeDeadlineSeconds {f.deadline_passed}; "

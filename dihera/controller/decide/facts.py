@@ -89,36 +89,34 @@ class Facts:
         return self.membership_grew or self.view.phase == Phase.RESCHEDULING
 
 
-def facts(view: JobView, hold: SuspendPlan, now: str) -> Facts:
-    """Work out, once, what the policies read of ``view``."""
+def _replicas(view: JobView, now: str) -> tuple[Membership | None, tuple[ReplicaState, ...], DropPlan, int, int]:
+    """``(live, states, drops, restarts, counted)``: the replicas and what the failure policies make of them."""
     job = view.job
     membership = view.membership or (plan_membership(job, None) if job is not None else None)
-    ours = view.ours
-    live = live_replicas(membership, ours) if membership else None
-    states = replica_states(view.name, membership, ours, view.pods) if membership else ()
-    generation = live.generation if live else None
-    backoff = job.backoff_limit if job is not None else 0
-    drop_tasks = job.drop_tasks if job is not None else frozenset()
+    if job is None or membership is None:
+        return None, (), DropPlan(), int(view.status.get("restarts") or 0), 0
+    live = live_replicas(membership, view.ours)
+    states = replica_states(view.name, membership, view.ours, view.pods)
     dropped = view.status.get("droppedReplicas") or ()
-    min_replicas = job.min_replicas if job is not None else None
-    drops = plan_drops(states, drop_tasks, backoff, min_replicas, dropped, generation, now)
-    kept = tuple(s for s in states if s.name not in drops.names) if drops.names else states
-    restarts, counted = restart_counts(states, drops, drop_tasks, int(view.status.get("restarts") or 0))
+    drops = plan_drops(states, job.drop_tasks, job.backoff_limit, job.min_replicas, dropped, live.generation, now)
+    restarts, counted = restart_counts(states, drops, job.drop_tasks, int(view.status.get("restarts") or 0))
+    return live, states, drops, restarts, counted
+
+
+def _clock(view: JobView, hold: SuspendPlan, now: str) -> tuple[str, float | None, int | None]:
+    """``(start, deadline_left, deadline_passed)``: a resume starts the clock again; a held job has no deadline."""
     resumed = view.phase in HELD_PHASES and hold.message is None
     start = now if resumed or not view.status.get("startTime") else str(view.status["startTime"])
-    deadline = None if hold.message or job is None else job.active_deadline_seconds
+    deadline = None if hold.message or view.job is None else view.job.active_deadline_seconds
     left = seconds_left(start, deadline, now)
-    return Facts(
-        view=view,
-        hold=hold,
-        now=now,
-        live=live,
-        states=states,
-        drops=drops,
-        kept=kept,
-        restarts=restarts,
-        counted=counted,
-        start=start,
-        deadline_left=left if left is not None and left > 0 else None,
-        deadline_passed=deadline if left is not None and left <= 0 else None,
-    )
+    if left is None:
+        return start, None, None
+    return (start, left, None) if left > 0 else (start, None, deadline)
+
+
+def facts(view: JobView, hold: SuspendPlan, now: str) -> Facts:
+    """Work out, once, what the policies read of ``view``."""
+    live, states, drops, restarts, counted = _replicas(view, now)
+    kept = tuple(s for s in states if s.name not in drops.names) if drops.names else states
+    start, left, passed = _clock(view, hold, now)
+    return Facts(view, hold, now, live, states, drops, kept, restarts, counted, start, left, passed)

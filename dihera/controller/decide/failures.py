@@ -134,33 +134,54 @@ def plan_drops(
     """
     dropped = [dict(e) for e in old_dropped]
     pending = {str(e.get("replica")) for e in dropped if generation is not None and e.get("generation") == generation}
-    left = [s for s in states if s.name not in pending] if pending else list(states)
-    new: list[Mapping[str, Any]] = []
-    refused = None
+    new, refused = _drop_in_order(states, pending, drop_tasks, backoff_limit, min_replicas, generation, now)
+    pending |= {str(e["replica"]) for e in new}
+    remove = tuple(s.name for s in states if s.name in pending) if pending else ()
+    return DropPlan((*dropped, *new), tuple(new), remove, refused)
+
+
+def _drop_in_order(
+    states: Sequence[ReplicaState],
+    pending: Collection[str],
+    drop_tasks: Collection[str],
+    backoff_limit: int,
+    min_replicas: int | None,
+    generation: int | None,
+    now: str,
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The entries of the replicas dropped now (``pending``: dropped already), and why the first that
+    could not be dropped fails the job (None: every exhausted replica was dropped)."""
+    left = [s for s in states if s.name not in pending]
+    new: list[dict[str, Any]] = []
     for s in [s for s in left if _exhausted(s, drop_tasks, backoff_limit)]:
         in_task = sum(1 for x in left if x.task == s.task)
         why = _bound(s.task, in_task - 1, len(left) - 1, min_replicas)
         if why is not None:
-            refused = (
-                f"{describe_failure(s)} after {s.attempt} restart(s), its retries (backoffLimit {backoff_limit}) "
-                f"exhausted; failurePolicy DropReplica cannot drop it: {why}"
-            )
-            break
-        entry = {
-            "replica": s.name,
-            "rank": s.rank,
-            "restarts": s.attempt,
-            "message": f"{describe_failure(s)} after {s.attempt} restart(s)",
-            "time": now,
-        }
-        if generation is not None:
-            entry["generation"] = generation
-        new.append(entry)
-        dropped.append(entry)
-        pending.add(s.name)
+            return new, _refusal(s, backoff_limit, why)
+        new.append(_drop_entry(s, generation, now))
         left = [x for x in left if x.name != s.name]
-    remove = tuple(s.name for s in states if s.name in pending) if pending else ()
-    return DropPlan(tuple(dropped), tuple(new), remove, refused)
+    return new, None
+
+
+def _refusal(s: ReplicaState, backoff_limit: int, why: str) -> str:
+    return (
+        f"{describe_failure(s)} after {s.attempt} restart(s), its retries (backoffLimit {backoff_limit}) "
+        f"exhausted; failurePolicy DropReplica cannot drop it: {why}"
+    )
+
+
+def _drop_entry(s: ReplicaState, generation: int | None, now: str) -> dict[str, Any]:
+    """``status.droppedReplicas[]`` of a replica dropped now (from the membership of ``generation``)."""
+    entry: dict[str, Any] = {
+        "replica": s.name,
+        "rank": s.rank,
+        "restarts": s.attempt,
+        "message": f"{describe_failure(s)} after {s.attempt} restart(s)",
+        "time": now,
+    }
+    if generation is not None:
+        entry["generation"] = generation
+    return entry
 
 
 def restart_counts(

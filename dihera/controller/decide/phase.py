@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from dihera.constants import FAILED_NODE_PHASES, EventReason, Phase
+from dihera.constants import EventReason, Phase
 from dihera.controller.decide.deadline import deadline_exceeded
 from dihera.controller.decide.decision import PhaseDecision
 from dihera.controller.decide.facts import Facts
@@ -46,6 +46,7 @@ from dihera.controller.decide.failures import (
 )
 from dihera.controller.decide.hold import held
 from dihera.controller.decide.success import succeeded
+from dihera.objects import FAILED_NODE_PHASES
 
 __all__ = ["POLICIES", "Policy", "decide_phase"]
 

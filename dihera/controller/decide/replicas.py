@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from dihera.constants import ANNOTATION_NODE_NAME, FAILED_NODE_PHASES, LABEL_POD
+from dihera.constants import ANNOTATION_NODE_NAME, LABEL_POD
 from dihera.controller.decide.stuck import pod_problem
 from dihera.membership import Membership, Replica
 from dihera.naming import dag_task_name, hostname
+from dihera.objects import FAILED_NODE_PHASES, PodPhase, VersionMemo
 from dihera.scaling.dag import live_replicas, workflow_nodes
 
 __all__ = [
@@ -73,7 +74,8 @@ class ReplicaState:
     def up(self) -> bool:
         """Running and ready, or done: what the Running phase needs of every replica. A replica whose
         containers all exited 0 is done even before its pod is Succeeded (no flap back to Starting)."""
-        return (self.pod_phase == "Running" and (self.ready or self.finished)) or self.pod_phase == "Succeeded"
+        running = self.pod_phase == PodPhase.RUNNING and (self.ready or self.finished)
+        return running or self.pod_phase == PodPhase.SUCCEEDED
 
 
 def attempt_of(node_name: str) -> int:
@@ -144,25 +146,8 @@ def _facts(pod: Mapping[str, Any]) -> PodFacts:
     )
 
 
-#: (uid, resourceVersion) → the pod's facts: a pass over a big job works out only the pods that changed.
-_FACTS: dict[tuple[str, str], PodFacts] = {}
-#: Versions remembered before the memo starts over (a few MiB).
-_FACTS_KEPT = 20_000
-
-
-def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
-    """The facts of ``pod``, remembered by uid and resourceVersion (a version of a pod never changes)."""
-    meta = pod.get("metadata") or {}
-    uid, version = meta.get("uid"), meta.get("resourceVersion")
-    if not uid or not version:
-        return _facts(pod)
-    key = (str(uid), str(version))
-    found = _FACTS.get(key)
-    if found is None:
-        if len(_FACTS) >= _FACTS_KEPT:
-            _FACTS.clear()
-        found = _FACTS[key] = _facts(pod)
-    return found
+#: A pod's facts per version: a pass over a big job works out only the pods that changed (a few MiB).
+pod_facts: VersionMemo[PodFacts] = VersionMemo(_facts, kept=20_000)
 
 
 class NodeFacts(NamedTuple):
@@ -176,11 +161,6 @@ class NodeFacts(NamedTuple):
 #: A replica's attempt nodes: attempt number → its node's facts.
 AttemptNodes = Mapping[int, NodeFacts]
 _NO_NODES: AttemptNodes = MappingProxyType({})
-#: (uid, resourceVersion) of a Workflow → its replicas' attempt nodes: passes between two versions of the
-#: Workflow (most passes of a big job: its pods change far more often) do not read its nodes again.
-_NODES: dict[tuple[str, str], dict[str, AttemptNodes]] = {}
-#: Workflow versions remembered before that memo starts over.
-_NODES_KEPT = 64
 
 
 def _read_attempt_nodes(workflow: Mapping[str, Any]) -> dict[str, AttemptNodes]:
@@ -198,22 +178,15 @@ def _read_attempt_nodes(workflow: Mapping[str, Any]) -> dict[str, AttemptNodes]:
     return dict(out)
 
 
+#: A Workflow's replicas' attempt nodes per version: passes between two versions of the Workflow (most passes
+#: of a big job: its pods change far more often) do not read its nodes again.
+_attempt_nodes_of: VersionMemo[dict[str, AttemptNodes]] = VersionMemo(_read_attempt_nodes, kept=64)
+
+
 def _attempt_nodes(workflow: Mapping[str, Any] | None) -> Mapping[str, AttemptNodes]:
     """Every replica's attempt nodes, by its DAG name and attempt number (a non-retried replica's one
     node is attempt 0): one pass over the Workflow's nodes, not one per replica; once per version."""
-    if not workflow:
-        return {}
-    meta = workflow.get("metadata") or {}
-    uid, version = meta.get("uid"), meta.get("resourceVersion")
-    if not uid or not version:
-        return _read_attempt_nodes(workflow)
-    key = (str(uid), str(version))
-    found = _NODES.get(key)
-    if found is None:
-        if len(_NODES) >= _NODES_KEPT:
-            _NODES.clear()
-        found = _NODES[key] = _read_attempt_nodes(workflow)
-    return found
+    return _attempt_nodes_of(workflow) if workflow else {}
 
 
 def _by_hostname(pods: Iterable[Mapping[str, Any]]) -> dict[str, list[PodFacts]]:
@@ -229,7 +202,7 @@ def _problem(pod: PodFacts | None, last_failed: PodFacts | None) -> tuple[str, s
     """The current pod's problem; while its retry is not running yet, the last failed attempt's
     (an OOMKilled attempt stays named until the next one runs, however fast Argo retries)."""
     found = pod.problem if pod is not None else None
-    pending = pod is None or pod.phase in (None, "Pending")
+    pending = pod is None or pod.phase in (None, PodPhase.PENDING)
     if found is None and pending and last_failed is not None and last_failed is not pod:
         return last_failed.problem
     return found
@@ -264,8 +237,8 @@ def _state(job_name: str, r: Replica, nodes: AttemptNodes, mine: Sequence[PodFac
     pod = _current(mine, attempt)
     node = nodes.get(attempt)
     pod_phase = pod.phase if pod else None
-    failed = pod_phase == "Failed" or (node is not None and node.phase in FAILED_NODE_PHASES)
-    failed_pods = sorted((f for f in mine if f.phase == "Failed"), key=lambda f: f.attempt)
+    failed = pod_phase == PodPhase.FAILED or (node is not None and node.phase in FAILED_NODE_PHASES)
+    failed_pods = sorted((f for f in mine if f.phase == PodPhase.FAILED), key=lambda f: f.attempt)
     last_failed = failed_pods[-1] if failed_pods else None
     return ReplicaState(
         task=r.task,

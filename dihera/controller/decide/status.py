@@ -191,34 +191,7 @@ def compute_status(view: JobView, hold: SuspendPlan, now: str, refused: str | No
         return StatusUpdate(dict(old), changed=False)
     f = facts(view, hold, now)
     decision, stuck = _decided(f)
-    old_mg = old.get("membershipGeneration")
-    new_mg = f.live.generation if f.live else old_mg
-    # every committed membership change (scale-up or down, server or spec edit) is one reschedule
-    changes = max(int(new_mg) - int(old_mg), 0) if old_mg is not None and new_mg is not None else 0
-    status: dict[str, Any] = {
-        "phase": decision.phase.value,
-        "conditions": set_phase_condition(
-            old.get("conditions") or [], decision.phase, decision.message, now, decision.cause
-        ),
-        "replicas": len(f.kept),
-        "readyReplicas": sum(1 for s in f.kept if s.ready),
-        "taskStatus": task_status(f.kept),
-        "restarts": f.restarts,
-        "reschedules": int(old.get("reschedules") or 0) + changes,
-        "observedGeneration": view.generation,
-        "startTime": f.start,
-    }
-    optional = {
-        "stuckReplicas": stuck or None,
-        "droppedReplicas": [dict(e) for e in f.drops.dropped] or None,
-        "profilings": old.get("profilings"),
-        "workflowName": f.workflow_name or None,
-        "membershipGeneration": new_mg,
-        "completionTimestamp": now if decision.phase in TERMINAL else None,
-        "progress": workflow_progress(view.ours),
-        "taskProgress": task_progress(f.kept) or None,
-    }
-    status.update({k: v for k, v in optional.items() if v is not None})
+    status = _status(f, decision, stuck)
     active = decision.phase not in TERMINAL and decision.phase not in HELD_PHASES
     return StatusUpdate(
         status,
@@ -229,6 +202,44 @@ def compute_status(view: JobView, hold: SuspendPlan, now: str, refused: str | No
         f.deadline_left if decision.phase not in TERMINAL else None,
         f.drops.remove if active else (),
     )
+
+
+def _status(f: Facts, decision: PhaseDecision, stuck: list[dict[str, str]]) -> dict[str, Any]:
+    """The status fields the controller owns, from the facts and the phase decided."""
+    old, now = f.view.status, f.now
+    old_mg = old.get("membershipGeneration")
+    new_mg = f.live.generation if f.live else old_mg
+    # every committed membership change (scale-up or down, server or spec edit) is one reschedule
+    changes = max(int(new_mg) - int(old_mg), 0) if old_mg is not None and new_mg is not None else 0
+    conditions = old.get("conditions") or []
+    status: dict[str, Any] = {
+        "phase": decision.phase.value,
+        "conditions": set_phase_condition(conditions, decision.phase, decision.message, now, decision.cause),
+        "replicas": len(f.kept),
+        "readyReplicas": sum(1 for s in f.kept if s.ready),
+        "taskStatus": task_status(f.kept),
+        "restarts": f.restarts,
+        "reschedules": int(old.get("reschedules") or 0) + changes,
+        "observedGeneration": f.view.generation,
+        "startTime": f.start,
+    }
+    status.update(_optional(f, decision, stuck, new_mg))
+    return status
+
+
+def _optional(f: Facts, decision: PhaseDecision, stuck: list[dict[str, str]], generation: Any) -> dict[str, Any]:
+    """The status fields written only when they have a value."""
+    optional = {
+        "stuckReplicas": stuck or None,
+        "droppedReplicas": [dict(e) for e in f.drops.dropped] or None,
+        "profilings": f.view.status.get("profilings"),
+        "workflowName": f.workflow_name or None,
+        "membershipGeneration": generation,
+        "completionTimestamp": f.now if decision.phase in TERMINAL else None,
+        "progress": workflow_progress(f.view.ours),
+        "taskProgress": task_progress(f.kept) or None,
+    }
+    return {k: v for k, v in optional.items() if v is not None}
 
 
 def progress_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

@@ -21,6 +21,7 @@ from dihera.constants import Phase
 from dihera.controller.decide.decision import PhaseDecision
 from dihera.controller.decide.replicas import ReplicaState
 from dihera.model import SuccessOperator, SuccessPolicy
+from dihera.objects import PodPhase, WorkflowPhase
 
 if TYPE_CHECKING:
     from dihera.controller.decide.facts import Facts
@@ -29,7 +30,7 @@ __all__ = ["succeeded", "success_reached"]
 
 
 def _succeeded(state: ReplicaState) -> bool:
-    return state.pod_phase == "Succeeded"
+    return state.pod_phase == PodPhase.SUCCEEDED
 
 
 def success_reached(policy: SuccessPolicy | None, states: Sequence[ReplicaState]) -> str | None:
@@ -42,19 +43,25 @@ def success_reached(policy: SuccessPolicy | None, states: Sequence[ReplicaState]
     targets = [s for s in states if s.task in tasks]
     unfinished = sum(1 for s in states if not _succeeded(s))
     rest = f"; {unfinished} unfinished replica(s) are stopped as cleanPodPolicy says" if unfinished else ""
-    if policy.operator is SuccessOperator.ANY:
-        done = [s for s in targets if _succeeded(s)]
-        if not done:
-            return None
-        return f"replica {done[0].name} of {', '.join(tasks)} succeeded (successPolicy Any){rest}"
+    met = _any if policy.operator is SuccessOperator.ANY else _all
+    why = met(targets, ", ".join(tasks))
+    return None if why is None else why + rest
+
+
+def _any(targets: Sequence[ReplicaState], tasks: str) -> str | None:
+    done = [s for s in targets if _succeeded(s)]
+    return f"replica {done[0].name} of {tasks} succeeded (successPolicy Any)" if done else None
+
+
+def _all(targets: Sequence[ReplicaState], tasks: str) -> str | None:
     if not targets or not all(_succeeded(s) for s in targets):
         return None
-    return f"all {len(targets)} replicas of {', '.join(tasks)} succeeded (successPolicy All){rest}"
+    return f"all {len(targets)} replicas of {tasks} succeeded (successPolicy All)"
 
 
 def succeeded(f: Facts) -> PhaseDecision | None:
     """The phase policy: the Workflow Succeeded, or the successPolicy is met → Succeeded."""
-    if f.workflow_status.get("phase") == "Succeeded":
+    if f.workflow_status.get("phase") == WorkflowPhase.SUCCEEDED:
         return PhaseDecision(Phase.SUCCEEDED, f"all {len(f.kept)} replicas succeeded")
     why = success_reached(f.success_policy, f.kept)
     return None if why is None else PhaseDecision(Phase.SUCCEEDED, why)

@@ -1,0 +1,162 @@
+"""Typed views of the Kubernetes and Argo objects dihera reads and builds (pure): their phases as enums, the
+metadata accessors, the one owner-reference builder, and the one memo of what is worked out per object
+version.
+
+Objects stay the plain dicts the API serves (and the watch layer keeps slim copies of); these functions
+read them the one way, so no module walks ``.get("metadata") or {}`` by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from enum import StrEnum
+from typing import Any, Generic, TypeVar
+
+__all__ = [
+    "FAILED_NODE_PHASES",
+    "FULFILLED_NODE_PHASES",
+    "LIVE_POD_PHASES",
+    "TERMINAL_POD_PHASES",
+    "NodePhase",
+    "PodPhase",
+    "VersionMemo",
+    "WorkflowPhase",
+    "deleting",
+    "labels",
+    "metadata",
+    "owned_by",
+    "owner_reference",
+    "pod_phase",
+    "version_key",
+    "workflow_phase",
+]
+
+T = TypeVar("T")
+
+
+class PodPhase(StrEnum):
+    """``status.phase`` of a pod."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    UNKNOWN = "Unknown"
+
+
+class NodePhase(StrEnum):
+    """``phase`` of an Argo Workflow node (a DAG task, a retry, an attempt's pod)."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    ERROR = "Error"
+    SKIPPED = "Skipped"
+    OMITTED = "Omitted"
+
+
+class WorkflowPhase(StrEnum):
+    """``status.phase`` of an Argo Workflow."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    ERROR = "Error"
+
+
+#: Pod phases after which a pod runs no more.
+TERMINAL_POD_PHASES = frozenset({PodPhase.SUCCEEDED, PodPhase.FAILED})
+#: Pod phases of a pod that may still run (what cleanPodPolicy Running stops).
+LIVE_POD_PHASES = frozenset({PodPhase.PENDING, PodPhase.RUNNING, PodPhase.UNKNOWN})
+#: Argo node (and Workflow) phases that mean failure.
+FAILED_NODE_PHASES = frozenset({NodePhase.FAILED, NodePhase.ERROR})
+#: Argo node phases after which Argo never starts a pod for the node again (Argo's ``Fulfilled``).
+FULFILLED_NODE_PHASES = frozenset(
+    {NodePhase.SUCCEEDED, NodePhase.FAILED, NodePhase.ERROR, NodePhase.SKIPPED, NodePhase.OMITTED}
+)
+
+
+def metadata(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    """``metadata`` of an object ({} when it has none)."""
+    return (obj or {}).get("metadata") or {}
+
+
+def labels(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
+    return metadata(obj).get("labels") or {}
+
+
+def deleting(obj: Mapping[str, Any] | None) -> bool:
+    """Whether the object is being deleted (it has a ``deletionTimestamp``)."""
+    return bool(metadata(obj).get("deletionTimestamp"))
+
+
+_POD_PHASES = frozenset(p.value for p in PodPhase)
+_WORKFLOW_PHASES = frozenset(p.value for p in WorkflowPhase)
+
+
+def pod_phase(pod: Mapping[str, Any]) -> PodPhase | None:
+    """A pod's phase (None while it has none yet)."""
+    phase = (pod.get("status") or {}).get("phase")
+    return PodPhase(phase) if phase in _POD_PHASES else None
+
+
+def workflow_phase(workflow: Mapping[str, Any] | None) -> WorkflowPhase | None:
+    """A Workflow's phase (None before Argo set one)."""
+    phase = ((workflow or {}).get("status") or {}).get("phase")
+    return WorkflowPhase(phase) if phase in _WORKFLOW_PHASES else None
+
+
+def owner_reference(api_version: str, kind: str, name: str, uid: str) -> dict[str, Any]:
+    """The ownerReference making the owner the controller of an object: it is garbage-collected with the
+    owner, and the owner's deletion in the foreground waits for it (``blockOwnerDeletion``)."""
+    return {
+        "apiVersion": api_version,
+        "kind": kind,
+        "name": name,
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+
+
+def owned_by(obj: Mapping[str, Any], uid: str | None) -> bool:
+    """Whether ``obj`` has an ownerReference to ``uid``."""
+    return uid is not None and any(r.get("uid") == uid for r in metadata(obj).get("ownerReferences") or [])
+
+
+def version_key(obj: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """``(uid, resourceVersion)``: one version of one object, which never changes (None without them)."""
+    meta = metadata(obj)
+    uid, version = meta.get("uid"), meta.get("resourceVersion")
+    return (str(uid), str(version)) if uid and version else None
+
+
+class VersionMemo(Generic[T]):
+    """What ``work`` makes of an object, remembered per version (:func:`version_key`): a pass over a big
+    job works out only what changed. Starts over when it holds ``kept`` versions (stale ones go then).
+    An object without a uid or version is worked out every time. Safe across threads (one dict
+    operation at a time; two threads may work one version out twice, with equal results)."""
+
+    def __init__(self, work: Callable[[Mapping[str, Any]], T], kept: int) -> None:
+        self._work = work
+        self._kept = kept
+        self._memo: dict[tuple[str, str], T] = {}
+
+    def __call__(self, obj: Mapping[str, Any]) -> T:
+        key = version_key(obj)
+        if key is None:
+            return self._work(obj)
+        found = self._memo.get(key)
+        if found is None:
+            if len(self._memo) >= self._kept:
+                self._memo.clear()
+            found = self._memo[key] = self._work(obj)
+        return found
+
+    def __len__(self) -> int:
+        return len(self._memo)
+
+    def clear(self) -> None:
+        self._memo.clear()
