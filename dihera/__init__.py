@@ -4,6 +4,22 @@ Importing dihera is cheap: its public names are loaded on first use (PEP 562), s
 (every replica's init container) and other light commands never load jsonschema, yaml or Hera; Hera is
 loaded by the first :func:`render`, the Kubernetes client only by the modules that talk to the API
 (``dihera.kube``).
+
+The pure core (no I/O):
+
+- ``schema``: the DIJob schema and the CRD made from it; ``model``: the typed DIJob; ``validation``: every
+  rule, all problems at once (``schema_problems``, ``podtemplate``: its parts; ``errors``: the error types)
+- ``documents``: strict YAML reading; ``manifests``: deterministic YAML writing
+- ``membership``: ranks and indexes of replicas; ``naming``: every name a job creates; ``constants``: the
+  API's names; ``objects``: typed views of Kubernetes and Argo objects; ``patches``: JSON patch pieces
+- ``render``: the objects a job needs (Hera); ``env_limits``: what Linux can exec; ``argo_ui``: how a job
+  reads in the Argo UI
+- ``scaling``: a running job's scale, pure; ``queueing``: Kueue's side, pure; ``key_records``: Idempotency-Key
+  records; ``convert``: older DIJob shapes to today's; ``peers``: the peer wait of every replica
+- ``experiment``: building DIJobs in Python; ``submit``: submitting them; ``logs``: structured logs
+
+Around it: ``kube`` (the only package that talks to Kubernetes), ``controller``, ``server`` (the
+di-server) and ``cli`` (the ``dihera`` command).
 """
 
 from __future__ import annotations

@@ -10,6 +10,10 @@
     dihera wait-peers           every replica's init container: wait until its peers' FQDNs resolve
     dihera argo-ui-config       the Argo UI's columns and links for DIJobs (Argo's ConfigMap or argo-helm values)
 
+- ``jobs``: validate, render, crd; ``convert``; ``submit``; ``scale``: scale and status
+- ``controller``, ``server``: the operator's two programs (``service``: what they share)
+- ``peers``: wait-peers; ``argo_ui``: argo-ui-config
+
 A new command group is a module with ``register(subparsers)`` named in :data:`COMMAND_MODULES` with
 the commands it adds. Building the parser imports no heavy library, so ``dihera validate`` loads neither Hera nor the
 Kubernetes client, and a plain ``pip install dihera`` runs every command but the operator's.

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from dihera.constants import ANNOTATION_WORKLOAD_SLICE, LABEL_JOB, Phase
+from dihera.controller.decide.hold import QueueState, queue_state, unqueueable
 from dihera.controller.metrics import Metrics
 from dihera.kube.jobs import StatusConflict
 from dihera.kube.workloads import KueueObjectMissing
@@ -29,7 +30,6 @@ from dihera.queueing import (
     workload_name,
 )
 from dihera.queueing.slices import resize_ops
-from dihera.queueing.state import QueueState, queue_state, unqueueable
 
 __all__ = ["Queueing", "WorkloadAPI"]
 

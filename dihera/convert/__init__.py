@@ -9,7 +9,10 @@ Accepted, per YAML document:
 - any other object (ConfigMap, Service...): passed through unchanged.
 
 Every converted job is validated with dihera's own rules; a problem in any document fails the whole
-conversion (nothing half-converted is printed).
+conversion (nothing half-converted is printed). The parts:
+
+- ``v1alpha1``: DI-orchestrator < 1.0's shape; ``v1shape``: DI-orchestrator 1.0's
+- ``scan``: what older jobs keep inside their containers' commands; ``common``: what every conversion shares
 """
 
 from __future__ import annotations

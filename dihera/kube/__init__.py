@@ -1,7 +1,16 @@
 """The only package that talks to Kubernetes. Everything else computes.
 
-Modules: ``config`` (API client from a kubeconfig or in-cluster); further modules add typed
-reads and writes for the controller and the di-server.
+- ``config``: the API client (a kubeconfig or in-cluster); ``requests``: naming a request by verb and kind;
+  ``responses``: raw responses decoded and their connections given back; ``errors``: short error texts
+- ``watch``: the watch layer the controller and the di-server read from (informers, the store)
+- ``lease``: leader election on a ``coordination.k8s.io`` Lease
+- ``jobs``: DIJobs (get, create, status write, wait); ``objects``: what a DIJob owns (ConfigMap, Service,
+  Workflow, pods); ``events``: Events about a DIJob; ``apply``: a job's companion objects (server-side apply)
+- ``scale_executor``: a scale applied to a running job (the only I/O of scaling)
+- ``workloads``: Kueue's Workloads, ResourceFlavors and priority classes
+- ``auth``: TokenReview and SubjectAccessReview; ``key_annotations``: Idempotency-Keys kept on the DIJob;
+  ``profilings``: a job's ``status.profilings``
+- ``snapshot``: a job as one read saw it (plain data)
 """
 
 from __future__ import annotations

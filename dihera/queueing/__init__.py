@@ -2,7 +2,11 @@
 
 A DIJob labelled ``kueue.x-k8s.io/queue-name`` is one Kueue ``Workload`` (one podSet per task); the
 controller creates no replica until Kueue admits it (docs/queueing.md). The API calls are in
-:mod:`dihera.kube.workloads`; the reconciler wires both (:mod:`dihera.controller.reconcile`).
+:mod:`dihera.kube.workloads`; the controller holds a job Kueue has not admitted
+(:mod:`dihera.controller.decide.hold`).
+
+- ``settings``: how dihera uses Kueue; ``workload``: a job's Workload and what its status means;
+  ``slices``: scaling a queued job under its quota
 """
 
 from __future__ import annotations

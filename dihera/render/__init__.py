@@ -2,6 +2,11 @@
 
 Same job, membership and settings: byte-identical output. No clock, environment or I/O.
 Importing this package is cheap; Hera is loaded by the first :func:`render`.
+
+- ``workflow``: the Argo Workflow (Hera), one DAG node per replica; ``objects``: the headless Service and
+  the membership ConfigMap; ``env``: every container's ``DI_*`` environment (``providers``: a framework's
+  own); ``peer_wait``: the init container that waits for the peers; ``strict``: Hera models from the
+  user's dicts; ``settings``: what rendering needs besides the job
 """
 
 from __future__ import annotations

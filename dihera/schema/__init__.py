@@ -2,6 +2,9 @@
 
 The package carries a generated copy of the schema; ``python -m dihera.schema.generate --check``
 fails when any generated file drifts from the source.
+
+- ``crd``: the CustomResourceDefinition from the schema; ``podtemplate``: core/v1 PodTemplateSpec as a strict
+  JSON schema; ``generate``: every generated file, written or checked
 """
 
 from __future__ import annotations

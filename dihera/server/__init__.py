@@ -3,6 +3,14 @@
 ``create_app(settings, backend)`` builds the FastAPI app; ``dihera server`` runs it with uvicorn.
 All Kubernetes access goes through the backend (``dihera.server.backend.KubeBackend`` over
 ``dihera.kube``); tests pass a fake one.
+
+- ``app``: the FastAPI app; ``routes``: one router per API; ``run``: serving it; ``settings``
+- ``dependencies``: what every job route depends on: who calls and may they, the job, scaling (with
+  ``idempotency``); ``access`` and ``authcache``: the reviews, remembered briefly
+- ``backend``: the cluster as one small interface; ``views``: what the routes answer (pure); ``pages``: the
+  views as HTML; ``answers``: reads' JSON reused per version; ``fastpath``: remembered reads before the
+  framework
+- ``models``: the request and response bodies; ``errors``: how errors are answered; ``metrics``
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dihera.kube.auth import Authenticator, Identity
-from dihera.kube.idempotency import AnnotationKeyStore
+from dihera.kube.key_annotations import AnnotationKeyStore
 from dihera.kube.profilings import write_profilings
 from dihera.kube.scale_executor import JobScaler, ScaleResult
 from dihera.kube.snapshot import JobSnapshot

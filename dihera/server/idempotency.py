@@ -4,9 +4,9 @@ Keys are remembered per job for ``ttl`` seconds with a fingerprint of the reques
 with a different request is refused (409). A request in flight with the same key is waited for.
 Server errors (5xx) are forgotten, so the client may retry them.
 
-Two stores answer the same :class:`KeyStore` protocol, over the records of :mod:`dihera.idempotency`:
+Two stores answer the same :class:`KeyStore` protocol, over the records of :mod:`dihera.key_records`:
 
-- the di-server's, :class:`dihera.kube.idempotency.AnnotationKeyStore`, keeps them on the DIJob
+- the di-server's, :class:`dihera.kube.key_annotations.AnnotationKeyStore`, keeps them on the DIJob
   itself (annotation ``diengine/idempotency-keys``, written with a resourceVersion precondition), so
   every replica of the di-server sees every key;
 - :class:`IdempotencyStore` keeps them in this process (in-memory backends, tests).
@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from dihera.idempotency import Answer, KeyBusy, KeyReused, Record
+from dihera.key_records import Answer, KeyBusy, KeyReused, Record
 
 __all__ = ["IdempotencyStore", "KeyBusy", "KeyReused", "KeyStore"]
 

@@ -18,9 +18,11 @@ comes back with its rank, index, hostname and FQDN (docs/controller.md, "Suspend
 | false        | otherwise                                         | NONE    | as the other policies say |
 
 Kueue holds a queued job the same way (docs/queueing.md): while its Workload is not admitted (never
-yet, or evicted) ``plan_suspend`` gets ``hold`` (Kueue's word) and the job is ``Queued`` instead of
-``Suspended``, with the same actions: nothing created, or the running Workflow deleted, and the
-Workflow created again from the membership once Kueue admits it again. ``spec.suspend`` wins over it.
+yet, or evicted) ``plan_suspend`` gets ``hold`` (Kueue's word, :func:`queue_state` reads it from the
+Workload and its scale-up slices as :mod:`dihera.controller.kueue` observed them) and the job is
+``Queued`` instead of ``Suspended``, with the same actions: nothing created, or the running Workflow
+deleted, and the Workflow created again from the membership once Kueue admits it again.
+``spec.suspend`` wins over it.
 
 Waiting for the last pod matters: Argo names a replica's pods after the Workflow and the DAG node,
 so the new run's pods have the old ones' names and must not meet them. A suspension is not a
@@ -30,15 +32,16 @@ failure: the status' restarts keep their count, the new run's attempts start at 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
-from dihera.constants import Phase
+from dihera.constants import EventReason, Phase
 from dihera.controller.decide.decision import PhaseDecision
 from dihera.membership import Membership
 from dihera.model import DIJob
+from dihera.queueing import WorkloadView, view_workload
 
 if TYPE_CHECKING:
     from dihera.controller.decide.facts import Facts
@@ -46,13 +49,16 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HELD_PHASES",
+    "QueueState",
     "SuspendAction",
     "SuspendPlan",
     "held",
     "leftover_counted",
     "plan_hold",
     "plan_suspend",
+    "queue_state",
     "resumed_job",
+    "unqueueable",
 ]
 
 
@@ -186,3 +192,53 @@ def resumed_job(job: DIJob, membership: Membership) -> DIJob:
     counts = membership.task_counts(t.name for t in job.tasks)
     tasks = tuple(dataclasses.replace(t, replicas=counts[t.name]) for t in job.tasks)
     return dataclasses.replace(job, tasks=tasks)
+
+
+# -- what Kueue's answer means
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """A queued job's Workload as one pass saw it. ``hold``: why the job may not run (None: admitted);
+    ``cause``: the Event reason of that (Evicted); ``retry``: seconds before the pass must run again."""
+
+    workload: Mapping[str, Any] | None
+    view: WorkloadView | None
+    hold: str | None
+    cause: str | None = None
+    retry: float | None = None
+    #: The job's scale-up slices (docs/queueing.md, "Scaling under quota"), oldest first.
+    slices: tuple[Mapping[str, Any], ...] = ()
+    #: ``(reason, message)`` of a slice Kueue evicted (the whole job is stopped and requeued then).
+    slice_evicted: tuple[str, str] | None = None
+
+    @property
+    def requeue_due(self) -> bool:
+        """Evicted (the job's Workload or a slice) and still holding quota: release it once nothing runs."""
+        if self.view is None:
+            return False
+        return self.view.requeue_due or (self.slice_evicted is not None and self.view.reserved)
+
+
+def _hold_message(queue: str, view: WorkloadView, slice_evicted: tuple[str, str] | None) -> tuple[str, str | None]:
+    evicted = view.evicted or slice_evicted
+    if evicted is not None:
+        reason, message = evicted
+        return f"evicted by Kueue ({reason}: {message}); queued again in LocalQueue {queue}", EventReason.EVICTED
+    why = f": {view.waiting}" if view.waiting else ""
+    return f"waiting for Kueue to admit Workload {view.name} in LocalQueue {queue}{why}", None
+
+
+def queue_state(queue: str, workload: Mapping[str, Any], slices: Sequence[Mapping[str, Any]]) -> QueueState:
+    """The state of a job queued in LocalQueue ``queue``: its Workload and its slices (oldest first)."""
+    view = view_workload(workload)
+    slice_evicted = next((v.evicted for v in map(view_workload, slices) if v.evicted is not None), None)
+    if view.admitted and slice_evicted is None:
+        return QueueState(workload, view, None, slices=tuple(slices))
+    hold, cause = _hold_message(queue, view, slice_evicted)
+    return QueueState(workload, view, hold, cause, slices=tuple(slices), slice_evicted=slice_evicted)
+
+
+def unqueueable(queue: str, why: str, retry: float) -> QueueState:
+    """A job whose Workload cannot be created (a missing priority class): held, tried again in ``retry`` s."""
+    return QueueState(None, None, f"cannot queue the job in LocalQueue {queue}: {why}", retry=retry)

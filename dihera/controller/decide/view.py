@@ -12,12 +12,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dihera.constants import TERMINAL_PHASES
 from dihera.membership import Membership
 from dihera.model import DIJob
-from dihera.queueing.state import QueueState
+
+if TYPE_CHECKING:
+    from dihera.controller.decide.hold import QueueState
 
 __all__ = ["JobView"]
 

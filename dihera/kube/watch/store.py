@@ -10,8 +10,7 @@ the old one's DELETED event drops it, and :meth:`Store.get` answers with the new
 Thread-safe: the informers' threads write, the reconcile threads and the di-server's requests read.
 
 A watch that restarts with a new listing (after ``410 Gone``) delivers no DELETED event for what was
-deleted in the gap: the listing replaces what the store held of its kind (:meth:`Store.sweep`), and
-:mod:`dihera.controller.resync` sweeps now and then with a fresh listing too.
+deleted in the gap: the listing replaces what the store held of its kind (:meth:`Store.sweep`).
 """
 
 from __future__ import annotations

@@ -4,6 +4,8 @@ A task chooses one with ``spec.tasks[].envProvider.name``. The registry maps tha
 :class:`~dihera.render.providers.base.Provider`; adding a framework is one module here and one
 line in :data:`PROVIDERS` (and the name in the schema's enum; a test checks they agree).
 See docs/providers.md.
+
+- ``base``: what a provider is; ``torch``, ``tensorflow``, ``mxnet``: one module per framework
 """
 
 from __future__ import annotations

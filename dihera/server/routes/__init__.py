@@ -1,5 +1,7 @@
-"""The di-server's routes, one router per API: operations, DI-orchestrator's ``/v2alpha1``, the clean ``/v1``,
-and the read-only ``/ui`` views the Argo UI links to."""
+"""The di-server's routes, one router per API: ``operations`` (health, readiness, metrics), DI-orchestrator's
+``/v2alpha1`` (``v2alpha1``), the clean ``/v1`` (``v1``), and the read-only ``/ui`` views the Argo UI links to
+(``ui``).
+"""
 
 from dihera.server.routes.operations import router as operations
 from dihera.server.routes.ui import router as ui

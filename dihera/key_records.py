@@ -1,7 +1,7 @@
 """Idempotency-Key records (pure): their format, expiry and bound, shared by every key store.
 
 A record remembers, for one key of one job, the request's fingerprint and, once done, its answer.
-The di-server keeps them on the DIJob (:mod:`dihera.kube.idempotency`) or in memory
+The di-server keeps them on the DIJob (:mod:`dihera.kube.key_annotations`) or in memory
 (:mod:`dihera.server.idempotency`).
 """
 

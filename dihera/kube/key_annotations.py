@@ -1,6 +1,6 @@
 """Idempotency keys kept on the DIJob, so that every di-server replica sees every key.
 
-The records (:mod:`dihera.idempotency` decides their format and bounds) live in the DIJob's
+The records (:mod:`dihera.key_records` decides their format and bounds) live in the DIJob's
 annotation ``diengine/idempotency-keys``. Every write is a JSON patch carrying the resourceVersion
 it was computed from: two replicas claiming the same key cannot both win (the loser reads the
 winner's claim and waits for its answer).
@@ -20,7 +20,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from dihera.constants import ANNOTATION_IDEMPOTENCY, FIELD_MANAGER_SERVER
-from dihera.idempotency import Answer, KeyBusy, KeyReused, Record, decode, encode, prune
+from dihera.key_records import Answer, KeyBusy, KeyReused, Record, decode, encode, prune
 from dihera.kube.jobs import JobStore
 from dihera.patches import pointer, precondition
 from dihera.schema import GROUP, PLURAL, VERSION

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dihera.idempotency import KeyReused, Record, decode, encode, prune
+from dihera.key_records import KeyReused, Record, decode, encode, prune
 from dihera.server.idempotency import IdempotencyStore
 
 
