@@ -13,9 +13,7 @@ from typing import Any, cast
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
-from dihera.constants import KUEUE_GROUP, KUEUE_VERSION
 from dihera.kube.responses import decoded, discard
-from dihera.schema import GROUP, PLURAL, VERSION
 
 __all__ = [
     "DELETE_CONCURRENCY",
@@ -106,40 +104,6 @@ class ObjectStore:
         resp = self._core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False)
         items: list[dict[str, Any]] = decoded(resp).get("items", [])
         return items
-
-    def list_uids(self, kind: str, namespace: str | None, selector: str = "") -> set[str]:
-        """The uids of every ``kind`` object (DIJob, Workflow, Workload, Pod, ConfigMap) in the namespace (None: all).
-
-        For the controller's watch-cache sweep: what exists now, so what the cache holds beyond it is gone.
-        """
-        opts: dict[str, Any] = {"label_selector": selector, "_preload_content": False}
-        custom = {
-            "DIJob": (GROUP, VERSION, PLURAL),
-            "Workflow": (WORKFLOW_GROUP, WORKFLOW_VERSION, WORKFLOW_PLURAL),
-            "Workload": (KUEUE_GROUP, KUEUE_VERSION, "workloads"),
-        }
-        resp: Any
-        if kind in custom:
-            group, version, plural = custom[kind]
-            if namespace:
-                resp = self._custom.list_namespaced_custom_object(group, version, namespace, plural, **opts)
-            else:
-                resp = self._custom.list_cluster_custom_object(group, version, plural, **opts)
-        elif kind == "Pod":
-            core = self._core
-            resp = (
-                core.list_namespaced_pod(namespace, **opts) if namespace else core.list_pod_for_all_namespaces(**opts)
-            )
-        elif kind == "ConfigMap":
-            core = self._core
-            resp = (
-                core.list_namespaced_config_map(namespace, **opts)
-                if namespace
-                else core.list_config_map_for_all_namespaces(**opts)
-            )
-        else:
-            raise ValueError(f"cannot list {kind}: unsupported kind; valid: DIJob, Workflow, Workload, Pod, ConfigMap")
-        return {str(item["metadata"]["uid"]) for item in decoded(resp).get("items") or []}
 
     # -- writes ----------------------------------------------------------------------------------
 

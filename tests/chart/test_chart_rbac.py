@@ -8,11 +8,14 @@ compares them with the API server's audit log of the components' requests.
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Iterable
+from pathlib import Path
 
 import pytest
 
-from tests.chart.helm import Manifest, by_kind, one, render
+from tests.chart.helm import CHART, REPO, Manifest, by_kind, one, render
 
 Grant = tuple[str, str, str]  # (apiGroup, resource, verb)
 
@@ -108,3 +111,51 @@ def test_argo_executor_role_is_exactly_task_results_and_bound_in_each_watched_na
     assert not [
         o for o in render({"executor": {"rbac": False, "serviceAccounts": []}}) if "executor" in o["metadata"]["name"]
     ]
+
+
+#: ``(dihera/path.py: Name, Class.method)`` in a rules file's comments: the code that uses a grant.
+USES = re.compile(r"\((dihera/[\w/]+\.py):\s*([\w.,\s]+?)\)", re.S)
+RULES = ("templates/controller/_rules.tpl", "templates/server/_rules.tpl")
+
+
+def defined(path: Path) -> set[str]:
+    """The module's top-level names and ``Class.method`` names."""
+    names: set[str] = set()
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.FunctionDef | ast.ClassDef):
+            names.add(node.name)
+        if isinstance(node, ast.ClassDef):
+            names |= {f"{node.name}.{f.name}" for f in node.body if isinstance(f, ast.FunctionDef)}
+    return names
+
+
+def comment_above(lines: list[str], i: int) -> str:
+    """The comment lines right above line ``i`` (template directives skipped); "" when a rule is right above."""
+    out: list[str] = []
+    for line in reversed(lines[:i]):
+        if line.startswith("{{"):
+            continue
+        if not line.startswith("#"):
+            break
+        out.append(line)
+    return "\n".join(reversed(out))
+
+
+@pytest.mark.parametrize("rules", RULES)
+def test_every_grant_names_the_code_that_uses_it_and_that_code_exists(rules: str) -> None:
+    """Which code uses each grant is said next to it, in the one file of the component's rules."""
+    text = (CHART / rules).read_text()
+    missing = []
+    for path, names in USES.findall(text):
+        found = defined(REPO / path)
+        missing += [f"{path}: {n}" for n in (n.strip() for n in names.split(",")) if n and n not in found]
+    assert not missing, f"{rules} names code that does not exist: {missing}"
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("- apiGroups:"):
+            continue
+        comment = comment_above(lines, i)
+        # a rule right below another shares its comment (one grant split over two resources)
+        assert (comment == "" and lines[i - 1].startswith("  ")) or "dihera/" in comment, (
+            f"{rules}:{i + 1}: a grant whose comment does not name the code that uses it"
+        )

@@ -9,48 +9,61 @@ dihera.controller.leaseRules: the Lease of leader election, by a Role in the rel
 */}}
 
 {{- define "dihera.controller.namespacedRules" -}}
-# The DIJobs it reconciles (watched; patched by a synced hand edit's stamp and by the
-# scale-down of failurePolicy DropReplica; deleted by ttlSecondsAfterFinished) and their status.
+# The DIJobs it reconciles: watched (dihera/kube/watch/watches.py: Watches), read live when the watch
+# may be behind (dihera/kube/jobs.py: JobStore.get), stamped by a synced hand edit and scaled down by
+# failurePolicy DropReplica (dihera/kube/scale_executor.py: JobScaler.scale), deleted by
+# ttlSecondsAfterFinished (dihera/kube/jobs.py: JobStore.delete); their status written once a pass
+# (dihera/kube/jobs.py: JobStore.patch_status).
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs]
   verbs: [get, list, watch, patch, delete]
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs/status]
   verbs: [patch]
-# ownerReferences with blockOwnerDeletion on a DIJob (checked by OwnerReferencesPermissionEnforcement).
+# ownerReferences with blockOwnerDeletion on a DIJob (checked by OwnerReferencesPermissionEnforcement when
+# the job's objects are created; dihera/objects.py: owner_reference).
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs/finalizers]
   verbs: [update]
-# The Argo Workflow that runs each DIJob (created, converged by scaling, stopped by cleanPodPolicy,
-# deleted by spec.suspend and created again on resume).
+# The Argo Workflow that runs each DIJob: watched (dihera/kube/watch/watches.py: Watches), read live
+# (dihera/kube/objects.py: ObjectStore.get_workflow), created and created again on resume
+# (dihera/kube/objects.py: ObjectStore.create), converged by scaling (dihera/kube/scale_executor.py:
+# JobScaler.scale), stopped by cleanPodPolicy (dihera/kube/objects.py: ObjectStore.shutdown_workflow),
+# deleted by spec.suspend and Kueue's eviction (dihera/kube/objects.py: ObjectStore.delete_workflow).
 - apiGroups: [argoproj.io]
   resources: [workflows]
   verbs: [get, list, watch, create, patch, delete]
-# Pods of the job (watched for status; deleted by cleanPodPolicy and scale-down).
+# Pods of the job: watched for the status (dihera/kube/watch/watches.py: Watches), listed live
+# (dihera/kube/objects.py: ObjectStore.list_pods), deleted by cleanPodPolicy and scale-down
+# (dihera/kube/objects.py: ObjectStore.delete_pods).
 - apiGroups: [""]
   resources: [pods]
   verbs: [list, watch, delete]
-# The job's headless Service (created; read back when it already exists).
+# The job's headless Service: created, read back when it already exists (dihera/kube/objects.py:
+# ObjectStore.create).
 - apiGroups: [""]
   resources: [services]
   verbs: [get, create]
-# The job's membership ConfigMap (watched for the controller's cache, label-selected; created; read and
-# replaced with a resourceVersion when scaling).
+# The job's membership ConfigMap: watched, label-selected (dihera/kube/watch/watches.py: Watches); created
+# (dihera/kube/objects.py: ObjectStore.create); read live (dihera/kube/objects.py: ObjectStore.get_configmap)
+# and replaced with a resourceVersion when scaling (dihera/kube/scale_executor.py: JobScaler.scale).
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [get, list, watch, create, update]
-# Events about DIJobs.
+# Events about DIJobs (dihera/kube/events.py: EventRecorder.post).
 - apiGroups: [""]
   resources: [events]
   verbs: [create]
 {{- if .Values.kueue.enabled }}
-# Kueue (kueue.enabled, docs/queueing.md): a queued DIJob's Workload (watched, label-selected; created;
-# its podSets resized when it is requeued) and its scale-ups' slices (listed; created; deleted when
-# refused or no longer needed).
+# Kueue (kueue.enabled, docs/queueing.md): a queued DIJob's Workload, watched, label-selected
+# (dihera/kube/watch/watches.py: Watches), read, created, its podSets resized when it is requeued, and its
+# scale-ups' slices listed, created, deleted when refused or no longer needed (dihera/kube/workloads.py:
+# WorkloadStore.get, WorkloadStore.create, WorkloadStore.patch, WorkloadStore.list, WorkloadStore.delete).
 - apiGroups: [kueue.x-k8s.io]
   resources: [workloads]
   verbs: [get, list, watch, create, patch, delete]
-# Released when evicted, Finished when the job ended, reclaimable pods after a scale-down.
+# Released when evicted, Finished when the job ended, reclaimable pods after a scale-down
+# (dihera/kube/workloads.py: WorkloadStore.patch_status).
 - apiGroups: [kueue.x-k8s.io]
   resources: [workloads/status]
   verbs: [patch]
@@ -59,7 +72,8 @@ dihera.controller.leaseRules: the Lease of leader election, by a Role in the rel
 
 {{- define "dihera.controller.clusterRules" -}}
 {{- if .Values.kueue.enabled }}
-# Kueue: the node labels and tolerations of an admission's flavors; the value of a job's priority class.
+# Kueue: the node labels and tolerations of an admission's flavors; the value of a job's priority class
+# (dihera/kube/workloads.py: WorkloadStore.resource_flavor, WorkloadStore.priority_value).
 - apiGroups: [kueue.x-k8s.io]
   resources: [resourceflavors, workloadpriorityclasses]
   verbs: [get]
@@ -67,8 +81,8 @@ dihera.controller.leaseRules: the Lease of leader election, by a Role in the rel
 {{- end }}
 
 {{- define "dihera.controller.leaseRules" -}}
-# Leader election: the Lease the replicas share (read, created by the first, renewed and taken over by
-# replacing it with its resourceVersion).
+# Leader election: the Lease the replicas share, read, created by the first, renewed and taken over by
+# replacing it with its resourceVersion (dihera/kube/lease.py: LeaderElector).
 - apiGroups: [coordination.k8s.io]
   resources: [leases]
   verbs: [get, create, update]

@@ -9,36 +9,43 @@ its callers with TokenReviews and SubjectAccessReviews).
 */}}
 
 {{- define "dihera.server.namespacedRules" -}}
-# Jobs: read them (watch cache), scale them (spec.tasks[].replicas, stamp, Idempotency-Keys), record profilings.
+# Jobs: watched (dihera/kube/watch/watches.py: Watches), read and scaled (spec.tasks[].replicas and the
+# stamp: dihera/kube/scale_executor.py: JobScaler.scale; Idempotency-Keys: dihera/kube/key_annotations.py:
+# AnnotationKeyStore.run), their profilings recorded (dihera/kube/profilings.py: write_profilings).
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs]
   verbs: [get, list, watch, patch]
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs/status]
   verbs: [patch]
-# The job's Workflow (read and converged when scaling; watched until Argo finishes retired replicas).
+# The job's Workflow: read, converged when scaling, watched until Argo finishes the retired replicas
+# (dihera/kube/scale_executor.py: JobScaler.scale).
 - apiGroups: [argoproj.io]
   resources: [workflows]
   verbs: [get, patch, watch]
-# The job's membership ConfigMap (watch cache; replaced with a resourceVersion when scaling).
+# The job's membership ConfigMap: watched (dihera/kube/watch/watches.py: Watches), read and replaced with
+# a resourceVersion when scaling (dihera/kube/scale_executor.py: JobScaler.scale).
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [get, list, watch, update]
-# Replica pods: addresses (watch cache), and deletion on scale-down.
+# Replica pods: their addresses and phases watched (dihera/kube/watch/watches.py: Watches), the retired ones
+# deleted on scale-down (dihera/kube/scale_executor.py: JobScaler.scale).
 - apiGroups: [""]
   resources: [pods]
   verbs: [list, watch, delete]
 {{- if .Values.kueue.enabled }}
 # Kueue (kueue.enabled, docs/queueing.md): a scale-up of a queued job asks for its added replicas with a
 # slice Workload (created, read until admitted, deleted when refused); a scale-down deletes the slices
-# it no longer needs (listed) and marks the rest reclaimable (status).
+# it no longer needs (listed) and marks the rest reclaimable (status) (dihera/kube/workloads.py:
+# QuotaGate.admit, QuotaGate.release).
 - apiGroups: [kueue.x-k8s.io]
   resources: [workloads]
   verbs: [get, list, create, delete]
 - apiGroups: [kueue.x-k8s.io]
   resources: [workloads/status]
   verbs: [patch]
-# A slice is owned by its DIJob (blockOwnerDeletion, checked by OwnerReferencesPermissionEnforcement).
+# A slice is owned by its DIJob (blockOwnerDeletion, checked by OwnerReferencesPermissionEnforcement;
+# dihera/objects.py: owner_reference).
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs/finalizers]
   verbs: [update]
@@ -46,7 +53,8 @@ its callers with TokenReviews and SubjectAccessReviews).
 {{- end }}
 
 {{- define "dihera.server.clusterRules" -}}
-# Who is calling (bearer token) and may they do it.
+# Who is calling (bearer token) and may they do it (dihera/kube/auth.py: Authenticator.authenticate,
+# Authenticator.allowed).
 - apiGroups: [authentication.k8s.io]
   resources: [tokenreviews]
   verbs: [create]
@@ -54,7 +62,8 @@ its callers with TokenReviews and SubjectAccessReviews).
   resources: [subjectaccessreviews]
   verbs: [create]
 {{- if .Values.kueue.enabled }}
-# Kueue: the value of a job's priority class (a scale-up's slice has the job's).
+# Kueue: the value of a job's priority class, a scale-up's slice has the job's (dihera/kube/workloads.py:
+# WorkloadStore.priority_value).
 - apiGroups: [kueue.x-k8s.io]
   resources: [workloadpriorityclasses]
   verbs: [get]
