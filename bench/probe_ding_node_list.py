@@ -23,7 +23,7 @@ sys.path.insert(0, str(REPO))
 
 from dihera import RenderSettings, load_job, plan_membership  # noqa: E402
 from dihera.naming import Addressing  # noqa: E402
-from dihera.render.objects import membership_lists, node_lists  # noqa: E402
+from dihera.render.env import membership_lists, node_lists  # noqa: E402
 
 JOB, NAMESPACE = "j" * 48, "n" * 63
 CHILD = """

@@ -16,7 +16,8 @@ from typing import Any
 
 from dihera.membership import Membership, plan_membership
 from dihera.model import DIJob
-from dihera.render.objects import membership_configmap, node_lists, service
+from dihera.render.env import node_lists
+from dihera.render.objects import membership_configmap, service
 from dihera.render.settings import RenderSettings
 
 __all__ = ["RenderSettings", "RenderedJob", "node_lists", "render"]

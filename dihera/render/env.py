@@ -1,21 +1,39 @@
-"""The DI_* environment of every container (pure).
+"""A replica's environment, all of it (pure): the ``DI_*`` variables of every container and init container,
+where each value comes from, and the values of the node lists.
 
-Values that differ per replica use Argo input parameters (``{{inputs.parameters.rank}}``), so one
-template serves every replica of a task; node lists come from the membership ConfigMap, so the
-Workflow never holds a copy of them per replica.
+- :func:`di_env`: the variables, in order, then the task's env provider's (``TF_CONFIG``, ``MASTER_ADDR``...;
+  :mod:`dihera.render.providers`). Values that differ per replica are Argo input parameters
+  (``{{inputs.parameters.rank}}``), so one template serves every replica of a task.
+- :func:`membership_lists`: ``DI_NODES`` and every ``DI_<TASK>_NODES`` (:func:`node_lists`), with the
+  providers' keys, as the membership ConfigMap holds them (the pods read them from there, so the Workflow
+  never holds a copy per replica), in the longest address form Linux still execs.
+- :func:`shorten_fqdn`: ``DI_FQDN`` of a replica with a short hostname (a job past ~2,000 replicas).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from dihera.constants import VACANT_RANK_ADDRESS
+from dihera.env_limits import value_fits
+from dihera.membership import Membership, Replica
 from dihera.model import DIJob, Task, task_env_name
-from dihera.naming import fqdn, membership_configmap_name
-from dihera.render.providers import provider_env
+from dihera.naming import Addressing, fqdn, member_address, membership_configmap_name
+from dihera.render.providers import membership_data, provider_env
 from dihera.render.providers.base import INDEX, RANK
 from dihera.render.settings import RenderSettings
 
-__all__ = ["GENERATION_KEY", "INDEX", "MEMBERSHIP_FILE", "NODES_KEY", "RANK", "di_env"]
+__all__ = [
+    "GENERATION_KEY",
+    "INDEX",
+    "MEMBERSHIP_FILE",
+    "NODES_KEY",
+    "RANK",
+    "di_env",
+    "membership_lists",
+    "node_lists",
+    "shorten_fqdn",
+]
 
 NODES_KEY = "DI_NODES"
 GENERATION_KEY = "DI_MEMBERSHIP_GENERATION"
@@ -47,3 +65,52 @@ def di_env(job: DIJob, task: Task, settings: RenderSettings, short: bool = False
         {"name": "DI_MEMBERSHIP_FILE", "value": f"{settings.membership_dir}/{MEMBERSHIP_FILE}"},
         *provider_env(job, task, settings),
     ]
+
+
+def node_lists(
+    job: DIJob, membership: Membership, settings: RenderSettings, form: Addressing = Addressing.FQDN
+) -> dict[str, str]:
+    """``DI_NODES`` and every ``DI_<TASK>_NODES``, comma-joined replica names in ``form``, in rank order.
+
+    In ``DI_NODES`` the entry at position r is rank r's name, so ``DI_NODES[DI_RANK]`` is the pod's
+    own address; a rank left vacant by a scale-down holds :data:`VACANT_RANK_ADDRESS` (an address
+    that refuses DI-engine's dial instead of breaking it) until a new replica takes it.
+    """
+
+    def address(r: Replica) -> str:
+        return member_address(job.name, job.namespace, r.task, r.index, settings.cluster_domain, form, r.short)
+
+    top = max((r.rank for r in membership.replicas), default=-1)
+    by_rank = [VACANT_RANK_ADDRESS] * (top + 1)
+    for r in membership.replicas:
+        by_rank[r.rank] = address(r)
+    lists = {NODES_KEY: ",".join(by_rank)}
+    for task in job.tasks:
+        lists[task_env_name(task.name)] = ",".join(address(r) for r in membership.of_task(task.name))
+    return lists
+
+
+def membership_lists(job: DIJob, membership: Membership, settings: RenderSettings) -> tuple[Addressing, dict[str, str]]:
+    """The node lists and the env providers' keys, in the longest :class:`Addressing` form whose every
+    value still becomes an environment string Linux execs (:func:`~dihera.env_limits.value_fits`).
+
+    FQDNs (DI-orchestrator's form) while they fit; a job too large for them gets shorter names
+    that resolve to the same pods. Validation refuses a job for which even bare hostnames would
+    not fit (:func:`~dihera.env_limits.membership_env_bound`), so the last form always does.
+    """
+    forms = list(Addressing)
+    for form in forms:
+        data = node_lists(job, membership, settings, form)
+        data.update(membership_data(job, membership, settings, form))  # env providers' keys (WORLD_SIZE, TF_CLUSTER...)
+        if all(value_fits(v) for v in data.values()):
+            break
+    return form, data
+
+
+def shorten_fqdn(containers: list[dict[str, Any]], long_host: str, short_host: str) -> None:
+    """``DI_FQDN`` of every container of a replica whose hostname is ``short_host`` instead of ``long_host``
+    (in place): the same domain under the short hostname."""
+    for container in containers:
+        for var in container.get("env") or []:
+            if var.get("name") == "DI_FQDN" and str(var.get("value", "")).startswith(f"{long_host}."):
+                var["value"] = short_host + str(var["value"])[len(long_host) :]

@@ -48,7 +48,7 @@ from dihera.naming import (
     workflow_name,
 )
 from dihera.podtemplate import normalize_pod_spec
-from dihera.render.env import INDEX, RANK, di_env
+from dihera.render.env import INDEX, RANK, di_env, shorten_fqdn
 from dihera.render.objects import owner_references
 from dihera.render.peer_wait import peer_wait_container
 from dihera.render.providers import provider_ports
@@ -288,8 +288,5 @@ def short_variant(template: Mapping[str, Any]) -> dict[str, Any]:
     out["name"] = short_template_name(task)
     out["podSpecPatch"] = json.dumps(patch, sort_keys=True, separators=(",", ":"))
     containers = [*((out.get("containerSet") or {}).get("containers") or []), *(out.get("initContainers") or [])]
-    for container in containers:
-        for var in container.get("env") or []:
-            if var.get("name") == "DI_FQDN" and str(var.get("value", "")).startswith(f"{long_host}."):
-                var["value"] = short_host + str(var["value"])[len(long_host) :]
+    shorten_fqdn(containers, long_host, short_host)
     return dict(out)

@@ -16,7 +16,7 @@ from dihera.env_limits import env_string_bytes, max_replicas, membership_env_bou
 from dihera.errors import OutOfBounds
 from dihera.membership import Membership
 from dihera.naming import Addressing
-from dihera.render.objects import membership_lists, node_lists
+from dihera.render.env import membership_lists, node_lists
 from dihera.render.providers import membership_data
 from dihera.scaling import ScaleRequest, plan_scale
 from dihera.schema import dijob_schema

@@ -17,7 +17,8 @@ from dihera.env_limits import nodes_bytes
 from dihera.membership import Membership, Replica, assign_hostnames
 from dihera.model import DIJob
 from dihera.naming import Addressing, fqdn, hostname, short_hostname, short_template_name
-from dihera.render.objects import membership_configmap, node_lists
+from dihera.render.env import node_lists
+from dihera.render.objects import membership_configmap
 from dihera.render.workflow import build_workflow, short_variant
 from dihera.scaling import ScaleRequest, plan_scale, workflow_patch
 from dihera.validation import validate

@@ -5,7 +5,7 @@ is a role (``chief``, ``master``, ``worker``, ``ps``, ``evaluator``). ``TF_CONFI
 ``{"cluster": {role: ["<name>:<port>", ...]}, "task": {"type": role, "index": <index>}}``: the
 cluster lists every live replica of every tensorflow task in index order, the evaluator excepted
 (TensorFlow keeps the evaluator out of the cluster); names are FQDNs unless the job is too large
-for them (:func:`dihera.render.objects.membership_lists`). The cluster is one key of the membership
+for them (:func:`dihera.render.env.membership_lists`). The cluster is one key of the membership
 ConfigMap (``TF_CLUSTER``), read into ``DI_TF_CLUSTER`` and spliced into ``TF_CONFIG`` with
 ``$(DI_TF_CLUSTER)``, so one template serves every replica.
 """
