@@ -94,6 +94,17 @@ class EventReason(StrEnum):
     EVICTED = "Evicted"
     #: Kueue admitted the job's Workload: its replicas are started (again).
     ADMITTED = "Admitted"
+    #: A Workflow labelled with the job that is not its own (an Argo RESUBMIT's copy) was deleted.
+    WORKFLOW_COPY_DELETED = "WorkflowCopyDeleted"
+    #: The job's Workflow was suspended in Argo: the DIJob is suspended instead.
+    SUSPENDED_IN_ARGO = "SuspendedInArgo"
+    #: The job's Workflow was stopped (Argo's STOP) or terminated (TERMINATE) from outside dihera.
+    WORKFLOW_STOPPED = "WorkflowStopped"
+    WORKFLOW_TERMINATED = "WorkflowTerminated"
+    #: The job's headless Service was deleted or edited: created again or put back.
+    SERVICE_REPAIRED = "ServiceRepaired"
+    #: The job's membership ConfigMap was deleted or edited: created again or put back.
+    MEMBERSHIP_REPAIRED = "MembershipRepaired"
 
 
 class StuckReason(StrEnum):

@@ -134,25 +134,26 @@ def version_key(obj: Mapping[str, Any] | None) -> tuple[str, str] | None:
 
 
 class VersionMemo(Generic[T]):
-    """What ``work`` makes of an object, remembered per version (:func:`version_key`): a pass over a big
-    job works out only what changed. Starts over when it holds ``kept`` versions (stale ones go then).
-    An object without a uid or version is worked out every time. Safe across threads (one dict
-    operation at a time; two threads may work one version out twice, with equal results)."""
+    """What ``work(obj, *args)`` makes of an object, remembered per version (:func:`version_key`): a pass
+    over a big job works out only what changed. ``args`` must not change the answer for one version of
+    one object (the job an object belongs to, the settings). Starts over when it holds ``kept`` versions
+    (stale ones go then). An object without a uid or version is worked out every time. Safe across
+    threads (one dict operation at a time; two threads may work one version out twice, equally)."""
 
-    def __init__(self, work: Callable[[Mapping[str, Any]], T], kept: int) -> None:
+    def __init__(self, work: Callable[..., T], kept: int) -> None:
         self._work = work
         self._kept = kept
         self._memo: dict[tuple[str, str], T] = {}
 
-    def __call__(self, obj: Mapping[str, Any]) -> T:
+    def __call__(self, obj: Mapping[str, Any], *args: Any) -> T:
         key = version_key(obj)
         if key is None:
-            return self._work(obj)
+            return self._work(obj, *args)
         found = self._memo.get(key)
         if found is None:
             if len(self._memo) >= self._kept:
                 self._memo.clear()
-            found = self._memo[key] = self._work(obj)
+            found = self._memo[key] = self._work(obj, *args)
         return found
 
     def __len__(self) -> int:

@@ -15,13 +15,15 @@ does it again next time (the status already records it):
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
-from dihera.constants import TERMINAL_PHASES
+from dihera.constants import EVENT_WARNING, TERMINAL_PHASES, EventReason
 from dihera.controller.decide.cleanup import plan_cleanup
 from dihera.controller.decide.hold import SuspendAction
+from dihera.controller.decide.outside import OutsidePlan
 from dihera.controller.decide.status import StatusUpdate, status_patch
 from dihera.controller.decide.view import JobView
 from dihera.controller.metrics import Metrics
@@ -32,10 +34,22 @@ from dihera.kube.objects import ObjectStore
 from dihera.kube.watch import Store
 from dihera.membership import Membership, plan_membership
 from dihera.model import DIJob
+from dihera.naming import workflow_name
 from dihera.render import RenderSettings, render
+from dihera.render.objects import membership_configmap, service
 from dihera.scaling import ScaleRequest, retired_pods
+from dihera.scaling.dag import membership_of_workflow, workflow_generation
 
 __all__ = ["Applier", "Scaler", "phase_message"]
+
+
+def _suspended_in_argo(view: JobView) -> str:
+    return (
+        f"the Workflow {workflow_name(view.name)} was suspended in Argo (its SUSPEND): the DIJob is suspended "
+        "instead (spec.suspend: true: its replicas are stopped, their ranks and FQDNs kept); resume it with "
+        f'kubectl patch dijob {view.name} -n {view.namespace} --type merge -p \'{{"spec":{{"suspend":false}}}}\''
+    )
+
 
 log = logging.getLogger("dihera.controller")
 
@@ -70,18 +84,23 @@ class Applier:
         self.jobs, self.objects, self.scaler = jobs, objects, scaler
         self._events, self._metrics, self._render, self._cache = events, metrics, render_settings, cache
 
+    @property
+    def render_settings(self) -> RenderSettings:
+        return self._render
+
     # -- before the status write
 
     def create(
         self, job: DIJob, previous: Membership | None, extra: Mapping[str, str]
-    ) -> tuple[dict[str, Any], Membership]:
+    ) -> tuple[dict[str, dict[str, Any]], Membership]:
         """Render ``job`` (its replicas as ``previous`` had them) and create what does not exist yet;
-        "already exists" reads the object back, so a pass never makes a second Workflow."""
+        "already exists" reads the object back, so a pass never makes a second Workflow. Returns the
+        objects by kind (ConfigMap, Service, Workflow) as they are now, and the membership."""
         rendered = render(job, self._render, plan_membership(job, previous))
         created_any = []
-        result: dict[str, Any] = {}
+        result: dict[str, dict[str, Any]] = {}
         for obj in rendered.objects():
-            result, created = self.objects.create(obj)
+            result[obj["kind"]], created = self.objects.create(obj)
             if created:
                 created_any.append(f"{obj['kind']} {obj['metadata']['name']}")
                 self._metrics.wrote("create", obj["kind"])
@@ -106,6 +125,87 @@ class Applier:
             self._metrics.wrote("patch", "Workflow")
         self._metrics.wrote("delete", "Pod", len(result.deleted_pods))
         return None
+
+    # -- what was done from outside (decide/outside.py)
+
+    def undo_outside(self, view: JobView, plan: OutsidePlan, extra: Mapping[str, str]) -> JobView:
+        """Delete a copy of the job's Workflow, suspend the DIJob for an Argo SUSPEND, and create again or put
+        back its Service and membership ConfigMap; each with an Event. The view of what is there now."""
+        for name in plan.copies:
+            self._delete_copy(view, name, extra)
+        if plan.suspend and self.jobs.suspend(view.namespace, view.name):
+            self._metrics.wrote("patch", "DIJob")
+            self._warn(view, EventReason.SUSPENDED_IN_ARGO, _suspended_in_argo(view), extra)
+        if plan.service is not None:
+            view = self._repair_service(view, plan.service, extra)
+        if plan.membership is not None:
+            view = self._repair_membership(view, plan.membership, extra)
+        return view
+
+    def _warn(self, view: JobView, reason: str, message: str, extra: Mapping[str, str]) -> None:
+        log.warning("%s", message, extra=extra)
+        self._events.post(view.body, EVENT_WARNING, reason, message)
+
+    def _delete_copy(self, view: JobView, name: str, extra: Mapping[str, str]) -> None:
+        if not self.objects.delete_workflow(view.namespace, name):
+            return
+        self._metrics.wrote("delete", "Workflow")
+        message = (
+            f"deleted the Workflow {name}, a copy of the job's Workflow {workflow_name(view.name)} (an Argo "
+            "RESUBMIT?): it would run every replica a second time under the same hostnames; the DIJob is the "
+            "job's source of truth: delete and create the DIJob to run it again"
+        )
+        self._warn(view, EventReason.WORKFLOW_COPY_DELETED, message, extra)
+
+    def _repair_service(self, view: JobView, why: str, extra: Mapping[str, str]) -> JobView:
+        assert view.job is not None
+        wanted = service(view.job)
+        name = wanted["metadata"]["name"]
+        found: dict[str, Any] | None
+        if why == "deleted":
+            found, created = self.objects.create(wanted)
+            if not created:
+                return dataclasses.replace(view, service=found)  # the watch cache was behind: it exists
+            self._metrics.wrote("create", "Service")
+        else:
+            current = self.objects.get_service(view.namespace, name)
+            found = self.objects.put_back("Service", current, {"spec": wanted["spec"]}) if current else None
+            if found is None:
+                return view  # gone meanwhile: the next pass creates it
+            self._metrics.wrote("update", "Service")
+        message = f"the job's headless Service {name} was {why}: {'created again' if why == 'deleted' else 'put back'}"
+        self._warn(view, EventReason.SERVICE_REPAIRED, message + " (the replicas' FQDNs resolve through it)", extra)
+        return dataclasses.replace(view, service=found)
+
+    def _repair_membership(self, view: JobView, why: str, extra: Mapping[str, str]) -> JobView:
+        assert view.job is not None
+        found: dict[str, Any] | None
+        if why == "deleted":
+            workflow = self.objects.get_workflow(view.namespace, workflow_name(view.name))
+            if workflow is None:
+                return view  # the Workflow is gone too: the job fails (WorkflowDeleted)
+            recorded = int(view.status.get("membershipGeneration") or 1)
+            membership = membership_of_workflow(workflow, max(recorded, workflow_generation(workflow)))
+            wanted = membership_configmap(view.job, membership, self._render)
+            found, created = self.objects.create(wanted)
+            if not created:
+                return view  # the watch cache was behind: it exists
+            self._metrics.wrote("create", "ConfigMap")
+            how = f"created again from the Workflow's {len(membership.replicas)} replicas"
+            how += f", generation {membership.generation}"
+        else:
+            assert view.membership is not None and view.configmap is not None
+            membership = view.membership
+            wanted = membership_configmap(view.job, membership, self._render)
+            current = self.objects.get_configmap(view.namespace, view.configmap["metadata"]["name"])
+            found = self.objects.put_back("ConfigMap", current, {"data": wanted["data"]}) if current else None
+            if found is None:
+                return view
+            self._metrics.wrote("update", "ConfigMap")
+            how = "put back from its membership.json"
+        message = f"the job's membership ConfigMap {wanted['metadata']['name']} was {why}: {how}"
+        self._warn(view, EventReason.MEMBERSHIP_REPAIRED, message, extra)
+        return dataclasses.replace(view, configmap=found, membership=membership)
 
     # -- the status write
 

@@ -24,7 +24,7 @@ from dihera.controller.validated import ValidatedJobs
 from dihera.errors import InvalidJobError
 from dihera.kube.watch import Store
 from dihera.membership import Membership
-from dihera.naming import membership_configmap_name, workflow_name
+from dihera.naming import membership_configmap_name, service_name, workflow_name
 from dihera.objects import owned_by
 from dihera.render.env import MEMBERSHIP_FILE
 
@@ -47,6 +47,10 @@ class ObjectReader(Protocol):
 
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]: ...
 
+    def get_service(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def list_workflows(self, namespace: str, selector: str) -> list[dict[str, Any]]: ...
+
 
 class Reads(Protocol):
     #: True when answers come from the watch cache (possibly behind the API server).
@@ -59,6 +63,12 @@ class Reads(Protocol):
     def workflow(self, namespace: str, name: str) -> dict[str, Any] | None: ...
 
     def pods(self, namespace: str, job: str) -> list[dict[str, Any]]: ...
+
+    def service(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+
+    def workflows(self, namespace: str, job: str) -> list[dict[str, Any]]:
+        """Every Workflow labelled with the job (its own, and copies of it)."""
+        ...
 
 
 class LiveReads:
@@ -81,6 +91,12 @@ class LiveReads:
     def pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
         return self._objects.list_pods(namespace, f"{LABEL_JOB}={job}")
 
+    def service(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self._objects.get_service(namespace, name)
+
+    def workflows(self, namespace: str, job: str) -> list[dict[str, Any]]:
+        return self._objects.list_workflows(namespace, f"{LABEL_JOB}={job}")
+
 
 class CachedReads:
     """Reads from the watch layer's :class:`~dihera.kube.watch.Store`."""
@@ -101,6 +117,12 @@ class CachedReads:
 
     def pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
         return self.cache.pods(namespace, job)
+
+    def service(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.cache.get("Service", namespace, name)
+
+    def workflows(self, namespace: str, job: str) -> list[dict[str, Any]]:
+        return self.cache.of_job("Workflow", namespace, job)
 
 
 def membership_of(configmap: Mapping[str, Any] | None) -> Membership | None:
@@ -137,7 +159,14 @@ class Observer:
         view = JobView(body, job, None, membership_of(configmap), workflow, queue=queue, cached=reads.cached)
         if reads.cached:
             self._check_current(view, configmap)
-        view = dataclasses.replace(view, foreign=workflow is not None and not owned_by(workflow, job.uid))
+        copies = tuple(w for w in reads.workflows(namespace, name) if w["metadata"]["name"] != workflow_name(name))
+        view = dataclasses.replace(
+            view,
+            foreign=workflow is not None and not owned_by(workflow, job.uid),
+            configmap=configmap,
+            service=reads.service(namespace, service_name(name)),
+            copies=copies,
+        )
         view = self.with_pods(view, reads)
         if leftover_counted(view):
             view = dataclasses.replace(view, leftover_pods=len(self.live.pods(namespace, name)))
@@ -172,7 +201,7 @@ class Observer:
         body = self.live.dijob(namespace, name) or view.body
         workflow = self.live.workflow(namespace, workflow_name(name))
         changed = dataclasses.replace(
-            view, body=body, membership=membership_of(configmap), workflow=workflow, scaled=True
+            view, body=body, membership=membership_of(configmap), configmap=configmap, workflow=workflow, scaled=True
         )
         return self.with_pods(changed, reads)
 

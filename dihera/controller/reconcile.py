@@ -4,9 +4,11 @@
    (:mod:`~dihera.controller.observe`: the watch cache, the API server only when it must);
 2. a job gone forgets its state; a **finished** one gets cleanPodPolicy, Kueue's Finished and its TTL;
 3. a **new** job's Pending status is written before anything is created;
-4. **converge**: create the job's objects (again, on resume), release an evicted Workload's quota, sync a
-   running job's replicas with its spec (:mod:`~dihera.controller.decide.converge` decides;
-   :mod:`~dihera.controller.apply` writes; the view is observed again after each write);
+4. **converge**: create the job's objects (again, on resume), release an evicted Workload's quota, undo
+   or repair what was done to them from outside (an Argo RESUBMIT's copy, a deleted Service...), sync a
+   running job's replicas with its spec (:mod:`~dihera.controller.decide.converge` and
+   :mod:`~dihera.controller.decide.outside` decide; :mod:`~dihera.controller.apply` writes; the view is
+   observed again after each write);
 5. **decide** the status, its Events and what must follow it (:func:`~dihera.controller.decide.status.compute_status`);
 6. **apply**: one status write if it changed, the Events, then the writes the status records
    (:meth:`~dihera.controller.apply.Applier.after_status`).
@@ -32,6 +34,7 @@ from dihera.controller.apply import Applier, phase_message
 from dihera.controller.decide.converge import ConvergePlan, plan_converge, plan_edit
 from dihera.controller.decide.deadline import ttl_left
 from dihera.controller.decide.hold import SuspendPlan
+from dihera.controller.decide.outside import plan_outside
 from dihera.controller.decide.status import StatusUpdate, compute_status, progress_only
 from dihera.controller.decide.view import JobView
 from dihera.controller.kueue import Queueing
@@ -157,6 +160,7 @@ class Reconciler:
             view = self._record_pending(view, extra)
         plan = plan_converge(view)
         view = self._converge(view, plan, reads, extra)
+        view = self._undo_outside(view, extra)
         view, refused = self._sync_replicas(view, plan, reads, extra)
         retry = view.queue.retry if view.queue is not None else None
         due = self._decide_and_apply(view, plan.hold, refused, extra)
@@ -192,9 +196,22 @@ class Reconciler:
         queue = view.queue
         if queue is not None and queue.view is not None and self._queueing is not None:
             source = with_placements(source, self._queueing.placements(queue.view))
-        workflow, membership = self._apply.create(source, view.membership, extra)
-        created = dataclasses.replace(view, workflow=workflow, membership=membership, foreign=False)
+        objects, membership = self._apply.create(source, view.membership, extra)
+        created = dataclasses.replace(
+            view,
+            workflow=objects["Workflow"],
+            membership=membership,
+            configmap=objects["ConfigMap"],
+            service=objects["Service"],
+            foreign=False,
+        )
         return self._observe.with_pods(created, reads)
+
+    def _undo_outside(self, view: JobView, extra: Mapping[str, str]) -> JobView:
+        """What was done to the job's objects from outside dihera, undone or repaired
+        (:mod:`~dihera.controller.decide.outside` decides)."""
+        plan = plan_outside(view, self._apply.render_settings)
+        return view if plan.empty else self._apply.undo_outside(view, plan, extra)
 
     def _sync_replicas(
         self, view: JobView, plan: ConvergePlan, reads: Reads, extra: Mapping[str, str]

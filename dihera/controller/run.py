@@ -42,7 +42,7 @@ __all__ = ["Controller", "run_controller"]
 log = logging.getLogger("dihera.controller")
 #: The kinds watched in every scope from the start; the jobs' own objects are watched on demand.
 ALWAYS = ("DIJob",)
-ON_DEMAND = ("Pod", "Workflow", "ConfigMap")
+ON_DEMAND = ("Pod", "Workflow", "ConfigMap", "Service")
 
 
 class Controller:

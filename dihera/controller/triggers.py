@@ -8,7 +8,8 @@ store has the object:
 |-----------|-------------------------------------------------------------------------------------|
 | DIJob     | at once; a deleted one is forgotten (its objects go with it, through ownerReferences) |
 | Workload  | at once (Kueue's admission or eviction)                                              |
-| ConfigMap | at once (a scaler's commit of the membership)                                        |
+| ConfigMap | at once (a scaler's commit of the membership; a deleted or edited one is repaired)     |
+| Service   | at once (a deleted or edited one is repaired)                                        |
 | Workflow  | paced (:meth:`~dihera.controller.workqueue.WorkQueue.request_paced`): by the cost of the job's last pass |
 | Pod       | paced, at least ``pod_batch`` seconds later: a burst of pod events, one pass and one status write |
 
@@ -31,7 +32,7 @@ __all__ = ["Queue", "Triggers"]
 log = logging.getLogger("dihera.controller")
 
 #: Kinds whose events may deliver the controller's own writes (skipped when they do).
-OWN_WRITES = frozenset({"DIJob", "Workload", "Workflow", "ConfigMap"})
+OWN_WRITES = frozenset({"DIJob", "Workload", "Workflow", "ConfigMap", "Service"})
 
 
 class Queue(Protocol):
@@ -57,6 +58,7 @@ class Triggers:
             "DIJob": None,
             "Workload": None,
             "ConfigMap": None,
+            "Service": None,
             "Workflow": 0.0,
             "Pod": pod_batch,
         }

@@ -69,6 +69,19 @@ class JobStore:
             return False
         return True
 
+    def suspend(self, namespace: str, name: str) -> bool:
+        """Set ``spec.suspend: true`` (a JSON merge patch); False when the DIJob is gone."""
+        try:
+            patch = {"spec": {"suspend": True}}
+            self._custom.patch_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name, patch, field_manager=FIELD_MANAGER_CONTROLLER
+            )
+        except ApiException as err:
+            if err.status == 404:
+                return False
+            raise
+        return True
+
     def patch_status(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """Apply a JSON patch to the status subresource; the DIJob as written, or :class:`StatusConflict` when a
         precondition in it failed.

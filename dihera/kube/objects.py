@@ -64,6 +64,22 @@ class ObjectStore:
             raise
         return _as_dict(obj)
 
+    def get_service(self, namespace: str, name: str) -> dict[str, Any] | None:
+        try:
+            obj = self._core.read_namespaced_service(name, namespace, _preload_content=False)
+        except ApiException as err:
+            if _missing(err):
+                return None
+            raise
+        return decoded(obj)
+
+    def list_workflows(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        """Workflows matching a label selector."""
+        found = self._custom.list_namespaced_custom_object(
+            WORKFLOW_GROUP, WORKFLOW_VERSION, namespace, WORKFLOW_PLURAL, label_selector=selector
+        )
+        return [dict(item) for item in cast(dict[str, Any], found).get("items") or []]
+
     def watch_workflow(
         self, namespace: str, name: str, after: str, seconds: float
     ) -> Generator[dict[str, Any], None, None]:
@@ -141,6 +157,33 @@ class ObjectStore:
         if found is None:  # deleted between our create and read: report the conflict as is
             raise RuntimeError(f"{kind} {namespace}/{name} exists but cannot be read")
         return found
+
+    def put_back(self, kind: str, obj: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any] | None:
+        """Write ``fields`` (top-level: ``spec`` of a Service, merged; ``data`` of a ConfigMap) over ``obj`` as
+        the API server served it, with its resourceVersion (a 409 when it changed meanwhile); None when it
+        is gone."""
+        meta = obj["metadata"]
+        body = {**obj, **fields}
+        resp: Any
+        try:
+            if kind == "Service":
+                spec = {**(obj.get("spec") or {}), **(fields.get("spec") or {})}
+                service: Any = {**body, "spec": spec}
+                resp = self._core.replace_namespaced_service(
+                    meta["name"], meta["namespace"], service, _preload_content=False
+                )
+            elif kind == "ConfigMap":
+                configmap: Any = body
+                resp = self._core.replace_namespaced_config_map(
+                    meta["name"], meta["namespace"], configmap, _preload_content=False
+                )
+            else:
+                raise ValueError(f"cannot put {kind} {meta['namespace']}/{meta['name']} back: unsupported kind")
+        except ApiException as err:
+            if _missing(err):
+                return None
+            raise
+        return decoded(resp)
 
     def shutdown_workflow(self, namespace: str, name: str, how: str = "Terminate") -> dict[str, Any] | None:
         """Ask Argo to stop a Workflow (``spec.shutdown``); the Workflow as patched, or None when it is gone."""

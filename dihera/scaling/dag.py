@@ -16,13 +16,23 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dihera.constants import ANNOTATION_GENERATION
 from dihera.constants import WORKFLOW_ENTRYPOINT as ENTRYPOINT
 from dihera.errors import NotDiheraWorkflow
-from dihera.membership import Membership
-from dihera.naming import dag_task_name
+from dihera.membership import Membership, Replica
+from dihera.naming import SHORT_TEMPLATE_SUFFIX, dag_task_name
 from dihera.objects import VersionMemo
 
-__all__ = ["RETIRED_TEMPLATE", "DagSlots", "live_replicas", "read_dag", "retired_dag_tasks", "workflow_nodes"]
+__all__ = [
+    "RETIRED_TEMPLATE",
+    "DagSlots",
+    "live_replicas",
+    "membership_of_workflow",
+    "read_dag",
+    "retired_dag_tasks",
+    "workflow_generation",
+    "workflow_nodes",
+]
 
 RETIRED_TEMPLATE = "dihera-retired"
 
@@ -76,6 +86,30 @@ _retired_of: VersionMemo[frozenset[str]] = VersionMemo(_read_retired, kept=64)
 def retired_dag_tasks(workflow: Mapping[str, Any] | None) -> frozenset[str]:
     """Names of the DAG tasks scaling retired (template ``dihera-retired``) in the Workflow's spec."""
     return _retired_of(workflow) if workflow else frozenset()
+
+
+def workflow_generation(workflow: Mapping[str, Any]) -> int:
+    """The membership generation the Workflow's DAG was last converged to (1: as first rendered)."""
+    annotations = (workflow.get("metadata") or {}).get("annotations") or {}
+    return int(annotations.get(ANNOTATION_GENERATION) or 1)
+
+
+def membership_of_workflow(workflow: Mapping[str, Any], generation: int) -> Membership:
+    """The replicas the Workflow's DAG runs (its live tasks: template ``<task>`` or ``<task>-short``, and
+    their ``index`` and ``rank`` parameters), as the membership of ``generation``: what rebuilds a
+    membership ConfigMap that was deleted. Needs the Workflow as the API serves it (the watch cache's
+    slim copy keeps no parameters)."""
+    slots = read_dag(workflow)
+    tasks = workflow["spec"]["templates"][slots.template_index]["dag"]["tasks"]
+    replicas = []
+    for pos in slots.live.values():
+        task = tasks[pos]
+        params = {p["name"]: p.get("value") for p in (task.get("arguments") or {}).get("parameters") or []}
+        template = str(task["template"])
+        short = template.endswith(SHORT_TEMPLATE_SUFFIX)
+        name = template[: -len(SHORT_TEMPLATE_SUFFIX)] if short else template
+        replicas.append(Replica(int(params["rank"]), name, int(params["index"]), short))
+    return Membership(generation, tuple(sorted(replicas)))
 
 
 def live_replicas(membership: Membership, workflow: Mapping[str, Any] | None) -> Membership:

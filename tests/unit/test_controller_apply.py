@@ -3,14 +3,19 @@ once Argo finished their tombstones, never twice."""
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any, cast
 
 from dihera.controller.apply import Applier
+from dihera.controller.decide.outside import plan_outside
+from dihera.controller.decide.view import JobView
 from dihera.controller.metrics import Metrics
-from dihera.render import RenderSettings
+from dihera.render import RenderSettings, render
+from dihera.render.objects import membership_configmap, service
 from dihera.validation import load_job
 from tests.unit.builders import job, task
+from tests.unit.jobviews import MEMBERSHIP, dijob
 
 JOB = load_job({**job(task("collector", replicas=1), name="j"), "metadata": {"name": "j", "namespace": "ns"}})
 WORKFLOW = {
@@ -89,3 +94,98 @@ def test_nothing_to_delete_asks_nothing_of_the_api_server() -> None:
 
     applier(objects).delete_retired_pods(JOB, WORKFLOW, [pod("collector-0")], {}, live_pods)
     assert objects.deleted == [] and asked == []
+
+
+# -- what was done from outside, undone or repaired (Applier.undo_outside) --------------------------------
+
+
+class Outside:
+    """The API as the repairs use it: the job's Workflow (as the API server serves it), what exists by kind
+    and name, and every write and Event."""
+
+    def __init__(self, job: Any, membership: Any) -> None:
+        rendered = render(job, RenderSettings(), membership)
+        self.workflow = rendered.workflow
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}
+        self.writes: list[str] = []
+        self.events: list[tuple[str, str]] = []
+        self.suspended: list[str] = []
+
+    def create(self, obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+        key = (obj["kind"], obj["metadata"]["name"])
+        if key in self.objects:
+            return self.objects[key], False
+        self.objects[key] = obj
+        self.writes.append(f"create {key[0]}")
+        return obj, True
+
+    def get_workflow(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.workflow
+
+    def get_service(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.objects.get(("Service", name))
+
+    def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return self.objects.get(("ConfigMap", name))
+
+    def put_back(self, kind: str, obj: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+        self.writes.append(f"put back {kind}")
+        self.objects[(kind, obj["metadata"]["name"])] = {**obj, **fields}
+        return {**obj, **fields}
+
+    def delete_workflow(self, namespace: str, name: str, uid: str | None = None) -> bool:
+        self.writes.append(f"delete Workflow {name}")
+        return True
+
+    def suspend(self, namespace: str, name: str) -> bool:
+        self.suspended.append(name)
+        return True
+
+    def post(self, job: Any, type_: str, reason: str, message: str) -> bool:
+        self.events.append((reason, message))
+        return True
+
+
+def outside_view(api: Outside, **kw: Any) -> JobView:
+    job = dijob()
+    body: dict[str, Any] = {"metadata": {"name": "job", "namespace": "ns", "uid": "job-uid", "generation": 1}}
+    body["status"] = {"phase": "Running", "workflowName": "job", "membershipGeneration": 1}
+    fields = {
+        "membership": MEMBERSHIP,
+        "workflow": api.workflow,
+        "configmap": membership_configmap(job, MEMBERSHIP, RenderSettings()),
+        "service": service(job),
+        **kw,
+    }
+    return JobView(body, job, **fields)
+
+
+def test_a_deleted_configmap_is_rebuilt_from_the_workflows_replicas_and_a_deleted_service_created_again() -> None:
+    api = Outside(dijob(), MEMBERSHIP)
+    applier = Applier(cast(Any, api), cast(Any, api), cast(Any, api), cast(Any, None), Metrics(), RenderSettings())
+    view = outside_view(api, configmap=None, service=None, membership=None)
+    plan = plan_outside(view, RenderSettings())
+    after = applier.undo_outside(view, plan, {})
+    assert api.writes == ["create Service", "create ConfigMap"]
+    assert after.membership == MEMBERSHIP  # the ranks the Workflow runs, the generation the job recorded
+    assert [r for r, _ in api.events] == ["ServiceRepaired", "MembershipRepaired"]
+    assert "created again from the Workflow's 3 replicas, generation 1" in api.events[1][1]
+    assert plan_outside(after, RenderSettings()).empty
+
+
+def test_a_copy_is_deleted_an_argo_suspend_suspends_the_dijob_and_an_edit_is_put_back() -> None:
+
+    api = Outside(dijob(), MEMBERSHIP)
+    applier = Applier(cast(Any, api), cast(Any, api), cast(Any, api), cast(Any, None), Metrics(), RenderSettings())
+    suspended = copy.deepcopy(api.workflow)
+    suspended["spec"]["suspend"] = True
+    view = outside_view(api, workflow=suspended, copies=({"metadata": {"name": "job-abcde"}},))
+    edited = copy.deepcopy(view.service)
+    edited["spec"]["ports"] = []
+    api.objects[("Service", edited["metadata"]["name"])] = edited
+    view = outside_view(api, workflow=suspended, copies=({"metadata": {"name": "job-abcde"}},), service=edited)
+    applier.undo_outside(view, plan_outside(view, RenderSettings()), {})
+    assert api.writes == ["delete Workflow job-abcde", "put back Service"]
+    assert api.suspended == ["job"]
+    assert [r for r, _ in api.events] == ["WorkflowCopyDeleted", "SuspendedInArgo", "ServiceRepaired"]
+    assert "kubectl patch dijob job -n ns --type merge" in api.events[1][1]

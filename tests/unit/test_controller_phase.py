@@ -43,6 +43,7 @@ def test_the_table_lists_every_policy_once_in_the_documented_order() -> None:
         "deadline_exceeded",
         "workflow_not_created",
         "foreign_workflow",
+        "workflow_shut_down",
         "drop_bound_reached",
         "backoff_exceeded",
         "retries_exhausted",
@@ -150,3 +151,15 @@ def test_a_membership_of_one_replica_per_task_is_read_as_given() -> None:
     one = Membership(1, (Replica(0, "learner", 0), Replica(1, "collector", 0)))
     f = facts_of(observe(workflow(), [pod("learner", 0), pod("collector", 0)], membership=one))
     assert [s.name for s in f.kept] == ["learner-0", "collector-0"] and decide_phase(f).phase is Phase.RUNNING
+
+
+def test_pods_missing_names_what_argo_says_of_the_replicas_it_could_not_create() -> None:
+    nodes = {
+        "n": {"name": "job.collector-1", "type": "Pod", "phase": "Pending", "message": 'configmap "di-job" not found'}
+    }
+    f = facts_of(observe(workflow(nodes=nodes), running(("collector", 1))))
+    decision = phase.pods_missing(f)
+    assert decision is not None and decision.phase is Phase.PENDING
+    assert decision.message == '2/3 pods created; Argo says: collector-1: configmap "di-job" not found'
+    quiet = phase.pods_missing(facts_of(observe(workflow(), running(("collector", 1)))))
+    assert quiet is not None and quiet.message == "2/3 pods created"

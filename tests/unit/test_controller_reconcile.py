@@ -12,7 +12,10 @@ from dihera.controller.metrics import Metrics
 from dihera.errors import NotDiheraWorkflow, RetiredReplica, ScaleConflict, ScaleError
 from dihera.kube.jobs import StatusConflict
 from dihera.membership import Membership, Replica
+from dihera.render import RenderSettings
+from dihera.render.objects import membership_configmap, service
 from dihera.scaling import ScaleRequest
+from dihera.validation import load_job
 from tests.unit.builders import job, task
 from tests.unit.controller_doubles import reconciler as make_reconciler
 
@@ -66,7 +69,8 @@ class Cluster:
 
     def __init__(self, body: dict[str, Any], membership: Membership, converged: int) -> None:
         self.body = body
-        self.configmap = {"data": {"membership.json": membership.to_json()}}
+        self.configmap = self.membership_configmap(membership)
+        self.service = service(load_job(body))
         self.workflow = workflow(converged, membership)
         self.statuses: list[dict[str, Any]] = []
         self.events: list[tuple[str, str]] = []
@@ -100,6 +104,16 @@ class Cluster:
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         return copy.deepcopy(self.live_pods)
 
+    def get_service(self, namespace: str, name: str) -> dict[str, Any] | None:
+        return copy.deepcopy(self.service)
+
+    def list_workflows(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        return [copy.deepcopy(self.workflow)] if self.workflow is not None else []
+
+    def membership_configmap(self, membership: Membership) -> dict[str, Any]:
+        """The membership ConfigMap as the controller renders it for the job's spec."""
+        return membership_configmap(load_job(self.body), membership, RenderSettings())
+
     def delete_pods(self, namespace: str, names: list[str]) -> None:
         self.deleted += names
 
@@ -115,7 +129,7 @@ class Cluster:
             raise self.scale_error
         before = self.configmap
         membership, self.workflow = self.scale_result
-        self.configmap = {"data": {"membership.json": membership.to_json()}}
+        self.configmap = self.membership_configmap(membership)
         return type("Result", (), {"changed": before != self.configmap, "deleted_pods": ()})()
 
 

@@ -14,7 +14,7 @@ from dihera.naming import membership_configmap_name
 from tests.unit.controller_doubles import reconciler as make_reconciler
 from tests.unit.test_controller_reconcile import GROWN, LIVE, NAME, NS, T1, Cluster, dijob, pod
 
-READS = ("get", "get_configmap", "get_workflow", "list_pods")
+READS = ("get", "get_configmap", "get_workflow", "list_pods", "get_service", "list_workflows")
 
 
 class CountingCluster(Cluster):
@@ -24,7 +24,16 @@ class CountingCluster(Cluster):
         super().__init__(body, membership, converged)
         self.configmap["metadata"] = {"name": membership_configmap_name(NAME), "namespace": NS, "uid": "cm"}
         self.workflow["metadata"].update(namespace=NS, labels={"diengine/job": NAME}, resourceVersion="1")
+        self.service["metadata"].update(uid="svc", resourceVersion="1")
         self.reads: list[str] = []
+
+    def get_service(self, namespace: str, name: str) -> dict[str, Any] | None:
+        self.reads.append("get_service")
+        return super().get_service(namespace, name)
+
+    def list_workflows(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+        self.reads.append("list_workflows")
+        return super().list_workflows(namespace, selector)
 
     def get(self, namespace: str, name: str) -> dict[str, Any]:
         self.reads.append("get")
@@ -57,6 +66,7 @@ class CountingCluster(Cluster):
         cache.put("DIJob", self.body)
         cache.put("ConfigMap", self.configmap)
         cache.put("Workflow", self.workflow)
+        cache.put("Service", self.service)
         for p in self.pods():
             cache.put("Pod", p)
         return cache

@@ -375,11 +375,11 @@ def test_task_status_counts_current_attempts_only() -> None:
         ([("Pending", "True", T0, T0)], "Pending", "m", [("Pending", "True", T0, T0)]),
         ([("Pending", "True", T0, T0)], "Pending", "new", [("Pending", "True", T0, T1)]),
         ([("Pending", "True", T0, T0)], "Running", "m", [("Pending", "False", T1, T1), ("Running", "True", T1, T1)]),
-        (
+        (  # the True condition, the phase's, is the last: the newest one a reader finds
             [("Running", "False", T0, T0), ("Restarting", "True", T0, T0)],
             "Running",
             "m",
-            [("Running", "True", T1, T1), ("Restarting", "False", T1, T1)],
+            [("Restarting", "False", T1, T1), ("Running", "True", T1, T1)],
         ),
     ],
 )

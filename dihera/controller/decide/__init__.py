@@ -7,6 +7,8 @@
 - ``phase``: the ordered table of phase policies
 - ``status``: the new status, its Events and the drops to apply (``conditions``, ``progress``: its parts)
 - ``converge``: what to create, release or sync before the status
+- ``outside``: what was done to the job's objects from outside dihera (the Argo UI's actions on its Workflow,
+  its Service or membership ConfigMap deleted or edited), undone or repaired
 - ``replicas``: each replica's current attempt from the Workflow's nodes and the pods (``stuck``: why a pod
   does not run)
 

@@ -1,7 +1,8 @@
 """DIJob conditions: one per phase reached, the current one True (pure).
 
 A condition's ``lastTransitionTime`` changes only when its status flips; ``lastUpdateTime`` whenever
-it is rewritten (status or message). Its ``reason`` is the decision's cause where one exists, as the
+it is rewritten (status or message). The True one, the phase's, is always the last: the newest
+condition a reader finds says what the phase says. Its ``reason`` is the decision's cause where one exists, as the
 Kubernetes Job's conditions say why (``DeadlineExceeded``, ``BackoffLimitExceeded``, ``WorkflowDeleted``,
 ``Evicted``...), else ``Job<Phase>`` (DI-orchestrator's).
 """
@@ -19,32 +20,24 @@ __all__ = ["set_phase_condition"]
 def set_phase_condition(
     conditions: Sequence[Mapping[str, Any]], phase: str, message: str, now: str, cause: str | None = None
 ) -> list[dict[str, Any]]:
-    """The conditions after the job is (still) in ``phase``: that one True, every other one False;
+    """The conditions after the job is (still) in ``phase``: that one True and last, every other one False;
     ``cause``: the reason of a condition that becomes True (None: ``Job<Phase>``)."""
     reason = cause or condition_reason(phase)
-    out: list[dict[str, Any]] = []
-    found = False
+    others: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
     for old in conditions:
         cond = dict(old)
         if cond.get("type") == phase:
-            found = True
-            if cond.get("status") != "True":
-                cond.update(status="True", lastTransitionTime=now, lastUpdateTime=now)
-                cond.update(reason=reason, message=message)
-            elif cond.get("message") != message:
-                cond.update(message=message, lastUpdateTime=now)
-        elif cond.get("status") == "True":
-            cond.update(status="False", lastTransitionTime=now, lastUpdateTime=now)
-        out.append(cond)
-    if not found:
-        out.append(
-            {
-                "type": phase,
-                "status": "True",
-                "reason": reason,
-                "message": message,
-                "lastUpdateTime": now,
-                "lastTransitionTime": now,
-            }
-        )
-    return out
+            current = cond
+        else:
+            if cond.get("status") == "True":
+                cond.update(status="False", lastTransitionTime=now, lastUpdateTime=now)
+            others.append(cond)
+    if current is None:
+        current = {"type": phase, "status": "True", "reason": reason, "message": message}
+        current.update(lastUpdateTime=now, lastTransitionTime=now)
+    elif current.get("status") != "True":
+        current.update(status="True", lastTransitionTime=now, lastUpdateTime=now, reason=reason, message=message)
+    elif current.get("message") != message:
+        current.update(message=message, lastUpdateTime=now)
+    return [*others, current]

@@ -11,18 +11,20 @@ them in order and the first that answers wins:
 4. deadline_exceeded       active longer than activeDeadlineSeconds → Failed (``deadline``)
 5. workflow_not_created    no Workflow yet → Pending
 6. foreign_workflow        a deleted DIJob's Workflow holds the name → Pending
-7. drop_bound_reached      a DropReplica replica exhausted its retries and dropping it would cross
+7. workflow_shut_down      the Workflow stopped or terminated from outside dihera (Argo's STOP,
+                           TERMINATE) → Succeeded if the successPolicy is met, else Failed (``outside``)
+8. drop_bound_reached      a DropReplica replica exhausted its retries and dropping it would cross
                            the bound → Failed (``failures``)
-8. backoff_exceeded        restarts of FailJob tasks > backoffLimit → Failed (``failures``)
-9. retries_exhausted       a replica's current attempt failed with no retry left → Failed (``failures``)
-10. workflow_failed        Workflow Failed / Error → Failed
-11. succeeded              Workflow Succeeded, or the successPolicy is met (default: every replica
+9. backoff_exceeded        restarts of FailJob tasks > backoffLimit → Failed (``failures``)
+10. retries_exhausted      a replica's current attempt failed with no retry left → Failed (``failures``)
+11. workflow_failed        Workflow Failed / Error → Failed
+12. succeeded              Workflow Succeeded, or the successPolicy is met (default: every replica
                            Succeeded) → Succeeded (``success``)
-12. rescheduling           membership changed (until every replica is up again) → Rescheduling
-13. replica_failed         a replica failed and will be retried → Restarting (``failures``)
-14. retry_not_up           a retry's pod is not up yet → Restarting (``failures``)
-15. pods_missing           some replica has no pod → Pending
-16. all_up / starting      every replica Running and ready (or done) → Running, else Starting
+13. rescheduling           membership changed (until every replica is up again) → Rescheduling
+14. replica_failed         a replica failed and will be retried → Restarting (``failures``)
+15. retry_not_up           a retry's pod is not up yet → Restarting (``failures``)
+16. pods_missing           some replica has no pod → Pending (what Argo says of it)
+17. all_up / starting      every replica Running and ready (or done) → Running, else Starting
 
 Replicas dropped by ``failurePolicy: DropReplica`` are not among the facts' ``kept`` replicas: like
 replicas removed by a scale-down, they are no longer the job's.
@@ -37,6 +39,7 @@ from dihera.controller.decide.deadline import deadline_exceeded
 from dihera.controller.decide.decision import PhaseDecision
 from dihera.controller.decide.facts import Facts
 from dihera.controller.decide.failures import (
+    FAILURES_NAMED,
     backoff_exceeded,
     describe_failures,
     drop_bound_reached,
@@ -45,6 +48,7 @@ from dihera.controller.decide.failures import (
     retry_not_up,
 )
 from dihera.controller.decide.hold import held
+from dihera.controller.decide.outside import workflow_shut_down
 from dihera.controller.decide.success import succeeded
 from dihera.objects import FAILED_NODE_PHASES
 
@@ -104,10 +108,16 @@ def rescheduling(f: Facts) -> PhaseDecision | None:
 
 
 def pods_missing(f: Facts) -> PhaseDecision | None:
-    missing = sum(1 for s in f.kept if s.pod_phase is None)
+    """Some replica has no pod yet → Pending, naming what Argo says of those it could not create."""
+    missing = [s for s in f.kept if s.pod_phase is None]
     if not missing:
         return None
-    return PhaseDecision(Phase.PENDING, f"{len(f.kept) - missing}/{len(f.kept)} pods created")
+    created = f"{len(f.kept) - len(missing)}/{len(f.kept)} pods created"
+    said = [f"{s.name}: {s.node_message}" for s in missing if s.node_message]
+    if not said:
+        return PhaseDecision(Phase.PENDING, created)
+    more = f"; and {len(said) - FAILURES_NAMED:,} more" if len(said) > FAILURES_NAMED else ""
+    return PhaseDecision(Phase.PENDING, f"{created}; Argo says: {'; '.join(said[:FAILURES_NAMED])}{more}")
 
 
 def running_or_starting(f: Facts) -> PhaseDecision:
@@ -124,6 +134,7 @@ POLICIES: tuple[Policy, ...] = (
     deadline_exceeded,
     workflow_not_created,
     foreign_workflow,
+    workflow_shut_down,
     drop_bound_reached,
     backoff_exceeded,
     retries_exhausted,

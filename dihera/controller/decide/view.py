@@ -28,9 +28,11 @@ __all__ = ["JobView"]
 class JobView:
     """One job as a pass saw it.
 
-    ``job``: the DIJob validated (None: invalid, ``invalid`` says why). ``membership``: what its membership
-    ConfigMap holds (None: not created yet). ``workflow``: the Workflow named after the job, if any; it is
-    ``foreign`` when another (deleted) DIJob owns it. ``pods``: the pods of the job's own Workflow.
+    ``job``: the DIJob validated (None: invalid, ``invalid`` says why). ``configmap``: its membership
+    ConfigMap, ``membership`` what it holds (None: not created yet). ``workflow``: the Workflow named after
+    the job, if any; it is ``foreign`` when another (deleted) DIJob owns it; ``copies``: other Workflows
+    labelled with the job (an Argo RESUBMIT's). ``service``: its headless Service (None: none).
+    ``pods``: the pods of the job's own Workflow.
     ``queue``: Kueue's answer (None: the job is not queued). ``leftover_pods``: pods of a held run still
     going away, counted (by the API server) only when a resume or a quota release waits on them.
     ``cached``: read from the watch cache (it may be behind the API server). ``scaled``: the scaler ran in
@@ -44,6 +46,9 @@ class JobView:
     workflow: Mapping[str, Any] | None = None
     foreign: bool = False
     pods: tuple[Mapping[str, Any], ...] = ()
+    configmap: Mapping[str, Any] | None = None
+    service: Mapping[str, Any] | None = None
+    copies: tuple[Mapping[str, Any], ...] = ()
     queue: QueueState | None = None
     leftover_pods: int = 0
     cached: bool = True

@@ -2,9 +2,9 @@
 watched with, and which job an object of it belongs to.
 
 Every kind but the DIJob is watched with a server-side label selector, so the watches bring only the
-jobs' own objects: pods and Workflows labelled ``diengine/job``; membership ConfigMaps and Kueue
-Workloads labelled ``app.kubernetes.io/managed-by=dihera`` too (a user's ConfigMap with a job label,
-e.g. a DI-engine config shipped beside a DIJob, is not the controller's).
+jobs' own objects: pods and Workflows labelled ``diengine/job``; membership ConfigMaps, headless Services
+and Kueue Workloads labelled ``app.kubernetes.io/managed-by=dihera`` too (a user's ConfigMap with a job
+label, e.g. a DI-engine config shipped beside a DIJob, is not the controller's).
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ KINDS: Mapping[str, Kind] = {
     "Pod": Kind("Pod", "", "v1", "pods", LABEL_JOB),
     "Workflow": Kind("Workflow", "argoproj.io", "v1alpha1", "workflows", LABEL_JOB),
     "ConfigMap": Kind("ConfigMap", "", "v1", "configmaps", managed_job_selector()),
+    "Service": Kind("Service", "", "v1", "services", managed_job_selector()),
     "Workload": Kind("Workload", KUEUE_GROUP, KUEUE_VERSION, "workloads", managed_job_selector()),
     "Namespace": Kind("Namespace", "", "v1", "namespaces"),
 }
@@ -54,6 +55,7 @@ _CORE_LISTS = {
     # plural → (namespaced list method, list method of every namespace) of CoreV1Api
     "pods": ("list_namespaced_pod", "list_pod_for_all_namespaces"),
     "configmaps": ("list_namespaced_config_map", "list_config_map_for_all_namespaces"),
+    "services": ("list_namespaced_service", "list_service_for_all_namespaces"),
 }
 
 

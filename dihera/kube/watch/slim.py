@@ -16,7 +16,7 @@ from typing import Any
 from dihera.constants import ANNOTATION_NODE_NAME
 from dihera.scaling.dag import retired_dag_tasks, workflow_nodes
 
-__all__ = ["SLIMMERS", "slim_configmap", "slim_dijob", "slim_pod", "slim_workflow", "slim_workload"]
+__all__ = ["SLIMMERS", "slim_configmap", "slim_dijob", "slim_pod", "slim_service", "slim_workflow", "slim_workload"]
 
 _META = ("name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp")
 #: Annotations no decision reads that can be large (kubectl apply's copy of the whole object).
@@ -50,6 +50,12 @@ def slim_dijob(obj: Mapping[str, Any]) -> dict[str, Any]:
 
 def slim_configmap(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {"metadata": _metadata(obj), "data": dict(obj.get("data") or {})}
+
+
+def slim_service(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The fields of a job's headless Service dihera sets (what a repair compares)."""
+    spec = _pick(obj.get("spec"), ("clusterIP", "publishNotReadyAddresses", "selector", "ports"))
+    return {"metadata": _metadata(obj), "spec": spec}
 
 
 def _container(c: Mapping[str, Any]) -> dict[str, Any]:
@@ -132,6 +138,7 @@ def slim_workload(obj: Mapping[str, Any]) -> dict[str, Any]:
 SLIMMERS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
     "DIJob": slim_dijob,
     "ConfigMap": slim_configmap,
+    "Service": slim_service,
     "Pod": slim_pod,
     "Workflow": slim_workflow,
     "Workload": slim_workload,
