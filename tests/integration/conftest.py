@@ -27,7 +27,7 @@ if str(REPO) not in sys.path:  # `ci` is a top-level folder of the repo, not an 
 from ci.devcluster import Cluster, Settings, realnode  # noqa: E402
 from ci.devcluster.dingimage import ImageImport, ensure_ding_image, start_import  # noqa: E402
 from ci.devcluster.kueue import Kueue, parse_feature_gates  # noqa: E402
-from dihera.schema import crd_manifest, dijob_schema  # noqa: E402
+from dihera.schema import GROUP, PLURAL, VERSION, crd_manifest, dijob_schema  # noqa: E402
 from tests.integration.kueue import Queues, create_queues, delete_queues  # noqa: E402
 
 T = TypeVar("T")
@@ -144,12 +144,34 @@ def namespace(cluster: client.ApiClient) -> Iterator[str]:
     wait_until(default_sa, 30, f"service account default in {name}")
     try:
         yield name
+        contradictions = phase_contradictions(cluster, name)
+        assert not contradictions, "a DIJob's newest condition contradicts its phase:\n" + "\n".join(contradictions)
     finally:
         try:
             core.delete_namespace(name)
         except ApiException as err:
             if err.status != 404:
                 raise
+
+
+def phase_contradictions(cluster: client.ApiClient, namespace: str) -> list[str]:
+    """The test's DIJobs whose newest condition (the last) is not their phase's, True (every test checks)."""
+    try:
+        found = client.CustomObjectsApi(cluster).list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)
+    except ApiException as err:
+        if err.status == 404:  # no DIJob CRD on this cluster yet
+            return []
+        raise
+    wrong = []
+    for job in found.get("items") or []:
+        status = job.get("status") or {}
+        conditions = status.get("conditions") or []
+        if not conditions:
+            continue
+        newest = conditions[-1]
+        if (newest.get("type"), newest.get("status")) != (status.get("phase"), "True"):
+            wrong.append(f"{job['metadata']['name']}: phase {status.get('phase')}, newest condition {newest}")
+    return wrong
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from dihera.controller.deadlines import parse_time
+from dihera.controller.decide.deadline import parse_time
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import ObjectStore
 from dihera.naming import membership_configmap_name, service_name

@@ -11,9 +11,9 @@ dihera.controller.leaseRules: the Lease of leader election, by a Role in the rel
 {{- define "dihera.controller.namespacedRules" -}}
 # The DIJobs it reconciles: watched (dihera/kube/watch/watches.py: Watches), read live when the watch
 # may be behind (dihera/kube/jobs.py: JobStore.get), stamped by a synced hand edit and scaled down by
-# failurePolicy DropReplica (dihera/kube/scale_executor.py: JobScaler.scale), deleted by
-# ttlSecondsAfterFinished (dihera/kube/jobs.py: JobStore.delete); their status written once a pass
-# (dihera/kube/jobs.py: JobStore.patch_status).
+# failurePolicy DropReplica (dihera/kube/scale_executor.py: JobScaler.scale), suspended for an Argo SUSPEND
+# (dihera/kube/jobs.py: JobStore.suspend), deleted by ttlSecondsAfterFinished (dihera/kube/jobs.py:
+# JobStore.delete); their status written once a pass (dihera/kube/jobs.py: JobStore.patch_status).
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs]
   verbs: [get, list, watch, patch, delete]
@@ -25,11 +25,12 @@ dihera.controller.leaseRules: the Lease of leader election, by a Role in the rel
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs/finalizers]
   verbs: [update]
-# The Argo Workflow that runs each DIJob: watched (dihera/kube/watch/watches.py: Watches), read live
-# (dihera/kube/objects.py: ObjectStore.get_workflow), created and created again on resume
+# The Argo Workflow that runs each DIJob, and copies of it: watched (dihera/kube/watch/watches.py: Watches),
+# read and listed live (dihera/kube/objects.py: ObjectStore.get_workflow, ObjectStore.list_workflows), created
+# and created again on resume
 # (dihera/kube/objects.py: ObjectStore.create), converged by scaling (dihera/kube/scale_executor.py:
 # JobScaler.scale), stopped by cleanPodPolicy (dihera/kube/objects.py: ObjectStore.shutdown_workflow),
-# deleted by spec.suspend and Kueue's eviction (dihera/kube/objects.py: ObjectStore.delete_workflow).
+# deleted by spec.suspend and Kueue's eviction, a copy deleted (dihera/kube/objects.py: ObjectStore.delete_workflow).
 - apiGroups: [argoproj.io]
   resources: [workflows]
   verbs: [get, list, watch, create, patch, delete]
@@ -39,14 +40,16 @@ dihera.controller.leaseRules: the Lease of leader election, by a Role in the rel
 - apiGroups: [""]
   resources: [pods]
   verbs: [list, watch, delete]
-# The job's headless Service: created, read back when it already exists (dihera/kube/objects.py:
-# ObjectStore.create).
+# The job's headless Service: watched, label-selected (dihera/kube/watch/watches.py: Watches), created and
+# created again when deleted, read back when it already exists (dihera/kube/objects.py: ObjectStore.create,
+# ObjectStore.get_service), put back when edited (dihera/kube/objects.py: ObjectStore.put_back).
 - apiGroups: [""]
   resources: [services]
-  verbs: [get, create]
+  verbs: [get, list, watch, create, update]
 # The job's membership ConfigMap: watched, label-selected (dihera/kube/watch/watches.py: Watches); created
-# (dihera/kube/objects.py: ObjectStore.create); read live (dihera/kube/objects.py: ObjectStore.get_configmap)
-# and replaced with a resourceVersion when scaling (dihera/kube/scale_executor.py: JobScaler.scale).
+# and created again when deleted (dihera/kube/objects.py: ObjectStore.create); read live
+# (dihera/kube/objects.py: ObjectStore.get_configmap); replaced with a resourceVersion when scaling
+# (dihera/kube/scale_executor.py: JobScaler.scale) and when put back (dihera/kube/objects.py: ObjectStore.put_back).
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [get, list, watch, create, update]
