@@ -43,6 +43,12 @@ from dihera.scaling.dag import membership_of_workflow, workflow_generation
 __all__ = ["Applier", "Scaler", "phase_message"]
 
 
+def _ours(found: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    """Whether an existing Service carries the job's labels (what its watch selects it by)."""
+    labels = (found.get("metadata") or {}).get("labels") or {}
+    return all(labels.get(k) == v for k, v in wanted["metadata"]["labels"].items())
+
+
 def _suspended_in_argo(view: JobView) -> str:
     return (
         f"the Workflow {workflow_name(view.name)} was suspended in Argo (its SUSPEND): the DIJob is suspended "
@@ -164,18 +170,32 @@ class Applier:
         found: dict[str, Any] | None
         if why == "deleted":
             found, created = self.objects.create(wanted)
-            if not created:
+            if not created and _ours(found, wanted):
                 return dataclasses.replace(view, service=found)  # the watch cache was behind: it exists
-            self._metrics.wrote("create", "Service")
+            if not created:  # a Service of that name that is not the job's (labels): made the job's
+                found, why = self._put_service_back(found, wanted), "found without the job's labels"
+            else:
+                self._metrics.wrote("create", "Service")
         else:
             current = self.objects.get_service(view.namespace, name)
-            found = self.objects.put_back("Service", current, {"spec": wanted["spec"]}) if current else None
-            if found is None:
-                return view  # gone meanwhile: the next pass creates it
-            self._metrics.wrote("update", "Service")
-        message = f"the job's headless Service {name} was {why}: {'created again' if why == 'deleted' else 'put back'}"
-        self._warn(view, EventReason.SERVICE_REPAIRED, message + " (the replicas' FQDNs resolve through it)", extra)
+            found = self._put_service_back(current, wanted) if current else None
+        if found is None:
+            return view  # gone meanwhile: the next pass creates it
+        how = "created again" if why == "deleted" else "put back"
+        message = f"the job's headless Service {name} was {why}: {how} (the replicas' FQDNs resolve through it)"
+        self._warn(view, EventReason.SERVICE_REPAIRED, message, extra)
         return dataclasses.replace(view, service=found)
+
+    def _put_service_back(self, current: Mapping[str, Any], wanted: Mapping[str, Any]) -> dict[str, Any] | None:
+        """The Service's spec as rendered, and the job's labels and ownerReferences, over ``current``."""
+        meta = dict(current["metadata"])
+        meta["labels"] = {**(meta.get("labels") or {}), **wanted["metadata"]["labels"]}
+        if not meta.get("ownerReferences") and wanted["metadata"].get("ownerReferences"):
+            meta["ownerReferences"] = wanted["metadata"]["ownerReferences"]
+        found = self.objects.put_back("Service", current, {"spec": wanted["spec"], "metadata": meta})
+        if found is not None:
+            self._metrics.wrote("update", "Service")
+        return found
 
     def _repair_membership(self, view: JobView, why: str, extra: Mapping[str, str]) -> JobView:
         assert view.job is not None

@@ -159,9 +159,9 @@ class ObjectStore:
         return found
 
     def put_back(self, kind: str, obj: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any] | None:
-        """Write ``fields`` (top-level: ``spec`` of a Service, merged; ``data`` of a ConfigMap) over ``obj`` as
-        the API server served it, with its resourceVersion (a 409 when it changed meanwhile); None when it
-        is gone."""
+        """Write ``fields`` (top-level: ``spec`` of a Service, merged; ``data`` of a ConfigMap; ``metadata``)
+        over ``obj`` as the API server served it, with its resourceVersion (a 409 when it changed
+        meanwhile); None when it is gone."""
         meta = obj["metadata"]
         body = {**obj, **fields}
         resp: Any

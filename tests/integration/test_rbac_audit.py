@@ -3,8 +3,9 @@
 The local control plane writes an audit log of every request made by a ServiceAccount of the
 chart's namespace (ci/devcluster: ``--audit-policy-file``, Metadata level). This test runs the
 controller (namespaced with leader election, then cluster-wide) and the di-server, each with a token of the
-chart's ServiceAccount, through a representative scenario: create, run, hand edit, server scale up and
-down, named removal, profilings, an Idempotency-Key, a Service left by a crashed pass, a failing job
+chart's ServiceAccount, through a representative scenario: create, run, an edited Service put back, hand
+edit, server scale up and down, named removal, profilings, an Idempotency-Key, a Service left by a crashed
+pass, a failing job
 stopped by cleanPodPolicy and deleted by its ttlSecondsAfterFinished, a suspension, deletion. Then it reads the audit
 log and compares, per ServiceAccount, the (verb, group, resource) used with the rules ``helm template``
 renders (the controller's: its ClusterRole and its leader-election Role): a grant never used fails, and a
@@ -133,6 +134,16 @@ def scenario_controller(api: client.ApiClient, namespace: str, server: str, toke
         )
     )
     poll(phase_is(jobs, namespace, "elastic", "Running"), 120, "elastic Running")
+    # an edited Service is put back by the controller
+    core.patch_namespaced_service(service_name("elastic"), namespace, {"spec": {"selector": {"diengine/job": "x"}}})
+    poll(
+        lambda: (
+            core.read_namespaced_service(service_name("elastic"), namespace).spec.selector
+            == {"diengine/job": "elastic"}
+        ),
+        30,
+        "elastic's Service put back",
+    )
     edit_replicas(api, namespace, "elastic", collector=3)  # the controller's own JobScaler
     poll(lambda: (jobs.get(namespace, "elastic") or {}).get("status", {}).get("replicas") == 4, 90, "4 replicas")
     http = httpx.Client(base_url=server, headers={"Authorization": f"Bearer {token}"}, timeout=60)
