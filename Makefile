@@ -40,11 +40,14 @@ check-generated: setup ## fail when a generated file drifted from its source (CR
 	$(PYTHON) -m dihera.schema.generate --check
 	$(PYTHON) -m tests.golden
 
-lint: setup ## ruff, yamllint, import contracts (only dihera/kube talks to Kubernetes)
+# lizard: no function in dihera/ over 50 lines or of cyclomatic complexity over 15 (a table of data may
+# carry a `# lizard forgives` comment).
+lint: setup ## ruff, yamllint, import contracts (only dihera/kube talks to Kubernetes), function size and complexity
 	$(VENV)/bin/ruff check dihera tests bench ci examples
 	$(VENV)/bin/ruff format --check dihera
 	$(VENV)/bin/yamllint -s .
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/lizard -l python -C 15 -L 50 -w dihera
 
 typecheck: setup ## mypy --strict
 	$(VENV)/bin/mypy

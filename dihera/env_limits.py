@@ -130,30 +130,42 @@ def _provider(task: Mapping[str, Any]) -> Any:
     return provider.get("name") if isinstance(provider, Mapping) else None
 
 
+def _is_count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _named_tasks(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return [t for t in spec.get("tasks") or [] if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
+
+
 def env_size_problems(job: str, spec: Mapping[str, Any]) -> list[Problem]:
     """A (defaulted) spec whose largest membership (its replicas, or maxReplicas when larger) would
     render an environment string Linux refuses to exec: one problem naming the field and what fits."""
-    tasks = [t for t in spec.get("tasks") or [] if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
+    tasks = _named_tasks(spec)
     counts = [t.get("replicas", 1) for t in tasks]
-    if not job or not tasks or not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+    if not job or not tasks or not all(_is_count(c) for c in counts):
         return []
     hi = spec.get("maxReplicas")
-    total = max(sum(counts), hi if isinstance(hi, int) and not isinstance(hi, bool) else 0)
+    total = max(sum(counts), hi if _is_count(hi) else 0)
     counts_by_task = {t["name"]: c for t, c in zip(tasks, counts, strict=True)}
     tf = [t["name"] for t in tasks if _provider(t) == "tensorflow"]
     bound = membership_env_bound(job, counts_by_task, total, tf)
     if bound <= MAX_ENV_STRING:
         return []
     grows = isinstance(hi, int) and hi > sum(counts)
-    largest = max(counts_by_task, key=lambda t: counts_by_task[t])
-    fit = max_replicas(job, {**counts_by_task, largest: 1}, tf)
+    return [_too_long(job, counts_by_task, tf, total, bound, "spec.maxReplicas" if grows else "spec.tasks")]
+
+
+def _too_long(job: str, counts: Mapping[str, int], tf: Sequence[str], total: int, bound: int, path: str) -> Problem:
+    """The problem of a job whose ``total`` replicas make an environment string of ``bound`` bytes, saying
+    how many replicas fit (the largest task cut to 1, the others kept)."""
+    largest = max(counts, key=lambda t: counts[t])
+    fit = max_replicas(job, {**counts, largest: 1}, tf)
     which = "DI_NODES and TF_CONFIG" if tf else "DI_NODES"
-    return [
-        Problem(
-            "spec.maxReplicas" if grows else "spec.tasks",
-            f"{total} replicas would make {which} up to {bound} bytes long (job {job!r}, even with short "
-            f"hostnames <task>-<index>); Linux execs no process with an environment string over {MAX_ENV_STRING} "
-            f"bytes: at most {fit} replicas fit with these names (use fewer replicas, or shorten the job or task "
-            "names)",
-        )
-    ]
+    return Problem(
+        path,
+        f"{total} replicas would make {which} up to {bound} bytes long (job {job!r}, even with short "
+        f"hostnames <task>-<index>); Linux execs no process with an environment string over {MAX_ENV_STRING} "
+        f"bytes: at most {fit} replicas fit with these names (use fewer replicas, or shorten the job or task "
+        "names)",
+    )

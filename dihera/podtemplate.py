@@ -45,6 +45,18 @@ def _needs_limit(resource: str) -> bool:
     return ("/" in resource and not resource.startswith("kubernetes.io/")) or resource.startswith("hugepages-")
 
 
+def _quantity(value: Any) -> Any:
+    """A number (``cpu: 1``) as the string the API server stores; anything else as it is."""
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+def _missing_limits(requests: Any, limits: Any) -> dict[str, Any]:
+    """The requests of resources that need a limit (:func:`_needs_limit`) and have none."""
+    if not isinstance(requests, Mapping) or not (limits is None or isinstance(limits, Mapping)):
+        return {}
+    return {k: v for k, v in requests.items() if _needs_limit(k) and k not in (limits or {})}
+
+
 def _quantities(resources: Any) -> Any:
     """Quantities as the API server stores them.
 
@@ -58,14 +70,10 @@ def _quantities(resources: Any) -> Any:
     for key in _RESOURCE_KEYS:
         amounts = out.get(key)
         if isinstance(amounts, Mapping):
-            out[key] = {
-                k: (str(v) if isinstance(v, int | float) and not isinstance(v, bool) else v) for k, v in amounts.items()
-            }
-    requests, limits = out.get("requests"), out.get("limits")
-    if isinstance(requests, Mapping) and (limits is None or isinstance(limits, Mapping)):
-        missing = {k: v for k, v in requests.items() if _needs_limit(k) and k not in (limits or {})}
-        if missing:
-            out["limits"] = {**(limits or {}), **missing}
+            out[key] = {k: _quantity(v) for k, v in amounts.items()}
+    missing = _missing_limits(out.get("requests"), out.get("limits"))
+    if missing:
+        out["limits"] = {**(out.get("limits") or {}), **missing}
     return out
 
 

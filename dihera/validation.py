@@ -152,32 +152,56 @@ def _reserved_name_problems(tasks: Any) -> list[Problem]:
 
 def _rule_problems(name: str, spec: Mapping[str, Any]) -> list[Problem]:
     """The cross-field rules (also CEL rules of the CRD), on a spec with defaults applied."""
-    problems = []
     tasks = [t for t in spec.get("tasks", []) if isinstance(t, Mapping)]
-    for i, t in enumerate(tasks):
-        if t.get("type") == TaskType.NONE and "name" not in t:
-            problems.append(Problem(f"spec.tasks[{i}].name", "is required for a task of type none"))
-    names = Counter(t.get("name") for t in tasks if "name" in t)
-    for i, t in enumerate(tasks):
-        if "name" in t and names[t["name"]] > 1:
-            problems.append(
-                Problem(
-                    f"spec.tasks[{i}].name",
-                    f"{t['name']!r} is used by {names[t['name']]} tasks; task names must be unique "
-                    "(a task without a name is named after its type)",
-                )
-            )
-    types = Counter(t.get("type") for t in tasks)
-    for i, t in enumerate(tasks):
-        if t.get("type") in _SINGLETON_TYPES and types[t["type"]] > 1:
-            problems.append(
-                Problem(
-                    f"spec.tasks[{i}].type",
-                    f"{t['type']!r} is the type of {types[t['type']]} tasks; "
-                    "at most one task of each type learner, collector and evaluator",
-                )
-            )
     lo, hi = spec.get("minReplicas"), spec.get("maxReplicas")
+    return (
+        _unnamed_problems(tasks)
+        + _duplicate_name_problems(tasks)
+        + _singleton_problems(tasks)
+        + _bounds_problems(tasks, lo, hi)
+        + _hostname_length_problems(name, tasks, hi)
+    )
+
+
+def _unnamed_problems(tasks: list[Mapping[str, Any]]) -> list[Problem]:
+    """A task of type none needs a name (the others are named after their type)."""
+    return [
+        Problem(f"spec.tasks[{i}].name", "is required for a task of type none")
+        for i, t in enumerate(tasks)
+        if t.get("type") == TaskType.NONE and "name" not in t
+    ]
+
+
+def _duplicate_name_problems(tasks: list[Mapping[str, Any]]) -> list[Problem]:
+    names = Counter(t.get("name") for t in tasks if "name" in t)
+    return [
+        Problem(
+            f"spec.tasks[{i}].name",
+            f"{t['name']!r} is used by {names[t['name']]} tasks; task names must be unique "
+            "(a task without a name is named after its type)",
+        )
+        for i, t in enumerate(tasks)
+        if "name" in t and names[t["name"]] > 1
+    ]
+
+
+def _singleton_problems(tasks: list[Mapping[str, Any]]) -> list[Problem]:
+    """At most one task of each type learner, collector and evaluator."""
+    types = Counter(t.get("type") for t in tasks)
+    return [
+        Problem(
+            f"spec.tasks[{i}].type",
+            f"{t['type']!r} is the type of {types[t['type']]} tasks; "
+            "at most one task of each type learner, collector and evaluator",
+        )
+        for i, t in enumerate(tasks)
+        if t.get("type") in _SINGLETON_TYPES and types[t["type"]] > 1
+    ]
+
+
+def _bounds_problems(tasks: list[Mapping[str, Any]], lo: Any, hi: Any) -> list[Problem]:
+    """minReplicas <= the total replicas of all tasks <= maxReplicas."""
+    problems = []
     total = sum(t.get("replicas", 1) for t in tasks if isinstance(t.get("replicas", 1), int))
     if isinstance(lo, int) and isinstance(hi, int) and lo > hi:
         problems.append(Problem("spec.minReplicas", f"{lo} must not exceed maxReplicas ({hi})"))
@@ -189,21 +213,29 @@ def _rule_problems(name: str, spec: Mapping[str, Any]) -> list[Problem]:
         problems.append(
             Problem("spec.tasks", f"the total replicas of all tasks ({total}) must be at most maxReplicas ({hi})")
         )
-    if isinstance(name, str) and name:
-        for i, t in enumerate(tasks):
-            replicas = t.get("replicas", 1)
-            if not isinstance(replicas, int) or not isinstance(t.get("name"), str):
-                continue
-            top = max(replicas, hi if isinstance(hi, int) else 0) - 1
-            host = f"{name}-{t['name']}-{top}"
-            if len(host) > MAX_HOSTNAME:
-                problems.append(
-                    Problem(
-                        f"spec.tasks[{i}].name",
-                        f"pod hostname {host!r} would be {len(host)} characters long; "
-                        f"at most {MAX_HOSTNAME} are allowed (shorten the job or task name)",
-                    )
+    return problems
+
+
+def _hostname_length_problems(name: str, tasks: list[Mapping[str, Any]], hi: Any) -> list[Problem]:
+    """A replica's hostname ``<job>-<task>-<index>``, up to the highest index the task may reach
+    (maxReplicas), must be a DNS label."""
+    if not isinstance(name, str) or not name:
+        return []
+    problems = []
+    for i, t in enumerate(tasks):
+        replicas = t.get("replicas", 1)
+        if not isinstance(replicas, int) or not isinstance(t.get("name"), str):
+            continue
+        top = max(replicas, hi if isinstance(hi, int) else 0) - 1
+        host = f"{name}-{t['name']}-{top}"
+        if len(host) > MAX_HOSTNAME:
+            problems.append(
+                Problem(
+                    f"spec.tasks[{i}].name",
+                    f"pod hostname {host!r} would be {len(host)} characters long; "
+                    f"at most {MAX_HOSTNAME} are allowed (shorten the job or task name)",
                 )
+            )
     return problems
 
 
@@ -309,11 +341,25 @@ def validate(manifest: Any) -> list[Problem]:
     problems += _success_policy_problems(spec) + _failure_policy_problems(spec)
     problems += provider_problems(spec.get("tasks") or [])
     problems += _peer_wait_problems(manifest) + _reserved_name_problems(spec.get("tasks"))
-    for i, task in enumerate(spec.get("tasks") or []):
+    problems += _template_problems(spec.get("tasks") or [])
+    problems += _volume_problems(spec.get("volumes") or [])
+    return sorted(set(problems))
+
+
+def _template_problems(tasks: Any) -> list[Problem]:
+    """Each task's pod template against core/v1 (:func:`~dihera.podtemplate.check_pod_template`)."""
+    problems: list[Problem] = []
+    for i, task in enumerate(tasks):
         if isinstance(task, Mapping) and "template" in task:
             problems += check_pod_template(task["template"], f"spec.tasks[{i}].template")
-    volume_names = Counter(v.get("name") for v in spec.get("volumes") or [] if isinstance(v, Mapping))
-    for i, v in enumerate(spec.get("volumes") or []):
+    return problems
+
+
+def _volume_problems(volumes: Any) -> list[Problem]:
+    """Each volume against core/v1, and volume names unique."""
+    problems: list[Problem] = []
+    volume_names = Counter(v.get("name") for v in volumes if isinstance(v, Mapping))
+    for i, v in enumerate(volumes):
         problems += check_volume(v, f"spec.volumes[{i}]")
         if isinstance(v, Mapping) and volume_names[v.get("name")] > 1:
             problems.append(
@@ -322,7 +368,7 @@ def validate(manifest: Any) -> list[Problem]:
                     f"{v.get('name')!r} is used by {volume_names[v.get('name')]} volumes; volume names must be unique",
                 )
             )
-    return sorted(set(problems))
+    return problems
 
 
 def load_job(manifest: Any, namespace: str | None = None, source: str = "DIJob") -> DIJob:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dihera.controller.settings import ControllerSettings
+    from dihera.render.settings import RenderSettings
 
 __all__ = ["add_kueue_flags", "kueue_settings", "register", "settings_from_args"]
 
@@ -25,27 +26,9 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     ``DIHERA_KUEUE_PRIORITY_CLASSES``, ``DIHERA_KUEUE_NONPREEMPTIBLE_CLASS``, ``DIHERA_KUEUE_SCALE_WAIT``.
     """
     from dihera.controller.settings import ControllerSettings
-    from dihera.peers import parse_timeout
-    from dihera.render.settings import RenderSettings
 
-    def env(name: str) -> str | None:
-        return environ.get(name) or None
-
-    given: dict[str, Any] = {
-        "server_url": args.server_url or env("DIHERA_SERVER_URL"),
-        "cluster_domain": args.cluster_domain or env("DIHERA_CLUSTER_DOMAIN"),
-        "peer_wait_image": args.peer_wait_image or env("DIHERA_PEER_WAIT_IMAGE"),
-        "peer_wait_image_pull_policy": env("DIHERA_PEER_WAIT_IMAGE_PULL_POLICY"),
-    }
-    timeout = args.peer_wait_timeout if args.peer_wait_timeout is not None else env("DIHERA_PEER_WAIT_TIMEOUT")
-    if timeout is not None:
-        given["peer_wait_timeout"] = parse_timeout(str(timeout))
-    render = RenderSettings(**{k: v for k, v in given.items() if v is not None})
-    namespaces = tuple(args.namespace or ())
-    all_namespaces = bool(args.all_namespaces)
-    if not namespaces and not all_namespaces:
-        watched = [n.strip() for n in (environ.get("DIHERA_WATCH_NAMESPACES") or "").split(",") if n.strip()]
-        namespaces, all_namespaces = tuple(watched), not watched
+    render = _render_settings(args, environ)
+    namespaces, all_namespaces = _namespaces(args, environ)
     return ControllerSettings(
         kubeconfig=args.kubeconfig,
         context=args.context,
@@ -53,15 +36,49 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         all_namespaces=all_namespaces,
         render=render,
         leader_election=None if args.standalone else leader_election(args, environ, namespaces),
-        identity=args.identity or env("DIHERA_POD_NAME"),
-        bind_address=args.bind_address or env("DIHERA_BIND_ADDRESS") or "127.0.0.1",
-        metrics_port=_port(args.metrics_port, env("DIHERA_CONTROLLER_METRICS_PORT"), 8080),
-        health_port=_port(args.health_port, env("DIHERA_CONTROLLER_HEALTH_PORT"), 8081),
+        identity=args.identity or _env(environ, "DIHERA_POD_NAME"),
+        bind_address=args.bind_address or _env(environ, "DIHERA_BIND_ADDRESS") or "127.0.0.1",
+        metrics_port=_port(args.metrics_port, _env(environ, "DIHERA_CONTROLLER_METRICS_PORT"), 8080),
+        health_port=_port(args.health_port, _env(environ, "DIHERA_CONTROLLER_HEALTH_PORT"), 8081),
         workers=args.workers,
         pod_batch_seconds=args.pod_batch_seconds,
         progress_batch_seconds=args.progress_batch_seconds,
         kueue=kueue_settings(args, environ),
     )
+
+
+def _env(environ: Mapping[str, str], name: str) -> str | None:
+    """A chart variable's value; None when unset or empty."""
+    return environ.get(name) or None
+
+
+def _render_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> RenderSettings:
+    """How the controller renders Workflows: the di-server's URL, the cluster domain, the peer wait."""
+    from dihera.peers import parse_timeout
+    from dihera.render.settings import RenderSettings
+
+    given: dict[str, Any] = {
+        "server_url": args.server_url or _env(environ, "DIHERA_SERVER_URL"),
+        "cluster_domain": args.cluster_domain or _env(environ, "DIHERA_CLUSTER_DOMAIN"),
+        "peer_wait_image": args.peer_wait_image or _env(environ, "DIHERA_PEER_WAIT_IMAGE"),
+        "peer_wait_image_pull_policy": _env(environ, "DIHERA_PEER_WAIT_IMAGE_PULL_POLICY"),
+    }
+    timeout = (
+        args.peer_wait_timeout if args.peer_wait_timeout is not None else _env(environ, "DIHERA_PEER_WAIT_TIMEOUT")
+    )
+    if timeout is not None:
+        given["peer_wait_timeout"] = parse_timeout(str(timeout))
+    return RenderSettings(**{k: v for k, v in given.items() if v is not None})
+
+
+def _namespaces(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[tuple[str, ...], bool]:
+    """The namespaces watched, and whether all are: the flags, else ``DIHERA_WATCH_NAMESPACES`` (empty: all)."""
+    namespaces = tuple(args.namespace or ())
+    all_namespaces = bool(args.all_namespaces)
+    if not namespaces and not all_namespaces:
+        watched = [n.strip() for n in (environ.get("DIHERA_WATCH_NAMESPACES") or "").split(",") if n.strip()]
+        namespaces, all_namespaces = tuple(watched), not watched
+    return namespaces, all_namespaces
 
 
 def leader_election(args: argparse.Namespace, environ: Mapping[str, str], namespaces: tuple[str, ...]) -> Any:

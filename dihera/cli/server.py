@@ -27,28 +27,18 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
     from dihera.cli.controller import kueue_settings
     from dihera.server.settings import ServerSettings
 
-    def env(name: str) -> str | None:
-        return (environ.get(name) or "").strip() or None
-
     problems: list[str] = []
-    port = args.port
-    if port is None and env("DIHERA_SERVER_PORT"):
-        text = env("DIHERA_SERVER_PORT") or ""
-        if text.isdigit():
-            port = int(text)
-        else:
-            problems.append(f"DIHERA_SERVER_PORT: {text!r} is not a port number")
-    listed = args.namespace or environ.get("DIHERA_WATCH_NAMESPACES") or ""
-    namespaces = tuple(n.strip() for n in listed.split(",") if n.strip())
-    level = (args.log_level or env("DIHERA_LOG_LEVEL") or "info").lower()
+    port = _port(args.port, environ, problems)
+    namespaces = _namespaces(args.namespace, environ)
+    level = (args.log_level or _env(environ, "DIHERA_LOG_LEVEL") or "info").lower()
     try:
         settings = ServerSettings(
-            host=args.host or env("DIHERA_BIND_ADDRESS") or "127.0.0.1",
+            host=args.host or _env(environ, "DIHERA_BIND_ADDRESS") or "127.0.0.1",
             port=8081 if port is None else port,
             kubeconfig=args.kubeconfig,
             auth=not args.no_auth,
             namespaces=namespaces,
-            cluster_domain=args.cluster_domain or env("DIHERA_CLUSTER_DOMAIN") or "cluster.local",
+            cluster_domain=args.cluster_domain or _env(environ, "DIHERA_CLUSTER_DOMAIN") or "cluster.local",
             log_level=level,
             anonymous_views=bool(getattr(args, "anonymous_views", False)),
             kueue=kueue_settings(args, environ),
@@ -59,6 +49,30 @@ def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> 
         if not problems:
             return settings
     raise ValueError("; ".join(problems))
+
+
+def _env(environ: Mapping[str, str], name: str) -> str | None:
+    """A chart variable's value, stripped; None when unset or blank."""
+    return (environ.get(name) or "").strip() or None
+
+
+def _namespaces(flag: str | None, environ: Mapping[str, str]) -> tuple[str, ...]:
+    """The namespaces served: the flag, else ``DIHERA_WATCH_NAMESPACES`` (comma-separated; empty: all)."""
+    listed = flag or environ.get("DIHERA_WATCH_NAMESPACES") or ""
+    return tuple(n.strip() for n in listed.split(",") if n.strip())
+
+
+def _port(flag: int | None, environ: Mapping[str, str], problems: list[str]) -> int | None:
+    """The port: the flag, else ``DIHERA_SERVER_PORT`` (a problem when it is not a number), else None."""
+    if flag is not None:
+        return flag
+    text = _env(environ, "DIHERA_SERVER_PORT")
+    if not text:
+        return None
+    if not text.isdigit():
+        problems.append(f"DIHERA_SERVER_PORT: {text!r} is not a port number")
+        return None
+    return int(text)
 
 
 def _cmd_server(args: argparse.Namespace) -> int:

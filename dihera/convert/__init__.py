@@ -104,6 +104,55 @@ def _convert_job(doc: Mapping[str, Any], counts: Counts, aggregator: Mapping[str
     return None, notes
 
 
+def _first_aggregator(
+    documents: Sequence[tuple[str, Any]], aggregators: Sequence[tuple[str, Any]], notes: list[Note]
+) -> tuple[str, Any] | None:
+    """The first AggregatorConfig of the stream or given apart, as (label, document); a note for each other."""
+    configs = [(label, d) for label, d in [*documents, *aggregators] if _kind(d) == AGGREGATOR_KIND]
+    for label, _ in configs[1:]:
+        notes.append(Note(label, "warning", "a second AggregatorConfig; only the first is used"))
+    return configs[0] if configs else None
+
+
+def _is_job(kind: str, doc: Any) -> bool:
+    return kind.lower() in _JOB_KINDS or (kind == "" and _looks_like_a_job(doc))
+
+
+def _pass_through(result: Conversion, label: str, kind: str, doc: Any) -> None:
+    """Any other object goes out unchanged; what is not an object is an error."""
+    if isinstance(doc, Mapping):
+        result.objects.append(dict(doc))
+        result.notes.append(Note(label, "info", f"{kind or 'an object without kind'} passed through unchanged"))
+    else:
+        result.notes.append(Note(label, "error", f"not an object: {format_value(doc)}"))
+
+
+def _job_problems(job: Any, notes: Notes) -> list[Problem]:
+    """The conversion's problems, else those of validating the converted job."""
+    problems: list[Problem] = list(notes.problems)
+    if job is not None and not problems:
+        problems = [Problem(p.path, f"{p.message} (in the converted job)") for p in validate(job)]
+    return problems
+
+
+def _add_job(
+    result: Conversion, label: str, doc: Mapping[str, Any], counts: Counts, aggregator: Mapping[str, Any] | None
+) -> None:
+    """Convert one job: its notes, and the converted job unless it has a problem."""
+    label = f"{label} ({_name(doc)})"
+    job, notes = _convert_job(doc, counts, aggregator if is_v1alpha1(doc) else None)
+    problems = _job_problems(job, notes)
+    result.notes += [Note(label, "info", m) for m in notes.info]
+    result.notes += [Note(label, "warning", m) for m in notes.warnings]
+    result.notes += [Note(label, "error", str(p)) for p in problems]
+    if job is not None and not problems:
+        result.objects.append(job)
+
+
+def _has_v1alpha1(documents: Sequence[tuple[str, Any]]) -> bool:
+    return any(is_v1alpha1(d) for _, d in documents if isinstance(d, Mapping))
+
+
 def convert_documents(
     documents: Sequence[tuple[str, Any]],
     counts: Counts | None = None,
@@ -113,31 +162,16 @@ def convert_documents(
     counts = counts or Counts()
     result = Conversion()
     documents = _unpack_lists(documents)
-    configs = [(label, d) for label, d in [*documents, *aggregators] if _kind(d) == AGGREGATOR_KIND]
-    for label, _ in configs[1:]:
-        result.notes.append(Note(label, "warning", "a second AggregatorConfig; only the first is used"))
-    aggregator = configs[0][1] if configs else None
+    first = _first_aggregator(documents, aggregators, result.notes)
+    aggregator = first[1] if first else None
     for label, doc in documents:
         kind = _kind(doc)
         if kind == AGGREGATOR_KIND:
             continue
-        if kind.lower() not in _JOB_KINDS and not (kind == "" and _looks_like_a_job(doc)):
-            if isinstance(doc, Mapping):
-                result.objects.append(dict(doc))
-                result.notes.append(Note(label, "info", f"{kind or 'an object without kind'} passed through unchanged"))
-            else:
-                result.notes.append(Note(label, "error", f"not an object: {format_value(doc)}"))
-            continue
-        label = f"{label} ({_name(doc)})"
-        job, notes = _convert_job(doc, counts, aggregator if is_v1alpha1(doc) else None)
-        problems: list[Problem] = list(notes.problems)
-        if job is not None and not problems:
-            problems = [Problem(p.path, f"{p.message} (in the converted job)") for p in validate(job)]
-        result.notes += [Note(label, "info", m) for m in notes.info]
-        result.notes += [Note(label, "warning", m) for m in notes.warnings]
-        result.notes += [Note(label, "error", str(p)) for p in problems]
-        if job is not None and not problems:
-            result.objects.append(job)
-    if aggregator is not None and not any(is_v1alpha1(d) for _, d in documents if isinstance(d, Mapping)):
-        result.notes.append(Note(configs[0][0], "warning", "AggregatorConfig unused: no v1alpha1 DIJob to add it to"))
+        if _is_job(kind, doc):
+            _add_job(result, label, doc, counts, aggregator)
+        else:
+            _pass_through(result, label, kind, doc)
+    if first is not None and not _has_v1alpha1(documents):
+        result.notes.append(Note(first[0], "warning", "AggregatorConfig unused: no v1alpha1 DIJob to add it to"))
     return result

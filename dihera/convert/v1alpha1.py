@@ -91,12 +91,8 @@ def _aggregator(config: Mapping[str, Any] | None, notes: Notes) -> dict[str, Any
     return _task("aggregator", "none", 1, spec.get("template"), "AggregatorConfig.spec.aggregator", notes)
 
 
-def convert_v1alpha1(
-    doc: Mapping[str, Any], counts: Counts, aggregator: Mapping[str, Any] | None, notes: Notes
-) -> dict[str, Any]:
-    """The v2alpha1 DIJob for a v1alpha1 one (problems and warnings go to ``notes``)."""
-    spec: Mapping[str, Any] = doc["spec"]
-    meta = metadata(doc, notes)
+def _spec_fields(spec: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
+    """priority, cleanPodPolicy and volumes carried over; group and unknown fields dropped (said)."""
     out: dict[str, Any] = {}
     if (p := priority(spec.get("priorityClassName"), "spec.priorityClassName", notes)) is not None:
         out["priority"] = p
@@ -108,7 +104,10 @@ def convert_v1alpha1(
         notes.warn(f"spec.{key}", "unknown to DI-orchestrator v1alpha1 and to dihera; dropped")
     if spec.get("volumes"):
         out["volumes"] = list(spec["volumes"])
-    hints = count_hints(doc)
+    return out
+
+
+def _warn_server_requests(doc: Mapping[str, Any], notes: Notes) -> None:
     for path in server_requests(doc):
         notes.warn(
             path,
@@ -116,25 +115,55 @@ def convert_v1alpha1(
             "collectors and learners; dihera starts the replicas the tasks ask for and its di-server has no "
             "/v1alpha1 routes (see docs/migration.md)",
         )
+
+
+def _component_task(
+    key: str, name: str, type_: str, spec: Mapping[str, Any], flag: int | None, hints: list[CountHint], notes: Notes
+) -> dict[str, Any] | None:
+    """The task of the component ``spec.<key>`` (None: it has a problem); ``flag``: the count given."""
+    if key == "actor":
+        notes.say("spec.actor", "NerveXJob's actor is the collector task")
+    path = f"spec.{key}"
+    component = spec[key] if isinstance(spec[key], Mapping) else {}
+    for extra in sorted(set(component) - {"template", "replicas"}):
+        notes.warn(f"{path}.{extra}", "unknown to DI-orchestrator v1alpha1 and to dihera; dropped")
+    own = component.get("replicas")
+    local = [CountHint("replicas", own, f"{path}.replicas")] if isinstance(own, int) and own >= 1 else []
+    replicas = 1 if name == "coordinator" else _count(name, flag, local + hints, path, notes)
+    return _task(name, type_, replicas, component.get("template"), path, notes)
+
+
+def _component_tasks(
+    spec: Mapping[str, Any], counts: Counts, hints: list[CountHint], notes: Notes
+) -> list[dict[str, Any]]:
+    """The coordinator, collector and learner tasks, in that order (``actor``: the collector)."""
     flags = {"collector": counts.collectors, "learner": counts.learners}
     tasks: list[dict[str, Any]] = []
     for key, name, type_ in _COMPONENTS:
         if key not in spec or any(t["name"] == name for t in tasks):
             continue
-        if key == "actor":
-            notes.say("spec.actor", "NerveXJob's actor is the collector task")
-        path = f"spec.{key}"
-        component = spec[key] if isinstance(spec[key], Mapping) else {}
-        for extra in sorted(set(component) - {"template", "replicas"}):
-            notes.warn(f"{path}.{extra}", "unknown to DI-orchestrator v1alpha1 and to dihera; dropped")
-        own = component.get("replicas")
-        local = [CountHint("replicas", own, f"{path}.replicas")] if isinstance(own, int) and own >= 1 else []
-        replicas = 1 if name == "coordinator" else _count(name, flags[name], local + hints, path, notes)
-        if (entry := _task(name, type_, replicas, component.get("template"), path, notes)) is not None:
+        if (entry := _component_task(key, name, type_, spec, flags.get(name), hints, notes)) is not None:
             tasks.append(entry)
+    return tasks
+
+
+def _warn_missing(spec: Mapping[str, Any], notes: Notes) -> None:
     for name in ("coordinator", "collector", "learner"):
         if not any(c[1] == name and c[0] in spec for c in _COMPONENTS):
             notes.warn(f"spec.{name}", f"missing: the job has no {name} task")
+
+
+def convert_v1alpha1(
+    doc: Mapping[str, Any], counts: Counts, aggregator: Mapping[str, Any] | None, notes: Notes
+) -> dict[str, Any]:
+    """The v2alpha1 DIJob for a v1alpha1 one (problems and warnings go to ``notes``)."""
+    spec: Mapping[str, Any] = doc["spec"]
+    meta = metadata(doc, notes)
+    out = _spec_fields(spec, notes)
+    hints = count_hints(doc)
+    _warn_server_requests(doc, notes)
+    tasks = _component_tasks(spec, counts, hints, notes)
+    _warn_missing(spec, notes)
     if (entry := _aggregator(aggregator, notes)) is not None:
         tasks.append(entry)
     out["tasks"] = tasks

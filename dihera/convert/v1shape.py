@@ -59,9 +59,9 @@ def _engine_fields(spec: Mapping[str, Any], notes: Notes) -> None:
             )
 
 
-def convert_v1shape(doc: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
-    spec: Mapping[str, Any] = doc["spec"]
-    meta = metadata(doc, notes)
+def _spec_fields(spec: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
+    """priority, cleanPodPolicy, preemptible and backoffLimit carried over; group and unknown fields
+    dropped (said)."""
     out: dict[str, Any] = {}
     if (p := priority(spec.get("priority"), "spec.priority", notes)) is not None:
         out["priority"] = p
@@ -74,20 +74,29 @@ def convert_v1shape(doc: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
         notes.warn("spec.group", f"{format_value(spec['group'])} has no equivalent in dihera; dropped")
     for key in sorted(set(spec) - _KNOWN):
         notes.warn(f"spec.{key}", "unknown to DI-orchestrator 1.0 and to dihera; dropped")
-    _engine_fields(spec, notes)
+    return out
+
+
+def _replicas(spec: Mapping[str, Any], notes: Notes) -> tuple[int, dict[str, int]]:
+    """The task's replicas (``minReplicas``, at least 1) and the job's bounds (``minReplicas``,
+    ``maxReplicas`` raised to the replicas)."""
     low, high = spec.get("minReplicas"), spec.get("maxReplicas")
     replicas = low if isinstance(low, int) and low >= 1 else 1
+    bounds: dict[str, int] = {}
     if isinstance(low, int) and low >= 1:
-        out["minReplicas"] = low
+        bounds["minReplicas"] = low
         notes.say("spec.minReplicas", f"{low} is both the task's initial replicas and the job's lower bound")
     else:
         notes.warn("spec.minReplicas", f"{format_value(low)}: the task starts with 1 replica (dihera's minimum)")
     if isinstance(high, int) and high >= 1:
-        out["maxReplicas"] = max(high, replicas)
+        bounds["maxReplicas"] = max(high, replicas)
         if high < replicas:
             notes.warn("spec.maxReplicas", f"{high} is below minReplicas; raised to {replicas}")
-    if spec.get("volumes"):
-        out["volumes"] = list(spec["volumes"])
+    return replicas, bounds
+
+
+def _template(spec: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
+    """The one pod template, that becomes the task ``worker``'s ({} when it is not one: a problem)."""
     template = spec.get("template")
     if not isinstance(template, Mapping) or not isinstance(template.get("spec"), Mapping):
         notes.problem("spec.template", f"must be a pod template with a spec (got {format_value(template)})")
@@ -98,5 +107,17 @@ def convert_v1shape(doc: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
         "spec.template",
         f"became the task {TASK_NAME!r} of type none; pod hostnames are <job>-{TASK_NAME}-<index>",
     )
-    out["tasks"] = [{"name": TASK_NAME, "type": "none", "replicas": replicas, "template": dict(template)}]
+    return dict(template)
+
+
+def convert_v1shape(doc: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
+    spec: Mapping[str, Any] = doc["spec"]
+    meta = metadata(doc, notes)
+    out = _spec_fields(spec, notes)
+    _engine_fields(spec, notes)
+    replicas, bounds = _replicas(spec, notes)
+    out.update(bounds)
+    if spec.get("volumes"):
+        out["volumes"] = list(spec["volumes"])
+    out["tasks"] = [{"name": TASK_NAME, "type": "none", "replicas": replicas, "template": _template(spec, notes)}]
     return job_manifest(meta, out)

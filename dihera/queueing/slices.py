@@ -53,31 +53,54 @@ def _covers(capacity: Mapping[str, int], needed: Mapping[str, int]) -> bool:
     return all(capacity.get(t, 0) >= n for t, n in needed.items())
 
 
-def plan_release(base: Mapping[str, Any], slices: Sequence[Mapping[str, Any]], needed: Mapping[str, int]) -> Release:
-    """After a scale-down to ``needed`` (task → replicas): the slices (oldest first) no longer needed, newest
-    first, and the base's reclaimable pods for what is still in excess."""
+def _capacity(base: Mapping[str, Any], slices: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Task → replicas the base Workload and its slices hold quota for."""
     capacity = dict(pod_set_counts(base))
     for s in slices:
         for t, n in pod_set_counts(s).items():
             capacity[t] = capacity.get(t, 0) + n
+    return capacity
+
+
+def _unneeded_slices(
+    capacity: dict[str, int], slices: Sequence[Mapping[str, Any]], needed: Mapping[str, int]
+) -> tuple[list[str], dict[str, int]]:
+    """The slices (oldest first) whose quota ``needed`` can do without, newest first, and the capacity
+    left once they are deleted."""
     delete: list[str] = []
     for s in reversed(slices):
         without = {t: capacity.get(t, 0) - pod_set_counts(s).get(t, 0) for t in capacity}
         if _covers(without, needed):
             delete.append(str(s["metadata"]["name"]))
             capacity = without
-    excess = {t: capacity.get(t, 0) - needed.get(t, 0) for t in capacity if capacity.get(t, 0) > needed.get(t, 0)}
-    if not excess:
-        return Release(tuple(delete), None)
+    return delete, capacity
+
+
+def _excess(capacity: Mapping[str, int], needed: Mapping[str, int]) -> dict[str, int]:
+    """Task → replicas ``capacity`` holds beyond ``needed`` (tasks with none are left out)."""
+    return {t: capacity.get(t, 0) - needed.get(t, 0) for t in capacity if capacity.get(t, 0) > needed.get(t, 0)}
+
+
+def _reclaim(base: Mapping[str, Any], excess: Mapping[str, int]) -> dict[str, int] | None:
+    """The base Workload's ``reclaimablePods`` grown by ``excess`` (at most each podSet's count); None
+    when that changes nothing."""
     spec_counts = {str(p.get("name")): int(p.get("count") or 0) for p in (base.get("spec") or {}).get("podSets") or []}
-    old = {
-        str(r.get("name")): int(r.get("count") or 0) for r in (base.get("status") or {}).get("reclaimablePods") or []
-    }
+    old = _reclaimable(base)
     reclaim = dict(old)
     for t, n in excess.items():
         if t in spec_counts:
             reclaim[t] = min(old.get(t, 0) + n, spec_counts[t])
-    return Release(tuple(delete), reclaim if reclaim != old else None)
+    return reclaim if reclaim != old else None
+
+
+def plan_release(base: Mapping[str, Any], slices: Sequence[Mapping[str, Any]], needed: Mapping[str, int]) -> Release:
+    """After a scale-down to ``needed`` (task → replicas): the slices (oldest first) no longer needed, newest
+    first, and the base's reclaimable pods for what is still in excess."""
+    delete, capacity = _unneeded_slices(_capacity(base, slices), slices, needed)
+    excess = _excess(capacity, needed)
+    if not excess:
+        return Release(tuple(delete), None)
+    return Release(tuple(delete), _reclaim(base, excess))
 
 
 def resize_ops(base: Mapping[str, Any], needed: Mapping[str, int]) -> list[dict[str, Any]]:

@@ -151,28 +151,45 @@ class WorkloadView:
         return self.evicted is not None and self.reserved and not self.finished
 
 
+def _waiting(reserved: Mapping[str, Any] | None, admitted: Mapping[str, Any] | None) -> str | None:
+    """Kueue's word on why a Workload is not admitted (``reason: message``): its QuotaReserved condition
+    when that is not True, else its Admitted condition; None when admitted or when Kueue said nothing."""
+    if _true(admitted):
+        return None
+    why = reserved if reserved is not None and not _true(reserved) else admitted
+    if why is None or not why.get("message"):
+        return None
+    return f"{why.get('reason') or 'Pending'}: {why['message']}"
+
+
+def _eviction(evicted: Mapping[str, Any] | None) -> tuple[str, str] | None:
+    """``(reason, message)`` of an Evicted condition that is True, else None."""
+    if evicted is None or not _true(evicted):
+        return None
+    return (str(evicted.get("reason") or ""), str(evicted.get("message") or ""))
+
+
+def _admission_flavors(workload: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """podSet name → {resource → flavor} of the Workload's admission (empty when not admitted)."""
+    admission = (workload.get("status") or {}).get("admission") or {}
+    assignments = admission.get("podSetAssignments") or []
+    return {str(a.get("name")): dict(a.get("flavors") or {}) for a in assignments}
+
+
 def view_workload(workload: Mapping[str, Any]) -> WorkloadView:
     """Read a Workload's conditions and admission."""
     reserved = _condition(workload, QUOTA_RESERVED)
     admitted = _condition(workload, ADMITTED)
-    evicted = _condition(workload, EVICTED)
+    evicted = _eviction(_condition(workload, EVICTED))
     finished = _true(_condition(workload, FINISHED))
-    is_evicted = _true(evicted)
-    waiting = None
-    if not _true(admitted):
-        why = reserved if reserved is not None and not _true(reserved) else admitted
-        if why is not None and why.get("message"):
-            waiting = f"{why.get('reason') or 'Pending'}: {why['message']}"
-    assignments = ((workload.get("status") or {}).get("admission") or {}).get("podSetAssignments") or []
-    flavors = {str(a.get("name")): dict(a.get("flavors") or {}) for a in assignments}
+    waiting = _waiting(reserved, admitted)
+    flavors = _admission_flavors(workload)
     return WorkloadView(
         name=str((workload.get("metadata") or {}).get("name") or ""),
-        admitted=_true(admitted) and not is_evicted and not finished,
+        admitted=_true(admitted) and evicted is None and not finished,
         reserved=_true(reserved),
         finished=finished,
-        evicted=(str(evicted.get("reason") or ""), str(evicted.get("message") or ""))
-        if is_evicted and evicted
-        else None,
+        evicted=evicted,
         waiting=waiting,
         flavors=flavors,
     )

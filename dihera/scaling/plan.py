@@ -17,7 +17,7 @@ from dihera.membership import Membership, Replica, assign_hostnames
 from dihera.model import DIJob
 from dihera.naming import dag_task_name
 from dihera.render.providers import scaling_refusal
-from dihera.scaling.dag import read_dag
+from dihera.scaling.dag import DagSlots, read_dag
 from dihera.scaling.request import Action, ScaleRequest
 
 __all__ = ["ScalePlan", "plan_scale", "target_counts"]
@@ -111,16 +111,41 @@ def plan_scale(job: DIJob, membership: Membership, workflow: Mapping[str, Any], 
     # A replica whose DAG task is already a tombstone is gone, whatever the ConfigMap says.
     live = tuple(r for r in membership.replicas if dag_task_name(r.task, r.index) not in slots.retired)
     current = Membership(membership.generation, live)
+    counts = _allowed_counts(job, current, request)
+    kept = _kept(job, current, counts, request.names)
+    added = assign_hostnames(job, kept, _added(job, kept, counts, slots))
+    replicas = tuple(sorted(kept + added))
+    staying = frozenset(replicas)
+    removed = tuple(r for r in membership.replicas if r not in staying)
+    generation = membership.generation + (1 if replicas != membership.replicas else 0)
+    if added:
+        _check_nodes_size(job, Membership(generation, replicas), len(live))
+    return ScalePlan(_with_counts(job, counts), membership, Membership(generation, replicas), tuple(added), removed)
+
+
+def _allowed_counts(job: DIJob, current: Membership, request: ScaleRequest) -> dict[str, int]:
+    """The counts ``request`` asks for, once within the job's bounds and allowed by its env providers."""
     counts = target_counts(job, current, request)
     _check_bounds(job, current.task_counts(t.name for t in job.tasks), counts)
     if refusal := scaling_refusal(job, current.task_counts(t.name for t in job.tasks), counts):
         raise InvalidScale(refusal)  # permanent: the same request is refused every time
-    named = {(r.task, r.index) for r in _named(current, request.names)} if request.names else set()
+    return counts
+
+
+def _kept(job: DIJob, current: Membership, counts: Mapping[str, int], names: Sequence[str]) -> list[Replica]:
+    """The replicas that stay: a task's replicas past its count go, the named ones first, then the highest-ranked."""
+    named = {(r.task, r.index) for r in _named(current, names)} if names else set()
     kept: list[Replica] = []
     for t in job.tasks:
         mine = sorted(current.of_task(t.name), key=lambda r: ((r.task, r.index) not in named, -r.rank))
         drop = max(len(mine) - counts[t.name], 0)
         kept.extend(mine[drop:])
+    return kept
+
+
+def _added(job: DIJob, kept: Sequence[Replica], counts: Mapping[str, int], slots: DagSlots) -> list[Replica]:
+    """The new replicas: per task, the lowest indices whose DAG task names the Workflow never used, and
+    the lowest free ranks."""
     ranks = {r.rank for r in kept}
     rank = 0  # the lowest free rank: ranks only grow, so it only moves up (linear in the job, not quadratic)
     added: list[Replica] = []
@@ -135,20 +160,24 @@ def plan_scale(job: DIJob, membership: Membership, workflow: Mapping[str, Any], 
             ranks.add(rank)
             added.append(Replica(rank, t.name, index))
             index += 1
-    added = assign_hostnames(job, kept, added)
-    replicas = tuple(sorted(kept + added))
-    staying = frozenset(replicas)
-    removed = tuple(r for r in membership.replicas if r not in staying)
-    generation = membership.generation + (1 if replicas != membership.replicas else 0)
-    if added and (size := nodes_bytes(job.name, Membership(generation, replicas))) > MAX_VALUE_BYTES:
+    return added
+
+
+def _check_nodes_size(job: DIJob, membership: Membership, live: int) -> None:
+    """OutOfBounds when ``membership``'s DI_NODES, even in its shortest form, is longer than Linux execs."""
+    if (size := nodes_bytes(job.name, membership)) > MAX_VALUE_BYTES:
         raise OutOfBounds(
-            f"spec.tasks: the job would have {len(replicas)} replicas in all (now {len(live)}), whose DI_NODES "
+            f"spec.tasks: the job would have {len(membership.replicas)} replicas in all (now {live}), whose DI_NODES "
             f"would be {size} bytes even as bare hostnames, short ones (<task>-<index>) for the new replicas; "
             f"Linux execs no process with an environment string over {MAX_VALUE_BYTES} bytes of value "
             "(docs/rendering.md); nothing changed"
         )
+
+
+def _with_counts(job: DIJob, counts: Mapping[str, int]) -> DIJob:
+    """``job`` with each task's replicas set to its count."""
     new_job = job
     for t in job.tasks:
         if t.replicas != counts[t.name]:
             new_job = new_job.with_replicas(t.name, counts[t.name])
-    return ScalePlan(new_job, membership, Membership(generation, replicas), tuple(added), removed)
+    return new_job

@@ -10,7 +10,7 @@ template, added (derived from the task's template) when the Workflow does not ha
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dihera.argo_ui import ui_annotations
@@ -21,7 +21,7 @@ from dihera.constants import (
     LABEL_TASK_TYPE,
 )
 from dihera.errors import RetiredReplica
-from dihera.membership import Membership
+from dihera.membership import Membership, Replica
 from dihera.naming import dag_task_name, short_template_name
 from dihera.patches import pointer
 from dihera.scaling.dag import RETIRED_TEMPLATE, DagSlots, read_dag
@@ -35,14 +35,28 @@ def workflow_patch(membership: Membership, workflow: Mapping[str, Any]) -> list[
     Retires live DAG tasks that left the membership, appends DAG tasks for new replicas, keeps
     every other DAG task untouched. Each positional operation is guarded by a ``test`` of the name.
     """
-    from dihera.render.workflow import dag_task, short_variant  # Hera's models: loaded only when a scale needs them
-
     slots = read_dag(workflow)
-    spec = workflow["spec"]
     wanted = {dag_task_name(r.task, r.index): r for r in membership.replicas}
+    _refuse_returning(wanted, slots)
+    total = str(len(membership.replicas))
+    ops = _retire_ops(wanted, slots)
+    new = [r for name, r in wanted.items() if not slots.used(name)]
+    ops += _short_template_ops(new, workflow, slots, total)
+    ops += _new_task_ops(new, workflow, slots)
+    ops += _replica_count_ops(membership, workflow, slots, total)
+    ops += _generation_ops(membership, workflow, changed=bool(ops))
+    return ops
+
+
+def _refuse_returning(wanted: Mapping[str, Replica], slots: DagSlots) -> None:
+    """A retired DAG task cannot run again: RetiredReplica when the membership names one."""
     back = [n for n in wanted if n in slots.retired]
     if back:
         raise RetiredReplica(f"replica(s) {', '.join(back)} were retired from the Workflow and cannot return")
+
+
+def _retire_ops(wanted: Mapping[str, Replica], slots: DagSlots) -> list[dict[str, Any]]:
+    """Live DAG tasks that left the membership run the retired template (added when missing)."""
     ops: list[dict[str, Any]] = []
     retire = [n for n in slots.live if n not in wanted]
     if retire and RETIRED_TEMPLATE not in slots.templates:
@@ -59,40 +73,74 @@ def workflow_patch(membership: Membership, workflow: Mapping[str, Any]) -> list[
             {"op": "test", "path": f"{path}/name", "value": name},
             {"op": "replace", "path": f"{path}/template", "value": RETIRED_TEMPLATE},
         ]
-    drops = _drop_tasks(workflow, slots)
-    total = str(len(membership.replicas))
-    new = [r for name, r in wanted.items() if not slots.used(name)]
+    return ops
+
+
+def _short_template_ops(
+    new: Sequence[Replica], workflow: Mapping[str, Any], slots: DagSlots, total: str
+) -> list[dict[str, Any]]:
+    """The ``<task>-short`` templates the new short-hostname replicas need and the Workflow lacks."""
+    from dihera.render.workflow import short_variant  # Hera's models: loaded only when a scale needs them
+
+    ops: list[dict[str, Any]] = []
     for task in sorted({r.task for r in new if r.short}):
-        variant = short_template_name(task)
-        if variant not in slots.templates and task in slots.templates:
-            value = short_variant(spec["templates"][slots.templates[task]])
-            annotations = (value.get("metadata") or {}).get("annotations") or {}
-            if ANNOTATION_REPLICAS in annotations:
-                annotations[ANNOTATION_REPLICAS] = total
-            ops.append({"op": "add", "path": "/spec/templates/-", "value": value})
-    for r in new:
-        entry = dag_task(r.task, r.index, r.rank, r.task in drops, r.short).model_dump(
-            by_alias=True, exclude_none=True, mode="json"
-        )
-        ops.append({"op": "add", "path": f"{slots.tasks_path}/-", "value": entry})
+        if short_template_name(task) in slots.templates or task not in slots.templates:
+            continue
+        value = short_variant(workflow["spec"]["templates"][slots.templates[task]])
+        annotations = (value.get("metadata") or {}).get("annotations") or {}
+        if ANNOTATION_REPLICAS in annotations:
+            annotations[ANNOTATION_REPLICAS] = total
+        ops.append({"op": "add", "path": "/spec/templates/-", "value": value})
+    return ops
+
+
+def _new_task_ops(new: Sequence[Replica], workflow: Mapping[str, Any], slots: DagSlots) -> list[dict[str, Any]]:
+    """A DAG task appended for each new replica."""
+    from dihera.render.workflow import dag_task  # Hera's models: loaded only when a scale needs them
+
+    drops = _drop_tasks(workflow, slots)
+    return [
+        {
+            "op": "add",
+            "path": f"{slots.tasks_path}/-",
+            "value": dag_task(r.task, r.index, r.rank, r.task in drops, r.short).model_dump(
+                by_alias=True, exclude_none=True, mode="json"
+            ),
+        }
+        for r in new
+    ]
+
+
+def _replica_count_ops(
+    membership: Membership, workflow: Mapping[str, Any], slots: DagSlots, total: str
+) -> list[dict[str, Any]]:
+    """The replica templates' (and their ``-short`` variants') replica-count annotation set to ``total``."""
     tasks = {r.task for r in membership.replicas}
+    ops: list[dict[str, Any]] = []
     for name in sorted([*tasks, *(short_template_name(t) for t in tasks)]):
         pos = slots.templates.get(name)
-        annotations = (
-            ((spec["templates"][pos].get("metadata") or {}).get("annotations") or {}) if pos is not None else {}
-        )
+        if pos is None:
+            continue
+        annotations = (workflow["spec"]["templates"][pos].get("metadata") or {}).get("annotations") or {}
         if ANNOTATION_REPLICAS in annotations and annotations[ANNOTATION_REPLICAS] != total:
             key = f"/spec/templates/{pos}/metadata/annotations/{pointer(ANNOTATION_REPLICAS)}"
             ops.append({"op": "replace", "path": key, "value": total})
+    return ops
+
+
+def _generation_ops(membership: Membership, workflow: Mapping[str, Any], changed: bool) -> list[dict[str, Any]]:
+    """The Argo UI annotations (generation among them), when the patch changes anything or the
+    Workflow's generation annotation is not the membership's."""
     meta_annotations = (workflow.get("metadata") or {}).get("annotations")
-    generation = str(membership.generation)
-    if ops or (meta_annotations or {}).get(ANNOTATION_GENERATION) != generation:
-        if meta_annotations is None:
-            ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
-        ops += [
-            {"op": "add", "path": f"/metadata/annotations/{pointer(key)}", "value": value}
-            for key, value in _ui_annotations(membership, workflow).items()
-        ]
+    if not changed and (meta_annotations or {}).get(ANNOTATION_GENERATION) == str(membership.generation):
+        return []
+    ops: list[dict[str, Any]] = []
+    if meta_annotations is None:
+        ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
+    ops += [
+        {"op": "add", "path": f"/metadata/annotations/{pointer(key)}", "value": value}
+        for key, value in _ui_annotations(membership, workflow).items()
+    ]
     return ops
 
 
