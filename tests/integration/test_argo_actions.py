@@ -120,6 +120,11 @@ def argo(server: str, namespace: str, name: str, action: str) -> httpx.Response:
         return http.put(f"{path}/{action}", json=body)
 
 
+def workflow_phase(custom: client.CustomObjectsApi, namespace: str, name: str) -> str | None:
+    found: Any = custom.get_namespaced_custom_object("argoproj.io", "v1alpha1", namespace, "workflows", name)
+    return (found.get("status") or {}).get("phase")
+
+
 def status(jobs: JobStore, namespace: str, name: str) -> dict[str, Any]:
     return dict((jobs.get(namespace, name) or {}).get("status") or {})
 
@@ -143,6 +148,7 @@ def test_every_argo_ui_action_ends_in_its_documented_state_and_no_hostname_runs_
     with HostnameWatch(cluster, namespace) as watch:
         for action in ACTIONS:
             poll(phase_is(jobs, namespace, action, "Failed" if action == "retry" else "Running"), 120, action)
+        poll(lambda: workflow_phase(custom, namespace, "retry") in ("Failed", "Error"), 60, "retry's Workflow ended")
         answers = {a: argo(argo_server, namespace, a, a) for a in ACTIONS}
         # RESUBMIT: refused by the admission policy (the UI shows the API server's message); no copy exists
         assert answers["resubmit"].status_code >= 400, answers["resubmit"].text

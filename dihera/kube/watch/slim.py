@@ -102,10 +102,10 @@ def _template(t: Mapping[str, Any]) -> dict[str, Any]:
 
 def slim_workflow(obj: Mapping[str, Any]) -> dict[str, Any]:
     """Phase, message, progress, the Pod nodes and the retired DAG tasks' nodes (name, type, phase, message,
-    progress), the DAG's slots and ``spec.shutdown``."""
+    progress), the DAG's slots, ``spec.shutdown`` and ``spec.suspend`` (Argo's STOP/TERMINATE and SUSPEND)."""
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
-    out_spec = _pick(spec, ("shutdown",))
+    out_spec = _pick(spec, ("shutdown", "suspend"))
     out_spec["templates"] = [_template(t) for t in spec.get("templates") or []]
     prefix = f"{(obj.get('metadata') or {}).get('name')}."
     tombstones = {prefix + task for task in retired_dag_tasks(obj)}  # whether Argo finished them (retired_pods)
