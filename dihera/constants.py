@@ -9,6 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 __all__ = [
+    "ANNOTATION_FINISH_GRACE",
     "ANNOTATION_GENERATION",
     "ANNOTATION_IDEMPOTENCY",
     "ANNOTATION_NODE_NAME",
@@ -20,6 +21,7 @@ __all__ = [
     "ANNOTATION_WORKFLOW_DESCRIPTION",
     "ANNOTATION_WORKFLOW_TITLE",
     "ANNOTATION_WORKLOAD_SLICE",
+    "DEFAULT_FINISH_GRACE",
     "DEFAULT_IMAGE",
     "DEFAULT_PEER_WAIT_TIMEOUT",
     "ENV_STRING_MARGIN",
@@ -210,6 +212,10 @@ TF_ROLE_EXTRA = 32
 PEER_WAIT_CONTAINER = "dihera-wait-peers"
 #: On a DIJob: how long (whole seconds) each replica waits for those names; ``"0"`` renders no wait.
 ANNOTATION_PEER_WAIT_TIMEOUT = "diengine/peer-wait-timeout"
+#: Seconds the other replicas of a DI-engine job (collectors, none tasks) get to end after its learners and
+#: evaluators ended, before the job Succeeds and they are stopped (docs/controller.md, "When a job succeeds").
+ANNOTATION_FINISH_GRACE = "diengine/finish-grace-seconds"
+DEFAULT_FINISH_GRACE = 90
 #: The platform's default bound of that wait (``RenderSettings.peer_wait_timeout``).
 DEFAULT_PEER_WAIT_TIMEOUT = 300
 #: The project's image, as the chart names it by default (``image.repository:appVersion``): what runs

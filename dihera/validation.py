@@ -18,7 +18,7 @@ from typing import Any
 
 import jsonschema
 
-from dihera.constants import ANNOTATION_PEER_WAIT_TIMEOUT, PEER_WAIT_CONTAINER
+from dihera.constants import ANNOTATION_FINISH_GRACE, ANNOTATION_PEER_WAIT_TIMEOUT, PEER_WAIT_CONTAINER
 from dihera.env_limits import env_size_problems
 from dihera.errors import InvalidJobError, Problem, format_value
 from dihera.model import (
@@ -32,7 +32,6 @@ from dihera.model import (
     TaskType,
 )
 from dihera.naming import SHORT_TEMPLATE_SUFFIX
-from dihera.peers import parse_timeout
 from dihera.podtemplate import check_pod_template, check_volume
 from dihera.render.providers import parse_env_provider, provider_problems
 from dihera.schema import API_VERSION, KIND, dijob_schema
@@ -119,16 +118,29 @@ def _identity_problems(manifest: Mapping[str, Any]) -> list[Problem]:
     return problems
 
 
-def _peer_wait_problems(manifest: Mapping[str, Any]) -> list[Problem]:
-    """The job's bound of the peer wait (docs/rendering.md) must be whole seconds."""
+#: Annotations that hold whole seconds >= 0, and what 0 means: the peer wait's bound (docs/rendering.md) and
+#: the grace of the other replicas after DI-engine's end (docs/controller.md, "When a job succeeds").
+_SECONDS_ANNOTATIONS = {
+    ANNOTATION_PEER_WAIT_TIMEOUT: "0 turns the wait off",
+    ANNOTATION_FINISH_GRACE: "0 stops the others as soon as the learners and evaluators have ended",
+}
+
+
+def _seconds_annotation_problems(manifest: Mapping[str, Any]) -> list[Problem]:
+    """The job's annotations that hold seconds must hold whole seconds."""
     annotations = (manifest.get("metadata") or {}).get("annotations") or {}
-    if not isinstance(annotations, Mapping) or ANNOTATION_PEER_WAIT_TIMEOUT not in annotations:
+    if not isinstance(annotations, Mapping):
         return []
-    try:
-        parse_timeout(str(annotations[ANNOTATION_PEER_WAIT_TIMEOUT]))
-    except ValueError as err:
-        return [Problem(f"metadata.annotations.{ANNOTATION_PEER_WAIT_TIMEOUT}", str(err))]
-    return []
+    problems = []
+    for name, zero in _SECONDS_ANNOTATIONS.items():
+        if name in annotations and not str(annotations[name]).strip().isdigit():
+            problems.append(
+                Problem(
+                    f"metadata.annotations.{name}",
+                    f"{annotations[name]!r} is not a whole number of seconds >= 0 ({zero})",
+                )
+            )
+    return problems
 
 
 def _reserved_name_problems(tasks: Any) -> list[Problem]:
@@ -340,7 +352,7 @@ def validate(manifest: Any) -> list[Problem]:
         problems += env_size_problems(name, spec) + _short_hostname_problems(name, spec)
     problems += _success_policy_problems(spec) + _failure_policy_problems(spec)
     problems += provider_problems(spec.get("tasks") or [])
-    problems += _peer_wait_problems(manifest) + _reserved_name_problems(spec.get("tasks"))
+    problems += _seconds_annotation_problems(manifest) + _reserved_name_problems(spec.get("tasks"))
     problems += _template_problems(spec.get("tasks") or [])
     problems += _volume_problems(spec.get("volumes") or [])
     return sorted(set(problems))

@@ -64,6 +64,8 @@ class ReplicaState:
     finished: bool = False
     #: The current attempt's node progress ``N/M`` as Argo keeps it (self-reported, or its default).
     progress: str | None = None
+    #: When the current pod's user containers had all ended (the latest ``finishedAt``), else None.
+    ended_at: str | None = None
 
     @functools.cached_property
     def name(self) -> str:
@@ -107,6 +109,19 @@ def finished_ok(pod: Mapping[str, Any]) -> bool:
     )
 
 
+def ended_at(pod: Mapping[str, Any]) -> str | None:
+    """When every user container (Argo's own skipped) had terminated: the latest ``finishedAt``; else None."""
+    ends = []
+    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
+        if cs.get("name") in _ARGO_CONTAINERS:
+            continue
+        terminated = (cs.get("state") or {}).get("terminated")
+        if terminated is None or not terminated.get("finishedAt"):
+            return None
+        ends.append(str(terminated["finishedAt"]))
+    return max(ends) if ends else None
+
+
 def _ready(pod: Mapping[str, Any]) -> bool:
     conds = (pod.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
@@ -130,6 +145,7 @@ class PodFacts:
     exit_code: int | None
     finished: bool
     problem: tuple[str, str] | None
+    ended_at: str | None
 
 
 def _facts(pod: Mapping[str, Any]) -> PodFacts:
@@ -143,6 +159,7 @@ def _facts(pod: Mapping[str, Any]) -> PodFacts:
         exit_code=exit_code(pod),
         finished=finished_ok(pod),
         problem=pod_problem(pod),
+        ended_at=ended_at(pod),
     )
 
 
@@ -231,13 +248,28 @@ def _same_pods(a: Sequence[PodFacts], b: Sequence[PodFacts]) -> bool:
     return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
+def _pod_fields(pod: PodFacts | None) -> dict[str, Any]:
+    """The :class:`ReplicaState` fields read from the current attempt's pod (none: not created yet)."""
+    if pod is None:
+        return {"pod_name": None, "pod_phase": None, "ready": False, "exit_code": None, "finished": False}
+    return {
+        "pod_name": pod.name,
+        "pod_phase": pod.phase,
+        "ready": pod.ready,
+        "exit_code": pod.exit_code,
+        "finished": pod.finished,
+        "ended_at": pod.ended_at,
+    }
+
+
 def _state(job_name: str, r: Replica, nodes: AttemptNodes, mine: Sequence[PodFacts]) -> ReplicaState:
     """One replica's current attempt, from its attempt nodes and its pods' facts."""
     attempt = max([*nodes, *(f.attempt for f in mine), 0])
     pod = _current(mine, attempt)
     node = nodes.get(attempt)
-    pod_phase = pod.phase if pod else None
-    failed = pod_phase == PodPhase.FAILED or (node is not None and node.phase in FAILED_NODE_PHASES)
+    failed = (pod is not None and pod.phase == PodPhase.FAILED) or (
+        node is not None and node.phase in FAILED_NODE_PHASES
+    )
     failed_pods = sorted((f for f in mine if f.phase == PodPhase.FAILED), key=lambda f: f.attempt)
     last_failed = failed_pods[-1] if failed_pods else None
     return ReplicaState(
@@ -246,16 +278,12 @@ def _state(job_name: str, r: Replica, nodes: AttemptNodes, mine: Sequence[PodFac
         rank=r.rank,
         hostname=r.hostname(job_name),
         attempt=attempt,
-        pod_name=pod.name if pod else None,
-        pod_phase=pod_phase,
-        ready=pod.ready if pod else False,
-        exit_code=pod.exit_code if pod else None,
         failed=failed,
         node_message=node.message if node else None,
         last_failure_code=last_failed.exit_code if last_failed else None,
         problem=_problem(pod, last_failed),
-        finished=pod.finished if pod else False,
         progress=node.progress if node else None,
+        **_pod_fields(pod),
     )
 
 

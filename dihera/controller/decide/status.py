@@ -30,6 +30,7 @@ from dihera.controller.decide.hold import HELD_PHASES, SuspendPlan
 from dihera.controller.decide.phase import decide_phase
 from dihera.controller.decide.progress import task_progress, workflow_progress
 from dihera.controller.decide.replicas import ReplicaState
+from dihera.controller.decide.success import finish_grace_left
 from dihera.controller.decide.view import JobView
 from dihera.membership import Membership
 from dihera.patches import precondition
@@ -199,9 +200,15 @@ def compute_status(view: JobView, hold: SuspendPlan, now: str, refused: str | No
         tuple(_events(f, decision, stuck, refused)),
         f.restarts - int(old.get("restarts") or 0),
         f.kept,
-        f.deadline_left if decision.phase not in TERMINAL else None,
+        _wakeup(f) if decision.phase not in TERMINAL else None,
         f.drops.remove if active else (),
     )
+
+
+def _wakeup(f: Facts) -> float | None:
+    """Seconds until a time-based decision falls due: activeDeadlineSeconds, the grace after DI-engine's end."""
+    due = [w for w in (f.deadline_left, finish_grace_left(f)) if w is not None]
+    return min(due) if due else None
 
 
 def _status(f: Facts, decision: PhaseDecision, stuck: list[dict[str, str]]) -> dict[str, Any]:

@@ -1,5 +1,13 @@
-"""``spec.successPolicy`` (pure): whether what the replicas did makes the job Succeeded (the phase policy
-:func:`succeeded`).
+"""``spec.successPolicy`` and DI-engine's end (pure): whether what the replicas did makes the job Succeeded
+(the phase policy :func:`succeeded`).
+
+Without a successPolicy, a job whose tasks include DI-engine's learner or evaluator ends when they end:
+DI-engine's evaluator stops training at the stop value and tells every peer it is connected to
+(``finish``, once, best effort); a collector that joined later never hears it and would collect
+forever. So once every learner and evaluator replica has Succeeded, the others get
+``diengine/finish-grace-seconds`` (90) to end too (a collector waits up to 60 s in DI-engine before it
+sees ``finish``); then the job Succeeds and those still running are stopped (:func:`finish_grace_left`
+says when the pass is due). Jobs without such tasks Succeed when every replica has (DI-orchestrator's rule).
 
 | successPolicy            | the job Succeeds when                                        |
 |--------------------------|--------------------------------------------------------------|
@@ -17,16 +25,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from dihera.constants import Phase
+from dihera.constants import ANNOTATION_FINISH_GRACE, DEFAULT_FINISH_GRACE, Phase
+from dihera.controller.decide.deadline import seconds_left
 from dihera.controller.decide.decision import PhaseDecision
 from dihera.controller.decide.replicas import ReplicaState
-from dihera.model import SuccessOperator, SuccessPolicy
+from dihera.model import DIJob, SuccessOperator, SuccessPolicy, TaskType
 from dihera.objects import PodPhase, WorkflowPhase
 
 if TYPE_CHECKING:
     from dihera.controller.decide.facts import Facts
 
-__all__ = ["succeeded", "success_reached"]
+__all__ = ["ENDING_TYPES", "finish_grace", "finish_grace_left", "succeeded", "success_reached"]
+
+#: Task types whose end is DI-engine's end (the evaluator stops training, the learner follows ``finish``).
+ENDING_TYPES = frozenset({TaskType.LEARNER, TaskType.EVALUATOR})
 
 
 def _succeeded(state: ReplicaState) -> bool:
@@ -60,8 +72,52 @@ def _all(targets: Sequence[ReplicaState], tasks: str) -> str | None:
 
 
 def succeeded(f: Facts) -> PhaseDecision | None:
-    """The phase policy: the Workflow Succeeded, or the successPolicy is met → Succeeded."""
+    """The phase policy: the Workflow Succeeded, or the successPolicy is met, or (none given) DI-engine's
+    learners and evaluators ended and the grace of the others passed → Succeeded."""
     if f.workflow_status.get("phase") == WorkflowPhase.SUCCEEDED:
         return PhaseDecision(Phase.SUCCEEDED, f"all {len(f.kept)} replicas succeeded")
     why = success_reached(f.success_policy, f.kept)
+    if why is None and f.success_policy is None:
+        why = _di_engine_ended(f)
     return None if why is None else PhaseDecision(Phase.SUCCEEDED, why)
+
+
+def finish_grace(job: DIJob) -> int:
+    """``diengine/finish-grace-seconds`` (validated), else :data:`DEFAULT_FINISH_GRACE`."""
+    value = job.annotations.get(ANNOTATION_FINISH_GRACE)
+    return int(value) if value is not None else DEFAULT_FINISH_GRACE
+
+
+def _ended(f: Facts) -> tuple[list[ReplicaState], str | None]:
+    """DI-engine's learner and evaluator replicas, and when the last of them ended (None: they have not
+    all Succeeded, the job has none, or a successPolicy decides)."""
+    job = f.view.job
+    if job is None or f.success_policy is not None:
+        return [], None
+    ending = {t.name for t in job.tasks if t.type in ENDING_TYPES}
+    enders = [s for s in f.kept if s.task in ending]
+    if not enders or not all(_succeeded(s) for s in enders) or any(s.ended_at is None for s in enders):
+        return enders, None
+    return enders, max(str(s.ended_at) for s in enders)
+
+
+def finish_grace_left(f: Facts) -> float | None:
+    """Seconds until the others' grace after DI-engine's end runs out (the pass then due), else None."""
+    _, ended = _ended(f)
+    if ended is None or f.view.job is None or all(_succeeded(s) for s in f.kept):
+        return None
+    left = seconds_left(ended, finish_grace(f.view.job), f.now)
+    return left if left is not None and left > 0 else None
+
+
+def _di_engine_ended(f: Facts) -> str | None:
+    enders, ended = _ended(f)
+    if ended is None or f.view.job is None or finish_grace_left(f) is not None:
+        return None
+    rest = [s for s in f.kept if s not in enders and not _succeeded(s)]
+    tasks = ", ".join(dict.fromkeys(s.task for s in enders))
+    return (
+        f"every replica of {tasks} succeeded (DI-engine's end); {len(rest)} other replica(s) still running "
+        f"{finish_grace(f.view.job)} s later (they never heard DI-engine's finish, e.g. a collector that "
+        "joined late) are stopped as cleanPodPolicy says"
+    )
