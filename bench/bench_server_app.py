@@ -30,7 +30,7 @@ from dihera.constants import LABEL_JOB, LABEL_POD  # noqa: E402
 from dihera.kube.snapshot import JobSnapshot  # noqa: E402
 from dihera.naming import hostname  # noqa: E402
 from dihera.server import ServerSettings, create_app  # noqa: E402
-from tests.unit.builders import job, task  # noqa: E402
+from tests.builders import job, task  # noqa: E402
 from tests.unit.test_server_api import ADMIN, FakeBackend  # noqa: E402
 
 ROUTES = {

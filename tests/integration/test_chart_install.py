@@ -23,8 +23,8 @@ from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from dihera.schema import GROUP, PLURAL, VERSION, crd_manifest, dijob_schema
+from tests.builders import job, task
 from tests.chart.helm import CHART, KUBE_VERSION, helm_bin
-from tests.unit.builders import job, task
 
 pytestmark = pytest.mark.cluster
 

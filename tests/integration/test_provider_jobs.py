@@ -14,6 +14,8 @@ import httpx
 import pytest
 from kubernetes import client
 
+from tests.builders import job as job_doc
+from tests.builders import task
 from tests.integration.test_server_scaling import (  # helpers and the di-server fixtures of the scaling tests
     LONG,
     membership,
@@ -24,8 +26,6 @@ from tests.integration.test_server_scaling import (  # helpers and the di-server
     spec_replicas,
     start_doc,
 )
-from tests.unit.builders import job as job_doc
-from tests.unit.builders import task
 
 pytestmark = pytest.mark.cluster
 __all__ = ["server", "server_kubeconfig"]  # fixtures, imported for pytest

@@ -37,7 +37,7 @@ from dihera.env_limits import env_string_bytes
 from dihera.naming import Addressing
 from dihera.render import node_lists
 from tests.integration.conftest import Poll
-from tests.unit.builders import replica_template
+from tests.rendered import replica_template
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 

@@ -37,10 +37,10 @@ from dihera.render import render
 from dihera.scaling import RETIRED_TEMPLATE, ScaleError, ScaleRequest, read_dag
 from dihera.schema import GROUP, PLURAL, VERSION
 from dihera.server import KubeBackend, ServerSettings, create_app
+from tests.builders import job as job_doc
+from tests.builders import task
 from tests.chart import helm
 from tests.chart.helm import RELEASE_NAMESPACE, Manifest
-from tests.unit.builders import job as job_doc
-from tests.unit.builders import task
 
 pytestmark = pytest.mark.cluster
 LONG = {"metadata": {"annotations": {"sim.dihera.io/run-seconds": "600"}}}

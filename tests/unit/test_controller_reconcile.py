@@ -16,7 +16,7 @@ from dihera.render import RenderSettings
 from dihera.render.objects import membership_configmap, service
 from dihera.scaling import ScaleRequest
 from dihera.validation import load_job
-from tests.unit.builders import job, task
+from tests.builders import job, task
 from tests.unit.controller_doubles import reconciler as make_reconciler
 
 NS, NAME, T1 = "ns", "j", "2026-01-01T00:01:00Z"

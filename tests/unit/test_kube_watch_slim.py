@@ -18,7 +18,7 @@ from dihera.model import CleanPodPolicy
 from dihera.scaling.retired_pods import retired_pods
 from dihera.scaling.spec_edit import plan_spec_edit
 from dihera.validation import load_job
-from tests.unit.builders import job, task
+from tests.builders import job, task
 from tests.unit.jobviews import (
     ALWAYS_FAILS,
     FAILED_ONCE,

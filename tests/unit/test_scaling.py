@@ -25,8 +25,8 @@ from dihera.scaling import (
     stamp_patch,
     workflow_patch,
 )
-from tests.unit.builders import job as job_doc
-from tests.unit.builders import task
+from tests.builders import job as job_doc
+from tests.builders import task
 
 # learner-0 r0, collector-0 r1, collector-1 r2, evaluator-0 r3
 BASE = job_doc(task("learner"), task("collector", replicas=2), task("evaluator"), name="j")
@@ -309,8 +309,8 @@ def test_the_argo_ui_annotations_follow_the_membership() -> None:
     """Description and the columns' annotations after a scale-up are what rendering the bigger job writes."""
     from dihera import load_job, plan_membership, render
     from dihera.scaling import workflow_patch
-    from tests.unit.builders import job as job_manifest
-    from tests.unit.builders import task
+    from tests.builders import job as job_manifest
+    from tests.builders import task
 
     dqn = load_job(job_manifest(task("learner"), task("collector", replicas=2), name="dqn"))
     first = render(dqn).workflow

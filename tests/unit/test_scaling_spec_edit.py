@@ -14,7 +14,7 @@ from dihera.membership import Membership, Replica
 from dihera.model import DIJob
 from dihera.scaling.spec_edit import EditAction, plan_spec_edit
 from dihera.validation import load_job
-from tests.unit.builders import job, task
+from tests.builders import job, task
 
 
 def mem(generation: int, collectors: int) -> Membership:

@@ -19,8 +19,8 @@ from dihera.render import render
 from dihera.scaling import ScaleError, ScaleRequest, plan_scale, workflow_patch
 from dihera.server import ServerSettings, create_app
 from dihera.server.idempotency import IdempotencyStore
-from tests.unit.builders import job as job_doc
-from tests.unit.builders import task
+from tests.builders import job as job_doc
+from tests.builders import task
 
 ADMIN, VIEWER = "admin-token", "viewer-token"
 

@@ -158,7 +158,7 @@ def test_the_server_reviews_a_busy_caller_once() -> None:
     from fastapi.testclient import TestClient
 
     from dihera.server import ServerSettings, create_app
-    from tests.unit.builders import job, task
+    from tests.builders import job, task
 
     backend = CountingBackend()
     backend.add(job(task("learner"), task("collector", replicas=2), name="dqn"))

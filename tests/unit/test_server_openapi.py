@@ -18,8 +18,8 @@ from dihera.kube.scale_executor import ScaleResult
 from dihera.kube.snapshot import JobSnapshot
 from dihera.scaling import ScaleRequest
 from dihera.server import ServerSettings, create_app
-from tests.unit.builders import job as job_doc
-from tests.unit.builders import task
+from tests.builders import job as job_doc
+from tests.builders import task
 from tests.unit.test_server_api import ADMIN, FakeBackend
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -11,8 +11,8 @@ from dihera.argo_ui import JOB_VIEW_PATH, POD_VIEW_PATH, links
 from dihera.constants import LABEL_JOB, LABEL_POD
 from dihera.kube.snapshot import JobSnapshot
 from dihera.server import ServerSettings, create_app
-from tests.unit.builders import job as job_doc
-from tests.unit.builders import task
+from tests.builders import job as job_doc
+from tests.builders import task
 from tests.unit.test_server_api import ADMIN, VIEWER, FakeBackend
 
 JOB_URL = JOB_VIEW_PATH.format(namespace="team-a", name="dqn")

@@ -8,7 +8,7 @@ from dihera import load_job, render
 from dihera.constants import LABEL_POD
 from dihera.kube.snapshot import JobSnapshot
 from dihera.server import views
-from tests.unit.builders import job, task
+from tests.builders import job, task
 
 
 def pod(name: str, host: str, created: str, phase: str, deleting: bool = False) -> dict[str, Any]:
