@@ -6,7 +6,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Self
 
-from dihera.constants import LABEL_JOB
+from dihera.constants import ANNOTATION_GENERATION, LABEL_JOB
 
 __all__ = ["ObjectBuilder"]
 
@@ -59,6 +59,11 @@ class ObjectBuilder:
 
     def annotation(self, key: str, value: str) -> Self:
         return self.annotations({key: value})
+
+    def membership_generation(self, generation: int | str) -> Self:
+        """The ``diengine/membership-generation`` annotation: on a DIJob, the membership its spec was written
+        with; on a Workflow, the membership it was converged to."""
+        return self.annotation(ANNOTATION_GENERATION, str(generation))
 
     def created(self, timestamp: str) -> Self:
         """``metadata.creationTimestamp``."""

@@ -6,7 +6,7 @@ import copy
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Self
 
-from dihera.constants import ANNOTATION_GENERATION, WORKFLOW_ENTRYPOINT
+from dihera.constants import WORKFLOW_ENTRYPOINT
 from dihera.membership import Membership
 from dihera.scaling import RETIRED_TEMPLATE
 from tests.builders.objects import ObjectBuilder
@@ -36,10 +36,6 @@ class WorkflowBuilder(ObjectBuilder):
         super().__init__(name)
         self._tasks: list[dict[str, Any]] | None = None
         self._status: dict[str, Any] | None = None
-
-    def membership_generation(self, generation: int | str) -> Self:
-        """The ``diengine/membership-generation`` annotation: the membership the Workflow was converged to."""
-        return self.annotation(ANNOTATION_GENERATION, str(generation))
 
     # -- spec: the entry DAG ------------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from dihera.controller.metrics import Metrics
 from dihera.render import RenderSettings, render
 from dihera.render.objects import membership_configmap, service
 from dihera.validation import load_job
-from tests.builders import job, task
+from tests.builders import job, retry_node, task
 from tests.unit.jobviews import MEMBERSHIP, dijob
 
 JOB = load_job({**job(task("collector", replicas=1), name="j"), "metadata": {"name": "j", "namespace": "ns"}})
@@ -33,7 +33,7 @@ WORKFLOW = {
             }
         ]
     },
-    "status": {"nodes": {"r": {"name": "j.collector-1", "type": "Retry", "phase": "Succeeded"}}},
+    "status": {"nodes": {"r": retry_node("j.collector-1", "Succeeded")}},
 }
 
 

@@ -14,6 +14,7 @@ from kubernetes import client
 from dihera.errors import ScaleConflict
 from dihera.kube import scale_executor
 from dihera.kube.scale_executor import JobScaler
+from tests.builders import retry_node
 
 
 def test_idle_jobs_leave_no_lock_behind() -> None:
@@ -98,7 +99,7 @@ def _retiring(tombstones: dict[str, str], version: str) -> dict[str, Any]:
     """Job ``j`` with collector-1 and collector-2 retired; ``tombstones``: DAG task -> its node's phase."""
     live = [{"name": "collector-0", "template": "collector"}]
     tasks = live + [{"name": n, "template": "dihera-retired"} for n in ("collector-1", "collector-2")]
-    nodes = {n: {"name": f"j.{n}", "type": "Retry", "phase": p} for n, p in tombstones.items()}
+    nodes = {n: retry_node(f"j.{n}", p) for n, p in tombstones.items()}
     return {
         "metadata": {"name": "j", "resourceVersion": version},
         "spec": {"templates": [{"name": "dijob", "dag": {"tasks": tasks}}]},

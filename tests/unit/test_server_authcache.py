@@ -9,7 +9,7 @@ import pytest
 from dihera.kube.auth import Identity
 from dihera.server.access import Access
 from dihera.server.authcache import AuthCache, TTLCache, decision_key, token_key
-from tests.unit.test_server_api import ADMIN, VIEWER, FakeBackend
+from tests.unit.fake_backend import ADMIN, VIEWER, FakeBackend
 
 ALICE = Identity("alice", uid="u1", groups=("team-a",))
 

@@ -13,7 +13,7 @@ from dihera.kube.snapshot import JobSnapshot
 from dihera.server import ServerSettings, create_app
 from tests.builders import job as job_doc
 from tests.builders import task
-from tests.unit.test_server_api import ADMIN, VIEWER, FakeBackend
+from tests.unit.fake_backend import ADMIN, VIEWER, FakeBackend
 
 JOB_URL = JOB_VIEW_PATH.format(namespace="team-a", name="dqn")
 HTML = {"Accept": "text/html,application/xhtml+xml"}
