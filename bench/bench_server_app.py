@@ -2,7 +2,7 @@
 
     python bench/bench_server_app.py [--requests 2000] [--rounds 5]
 
-The FastAPI app over the unit tests' in-memory backend (tests/unit/test_server_api.py: the real
+The FastAPI app over the unit tests' in-memory backend (tests/unit/fake_backend.py: the real
 routes, guard, views and scaling code; reviews answered from memory), called as an ASGI app in one
 process. Each route is requested N times per round; the best round's CPU time (all threads, so a
 threadpool hop is counted) per request is printed, with what one core would serve. CPU time, not wall
@@ -26,12 +26,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 warnings.filterwarnings("ignore", message="Using `httpx` with `starlette.testclient`")  # the tests' TestClient
 
-from dihera.constants import LABEL_JOB, LABEL_POD  # noqa: E402
 from dihera.kube.snapshot import JobSnapshot  # noqa: E402
 from dihera.naming import hostname  # noqa: E402
 from dihera.server import ServerSettings, create_app  # noqa: E402
-from tests.unit.builders import job, task  # noqa: E402
-from tests.unit.test_server_api import ADMIN, FakeBackend  # noqa: E402
+from tests.builders import PodBuilder, job, task  # noqa: E402
+from tests.unit.fake_backend import ADMIN, FakeBackend  # noqa: E402
 
 ROUTES = {
     "GET /healthz (baseline)": "/healthz",
@@ -60,15 +59,7 @@ def backend() -> PodsBackend:
     b.add(job(task("learner"), task("collector", replicas=2000), name="large", maxReplicas=3000))
     hosts = [hostname("large", "learner", 0)] + [hostname("large", "collector", i) for i in range(2000)]
     b.pods = tuple(
-        {
-            "metadata": {
-                "name": f"{h}-1",
-                "namespace": "team-a",
-                "labels": {LABEL_JOB: "large", LABEL_POD: h},
-                "creationTimestamp": "2026-01-01T00:00:00Z",
-            },
-            "status": {"phase": "Running"},
-        }
+        PodBuilder(f"{h}-1").namespace("team-a").job("large").host(h).created("2026-01-01T00:00:00Z").phase("Running").obj()
         for h in hosts
     )
     return b

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.chart.helm import by_kind, one, render
-from tests.chart.test_chart_rbac import granted
+from tests.chart.rbac import granted
 
 KUEUE = {"kueue": {"enabled": True}}
 

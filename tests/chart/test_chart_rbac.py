@@ -10,36 +10,20 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
 
 from tests.chart.helm import CHART, REPO, Manifest, by_kind, one, render
-
-Grant = tuple[str, str, str]  # (apiGroup, resource, verb)
+from tests.chart.rbac import Grant, granted, grants
 
 READ = ("get", "list", "watch")
-
-
-def grants(group: str, resources: Iterable[str], verbs: Iterable[str]) -> set[Grant]:
-    return {(group, r, v) for r in resources for v in verbs}
-
 
 #: Cluster-scoped resources: only in a ClusterRole, never in a namespace's Role.
 CLUSTER_SCOPED = {
     ("authentication.k8s.io", "tokenreviews"),
     ("authorization.k8s.io", "subjectaccessreviews"),
 }
-
-
-def granted(role: Manifest) -> set[Grant]:
-    out: set[Grant] = set()
-    for rule in role["rules"]:
-        assert set(rule) <= {"apiGroups", "resources", "verbs"}, f"unexpected rule fields in {rule}"
-        for group in rule["apiGroups"]:
-            out |= grants(group, rule["resources"], rule["verbs"])
-    return out
 
 
 def namespaced(grants_: set[Grant]) -> set[Grant]:

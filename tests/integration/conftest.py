@@ -3,11 +3,17 @@
 The session's cluster is the one ``$KUBECONFIG`` names when that file exists; otherwise the local
 dev cluster (ci/devcluster, the code behind ``make cluster-up``), started for the session and
 stopped at its end unless it was already up before.
+
+Every fixture more than one test module uses is here (the cluster, a namespace, the CRDs, Kueue, the
+controller, the di-server); the helpers they and the tests use are in modules named for what they hold
+(controllers.py, servers.py, jobs.py, lifecycle.py...), never in a test module (tests/unit/test_test_imports.py).
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -15,8 +21,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import pytest
+import yaml
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
@@ -28,7 +36,18 @@ from ci.devcluster import Cluster, Settings, realnode  # noqa: E402
 from ci.devcluster.dingimage import ImageImport, ensure_ding_image, start_import  # noqa: E402
 from ci.devcluster.kueue import Kueue, parse_feature_gates  # noqa: E402
 from dihera.schema import GROUP, PLURAL, VERSION, crd_manifest, dijob_schema  # noqa: E402
+from dihera.server import ServerSettings  # noqa: E402
+from tests.integration.controllers import (  # noqa: E402
+    RBAC_KINDS,
+    SA_NAME,
+    SA_NAMESPACE,
+    Controller,
+    helm_path,
+    kubectl,
+)
 from tests.integration.kueue import Queues, create_queues, delete_queues  # noqa: E402
+from tests.integration.servers import argo_ui_config, install_server_rbac, running_server  # noqa: E402
+from tests.integration.versions import pair  # noqa: E402
 
 T = TypeVar("T")
 Poll = Callable[..., Any]
@@ -269,3 +288,90 @@ def kueue_queues(kueue: Kueue, cluster: client.ApiClient, namespace: str) -> Ite
     finally:
         for queues in made:
             delete_queues(cluster, queues)
+
+
+# -- the controller and the di-server (their helpers: controllers.py, servers.py) -------------------------------
+
+
+@pytest.fixture(scope="session")
+def controller_kubeconfig(
+    kubeconfig: Path, cluster: client.ApiClient, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """A kubeconfig holding a token of the chart's controller ServiceAccount (RBAC applied from the chart: its
+    ClusterRole, and its Role for the leader-election Lease in the release's namespace)."""
+    rendered = subprocess.run(
+        [helm_path(), "template", "dihera", str(REPO / "charts/dihera"), "-n", SA_NAMESPACE, "--kube-version",
+         pair()[0]],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    docs = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] in RBAC_KINDS]
+    mine = [d for d in docs if d["metadata"]["name"] in (SA_NAME, f"{SA_NAME}-leader-election")]
+    assert {d["kind"] for d in mine} >= {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role"}, (
+        "chart lacks controller RBAC"
+    )
+    core = client.CoreV1Api(cluster)
+    try:
+        core.create_namespace({"metadata": {"name": SA_NAMESPACE}})
+    except ApiException as err:
+        if err.status != 409:
+            raise
+    kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(mine))
+    token = core.create_namespaced_service_account_token(
+        SA_NAME, SA_NAMESPACE, {"spec": {"expirationSeconds": 4 * 3600}}
+    ).status.token
+    admin = yaml.safe_load(kubeconfig.read_text())
+    ctx = next(c for c in admin["contexts"] if c["name"] == admin["current-context"])["context"]
+    cluster_entry = next(c for c in admin["clusters"] if c["name"] == ctx["cluster"])
+    sa_config = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [cluster_entry],
+        "users": [{"name": SA_NAME, "user": {"token": token}}],
+        "contexts": [{"name": SA_NAME, "context": {"cluster": cluster_entry["name"], "user": SA_NAME}}],
+        "current-context": SA_NAME,
+    }
+    path = tmp_path_factory.mktemp("sa") / "kubeconfig"
+    path.write_text(yaml.safe_dump(sa_config))
+    return path
+
+
+@pytest.fixture
+def controller(controller_kubeconfig: Path, dijob_crd: None, namespace: str, tmp_path: Path) -> Iterator[Controller]:
+    """``dihera controller`` as the chart's ServiceAccount watching the test's namespace; fails the test when
+    the controller logged a 403 (a permission the chart lacks)."""
+    ctl = Controller(controller_kubeconfig, namespace, tmp_path / "controller.log")
+    ctl.start()
+    try:
+        yield ctl
+    finally:
+        ctl.kill(signal.SIGTERM)
+        print(ctl.logs()[-6000:])  # shown by pytest when the test failed
+        errors = [line for line in ctl.logs().splitlines() if "level=ERROR" in line and "403" in line]
+        assert not errors, f"the controller lacked a permission:\n{errors[0]}"
+
+
+@pytest.fixture(scope="session")
+def server_kubeconfig(kubeconfig: Path, cluster: client.ApiClient, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A kubeconfig of ``dihera-system:dihera-server`` with the chart's default (cluster-wide) RBAC."""
+    path, _ = install_server_rbac(kubeconfig, cluster, tmp_path_factory.mktemp("server-sa"))
+    return path
+
+
+@pytest.fixture
+def server(server_kubeconfig: Path, namespace: str) -> Iterator[str]:
+    """A di-server as the chart's ServiceAccount, serving the test namespace; yields its URL."""
+    with running_server(ServerSettings(namespaces=(namespace,), auth_cache_seconds=0.0), server_kubeconfig) as url:
+        yield url
+
+
+@pytest.fixture
+def ui_server(cluster: client.ApiClient, server_kubeconfig: Path, namespace: str) -> Iterator[str]:
+    """The di-server on the port Argo's links name (anonymous views), serving the test namespace."""
+    (first, *_) = argo_ui_config(cluster)["links"]
+    where = urlsplit(first["url"])
+    assert where.hostname == "127.0.0.1" and where.port, first
+    settings = ServerSettings(namespaces=(namespace,), anonymous_views=True, auth_cache_seconds=0.0)
+    with running_server(settings, server_kubeconfig, where.port) as url:
+        yield url

@@ -14,7 +14,7 @@ from kubernetes import client, watch
 
 from dihera.kube.jobs import JobStore
 from dihera.schema import GROUP, PLURAL, VERSION
-from tests.integration.test_controller_jobs import dijob_events, job_pods
+from tests.integration.jobs import dijob_events, job_pods
 
 __all__ = [
     "FOREVER",

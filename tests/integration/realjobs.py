@@ -17,14 +17,41 @@ import pytest
 import yaml
 from kubernetes import client
 
+from ci.devcluster import realnode
 from dihera.kube.jobs import JobStore
-from tests.integration.test_controller_jobs import job_pods
-from tests.integration.test_real_node_chart import ON_REAL_NODE, executor_account
+from tests.integration.jobs import job_pods
 
-__all__ = ["Run", "exit_codes", "follow", "job_logs", "on_real_node", "own_lines"]
+__all__ = ["ON_REAL_NODE", "Run", "executor_account", "exit_codes", "follow", "job_logs", "on_real_node", "own_lines"]
 
 REPO = Path(__file__).resolve().parents[2]
 FINAL = ("Succeeded", "Failed")
+#: a pod template spec's placement on the real node: its label and its taint
+ON_REAL_NODE = {
+    "nodeSelector": dict([realnode.NODE_LABEL]),
+    "tolerations": [{**realnode.NODE_TAINT, "operator": "Equal"}],
+}
+
+# What Argo's executor does with the pod's service account (Argo's "Workflow RBAC"; the chart's
+# templates/executor-rbac.yaml grants the same): for tests that run DIJobs on the real node through an
+# in-process controller, without the chart.
+EXECUTOR_RULES = [
+    {"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"], "verbs": ["create", "patch"]},
+]
+
+
+def executor_account(cluster: client.ApiClient, namespace: str) -> str:
+    """A service account in ``namespace`` allowed what Argo's init and wait containers do."""
+    name = "dijob-executor"
+    client.CoreV1Api(cluster).create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+    rbac = client.RbacAuthorizationV1Api(cluster)
+    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": EXECUTOR_RULES})
+    binding = {
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
+    }
+    rbac.create_namespaced_role_binding(namespace, binding)
+    return name
 
 
 def on_real_node(example: str, namespace: str, image: str, cluster: client.ApiClient) -> dict[str, Any]:

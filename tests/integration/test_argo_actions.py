@@ -24,17 +24,10 @@ from ci.devcluster import Cluster, Settings
 from dihera.kube.jobs import JobStore
 from dihera.naming import membership_configmap_name, service_name
 from tests.chart.helm import render
+from tests.integration.conftest import Poll
+from tests.integration.controllers import Controller
+from tests.integration.jobs import edit_replicas, manifest, phase_is, task
 from tests.integration.lifecycle import has_event
-from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
-    Controller,
-    Poll,
-    controller,
-    controller_kubeconfig,
-    manifest,
-    phase_is,
-    task,
-)
-from tests.integration.test_controller_scaling import edit_replicas
 
 pytestmark = pytest.mark.cluster
 LONG = {"sim.dihera.io/run-seconds": "900"}
@@ -130,7 +123,7 @@ def status(jobs: JobStore, namespace: str, name: str) -> dict[str, Any]:
 
 
 def test_every_argo_ui_action_ends_in_its_documented_state_and_no_hostname_runs_twice(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     admission_policy: None,
     argo_server: str,
     cluster: client.ApiClient,
@@ -181,7 +174,7 @@ def test_every_argo_ui_action_ends_in_its_documented_state_and_no_hostname_runs_
 
 
 def test_a_deleted_service_and_membership_configmap_come_back_and_a_scale_up_then_completes(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,

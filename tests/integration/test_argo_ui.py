@@ -2,7 +2,7 @@
 DIJob read in a real browser (tests/integration/argo_ui.py) while it runs and after it is scaled up.
 
 The DIJob runs on kwok's simulated nodes (render + create, as in test_server_scaling.py), scaled through
-the API of a di-server on the port the Argo UI's links name (test_argo_ui_links.py's ``ui_server``), whose
+the API of a di-server on the port the Argo UI's links name (the ``ui_server`` fixture of conftest.py), whose
 views the browser opens from the links; screenshots go to .devcluster/screenshots/ (kept by `make cluster-down`;
 README.md and docs/argo-ui.md show two of them).
 """
@@ -37,14 +37,7 @@ from tests.integration.argo_ui import (
     screenshot,
     wait_for,
 )
-from tests.integration.test_argo_ui_links import ui_server  # noqa: F401  (fixture)
-from tests.integration.test_server_scaling import (  # noqa: F401  (fixtures)
-    running,
-    sa_token,
-    server_kubeconfig,
-    start_job,
-    workflow,
-)
+from tests.integration.servers import running, sa_token, start_job, workflow
 
 pytestmark = pytest.mark.cluster
 NAME = "uijob"
@@ -155,7 +148,7 @@ def graph_labels(page: Page) -> set[str]:
 
 
 @pytest.fixture
-def scaler(cluster: client.ApiClient, namespace: str, ui_server: str) -> Iterator[httpx.Client]:  # noqa: F811
+def scaler(cluster: client.ApiClient, namespace: str, ui_server: str) -> Iterator[httpx.Client]:
     token = sa_token(cluster, namespace, "scaler", ["get", "patch"])
     with httpx.Client(base_url=ui_server, headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
         yield http
@@ -163,7 +156,7 @@ def scaler(cluster: client.ApiClient, namespace: str, ui_server: str) -> Iterato
 
 def test_a_running_dijob_reads_in_the_argo_ui_and_a_scaled_replica_appears(
     argo_ui: str, screenshots: Path, dijob_crd: None, cluster: client.ApiClient, namespace: str,
-    ui_server: str, scaler: httpx.Client, poll: Any,  # noqa: F811
+    ui_server: str, scaler: httpx.Client, poll: Any,
 ) -> None:  # fmt: skip
     """The list (title, first sentence, custom columns; the row's drawer with the task table), the
     Workflow's graph (every replica by name), both links followed in the browser to the di-server's

@@ -15,42 +15,23 @@ merge-patched with ``progress``), and Argo's workflow-controller and dihera's co
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 import pytest
-import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from dihera.constants import LABEL_JOB
 from dihera.kube.jobs import JobStore
-from dihera.server import ServerSettings
+from tests.integration.conftest import Poll
+from tests.integration.controllers import Controller
+from tests.integration.jobs import job_pods, manifest, phase_is, task
 from tests.integration.lifecycle import FOREVER
-from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
-    Controller,
-    Poll,
-    controller,
-    controller_kubeconfig,
-    job_pods,
-    manifest,
-    phase_is,
-    task,
-)
-from tests.integration.test_server_scaling import running_server, sa_token, server_kubeconfig  # noqa: F401
+from tests.integration.servers import argo_ui_config, sa_token
 
 pytestmark = pytest.mark.cluster
 ARGO = ("argoproj.io", "v1alpha1")
-ARGO_NAMESPACE, ARGO_CONFIGMAP = "argo", "workflow-controller-configmap"
-
-
-def argo_ui_config(cluster: client.ApiClient) -> dict[str, list[dict[str, str]]]:
-    """The ``columns`` and ``links`` of Argo's ConfigMap on the cluster."""
-    data = client.CoreV1Api(cluster).read_namespaced_config_map(ARGO_CONFIGMAP, ARGO_NAMESPACE).data
-    return {key: yaml.safe_load(data[key]) for key in ("columns", "links")}
 
 
 def _parts(expression: str) -> list[str]:
@@ -84,21 +65,6 @@ def link_object(workflow: dict[str, Any], pod: str | None = None) -> dict[str, A
     }
 
 
-@pytest.fixture
-def ui_server(
-    cluster: client.ApiClient,
-    server_kubeconfig: Path,  # noqa: F811
-    namespace: str,
-) -> Iterator[str]:
-    """The di-server on the port Argo's links name (anonymous views), serving the test namespace."""
-    (first, *_) = argo_ui_config(cluster)["links"]
-    where = urlsplit(first["url"])
-    assert where.hostname == "127.0.0.1" and where.port, first
-    settings = ServerSettings(namespaces=(namespace,), anonymous_views=True, auth_cache_seconds=0.0)
-    with running_server(settings, server_kubeconfig, where.port) as url:
-        yield url
-
-
 def start(cluster: client.ApiClient, namespace: str, name: str, poll: Poll, **spec: Any) -> JobStore:
     jobs = JobStore(cluster)
     collectors = task("collector", **FOREVER)
@@ -120,7 +86,7 @@ def follow(url: str, **headers: str) -> httpx.Response:
 
 
 def test_columns_and_links_of_a_running_dijob_land_on_the_di_server(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     ui_server: str,
@@ -230,7 +196,7 @@ def report_progress(cluster: client.ApiClient, wf: dict[str, Any], node_id: str,
 
 
 def test_a_replicas_self_reported_progress_reaches_the_dijobs_status(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,

@@ -29,15 +29,10 @@ from dihera.env_limits import value_fits
 from dihera.kube.jobs import JobStore
 from dihera.membership import Membership
 from dihera.scaling import read_dag
+from tests.integration.conftest import Poll
+from tests.integration.controllers import Controller
+from tests.integration.jobs import edit_replicas, manifest, task
 from tests.integration.kwok_capacity import kwok_capacity
-from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
-    Controller,
-    Poll,
-    controller_kubeconfig,
-    manifest,
-    task,
-)
-from tests.integration.test_controller_scaling import edit_replicas
 
 pytestmark = pytest.mark.cluster
 COLLECTORS = int(os.environ.get("DIHERA_BIG_JOB_COLLECTORS", "100"))
@@ -50,12 +45,12 @@ POLL_SECONDS = 3.0  # a LIST of 2,000 pods is ~10 MB: poll gently
 
 @pytest.fixture
 def big_controller(
-    controller_kubeconfig: Path,  # noqa: F811
+    controller_kubeconfig: Path,
     dijob_crd: None,
     namespace: str,
     tmp_path: Path,
 ) -> Iterator[Controller]:
-    """The controller of test_controller_jobs.py, given time to stop while it watches thousands of pods."""
+    """The ``controller`` fixture's controller (conftest.py), given time to stop while it watches thousands of pods."""
     ctl = Controller(controller_kubeconfig, namespace, tmp_path / "controller.log")
     ctl.start()
     try:

@@ -2,195 +2,29 @@
 
 The controller authenticates with a token of the chart's ServiceAccount
 ``dihera-system:dihera-controller`` (RBAC objects from ``helm template``), so a missing permission
-fails these tests. Each test gets a fresh namespace and its own controller watching only it.
+fails these tests. Each test gets a fresh namespace and its own controller watching only it (the
+``controller`` fixture of conftest.py; tests/integration/controllers.py).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
-import socket
-import subprocess
-import sys
-from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import ObjectStore
-from tests.integration.versions import pair
+from tests.integration.conftest import Poll
+from tests.integration.controllers import Controller
+from tests.integration.jobs import dijob_events, job_pods, manifest, phase_is, task
 
 pytestmark = pytest.mark.cluster
 
 REPO = Path(__file__).resolve().parents[2]
-DIHERA = str(Path(sys.executable).with_name("dihera"))
-SA_NAMESPACE, SA_NAME = "dihera-system", "dihera-controller"
-RBAC_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding", "Namespace"}
-Poll = Callable[..., Any]
-
-
-def _helm() -> str:
-    found = shutil.which("helm") or str(
-        Path(os.environ.get("DIHERA_CACHE", Path.home() / ".cache/dihera")) / "bin/helm"
-    )
-    if not Path(found).exists():
-        pytest.skip("helm is not installed (make tools)")
-    return found
-
-
-def _kubectl(kubeconfig: Path, *args: str, stdin: str | None = None) -> str:
-    out = subprocess.run(
-        ["kubectl", f"--kubeconfig={kubeconfig}", *args], input=stdin, capture_output=True, text=True, check=False
-    )
-    if out.returncode != 0:
-        raise AssertionError(f"kubectl {' '.join(args)}: {out.stderr}")
-    return out.stdout
-
-
-@pytest.fixture(scope="session")
-def controller_kubeconfig(
-    kubeconfig: Path, cluster: client.ApiClient, tmp_path_factory: pytest.TempPathFactory
-) -> Path:
-    """A kubeconfig holding a token of the chart's controller ServiceAccount (RBAC applied from the chart: its
-    ClusterRole, and its Role for the leader-election Lease in the release's namespace)."""
-    rendered = subprocess.run(
-        [_helm(), "template", "dihera", str(REPO / "charts/dihera"), "-n", SA_NAMESPACE, "--kube-version", pair()[0]],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
-    docs = [d for d in yaml.safe_load_all(rendered) if d and d["kind"] in RBAC_KINDS]
-    mine = [d for d in docs if d["metadata"]["name"] in (SA_NAME, f"{SA_NAME}-leader-election")]
-    assert {d["kind"] for d in mine} >= {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role"}, (
-        "chart lacks controller RBAC"
-    )
-    core = client.CoreV1Api(cluster)
-    try:
-        core.create_namespace({"metadata": {"name": SA_NAMESPACE}})
-    except ApiException as err:
-        if err.status != 409:
-            raise
-    _kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(mine))
-    token = core.create_namespaced_service_account_token(
-        SA_NAME, SA_NAMESPACE, {"spec": {"expirationSeconds": 4 * 3600}}
-    ).status.token
-    admin = yaml.safe_load(kubeconfig.read_text())
-    ctx = next(c for c in admin["contexts"] if c["name"] == admin["current-context"])["context"]
-    cluster_entry = next(c for c in admin["clusters"] if c["name"] == ctx["cluster"])
-    config = {
-        "apiVersion": "v1",
-        "kind": "Config",
-        "clusters": [cluster_entry],
-        "users": [{"name": SA_NAME, "user": {"token": token}}],
-        "contexts": [{"name": SA_NAME, "context": {"cluster": cluster_entry["name"], "user": SA_NAME}}],
-        "current-context": SA_NAME,
-    }
-    path = tmp_path_factory.mktemp("sa") / "kubeconfig"
-    path.write_text(yaml.safe_dump(config))
-    return path
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def controller_env() -> dict[str, str]:
-    """The test controllers' environment: replicas' peer wait from the project's image built here, never
-    pulled (the real node holds it; kwok nodes pull nothing), as the chart's realnode values give it."""
-    from ci.devcluster import Settings
-    from ci.devcluster.images import DIHERA_IMAGE, package_version
-
-    image = f"{DIHERA_IMAGE}:{package_version(Settings.from_environ())}"
-    return {**os.environ, "DIHERA_PEER_WAIT_IMAGE": image, "DIHERA_PEER_WAIT_IMAGE_PULL_POLICY": "Never"}
-
-
-class Controller:
-    """``dihera controller`` as a subprocess watching one namespace; log in ``log``."""
-
-    def __init__(self, kubeconfig: Path, namespace: str, log: Path) -> None:
-        self.kubeconfig, self.namespace, self.log = kubeconfig, namespace, log
-        self.metrics_port = _free_port()
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        argv = [DIHERA, "controller", "--kubeconfig", str(self.kubeconfig), "-n", self.namespace, "--standalone"]
-        argv += ["--metrics-port", str(self.metrics_port), "--health-port", "0"]
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=controller_env())
-
-    def kill(self, sig: int = signal.SIGKILL) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            self.proc.wait(timeout=30)
-
-    def logs(self) -> str:
-        return self.log.read_text(errors="replace")
-
-
-@pytest.fixture
-def controller(controller_kubeconfig: Path, dijob_crd: None, namespace: str, tmp_path: Path) -> Iterator[Controller]:
-    ctl = Controller(controller_kubeconfig, namespace, tmp_path / "controller.log")
-    ctl.start()
-    try:
-        yield ctl
-    finally:
-        ctl.kill(signal.SIGTERM)
-        print(ctl.logs()[-6000:])  # shown by pytest when the test failed
-        errors = [line for line in ctl.logs().splitlines() if "level=ERROR" in line and "403" in line]
-        assert not errors, f"the controller lacked a permission:\n{errors[0]}"
-
-
-def manifest(name: str, namespace: str, *tasks: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "diengine.opendilab.org/v2alpha1",
-        "kind": "DIJob",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {**spec, "tasks": list(tasks)},
-    }
-
-
-def task(type_: str, replicas: int = 1, name: str | None = None, **annotations: str) -> dict[str, Any]:
-    entry: dict[str, Any] = {
-        "type": type_,
-        "replicas": replicas,
-        "template": {
-            "metadata": {"annotations": {"sim.dihera.io/run-seconds": "2", **annotations}},
-            "spec": {"containers": [{"name": "main", "image": "opendilab/ding:nightly", "command": ["ditask"]}]},
-        },
-    }
-    if name:
-        entry["name"] = name
-    return entry
-
-
-def phase_is(jobs: JobStore, namespace: str, name: str, phase: str) -> Callable[[], dict[str, Any] | None]:
-    def check() -> dict[str, Any] | None:
-        status = ((jobs.get(namespace, name) or {}).get("status")) or {}
-        return status if status.get("phase") == phase else None
-
-    return check
-
-
-def job_pods(cluster: client.ApiClient, namespace: str, name: str) -> list[dict[str, Any]]:
-    return ObjectStore(cluster).list_pods(namespace, f"diengine/job={name}")
-
-
-def dijob_events(cluster: client.ApiClient, namespace: str, name: str) -> list[tuple[str, str]]:
-    evs = client.CoreV1Api(cluster).list_namespaced_event(namespace, field_selector=f"involvedObject.name={name}")
-    return [(e.reason, e.message) for e in evs.items if e.involved_object.kind == "DIJob"]
-
-
-# -- the tests ----------------------------------------------------------------------------------------------------
-
-
 EXAMPLES = [p.name for p in sorted((REPO / "workflows").glob("*.yaml"))]
 
 

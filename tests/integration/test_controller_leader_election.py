@@ -17,11 +17,9 @@ test shows:
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import time
-import urllib.request
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,79 +27,14 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from prometheus_client.parser import text_string_to_metric_families
 
 from dihera.kube.jobs import JobStore
 from dihera.schema import GROUP, PLURAL, VERSION
-from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
-    DIHERA,
-    SA_NAMESPACE,
-    Poll,
-    _free_port,
-    controller_kubeconfig,
-    dijob_events,
-    manifest,
-    phase_is,
-    task,
-)
+from tests.integration.conftest import Poll
+from tests.integration.controllers import LEASE, RETRY, SA_NAMESPACE, Replica
+from tests.integration.jobs import dijob_events, manifest, phase_is, task
 
 pytestmark = pytest.mark.cluster
-
-#: --leader-elect-lease-duration / renew-deadline / retry-period of the test's replicas (seconds)
-LEASE, RENEW, RETRY = 6, 4, 1
-
-
-class Replica:
-    """One ``dihera controller`` replica campaigning for ``lease``; log in ``log``, metrics on ``metrics_port``."""
-
-    def __init__(self, identity: str, kubeconfig: Path, namespace: str, lease: str, log: Path) -> None:
-        self.identity, self.log = identity, log
-        self.metrics_port = _free_port()
-        self.argv = [DIHERA, "controller", "--kubeconfig", str(kubeconfig), "-n", namespace, "--identity", identity]
-        self.argv += ["--leader-elect-resource-name", lease, "--leader-elect-resource-namespace", SA_NAMESPACE]
-        self.argv += ["--leader-elect-lease-duration", str(LEASE), "--leader-elect-renew-deadline", str(RENEW)]
-        self.argv += ["--leader-elect-retry-period", str(RETRY), "--metrics-port", str(self.metrics_port)]
-        self.argv += ["--health-port", "0"]
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        env = {k: v for k, v in os.environ.items() if not k.startswith("DIHERA_")}
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(self.argv, stdout=out, stderr=subprocess.STDOUT, env=env)
-
-    def kill(self, sig: int = signal.SIGKILL) -> int | None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(sig)
-            return self.proc.wait(timeout=30)
-        return None
-
-    def lines(self, *needles: str) -> list[str]:
-        """Log lines containing every needle."""
-        text = self.log.read_text(errors="replace") if self.log.exists() else ""
-        return [line for line in text.splitlines() if all(n in line for n in needles)]
-
-    def leading(self) -> bool:
-        return bool(self.lines("leading: holds the Lease"))
-
-    def metrics(self) -> dict[str, float]:
-        """``dihera_api_writes_total`` as ``verb kind`` -> count, ``requests`` (every API request: reads too)
-        and ``reconciles`` (passes run)."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=5) as rsp:
-            text = rsp.read().decode()
-        found: dict[str, float] = {"reconciles": 0.0, "requests": 0.0}
-        for family in text_string_to_metric_families(text):
-            for sample in family.samples:
-                if sample.name == "dihera_api_writes_total":
-                    found[f"{sample.labels['verb']} {sample.labels['kind']}"] = sample.value
-                elif sample.name == "dihera_api_requests_total":
-                    found["requests"] += sample.value
-                elif sample.name == "dihera_reconcile_duration_seconds_count":
-                    found["reconciles"] = sample.value
-        return found
-
-    def writes(self) -> float:
-        return sum(v for k, v in self.metrics().items() if k not in ("reconciles", "requests"))
-
 
 @pytest.fixture
 def lease() -> str:
@@ -110,7 +43,7 @@ def lease() -> str:
 
 @pytest.fixture
 def replicas(
-    controller_kubeconfig: Path,  # noqa: F811
+    controller_kubeconfig: Path,
     dijob_crd: None,
     namespace: str,
     lease: str,

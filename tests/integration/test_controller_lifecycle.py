@@ -18,6 +18,9 @@ from dihera.controller.decide.deadline import parse_time
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import ObjectStore
 from dihera.naming import membership_configmap_name, service_name
+from tests.integration.conftest import Poll
+from tests.integration.controllers import Controller
+from tests.integration.jobs import dijob_events, job_pods, manifest, phase_is, task
 from tests.integration.lifecycle import (
     FOREVER,
     StatusLog,
@@ -28,23 +31,12 @@ from tests.integration.lifecycle import (
     set_suspend,
     status_where,
 )
-from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
-    Controller,
-    Poll,
-    controller,
-    controller_kubeconfig,
-    dijob_events,
-    job_pods,
-    manifest,
-    phase_is,
-    task,
-)
 
 pytestmark = pytest.mark.cluster
 
 
 def test_success_policy_any_on_the_learner_stops_the_collectors(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,
@@ -77,7 +69,7 @@ def test_success_policy_any_on_the_learner_stops_the_collectors(
 
 
 def test_active_deadline_fails_the_job_and_stops_its_pods(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,
@@ -101,7 +93,7 @@ def test_active_deadline_fails_the_job_and_stops_its_pods(
 
 
 def test_ttl_after_finished_deletes_the_job_and_what_it_owns(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,
@@ -122,7 +114,7 @@ def test_ttl_after_finished_deletes_the_job_and_what_it_owns(
 
 
 def test_a_job_without_ttl_is_kept(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,
@@ -135,7 +127,7 @@ def test_a_job_without_ttl_is_kept(
 
 
 def test_an_unschedulable_replica_says_why_in_status_and_an_event(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,
@@ -166,7 +158,7 @@ WAITING = {
 @pytest.mark.parametrize("reason", WAITING)
 def test_a_container_that_cannot_start_says_why_in_status(
     reason: str,
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,
@@ -188,7 +180,7 @@ def test_a_container_that_cannot_start_says_why_in_status(
 
 
 def test_an_oom_killed_replica_says_so_before_the_job_fails(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,
@@ -228,7 +220,7 @@ def dropped(status: dict[str, Any]) -> list[str]:
 
 
 def test_drop_replica_keeps_the_job_running_then_fails_it_at_the_bound(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,
@@ -292,7 +284,7 @@ def replicas_seen(cluster: client.ApiClient, namespace: str, name: str) -> dict[
 
 
 def test_a_job_suspended_before_it_starts_creates_nothing_until_resumed(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,
@@ -315,7 +307,7 @@ def test_a_job_suspended_before_it_starts_creates_nothing_until_resumed(
 
 
 def test_suspending_a_running_job_stops_every_pod_and_resume_keeps_ranks_and_fqdns(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,

@@ -14,16 +14,10 @@ from kubernetes import client
 
 from ci.devcluster.images import PYTHON_IMAGE
 from dihera.kube.jobs import JobStore
-from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
-    Controller,
-    Poll,
-    controller,
-    controller_kubeconfig,
-    dijob_events,
-    manifest,
-    phase_is,
-)
-from tests.integration.test_real_node_chart import ON_REAL_NODE, executor_account
+from tests.integration.conftest import Poll
+from tests.integration.controllers import Controller
+from tests.integration.jobs import dijob_events, manifest, phase_is
+from tests.integration.realjobs import ON_REAL_NODE, executor_account
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
@@ -47,7 +41,7 @@ def real_task(type_: str, script: str, account: str, **container: Any) -> dict[s
 
 
 def test_an_oom_killed_replica_says_so_in_status_and_an_event(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,

@@ -16,16 +16,9 @@ import pytest
 from kubernetes import client
 
 from dihera.kube.jobs import JobStore
-from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
-    Controller,
-    Poll,
-    controller,
-    controller_kubeconfig,
-    job_pods,
-    manifest,
-    phase_is,
-    task,
-)
+from tests.integration.conftest import Poll
+from tests.integration.controllers import Controller
+from tests.integration.jobs import job_pods, manifest, phase_is, task
 
 pytestmark = pytest.mark.cluster
 LONG = {"sim.dihera.io/run-seconds": "600"}
@@ -61,7 +54,7 @@ def quiet(ctl: Controller, seconds: float = 2.0, timeout: float = 60) -> str:
 
 
 def test_a_steady_state_reconcile_sends_no_get_and_no_list(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,

@@ -17,61 +17,13 @@ from dihera.kube.scale_executor import JobScaler
 from dihera.membership import Membership
 from dihera.scaling import GENERATION_ANNOTATION, ScaleRequest, read_dag, spec_generation
 from dihera.schema import GROUP, PLURAL, VERSION
-from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
-    Controller,
-    Poll,
-    controller,
-    controller_kubeconfig,
-    dijob_events,
-    job_pods,
-    manifest,
-    task,
-)
+from tests.integration.conftest import Poll
+from tests.integration.controllers import Controller
+from tests.integration.elastic import NAME, container_env, live_pods, settled, status_of
+from tests.integration.jobs import dijob_events, edit_replicas, manifest, task
 
 pytestmark = pytest.mark.cluster
-NAME = "elastic"
 RUN_SECONDS = "45"  # long enough for both scale steps, short enough to see the job succeed
-
-
-def edit_replicas(api: client.ApiClient, namespace: str, name: str = NAME, **replicas: int) -> None:
-    """Change ``spec.tasks[].replicas`` as ``kubectl edit`` does: a merge patch of the whole tasks list."""
-    custom = client.CustomObjectsApi(api)
-    body = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
-    tasks = body["spec"]["tasks"]
-    for t in tasks:
-        t["replicas"] = replicas.get(t.get("name") or t["type"], t["replicas"])
-    merge = "application/merge-patch+json"
-    custom.patch_namespaced_custom_object(
-        GROUP, VERSION, namespace, PLURAL, name, {"spec": {"tasks": tasks}}, _content_type=merge
-    )
-
-
-def live_pods(api: client.ApiClient, namespace: str, name: str = NAME) -> dict[str, dict[str, Any]]:
-    """The job's pods not being deleted, by hostname."""
-    pods = job_pods(api, namespace, name)
-    return {p["metadata"]["labels"]["diengine/pod"]: p for p in pods if not p["metadata"].get("deletionTimestamp")}
-
-
-def status_of(jobs: JobStore, namespace: str) -> dict[str, Any]:
-    return dict(((jobs.get(namespace, NAME) or {}).get("status")) or {})
-
-
-def settled(
-    api: client.ApiClient, jobs: JobStore, namespace: str, hosts: set[str], replicas: int, reschedules: int
-) -> tuple[dict[str, dict[str, Any]], dict[str, Any]] | None:
-    """Exactly ``hosts`` live and Running, and the status saying so (phase Running)."""
-    pods = live_pods(api, namespace)
-    if set(pods) != hosts or any(p["status"]["phase"] != "Running" for p in pods.values()):
-        return None
-    status = status_of(jobs, namespace)
-    ok = (status.get("phase"), status.get("replicas"), status.get("reschedules")) == ("Running", replicas, reschedules)
-    return (pods, status) if ok else None
-
-
-def container_env(pod: dict[str, Any], configmap: dict[str, str]) -> dict[str, str]:
-    """The main container's env, ConfigMap references resolved as the kubelet does."""
-    main = next(c for c in pod["spec"]["containers"] if c["name"] == "main")
-    return {e["name"]: e.get("value") or configmap[e["valueFrom"]["configMapKeyRef"]["key"]] for e in main["env"]}
 
 
 def identity(pod: dict[str, Any]) -> tuple[str, str, str]:
@@ -80,7 +32,7 @@ def identity(pod: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def test_kubectl_edit_scales_collectors_2_5_3_in_place(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,
@@ -152,7 +104,7 @@ def test_kubectl_edit_scales_collectors_2_5_3_in_place(
 
 
 def test_a_stale_spec_written_after_a_newer_commit_is_not_synced_back(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,
@@ -202,7 +154,7 @@ def test_a_stale_spec_written_after_a_newer_commit_is_not_synced_back(
 
 
 def test_kubectl_edit_of_a_torch_task_is_refused_once_with_a_warning(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,

@@ -21,22 +21,17 @@ from dihera import RenderSettings, load_job, plan_membership, render
 from dihera.kube.jobs import JobStore
 from dihera.membership import Membership
 from dihera.scaling import read_dag
-from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
-    Controller,
-    Poll,
-    controller,
-    controller_kubeconfig,
-    manifest,
-    task,
-)
-from tests.integration.test_controller_scaling import container_env, edit_replicas, live_pods, settled
+from tests.integration.conftest import Poll
+from tests.integration.controllers import Controller
+from tests.integration.elastic import container_env, live_pods, settled
+from tests.integration.jobs import edit_replicas, manifest, task
 
 pytestmark = pytest.mark.cluster
 NAME = "elastic"
 
 
 def test_short_hostname_replicas_run_with_their_hostnames_and_are_counted(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,

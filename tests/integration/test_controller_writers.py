@@ -25,20 +25,10 @@ from dihera.kube.jobs import JobStore
 from dihera.kube.scale_executor import JobScaler
 from dihera.membership import Membership, Replica
 from dihera.scaling import ScaleRequest
-from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
-    Controller,
-    Poll,
-    controller,
-    controller_kubeconfig,
-    dijob_events,
-    manifest,
-    task,
-)
-from tests.integration.test_server_scaling import (  # noqa: F401  (fixtures)
-    sa_token,
-    server,
-    server_kubeconfig,
-)
+from tests.integration.conftest import Poll
+from tests.integration.controllers import Controller
+from tests.integration.jobs import dijob_events, manifest, task
+from tests.integration.servers import sa_token
 
 pytestmark = pytest.mark.cluster
 LONG = {"sim.dihera.io/run-seconds": "600"}
@@ -59,10 +49,10 @@ def running(jobs: JobStore, namespace: str, name: str, generation: int) -> dict[
 
 
 def test_profilings_written_by_the_server_survive_the_controllers_status_writes(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
-    server: str,  # noqa: F811
+    server: str,
     poll: Poll,
 ) -> None:
     name = "profiled"
@@ -107,7 +97,7 @@ def test_profilings_written_by_the_server_survive_the_controllers_status_writes(
 
 
 def test_a_permanent_scale_refusal_is_one_event_and_no_retry_loop(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     poll: Poll,

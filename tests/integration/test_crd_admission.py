@@ -14,7 +14,7 @@ from kubernetes.client.rest import ApiException
 
 from dihera import load_job
 from dihera.schema import GROUP, PLURAL, VERSION
-from tests.unit.builders import job, task
+from tests.builders import job, task
 
 pytestmark = pytest.mark.cluster
 

@@ -28,21 +28,11 @@ from dihera.queueing import KueueSettings
 from dihera.server import ServerSettings
 from tests.chart import helm
 from tests.integration.conftest import Poll
+from tests.integration.controllers import DIHERA, RBAC_KINDS, SA_NAME, Controller, controller_env, kubectl
+from tests.integration.jobs import job_pods, manifest, task
 from tests.integration.kueue import GROUP, QUEUE_LABEL, VERSION, Queues, condition
 from tests.integration.lifecycle import FOREVER, current_message, has_event, live_pods, status_where
-from tests.integration.test_controller_jobs import (
-    DIHERA,
-    RBAC_KINDS,
-    SA_NAME,
-    Controller,
-    _kubectl,
-    controller_env,
-    controller_kubeconfig,  # noqa: F401  (a fixture, used by kueue_rbac)
-    job_pods,
-    manifest,
-    task,
-)
-from tests.integration.test_server_scaling import install_server_rbac, running_server, sa_token
+from tests.integration.servers import install_server_rbac, running_server, sa_token
 
 pytestmark = pytest.mark.cluster
 
@@ -90,13 +80,13 @@ class Setup:
 
 
 @pytest.fixture
-def kueue_rbac(kubeconfig: Path, controller_kubeconfig: Path) -> Iterator[Path]:  # noqa: F811
+def kueue_rbac(kubeconfig: Path, controller_kubeconfig: Path) -> Iterator[Path]:
     """The chart's controller RBAC with ``kueue.enabled`` (a superset of the default), put back as it was after."""
-    _kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(controller_rbac(KUEUE_VALUES)))
+    kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(controller_rbac(KUEUE_VALUES)))
     try:
         yield controller_kubeconfig
     finally:
-        _kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(controller_rbac(None)))
+        kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(controller_rbac(None)))
 
 
 @pytest.fixture

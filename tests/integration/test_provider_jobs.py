@@ -14,21 +14,11 @@ import httpx
 import pytest
 from kubernetes import client
 
-from tests.integration.test_server_scaling import (  # helpers and the di-server fixtures of the scaling tests
-    LONG,
-    membership,
-    running,
-    sa_token,
-    server,
-    server_kubeconfig,
-    spec_replicas,
-    start_doc,
-)
-from tests.unit.builders import job as job_doc
-from tests.unit.builders import task
+from tests.builders import job as job_doc
+from tests.builders import task
+from tests.integration.servers import LONG, membership, running, sa_token, spec_replicas, start_doc
 
 pytestmark = pytest.mark.cluster
-__all__ = ["server", "server_kubeconfig"]  # fixtures, imported for pytest
 
 
 def _task(type_: str, replicas: int, name: str | None = None, provider: dict[str, Any] | None = None) -> dict[str, Any]:

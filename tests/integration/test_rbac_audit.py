@@ -33,18 +33,11 @@ from dihera.render.objects import owner_references
 from dihera.schema import GROUP
 from dihera.server import ServerSettings
 from tests.chart.helm import Manifest, one, render
+from tests.integration.conftest import Poll
+from tests.integration.controllers import SA_NAMESPACE, Replica
+from tests.integration.jobs import edit_replicas, manifest, phase_is, task
 from tests.integration.lifecycle import set_suspend
-from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
-    SA_NAMESPACE,
-    Poll,
-    controller_kubeconfig,
-    manifest,
-    phase_is,
-    task,
-)
-from tests.integration.test_controller_leader_election import Replica
-from tests.integration.test_controller_scaling import edit_replicas
-from tests.integration.test_server_scaling import running_server, sa_token, server_kubeconfig  # noqa: F401
+from tests.integration.servers import running_server, sa_token
 
 pytestmark = pytest.mark.cluster
 Use = tuple[str, str, str]  # (verb, apiGroup, resource[/subresource])
@@ -175,8 +168,8 @@ def test_every_grant_is_used_and_every_use_granted(
     cluster: client.ApiClient,
     dijob_crd: None,
     namespace: str,
-    controller_kubeconfig: Path,  # noqa: F811
-    server_kubeconfig: Path,  # noqa: F811
+    controller_kubeconfig: Path,
+    server_kubeconfig: Path,
     tmp_path: Path,
     poll: Poll,
 ) -> None:

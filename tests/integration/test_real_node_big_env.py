@@ -36,8 +36,9 @@ from dihera.constants import MAX_ENV_STRING
 from dihera.env_limits import env_string_bytes
 from dihera.naming import Addressing
 from dihera.render import node_lists
+from tests.builders import DIJobBuilder, TaskBuilder
 from tests.integration.conftest import Poll
-from tests.unit.builders import replica_template
+from tests.rendered import replica_template
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
@@ -89,16 +90,9 @@ def long_namespace(cluster: client.ApiClient, poll: Poll) -> Iterator[str]:
 
 
 def manifest(namespace: str, collectors: int = COLLECTORS) -> dict[str, Any]:
-    def task(type_: str, replicas: int = 1) -> dict[str, Any]:
-        container = {"name": "main", "image": "opendilab/ding:nightly", "command": ["ditask"]}
-        return {"type": type_, "replicas": replicas, "template": {"spec": {"containers": [container]}}}
-
-    return {
-        "apiVersion": "diengine.opendilab.org/v2alpha1",
-        "kind": "DIJob",
-        "metadata": {"name": JOB, "namespace": namespace},
-        "spec": {"tasks": [task("learner"), task("collector", collectors), task("evaluator")]},
-    }
+    replicas = {"learner": 1, "collector": collectors, "evaluator": 1}
+    tasks = [TaskBuilder(t).replicas(n).command("ditask") for t, n in replicas.items()]
+    return DIJobBuilder(JOB).namespace(namespace).task(*tasks).obj()
 
 
 def replica_pod(rendered: Any, dag_task: str, name: str, command: list[str]) -> dict[str, Any]:

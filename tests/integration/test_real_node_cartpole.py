@@ -19,14 +19,9 @@ from kubernetes import client
 
 from ci.devcluster import realnode
 from dihera.kube.jobs import JobStore
+from tests.integration.controllers import Controller
+from tests.integration.jobs import edit_replicas, job_pods
 from tests.integration.realjobs import exit_codes, follow, job_logs, on_real_node, own_lines
-from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
-    Controller,
-    controller,
-    controller_kubeconfig,
-    job_pods,
-)
-from tests.integration.test_controller_scaling import edit_replicas
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
@@ -52,7 +47,7 @@ def contract_lines(log: str) -> list[dict[str, str]]:
 
 def test_cartpole_dqn_dijob_trains_to_the_stop_value_on_the_real_node(
     ding_image: str,
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
 ) -> None:
@@ -146,7 +141,7 @@ def kill_main(kubeconfig: Path, namespace: str, pod: str) -> str:
 
 def test_a_collector_whose_process_is_killed_mid_training_restarts_in_place_and_the_job_succeeds(
     ding_image: str,
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
     kubeconfig: Path,
@@ -253,7 +248,7 @@ def added_collector_timeline(logs: dict[str, list[str]], pods: dict[str, Any], a
 
 def test_collectors_added_then_removed_mid_training_and_the_job_still_reaches_the_stop_value(
     ding_image: str,
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
 ) -> None:

@@ -29,23 +29,12 @@ from dihera.kube.jobs import JobStore
 from dihera.schema import GROUP, PLURAL, VERSION
 from tests.chart.helm import CHART
 from tests.integration.conftest import Poll
-from tests.integration.test_chart_install import (
-    DIJOB_CRD,
-    TIMEOUT,
-    Release,
-    read_crd,
-    restore_crds,
-)
+from tests.integration.realjobs import ON_REAL_NODE
+from tests.integration.releases import DIJOB_CRD, TIMEOUT, Release, read_crd, restore_crds
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
 VALUES = CHART / "ci" / "realnode-values.yaml"
-ON_REAL_NODE = {
-    "nodeSelector": dict([realnode.NODE_LABEL]),
-    "tolerations": [{**realnode.NODE_TAINT, "operator": "Equal"}],
-}
-
-
 @pytest.fixture(scope="module")
 def jobs_namespace(cluster: client.ApiClient, poll: Poll) -> Iterator[str]:
     """The one namespace the release watches, with its default service account."""
@@ -104,29 +93,6 @@ def test_controller_and_server_run_on_the_real_node(real_release: Release, clust
         f"{real_release.name}-controller", real_release.namespace
     )
     assert lease.spec is not None and lease.spec.holder_identity == controller.metadata.name, lease.spec
-
-
-# What Argo's executor does with the pod's service account (Argo's "Workflow RBAC"; the chart's
-# templates/executor-rbac.yaml grants the same): for tests that run DIJobs on the real node through an
-# in-process controller, without the chart.
-EXECUTOR_RULES = [
-    {"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"], "verbs": ["create", "patch"]},
-]
-
-
-def executor_account(cluster: client.ApiClient, namespace: str) -> str:
-    """A service account in ``namespace`` allowed what Argo's init and wait containers do."""
-    name = "dijob-executor"
-    client.CoreV1Api(cluster).create_namespaced_service_account(namespace, {"metadata": {"name": name}})
-    rbac = client.RbacAuthorizationV1Api(cluster)
-    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": EXECUTOR_RULES})
-    binding = {
-        "metadata": {"name": name},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
-        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
-    }
-    rbac.create_namespaced_role_binding(namespace, binding)
-    return name
 
 
 def real_job(name: str) -> dict[str, Any]:

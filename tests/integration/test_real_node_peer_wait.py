@@ -24,7 +24,7 @@ from dihera import RenderSettings, load_job, render
 from dihera.constants import ANNOTATION_PEER_WAIT_TIMEOUT, LABEL_POD, PEER_WAIT_CONTAINER
 from dihera.naming import fqdn
 from tests.integration.conftest import Poll
-from tests.integration.test_real_node_chart import executor_account
+from tests.integration.realjobs import executor_account
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 

@@ -18,13 +18,9 @@ from kubernetes import client
 from ci.devcluster import realnode
 from ci.devcluster.images import PYTHON_IMAGE
 from dihera.kube.jobs import JobStore
+from tests.integration.controllers import Controller
+from tests.integration.jobs import job_pods
 from tests.integration.realjobs import exit_codes, follow, job_logs, on_real_node, own_lines
-from tests.integration.test_controller_jobs import (  # noqa: F401  (fixtures)
-    Controller,
-    controller,
-    controller_kubeconfig,
-    job_pods,
-)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
@@ -43,7 +39,7 @@ def check_pods_succeeded(cluster: client.ApiClient, namespace: str, name: str, c
 
 def test_torch_allreduce_dijob_succeeds_on_the_real_node(
     ding_image: str,
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
 ) -> None:
@@ -66,7 +62,7 @@ def test_torch_allreduce_dijob_succeeds_on_the_real_node(
 
 
 def test_tf_config_pods_parse_and_resolve_their_cluster_on_the_real_node(
-    controller: Controller,  # noqa: F811
+    controller: Controller,
     cluster: client.ApiClient,
     namespace: str,
 ) -> None:

@@ -18,14 +18,7 @@ from kubernetes import client
 from dihera.constants import ANNOTATION_IDEMPOTENCY
 from dihera.schema import GROUP, PLURAL, VERSION
 from dihera.server import ServerSettings
-from tests.integration.test_server_scaling import (  # noqa: F401  (fixtures)
-    membership,
-    running_server,
-    sa_token,
-    server_kubeconfig,
-    spec_replicas,
-    start_job,
-)
+from tests.integration.servers import membership, running_server, sa_token, spec_replicas, start_job
 
 pytestmark = pytest.mark.cluster
 
@@ -46,7 +39,7 @@ def test_the_same_key_sent_to_two_servers_scales_once(
     dijob_crd: None,
     cluster: client.ApiClient,
     namespace: str,
-    server_kubeconfig: Path,  # noqa: F811
+    server_kubeconfig: Path,
 ) -> None:
     name = "twice"
     start_job(cluster, namespace, name, collectors=1, maxReplicas=8)

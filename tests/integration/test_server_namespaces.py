@@ -17,14 +17,7 @@ import pytest
 from kubernetes import client
 
 from dihera.server import ServerSettings
-from tests.integration.test_server_scaling import (
-    delete,
-    install_server_rbac,
-    membership,
-    running_server,
-    sa_token,
-    start_job,
-)
+from tests.integration.servers import delete, install_server_rbac, membership, running_server, sa_token, start_job
 
 pytestmark = pytest.mark.cluster
 

@@ -14,6 +14,7 @@ from dihera.controller.decide.status import StatusUpdate, compute_status
 from dihera.controller.decide.view import JobView
 from dihera.membership import Membership, Replica
 from dihera.model import DIJob, FailurePolicy, SuccessPolicy, Task, TaskType
+from tests.builders import PodBuilder, WorkflowBuilder, pod_node
 
 T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z", "2026-01-01T00:02:00Z"
 JOB = "job"
@@ -30,35 +31,21 @@ def pod(
     attempt: int | None = None,
     code: int | None = None,
 ) -> dict[str, Any]:
-    """The pod of a replica's attempt (None: a replica never retried), as the kubelet reports it."""
-    node = f"{JOB}.{task}-{index}" + (f"({attempt})" if attempt is not None else "")
-    status: dict[str, Any] = {"phase": phase, "conditions": [{"type": "Ready", "status": str(ready)}]}
+    """The pod of a replica's attempt (None: a replica never retried), as the kubelet reports it, created at
+    T0; ``code``: its main container exited with that code (the wait container with 0)."""
+    built = PodBuilder(f"{JOB}-{task}-{index}-{attempt or 0}").replica(JOB, task, index, attempt).created(T0)
+    built.phase(phase).ready(ready)
     if code is not None:
-        status["containerStatuses"] = [
-            {"name": "wait", "state": {"terminated": {"exitCode": 0}}},
-            {"name": "main", "state": {"terminated": {"exitCode": code}}},
-        ]
-    return {
-        "metadata": {
-            "name": f"{JOB}-{task}-{index}-{attempt or 0}",
-            "labels": {"diengine/pod": f"{JOB}-{task}-{index}"},
-            "annotations": {"workflows.argoproj.io/node-name": node},
-            "creationTimestamp": T0,
-        },
-        "status": status,
-    }
+        built.terminated("wait", 0).terminated("main", code)
+    return built.obj()
 
 
 def workflow(
     phase: str = "Running", nodes: dict[str, Any] | None = None, message: str = "", retired: tuple[str, ...] = ()
 ) -> dict[str, Any]:
     """A Workflow whose entry DAG holds every replica of REPLICAS; ``retired`` DAG tasks are tombstones."""
-    tasks = [{"name": f"{t}-{i}", "template": "dihera-retired" if f"{t}-{i}" in retired else t} for t, i in REPLICAS]
-    return {
-        "metadata": {"name": JOB, "uid": "wf"},
-        "spec": {"templates": [{"name": "dijob", "dag": {"tasks": tasks}}]},
-        "status": {"phase": phase, "nodes": nodes or {}, "message": message},
-    }
+    built = WorkflowBuilder(JOB).uid("wf").dag(REPLICAS, retired=retired)
+    return built.phase(phase).nodes(nodes or {}).message(message).obj()
 
 
 def running(*skip: tuple[str, int]) -> list[dict[str, Any]]:
@@ -76,7 +63,7 @@ GROWN = Membership(2, (*MEMBERSHIP.replicas, Replica(3, "collector", 2)))
 RUNNING_1 = {"membershipGeneration": 1, "phase": "Running", "reschedules": 0}
 RESCHEDULING_2 = {"membershipGeneration": 2, "phase": "Rescheduling", "reschedules": 1}
 #: the retired replica's last attempt as Argo leaves it once its pod is deleted
-RETIRED_NODES = {"r": {"name": f"{JOB}.collector-1(0)", "type": "Pod", "phase": "Error", "message": "pod deleted"}}
+RETIRED_NODES = {"r": pod_node(f"{JOB}.collector-1(0)", "Error", message="pod deleted")}
 
 
 def dijob(membership: Membership = MEMBERSHIP, drop_tasks: Sequence[str] = (), **settings: Any) -> DIJob:

@@ -7,7 +7,7 @@ import yaml
 
 from dihera import cli, load_job, render
 from dihera.argo_ui import UI_COLUMNS, argo_config, columns, configmap_data, describe, links, ui_annotations
-from tests.unit.builders import job, task
+from tests.builders import job, task
 
 TASKS = [("learner", "learner", 1), ("evaluator", "evaluator", 1), ("collector", "collector", 2)]
 

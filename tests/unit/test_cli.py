@@ -13,8 +13,7 @@ import pytest
 import yaml
 
 from dihera.cli import COMMAND_MODULES, _modules_for, build_parser, main
-
-from .builders import job, task
+from tests.builders import job, task
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,34 +14,23 @@ from dihera.controller.metrics import Metrics
 from dihera.render import RenderSettings, render
 from dihera.render.objects import membership_configmap, service
 from dihera.validation import load_job
-from tests.unit.builders import job, task
+from tests.builders import PodBuilder, WorkflowBuilder, job, retry_node, task
 from tests.unit.jobviews import MEMBERSHIP, dijob
 
 JOB = load_job({**job(task("collector", replicas=1), name="j"), "metadata": {"name": "j", "namespace": "ns"}})
-WORKFLOW = {
-    "metadata": {"name": "j"},
-    "spec": {
-        "templates": [
-            {
-                "name": "dijob",
-                "dag": {
-                    "tasks": [
-                        {"name": "collector-0", "template": "collector"},
-                        {"name": "collector-1", "template": "dihera-retired"},
-                    ]
-                },
-            }
-        ]
-    },
-    "status": {"nodes": {"r": {"name": "j.collector-1", "type": "Retry", "phase": "Succeeded"}}},
-}
+#: collector-1 retired, and Argo finished its tombstone
+WORKFLOW = (
+    WorkflowBuilder("j")
+    .dag([("collector", 0)])
+    .replica("collector", 1, retired=True)
+    .node("r", retry_node("j.collector-1", "Succeeded"))
+    .obj()
+)
 
 
-def pod(host: str, deleting: bool = False) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": f"pod-{host}", "labels": {"diengine/pod": f"j-{host}"}}
-    if deleting:
-        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    return {"metadata": meta, "status": {"phase": "Running"}}
+def pod(host: str) -> PodBuilder:
+    """The pod of job j's replica ``host`` (``collector-0``), Running."""
+    return PodBuilder(f"pod-{host}").host(f"j-{host}").phase("Running")
 
 
 class Objects:
@@ -57,7 +46,7 @@ def applier(objects: Objects) -> Applier:
     return Applier(nothing, cast(Any, objects), nothing, nothing, Metrics(), RenderSettings())
 
 
-CACHED = [pod("collector-0"), pod("collector-1")]  # the cache still shows the retired replica's pod alive
+CACHED = [pod("collector-0").obj(), pod("collector-1").obj()]  # the cache still shows the retired replica's pod alive
 
 
 def run(live: list[dict[str, Any]] | None) -> tuple[list[str], int]:
@@ -73,12 +62,12 @@ def run(live: list[dict[str, Any]] | None) -> tuple[list[str], int]:
 
 
 def test_a_pod_the_cache_shows_alive_is_deleted_once_the_api_server_confirms_it() -> None:
-    assert run([pod("collector-0"), pod("collector-1")]) == (["pod-collector-1"], 1)
+    assert run([pod("collector-0").obj(), pod("collector-1").obj()]) == (["pod-collector-1"], 1)
 
 
 def test_a_pod_the_scaler_deleted_already_is_not_deleted_again() -> None:
-    assert run([pod("collector-0"), pod("collector-1", deleting=True)]) == ([], 1)
-    assert run([pod("collector-0")]) == ([], 1)
+    assert run([pod("collector-0").obj(), pod("collector-1").deleting().obj()]) == ([], 1)
+    assert run([pod("collector-0").obj()]) == ([], 1)
 
 
 def test_without_a_cache_the_pods_read_are_live_already() -> None:
@@ -92,7 +81,7 @@ def test_nothing_to_delete_asks_nothing_of_the_api_server() -> None:
         asked.append(1)
         return CACHED
 
-    applier(objects).delete_retired_pods(JOB, WORKFLOW, [pod("collector-0")], {}, live_pods)
+    applier(objects).delete_retired_pods(JOB, WORKFLOW, [pod("collector-0").obj()], {}, live_pods)
     assert objects.deleted == [] and asked == []
 
 

@@ -12,6 +12,7 @@ from dihera.controller.decide import phase
 from dihera.controller.decide.facts import Facts, facts
 from dihera.controller.decide.phase import POLICIES, decide_phase, running_or_starting
 from dihera.membership import Membership, Replica
+from tests.builders import pod_node
 from tests.unit.jobviews import (
     ALWAYS_FAILS,
     FAILED_ONCE,
@@ -155,7 +156,7 @@ def test_a_membership_of_one_replica_per_task_is_read_as_given() -> None:
 
 def test_pods_missing_names_what_argo_says_of_the_replicas_it_could_not_create() -> None:
     nodes = {
-        "n": {"name": "job.collector-1", "type": "Pod", "phase": "Pending", "message": 'configmap "di-job" not found'}
+        "n": pod_node("job.collector-1", "Pending", message='configmap "di-job" not found')
     }
     f = facts_of(observe(workflow(nodes=nodes), running(("collector", 1))))
     decision = phase.pods_missing(f)

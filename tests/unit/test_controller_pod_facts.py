@@ -6,16 +6,17 @@ import copy
 from typing import Any
 
 from dihera.controller.decide.replicas import pod_facts
+from tests.builders import PodBuilder
 
 
 def pod(version: str, phase: str = "Running", uid: str | None = "u1") -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": "j-collector-0-1", "resourceVersion": version, "creationTimestamp": "t"}
+    """A collector's pod at ``version``: its main container running, or (another phase) in CrashLoopBackOff."""
+    built = PodBuilder("j-collector-0-1").version(version).created("t").phase(phase)
     if uid:
-        meta["uid"] = uid
-    waiting = {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off"}}
-    state = {"running": {}} if phase == "Running" else waiting
-    status = {"phase": phase, "containerStatuses": [{"name": "main", "state": state}]}
-    return {"metadata": meta, "status": status}
+        built.uid(uid)
+    if phase == "Running":
+        return built.running("main").obj()
+    return built.waiting("main", "CrashLoopBackOff", "back-off").obj()
 
 
 def test_the_same_version_is_worked_out_once() -> None:

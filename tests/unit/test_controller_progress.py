@@ -10,13 +10,14 @@ from dihera.controller.decide.progress import parse_progress, task_progress, wor
 from dihera.controller.decide.replicas import ReplicaState
 from dihera.controller.decide.status import status_patch
 from dihera.kube.watch.slim import slim_workflow
+from tests.builders import pod_node
 from tests.unit.jobviews import JOB, T1, T2, observe, running, status_after, workflow
 
 
 def nodes(**progress: str) -> dict[str, Any]:
     """Pod nodes of replicas ``learner_0="3/10"`` (attempt 0) with that progress."""
     return {
-        f"n{i}": {"name": f"{JOB}.{r.replace('_', '-')}", "type": "Pod", "phase": "Running", "progress": p}
+        f"n{i}": pod_node(f"{JOB}.{r.replace('_', '-')}", "Running", progress=p)
         for i, (r, p) in enumerate(progress.items())
     }
 

@@ -5,132 +5,16 @@ from __future__ import annotations
 import copy
 from typing import Any, cast
 
-import jsonpatch  # type: ignore[import-untyped]
 import pytest
 
 from dihera.controller.metrics import Metrics
 from dihera.errors import NotDiheraWorkflow, RetiredReplica, ScaleConflict, ScaleError
 from dihera.kube.jobs import StatusConflict
-from dihera.membership import Membership, Replica
-from dihera.render import RenderSettings
-from dihera.render.objects import membership_configmap, service
+from dihera.membership import Membership
 from dihera.scaling import ScaleRequest
-from dihera.validation import load_job
-from tests.unit.builders import job, task
+from tests.builders import job, retry_node, task
+from tests.unit.controller_doubles import GROWN, LIVE, NAME, NS, T1, Cluster, dijob, pod, workflow
 from tests.unit.controller_doubles import reconciler as make_reconciler
-
-NS, NAME, T1 = "ns", "j", "2026-01-01T00:01:00Z"
-LIVE = Membership(1, (Replica(0, "learner", 0), Replica(1, "collector", 0), Replica(2, "collector", 1)))
-GROWN = Membership(2, (*LIVE.replicas, Replica(3, "collector", 2)))
-
-
-def dijob(collectors: int, generation: int, observed: int, stamp: int | None = None) -> dict[str, Any]:
-    body = job(task("learner", replicas=1), task("collector", replicas=collectors), name=NAME)
-    body["metadata"].update(namespace=NS, uid="job-uid", generation=generation, resourceVersion="1")
-    if stamp is not None:
-        body["metadata"]["annotations"] = {"diengine/membership-generation": str(stamp)}
-    body["status"] = {
-        "phase": "Running",
-        "observedGeneration": observed,
-        "membershipGeneration": 1,
-        "workflowName": NAME,
-    }
-    return body
-
-
-def workflow(converged: int, membership: Membership) -> dict[str, Any]:
-    tasks = [{"name": f"{r.task}-{r.index}", "template": r.task} for r in membership.replicas]
-    return {
-        "metadata": {
-            "name": NAME,
-            "uid": "wf-uid",
-            "ownerReferences": [{"uid": "job-uid"}],
-            "annotations": {"diengine/membership-generation": str(converged)},
-        },
-        "spec": {"templates": [{"name": "dijob", "dag": {"tasks": tasks}}]},
-        "status": {"phase": "Running", "nodes": {}},
-    }
-
-
-def pod(r: Replica) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": f"{NAME}-{r.task}-{r.index}",
-            "labels": {"diengine/pod": f"{NAME}-{r.task}-{r.index}"},
-            "annotations": {"workflows.argoproj.io/node-name": f"{NAME}.{r.task}-{r.index}"},
-            "ownerReferences": [{"uid": "wf-uid"}],
-        },
-        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
-    }
-
-
-class Cluster:
-    """The job's objects in memory; the stores, the event recorder and the scaler all act on it."""
-
-    def __init__(self, body: dict[str, Any], membership: Membership, converged: int) -> None:
-        self.body = body
-        self.configmap = self.membership_configmap(membership)
-        self.service = service(load_job(body))
-        self.workflow = workflow(converged, membership)
-        self.statuses: list[dict[str, Any]] = []
-        self.events: list[tuple[str, str]] = []
-        self.scale_calls: list[tuple[str, str, ScaleRequest, bool]] = []
-        self.scale_error: ScaleError | None = None
-        self.scale_result = (GROWN, workflow(2, GROWN))
-        self.conflicts = 0
-        self.live_pods = [pod(r) for r in LIVE.replicas]
-        self.deleted: list[str] = []
-
-    # JobStore
-    def get(self, namespace: str, name: str) -> dict[str, Any]:
-        return copy.deepcopy(self.body)
-
-    def patch_status(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> dict[str, Any]:
-        if self.conflicts:
-            self.conflicts -= 1
-            raise StatusConflict(f"{namespace}/{name} moved")
-        self.body = jsonpatch.apply_patch(self.body, ops)
-        self.body["metadata"]["resourceVersion"] = str(int(self.body["metadata"]["resourceVersion"]) + 1)
-        self.statuses.append(self.body["status"])
-        return copy.deepcopy(self.body)
-
-    # ObjectStore
-    def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:
-        return copy.deepcopy(self.configmap)
-
-    def get_workflow(self, namespace: str, name: str) -> dict[str, Any]:
-        return copy.deepcopy(self.workflow)
-
-    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
-        return copy.deepcopy(self.live_pods)
-
-    def get_service(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return copy.deepcopy(self.service)
-
-    def list_workflows(self, namespace: str, selector: str) -> list[dict[str, Any]]:
-        return [copy.deepcopy(self.workflow)] if self.workflow is not None else []
-
-    def membership_configmap(self, membership: Membership) -> dict[str, Any]:
-        """The membership ConfigMap as the controller renders it for the job's spec."""
-        return membership_configmap(load_job(self.body), membership, RenderSettings())
-
-    def delete_pods(self, namespace: str, names: list[str]) -> None:
-        self.deleted += names
-
-    # EventRecorder
-    def post(self, job: Any, type_: str, reason: str, message: str) -> bool:
-        self.events.append((reason, message))
-        return True
-
-    # JobScaler: commits GROWN (scale_result) and converges the Workflow to it
-    def scale(self, namespace: str, name: str, request: ScaleRequest, *, update_spec: bool = True) -> Any:
-        self.scale_calls.append((namespace, name, request, update_spec))
-        if self.scale_error is not None:
-            raise self.scale_error
-        before = self.configmap
-        membership, self.workflow = self.scale_result
-        self.configmap = self.membership_configmap(membership)
-        return type("Result", (), {"changed": before != self.configmap, "deleted_pods": ()})()
 
 
 def reconcile(cluster: Cluster) -> None:
@@ -294,7 +178,7 @@ def retired_collector_1(tombstone: str) -> Cluster:
     cluster.body["status"]["membershipGeneration"] = 2
     tasks = cluster.workflow["spec"]["templates"][0]["dag"]["tasks"]
     tasks.append({"name": "collector-1", "template": "dihera-retired"})
-    cluster.workflow["status"]["nodes"] = {"r": {"name": f"{NAME}.collector-1", "type": "Retry", "phase": tombstone}}
+    cluster.workflow["status"]["nodes"] = {"r": retry_node(f"{NAME}.collector-1", tombstone)}
     return cluster
 
 

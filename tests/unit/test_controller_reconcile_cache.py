@@ -11,8 +11,8 @@ from dihera.controller.reconcile import LISTING_WAIT, Reconciler
 from dihera.kube.watch import Store
 from dihera.membership import Membership
 from dihera.naming import membership_configmap_name
+from tests.unit.controller_doubles import GROWN, LIVE, NAME, NS, T1, Cluster, dijob, pod
 from tests.unit.controller_doubles import reconciler as make_reconciler
-from tests.unit.test_controller_reconcile import GROWN, LIVE, NAME, NS, T1, Cluster, dijob, pod
 
 READS = ("get", "get_configmap", "get_workflow", "list_pods", "get_service", "list_workflows")
 

@@ -3,7 +3,6 @@ cleanup, suspend and resume, failurePolicy DropReplica."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any, cast
 
 import pytest
@@ -11,56 +10,10 @@ import pytest
 from dihera.controller.metrics import Metrics
 from dihera.membership import Membership
 from dihera.scaling import ScaleRequest
+from tests.unit.controller_doubles import LIVE, NAME, NS, Cluster, LifecycleCluster, pod, workflow
 from tests.unit.controller_doubles import reconciler as make_reconciler
-from tests.unit.test_controller_reconcile import LIVE, NAME, NS, Cluster, dijob, pod, workflow
 
 T0, T1 = "2026-01-01T00:00:00Z", "2026-01-01T00:01:00Z"
-
-
-class LifecycleCluster(Cluster):
-    def __init__(self, **spec: Any) -> None:
-        body = dijob(2, 1, 1)
-        body["spec"].update(spec)
-        super().__init__(body, LIVE, 1)
-        self.deleted: list[tuple[str, str, str | None]] = []
-        self.stopped: list[str] = []
-        self.pods_deleted: list[str] = []
-        self.order: list[str] = []
-        self.pods_of = LIVE.replicas
-        self.created_workflow: dict[str, Any] | None = None
-
-    def patch_status(self, namespace: str, name: str, ops: list[dict[str, Any]]) -> dict[str, Any]:
-        written = super().patch_status(namespace, name, ops)
-        self.order.append(f"status {self.body['status']['phase']}")
-        return written
-
-    def delete(self, namespace: str, name: str, uid: str | None = None) -> bool:
-        self.deleted.append((namespace, name, uid))
-        return True
-
-    def shutdown_workflow(self, namespace: str, name: str) -> None:
-        self.stopped.append(name)
-        self.order.append("shutdown Workflow")
-
-    def delete_pods(self, namespace: str, names: Sequence[str]) -> None:
-        self.pods_deleted += names
-        self.order += ["delete pod"] * len(names)
-
-    def delete_workflow(self, namespace: str, name: str, uid: str | None = None) -> bool:
-        self.order.append(f"delete Workflow {name} {uid}")
-        self.workflow = None  # type: ignore[assignment]
-        return True
-
-    def create(self, obj: dict[str, Any]) -> tuple[dict[str, Any], bool]:
-        self.order.append(f"create {obj['kind']}")
-        if obj["kind"] == "Workflow":
-            self.created_workflow = obj
-            self.workflow = {**obj, "metadata": {**obj["metadata"], "uid": "wf-2"}, "status": {}}
-            return self.workflow, True
-        return obj, obj["kind"] != "ConfigMap"
-
-    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
-        return [] if self.workflow is None else [pod(r) for r in self.pods_of]
 
 
 def reconcile(cluster: Cluster, now: str = T1) -> float | None:

@@ -12,9 +12,9 @@ from dihera.controller.kueue import Queueing
 from dihera.controller.metrics import Metrics
 from dihera.kube.workloads import KueueObjectMissing
 from dihera.queueing import KueueSettings
+from tests.builders import job, task
+from tests.unit.controller_doubles import LIVE, NAME, NS, Cluster, LifecycleCluster, pod
 from tests.unit.controller_doubles import reconciler as make_reconciler
-from tests.unit.test_controller_reconcile import LIVE, NAME, NS, Cluster, job, pod, task
-from tests.unit.test_controller_reconcile_lifecycle import LifecycleCluster
 
 T1 = "2026-01-01T00:01:00Z"
 QUEUE = {"kueue.x-k8s.io/queue-name": "lq"}

@@ -14,42 +14,25 @@ from dihera.controller.decide import replicas
 from dihera.controller.decide.replicas import ReplicaState, replica_states
 from dihera.membership import Membership, Replica
 from dihera.objects import VersionMemo
+from tests.builders import PodBuilder, WorkflowBuilder, pod_node
 
 JOB = "memo"
 MEMBERSHIP = Membership(1, (Replica(0, "learner", 0), Replica(1, "collector", 0), Replica(2, "collector", 1)))
 
 
 def pod(task: str, index: int, version: str, phase: str = "Running", ready: bool = True) -> dict[str, Any]:
-    return {
-        "metadata": {
-            "name": f"{JOB}-{task}-{index}-1",
-            "uid": f"uid-{task}-{index}",
-            "resourceVersion": version,
-            "labels": {"diengine/pod": f"{JOB}-{task}-{index}"},
-            "annotations": {"workflows.argoproj.io/node-name": f"{JOB}.{task}-{index}(0)"},
-            "creationTimestamp": "2026-01-01T00:00:00Z",
-        },
-        "status": {"phase": phase, "conditions": [{"type": "Ready", "status": str(ready)}]},
-    }
+    built = PodBuilder(f"{JOB}-{task}-{index}-1").uid(f"uid-{task}-{index}").version(version)
+    built.replica(JOB, task, index, attempt=0).created("2026-01-01T00:00:00Z")
+    return built.phase(phase).ready(ready).obj()
 
 
 def workflow(version: str, **phases: str) -> dict[str, Any]:
     """Each replica's attempt 0 node Running unless ``phases`` says otherwise (``collector_1="Failed"``)."""
-    nodes = {}
+    built = WorkflowBuilder(JOB).uid("wf-memo").version(version).dag(MEMBERSHIP).nodes({})
     for r in MEMBERSHIP.replicas:
         name = f"{r.task}-{r.index}"
-        nodes[name] = {
-            "name": f"{JOB}.{name}(0)",
-            "type": "Pod",
-            "phase": phases.get(name.replace("-", "_"), "Running"),
-            "progress": "0/1",
-        }
-    tasks = [{"name": f"{r.task}-{r.index}", "template": r.task} for r in MEMBERSHIP.replicas]
-    return {
-        "metadata": {"name": JOB, "uid": "wf-memo", "resourceVersion": version},
-        "spec": {"templates": [{"name": "dijob", "dag": {"tasks": tasks}}]},
-        "status": {"nodes": nodes},
-    }
+        built.node(name, pod_node(f"{JOB}.{name}(0)", phases.get(name.replace("-", "_"), "Running"), progress="0/1"))
+    return built.obj()
 
 
 def fresh(wf: dict[str, Any], pods: list[dict[str, Any]]) -> tuple[ReplicaState, ...]:

@@ -15,6 +15,7 @@ from dihera.controller.decide.replicas import attempt_of, exit_code, workflow_no
 from dihera.controller.decide.status import progress_only, status_patch, task_status
 from dihera.membership import Membership
 from dihera.model import CleanPodPolicy
+from tests.builders import pod_node, retry_node
 from tests.unit.jobviews import (
     ALWAYS_FAILS,
     FAILED_ONCE,
@@ -266,9 +267,9 @@ def test_restarts_past_backoff_limit_fail_the_job() -> None:
 
 def test_attempts_are_read_from_workflow_nodes_too() -> None:
     nodes = {
-        "a": {"name": f"{JOB}.collector-1", "type": "Retry", "phase": "Running"},
-        "b": {"name": f"{JOB}.collector-1(0)", "type": "Pod", "phase": "Failed"},
-        "c": {"name": f"{JOB}.collector-1(1)", "type": "Pod", "phase": "Pending"},
+        "a": retry_node(f"{JOB}.collector-1", "Running"),
+        "b": pod_node(f"{JOB}.collector-1(0)", "Failed"),
+        "c": pod_node(f"{JOB}.collector-1(1)", "Pending"),
     }
     update = status_after(observe(workflow(nodes=nodes), FAILED_ONCE, backoff=3), {}, T1)
     assert update.status["restarts"] == 1
@@ -279,9 +280,9 @@ def test_attempts_are_read_from_workflow_nodes_too() -> None:
 def test_attempts_are_read_from_compressed_nodes_of_a_large_workflow() -> None:
     """Past 1 MiB Argo moves status.nodes to status.compressedNodes (gzip, base64): read the same from there."""
     nodes = {
-        "a": {"name": f"{JOB}.collector-1", "type": "Retry", "phase": "Running"},
-        "b": {"name": f"{JOB}.collector-1(0)", "type": "Pod", "phase": "Failed"},
-        "c": {"name": f"{JOB}.collector-1(1)", "type": "Pod", "phase": "Pending"},
+        "a": retry_node(f"{JOB}.collector-1", "Running"),
+        "b": pod_node(f"{JOB}.collector-1(0)", "Failed"),
+        "c": pod_node(f"{JOB}.collector-1(1)", "Pending"),
     }
     packed = workflow()
     packed["status"]["compressedNodes"] = base64.b64encode(gzip.compress(json.dumps(nodes).encode())).decode()

@@ -9,7 +9,7 @@ import pytest
 from dihera.controller.decide.hold import SuspendAction, plan_suspend, resumed_job
 from dihera.membership import Membership, Replica
 from dihera.validation import load_job
-from tests.unit.builders import job, task
+from tests.builders import job, task
 from tests.unit.jobviews import T0, T1, observe, running, status_after, workflow
 
 HOLD, STOP, WAIT, RESUME, NONE = (

@@ -9,17 +9,15 @@ import pytest
 
 from dihera.controller.validated import ValidatedJobs
 from dihera.errors import InvalidJobError
+from tests.builders import DIJobBuilder, TaskBuilder
 
 
 def dijob(**meta: Any) -> dict[str, Any]:
-    task = {"type": "learner", "replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "i"}]}}}
-    metadata = {"name": "j", "namespace": "ns", "uid": "u", "generation": 1, **meta}
-    return {
-        "apiVersion": "diengine.opendilab.org/v2alpha1",
-        "kind": "DIJob",
-        "metadata": metadata,
-        "spec": {"tasks": [task]},
-    }
+    """DIJob ns/j (uid u, generation 1) of one learner; ``meta``: other or changed metadata fields."""
+    learner = TaskBuilder("learner").replicas(1).container(name="c", image="i")
+    body = DIJobBuilder("j").namespace("ns").uid("u").generation(1).task(learner).obj()
+    body["metadata"].update(meta)
+    return body
 
 
 def test_an_unchanged_job_is_validated_once_and_any_change_that_validation_reads_loads_it_again() -> None:

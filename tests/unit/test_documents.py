@@ -9,8 +9,7 @@ import yaml
 
 from dihera.documents import load_documents, split_manifests
 from dihera.errors import InvalidJobError
-
-from .builders import configmap, job, task
+from tests.builders import configmap, job, task
 
 
 def problems(text: str) -> list[str]:

@@ -21,10 +21,11 @@ from dihera.render.providers import membership_data
 from dihera.scaling import ScaleRequest, plan_scale
 from dihera.schema import dijob_schema
 from dihera.validation import MAX_HOSTNAME, validate
-
-from .builders import container_env, job, replica_template, task
+from tests.builders import job, task
 
 #: Kubernetes' limit on a namespace name (a DNS label); not in the DIJob schema.
+from tests.rendered import container_env, replica_template
+
 MAX_NAMESPACE = 63
 
 

@@ -22,7 +22,7 @@ import yaml
 
 from dihera.render import render
 from dihera.validation import load_job
-from tests.unit.builders import container_env
+from tests.rendered import container_env
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "workflows"
 TORCH_PYTHON = os.environ.get("DIHERA_TORCH_PYTHON", sys.executable)

@@ -14,6 +14,7 @@ from kubernetes import client
 from dihera.errors import ScaleConflict
 from dihera.kube import scale_executor
 from dihera.kube.scale_executor import JobScaler
+from tests.builders import PodBuilder, WorkflowBuilder, retry_node
 
 
 def test_idle_jobs_leave_no_lock_behind() -> None:
@@ -96,24 +97,12 @@ class _Objects:
 
 def _retiring(tombstones: dict[str, str], version: str) -> dict[str, Any]:
     """Job ``j`` with collector-1 and collector-2 retired; ``tombstones``: DAG task -> its node's phase."""
-    live = [{"name": "collector-0", "template": "collector"}]
-    tasks = live + [{"name": n, "template": "dihera-retired"} for n in ("collector-1", "collector-2")]
-    nodes = {n: {"name": f"j.{n}", "type": "Retry", "phase": p} for n, p in tombstones.items()}
-    return {
-        "metadata": {"name": "j", "resourceVersion": version},
-        "spec": {"templates": [{"name": "dijob", "dag": {"tasks": tasks}}]},
-        "status": {"nodes": nodes},
-    }
+    wf = WorkflowBuilder("j").version(version).dag([("collector", i) for i in range(3)], retired=RETIRED)
+    return wf.nodes({n: retry_node(f"j.{n}", p) for n, p in tombstones.items()}).obj()
 
 
-def _pod(host: str) -> dict[str, Any]:
-    return {
-        "metadata": {"name": f"pod-{host}", "labels": {"diengine/pod": f"j-{host}"}},
-        "status": {"phase": "Running"},
-    }
-
-
-PODS = [_pod("collector-0"), _pod("collector-1"), _pod("collector-2")]
+RETIRED = ("collector-1", "collector-2")
+PODS = [PodBuilder(f"pod-{h}").host(f"j-{h}").phase("Running").obj() for h in ("collector-0", *RETIRED)]
 
 
 def test_retired_pods_are_deleted_as_argo_finishes_their_tombstones() -> None:

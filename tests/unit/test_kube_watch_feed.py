@@ -13,14 +13,13 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from dihera.constants import LABEL_JOB
 from dihera.server.backend import KubeBackend
 from dihera.server.settings import ServerSettings
+from tests.builders import PodBuilder
 
 
 def pod(name: str, job: str, version: str) -> dict[str, Any]:
-    meta = {"name": name, "namespace": "ns", "uid": f"u-{name}", "resourceVersion": version, "labels": {LABEL_JOB: job}}
-    return {"metadata": meta}
+    return PodBuilder(name).namespace("ns").uid(f"u-{name}").version(version).job(job).obj()
 
 
 def dijob(name: str) -> dict[str, Any]:

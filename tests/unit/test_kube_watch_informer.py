@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from dihera.kube.watch.informer import PAGE, Informer, json_lines
+from tests.builders import PodBuilder
 
 
 class Response:
@@ -35,7 +36,8 @@ class Response:
 
 
 def pod(name: str, version: str) -> dict[str, Any]:
-    return {"metadata": {"name": name, "namespace": "ns", "uid": name, "resourceVersion": version}}
+    """Pod ``name`` of namespace ``ns`` (its uid: its name) at resourceVersion ``version``."""
+    return PodBuilder(name).namespace("ns").uid(name).version(version).obj()
 
 
 class Script:

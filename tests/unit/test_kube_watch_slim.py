@@ -18,7 +18,7 @@ from dihera.model import CleanPodPolicy
 from dihera.scaling.retired_pods import retired_pods
 from dihera.scaling.spec_edit import plan_spec_edit
 from dihera.validation import load_job
-from tests.unit.builders import job, task
+from tests.builders import job, pod_node, retry_node, task
 from tests.unit.jobviews import (
     ALWAYS_FAILS,
     FAILED_ONCE,
@@ -192,15 +192,15 @@ def test_slim_objects_are_much_smaller() -> None:
 def test_a_big_workflows_compressed_nodes_are_unpacked_into_its_slim_copy() -> None:
     """Past 1 MiB Argo keeps the nodes only in status.compressedNodes: the cache's copy must still have them."""
     nodes = {
-        "a": {"name": "j.collector-1", "type": "Retry", "phase": "Running"},
-        "b": {"name": "j.collector-1(0)", "type": "Pod", "phase": "Failed", "message": "OOMKilled"},
-        "c": {"name": "j.collector-1(1)", "type": "Pod", "phase": "Pending", "hostNodeName": "kwok-0"},
+        "a": retry_node("j.collector-1", "Running"),
+        "b": pod_node("j.collector-1(0)", "Failed", message="OOMKilled"),
+        "c": pod_node("j.collector-1(1)", "Pending", hostNodeName="kwok-0"),
     }
     packed = workflow()
     packed["status"]["compressedNodes"] = base64.b64encode(gzip.compress(json.dumps(nodes).encode())).decode()
     assert slim_workflow(packed)["status"]["nodes"] == {
-        "b": {"name": "j.collector-1(0)", "type": "Pod", "phase": "Failed", "message": "OOMKilled"},
-        "c": {"name": "j.collector-1(1)", "type": "Pod", "phase": "Pending"},
+        "b": pod_node("j.collector-1(0)", "Failed", message="OOMKilled"),
+        "c": pod_node("j.collector-1(1)", "Pending"),
     }
     assert "compressedNodes" not in slim_workflow(packed)["status"]
 
@@ -209,9 +209,9 @@ def test_a_big_workflows_compressed_nodes_are_unpacked_into_its_slim_copy() -> N
 def test_the_retired_pods_to_delete_are_the_same_from_slim_objects(tombstone: str) -> None:
     """The cache keeps the node of a retired DAG task (a Retry node, not a Pod one): whether Argo finished it."""
     nodes = {
-        "a": {"name": f"{JOB}.collector-1", "type": "Retry", "phase": tombstone, "inputs": {}},
-        "b": {"name": f"{JOB}.collector-1(0)", "type": "Pod", "phase": "Running"},
-        "c": {"name": f"{JOB}.collector-0", "type": "Retry", "phase": "Running"},
+        "a": retry_node(f"{JOB}.collector-1", tombstone, inputs={}),
+        "b": pod_node(f"{JOB}.collector-1(0)", "Running"),
+        "c": retry_node(f"{JOB}.collector-0", "Running"),
     }
     wf = dressed_workflow(workflow(retired=("collector-1",), nodes=nodes))
     assert wf is not None

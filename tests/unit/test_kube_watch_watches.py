@@ -11,16 +11,15 @@ import pytest
 from kubernetes import client
 
 from dihera.kube.watch import Scopes, Store, Watches
+from tests.builders import PodBuilder, WorkflowBuilder
 
 
 def pod(name: str, job: str = "j", uid: str | None = None, ns: str = "ns") -> dict[str, Any]:
-    meta = {"name": name, "namespace": ns, "uid": uid or name, "labels": {"diengine/job": job}}
-    return {"metadata": meta, "status": {"phase": "Running"}}
+    return PodBuilder(name).namespace(ns).uid(uid or name).job(job).phase("Running").obj()
 
 
 def workflow(name: str = "j", version: str = "1", ns: str = "ns") -> dict[str, Any]:
-    meta = {"name": name, "namespace": ns, "uid": f"wf-{name}", "resourceVersion": version}
-    return {"metadata": {**meta, "labels": {"diengine/job": name}}, "status": {"phase": "Running"}}
+    return WorkflowBuilder(name).namespace(ns).uid(f"wf-{name}").version(version).job(name).phase("Running").obj()
 
 
 def namespace(name: str) -> dict[str, Any]:

@@ -5,8 +5,7 @@ from __future__ import annotations
 from dihera import Membership, Replica, load_job, plan_membership
 from dihera.constants import VACANT_RANK_ADDRESS
 from dihera.render import RenderSettings, node_lists
-
-from .builders import job, task
+from tests.builders import job, task
 
 
 def dqn(collectors: int = 2):

@@ -15,7 +15,8 @@ from dihera.render.providers import PROVIDERS
 from dihera.scaling import ScaleError, ScaleRequest, plan_scale
 from dihera.schema import dijob_schema
 from dihera.validation import load_job, validate
-from tests.unit.builders import container_env, job, replica_template, task
+from tests.builders import job, task
+from tests.rendered import container_env, replica_template
 
 
 def _with_provider(entry: dict[str, Any], **provider: Any) -> dict[str, Any]:

@@ -21,7 +21,7 @@ from dihera.queueing import (
 )
 from dihera.queueing.settings import parse_priority_classes
 from dihera.validation import load_job
-from tests.unit.builders import job, task
+from tests.builders import job, task
 
 NOW = "2026-01-01T00:01:00Z"
 

@@ -13,7 +13,7 @@ from dihera.kube.workloads import QuotaGate
 from dihera.queueing import KueueSettings
 from dihera.queueing.slices import added_replicas, plan_release, pod_set_counts, resize_ops
 from dihera.validation import load_job
-from tests.unit.builders import job, task
+from tests.builders import job, task
 
 
 def wl(name: str, counts: dict[str, int], reclaimable: dict[str, int] | None = None, gen: int | None = None) -> Any:

@@ -9,8 +9,8 @@ import yaml
 
 from dihera import RenderSettings, load_job, plan_membership, render
 from dihera.manifests import dump_yaml_stream
-
-from .builders import container, container_env, dag_task_names, job, replica_template, task
+from tests.builders import container, job, task
+from tests.rendered import container_env, dag_task_names, replica_template
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "workflows"
 

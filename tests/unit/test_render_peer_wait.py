@@ -13,8 +13,8 @@ from dihera.cli import build_parser
 from dihera.cli.controller import settings_from_args
 from dihera.constants import ANNOTATION_PEER_WAIT_TIMEOUT, DEFAULT_IMAGE, PEER_WAIT_CONTAINER
 from dihera.peers import parse_nodes, peers_to_wait_for
-
-from .builders import container, job, replica_template, task
+from tests.builders import container, job, task
+from tests.rendered import replica_template
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "dihera"
 

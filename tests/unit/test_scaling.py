@@ -10,8 +10,6 @@ import pytest
 
 from dihera import load_job
 from dihera.membership import Membership, Replica
-from dihera.model import DIJob
-from dihera.render import render
 from dihera.scaling import (
     GENERATION_ANNOTATION,
     RETIRED_TEMPLATE,
@@ -25,23 +23,8 @@ from dihera.scaling import (
     stamp_patch,
     workflow_patch,
 )
-from tests.unit.builders import job as job_doc
-from tests.unit.builders import task
-
-# learner-0 r0, collector-0 r1, collector-1 r2, evaluator-0 r3
-BASE = job_doc(task("learner"), task("collector", replicas=2), task("evaluator"), name="j")
-
-
-def _job(**spec: Any) -> DIJob:
-    doc = copy.deepcopy(BASE)
-    doc["spec"].update(spec)
-    return load_job(doc)
-
-
-def _state(**spec: Any) -> tuple[DIJob, Membership, dict[str, Any]]:
-    job = _job(**spec)
-    rendered = render(job)
-    return job, rendered.membership, rendered.workflow
+from tests.builders import task
+from tests.unit.scaled_job import BASE, base_job, base_state, patched_workflow
 
 
 def _names(membership: Membership) -> list[tuple[int, str]]:
@@ -87,7 +70,7 @@ CASES = [
 
 @pytest.mark.parametrize(("request_", "expected"), CASES)
 def test_membership_after_request(request_: ScaleRequest, expected: list[tuple[int, str]]) -> None:
-    job, membership, workflow = _state()
+    job, membership, workflow = base_state()
     plan = plan_scale(job, membership, workflow, request_)
     assert _names(plan.membership) == expected
     assert plan.membership.generation == (2 if plan.changed else 1)
@@ -147,16 +130,11 @@ REFUSED = [
 
 @pytest.mark.parametrize(("spec", "request_", "reason", "message"), REFUSED)
 def test_refused_requests_say_why(spec: dict[str, Any], request_: ScaleRequest, reason: str, message: str) -> None:
-    job, membership, workflow = _state(**spec)
+    job, membership, workflow = base_state(**spec)
     with pytest.raises(ScaleError) as err:
         plan_scale(job, membership, workflow, request_)
     assert err.value.reason == reason
     assert message in str(err.value)
-
-
-def _apply(workflow: dict[str, Any], membership: Membership) -> dict[str, Any]:
-    patched: dict[str, Any] = jsonpatch.apply_patch(workflow, workflow_patch(membership, workflow))
-    return patched
 
 
 def _dag(workflow: dict[str, Any]) -> list[tuple[str, str, dict[str, str]]]:
@@ -165,9 +143,9 @@ def _dag(workflow: dict[str, Any]) -> list[tuple[str, str, dict[str, str]]]:
 
 
 def test_scale_up_appends_dag_tasks_and_keeps_the_others() -> None:
-    job, membership, workflow = _state()
+    job, membership, workflow = base_state()
     plan = plan_scale(job, membership, workflow, ScaleRequest.set_replicas("collector", 4))
-    patched = _apply(workflow, plan.membership)
+    patched = patched_workflow(workflow, plan.membership)
     assert _dag(patched)[:4] == _dag(workflow)
     assert _dag(patched)[4:] == [
         ("collector-2", "collector", {"index": "2", "rank": "4"}),
@@ -180,9 +158,9 @@ def test_scale_up_appends_dag_tasks_and_keeps_the_others() -> None:
 
 
 def test_scale_down_retires_dag_tasks_in_place_and_new_replicas_never_reuse_their_names() -> None:
-    job, membership, workflow = _state()
+    job, membership, workflow = base_state()
     down = plan_scale(job, membership, workflow, ScaleRequest.remove_named(["collector-0"]))
-    patched = _apply(workflow, down.membership)
+    patched = patched_workflow(workflow, down.membership)
     assert [(n, t) for n, t, _ in _dag(patched)] == [
         ("learner-0", "learner"),
         ("collector-0", RETIRED_TEMPLATE),
@@ -194,15 +172,15 @@ def test_scale_down_retires_dag_tasks_in_place_and_new_replicas_never_reuse_thei
     # back up to two collectors: index 0 was used by a DAG task, so the new one is collector-2, rank 1 (free)
     up = plan_scale(down.job, down.membership, patched, ScaleRequest.add("collector", 1))
     assert up.added == (Replica(1, "collector", 2),)
-    again = _apply(patched, up.membership)
+    again = patched_workflow(patched, up.membership)
     assert _dag(again)[-1] == ("collector-2", "collector", {"index": "2", "rank": "1"})
     assert [t["name"] for t in again["spec"]["templates"]].count(RETIRED_TEMPLATE) == 1
 
 
 def test_a_replica_already_retired_in_the_workflow_is_dropped_from_the_membership() -> None:
-    job, membership, workflow = _state()
+    job, membership, workflow = base_state()
     down = plan_scale(job, membership, workflow, ScaleRequest.remove("collector", 1))
-    patched = _apply(workflow, down.membership)
+    patched = patched_workflow(workflow, down.membership)
     # the ConfigMap was not updated (crash between the writes): the planner trusts the Workflow's tombstones
     plan = plan_scale(job, membership, patched, ScaleRequest.sync())
     assert "collector-1" not in [f"{r.task}-{r.index}" for r in plan.membership.replicas]
@@ -210,7 +188,7 @@ def test_a_replica_already_retired_in_the_workflow_is_dropped_from_the_membershi
 
 
 def test_job_spec_patch_sets_only_changed_counts() -> None:
-    manifest = _job().to_manifest()
+    manifest = base_job().to_manifest()
     ops = job_spec_patch(manifest, {"learner": 1, "collector": 5, "evaluator": 1})
     assert ops == [
         {"op": "test", "path": "/spec/tasks/1/name", "value": "collector"},
@@ -220,7 +198,7 @@ def test_job_spec_patch_sets_only_changed_counts() -> None:
 
 
 def test_sync_follows_a_hand_edit_of_the_spec() -> None:
-    job, membership, workflow = _state()
+    job, membership, workflow = base_state()
     edited = job.with_replicas("collector", 3)
     plan = plan_scale(edited, membership, workflow, ScaleRequest.sync())
     assert plan.added == (Replica(4, "collector", 2),)
@@ -228,13 +206,13 @@ def test_sync_follows_a_hand_edit_of_the_spec() -> None:
 
 
 def test_a_workflow_without_the_entry_dag_is_refused() -> None:
-    job, membership, _ = _state()
+    job, membership, _ = base_state()
     with pytest.raises(ScaleError, match="no DAG template 'dijob'"):
         plan_scale(job, membership, {"metadata": {"name": "x"}, "spec": {"templates": []}}, ScaleRequest.sync())
 
 
 def _stamped(stamp: str | None, collectors: int = 2) -> dict[str, Any]:
-    manifest = _job().with_replicas("collector", collectors).to_manifest()
+    manifest = base_job().with_replicas("collector", collectors).to_manifest()
     if stamp is not None:
         manifest["metadata"].setdefault("annotations", {})[GENERATION_ANNOTATION] = stamp
     return manifest
@@ -307,10 +285,9 @@ def test_stamp_patch_is_metadata_only_and_monotonic(stamp: str | None, generatio
 
 def test_the_argo_ui_annotations_follow_the_membership() -> None:
     """Description and the columns' annotations after a scale-up are what rendering the bigger job writes."""
-    from dihera import load_job, plan_membership, render
+    from dihera import plan_membership, render
     from dihera.scaling import workflow_patch
-    from tests.unit.builders import job as job_manifest
-    from tests.unit.builders import task
+    from tests.builders import job as job_manifest
 
     dqn = load_job(job_manifest(task("learner"), task("collector", replicas=2), name="dqn"))
     first = render(dqn).workflow
@@ -334,7 +311,7 @@ def _continue_on(workflow: dict[str, Any]) -> dict[str, Any]:
 def test_drop_replica_tasks_go_on_failed_in_the_dag_and_so_do_their_new_replicas() -> None:
     tasks = copy.deepcopy(BASE["spec"]["tasks"])
     tasks[1]["failurePolicy"] = "DropReplica"
-    job, membership, workflow = _state(tasks=tasks)
+    job, membership, workflow = base_state(tasks=tasks)
     failed_ok = {"failed": True}
     assert _continue_on(workflow) == {
         "learner-0": None,
@@ -343,15 +320,15 @@ def test_drop_replica_tasks_go_on_failed_in_the_dag_and_so_do_their_new_replicas
         "evaluator-0": None,
     }
     down = plan_scale(job, membership, workflow, ScaleRequest.remove_named(["collector-0"]))  # the drop
-    patched = _apply(workflow, down.membership)
+    patched = patched_workflow(workflow, down.membership)
     assert _continue_on(patched)["collector-0"] == failed_ok  # retired in place, the rest untouched
     up = plan_scale(down.job, down.membership, patched, ScaleRequest.add("collector", 1))
-    again = _apply(patched, up.membership)
+    again = patched_workflow(patched, up.membership)
     assert _continue_on(again)["collector-2"] == failed_ok
     learners = plan_scale(job, membership, workflow, ScaleRequest.add("learner", 1))
-    assert _continue_on(_apply(workflow, learners.membership))["learner-1"] is None
+    assert _continue_on(patched_workflow(workflow, learners.membership))["learner-1"] is None
 
 
 def test_a_job_without_drop_replica_renders_no_continue_on() -> None:
-    _, _, workflow = _state()
+    _, _, workflow = base_state()
     assert set(_continue_on(workflow).values()) == {None}

@@ -11,32 +11,22 @@ from typing import Any
 import pytest
 
 from dihera.scaling import RetiredPods, ScaleRequest, plan_scale, retired_pods
-from tests.unit.test_scaling import _apply, _state
+from tests.builders import PodBuilder, pod_node, retry_node
+from tests.unit.scaled_job import base_state, patched_workflow
 
 
 def _retired_workflow(nodes: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """Job ``j`` (learner, 2 collectors, evaluator) with collector-1 retired, and ``nodes`` as its status."""
-    job, membership, workflow = _state()
+    job, membership, workflow = base_state()
     down = plan_scale(job, membership, workflow, ScaleRequest.remove("collector", 1))
-    patched = _apply(workflow, down.membership)
+    patched = patched_workflow(workflow, down.membership)
     if nodes is not None:
         patched["status"] = {"nodes": nodes}
     return patched
 
 
-def _node(name: str, phase: str, type_: str = "Retry") -> dict[str, str]:
-    return {"name": name, "type": type_, "phase": phase}
-
-
-def _pod(name: str, host: str, phase: str = "Running", deleting: bool = False) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": {"diengine/pod": host}}
-    if deleting:
-        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
-    return {"metadata": meta, "status": {"phase": phase}}
-
-
-POD = [_pod("p", "j-collector-1")]
-RUNNING = {"a": _node("j.collector-1", "Running"), "b": _node("j.collector-1(0)", "Running", "Pod")}
+POD = [PodBuilder("p").host("j-collector-1").phase("Running").obj()]
+RUNNING = {"a": retry_node("j.collector-1", "Running"), "b": pod_node("j.collector-1(0)", "Running")}
 
 
 @pytest.mark.parametrize(
@@ -47,23 +37,23 @@ RUNNING = {"a": _node("j.collector-1", "Running"), "b": _node("j.collector-1(0)"
         ("Argo has not acted on the patch", RUNNING, RetiredPods(waiting=("p",))),
         (
             "only the attempt finished: the DAG task's node decides",
-            {"a": _node("j.collector-1", "Running"), "b": _node("j.collector-1(0)", "Succeeded", "Pod")},
+            {"a": retry_node("j.collector-1", "Running"), "b": pod_node("j.collector-1(0)", "Succeeded")},
             RetiredPods(waiting=("p",)),
         ),
         (
             "the tombstone is Succeeded (Argo ran dihera-retired)",
-            {**RUNNING, "a": _node("j.collector-1", "Succeeded")},
+            {**RUNNING, "a": retry_node("j.collector-1", "Succeeded")},
             RetiredPods(ready=("p",)),
         ),
         (
             "without retries the DAG task's node is the Pod node",
-            {"b": _node("j.collector-1", "Succeeded", "Pod")},
+            {"b": pod_node("j.collector-1", "Succeeded")},
             RetiredPods(ready=("p",)),
         ),
-        ("finished before it was retired", {"a": _node("j.collector-1", "Failed")}, RetiredPods(ready=("p",))),
+        ("finished before it was retired", {"a": retry_node("j.collector-1", "Failed")}, RetiredPods(ready=("p",))),
         (
             "another replica's finished node does not count",
-            {**RUNNING, "c": _node("j.collector-0", "Succeeded")},
+            {**RUNNING, "c": retry_node("j.collector-0", "Succeeded")},
             RetiredPods(waiting=("p",)),
         ),
     ],
@@ -76,21 +66,21 @@ def test_a_retired_replicas_pod_waits_for_argo_to_finish_its_tombstone(
 
 def test_only_live_pods_of_retired_replicas_are_listed() -> None:
     pods = [
-        _pod("a", "j-collector-0"),
-        _pod("b", "j-collector-1"),
-        _pod("c", "j-collector-1", phase="Failed"),
-        _pod("d", "j-collector-1", deleting=True),
-        _pod("e", "j-learner-0"),
+        PodBuilder("a").host("j-collector-0").phase("Running").obj(),
+        PodBuilder("b").host("j-collector-1").phase("Running").obj(),
+        PodBuilder("c").host("j-collector-1").phase("Failed").obj(),
+        PodBuilder("d").host("j-collector-1").phase("Running").deleting().obj(),
+        PodBuilder("e").host("j-learner-0").phase("Running").obj(),
     ]
-    done = _retired_workflow({"a": _node("j.collector-1", "Succeeded")})
+    done = _retired_workflow({"a": retry_node("j.collector-1", "Succeeded")})
     assert retired_pods("j", done, pods) == RetiredPods(ready=("b",))
-    _, _, before = _state()  # nothing retired: nothing to delete, whatever the nodes say
+    _, _, before = base_state()  # nothing retired: nothing to delete, whatever the nodes say
     before["status"] = copy.deepcopy(done["status"])
     assert retired_pods("j", before, pods) == RetiredPods()
 
 
 def test_nodes_moved_to_compressed_nodes_are_read() -> None:
     done = _retired_workflow()
-    nodes = {"a": _node("j.collector-1", "Succeeded")}
+    nodes = {"a": retry_node("j.collector-1", "Succeeded")}
     done["status"] = {"compressedNodes": base64.b64encode(gzip.compress(json.dumps(nodes).encode())).decode()}
     assert retired_pods("j", done, POD) == RetiredPods(ready=("p",))

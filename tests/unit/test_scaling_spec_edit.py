@@ -14,7 +14,7 @@ from dihera.membership import Membership, Replica
 from dihera.model import DIJob
 from dihera.scaling.spec_edit import EditAction, plan_spec_edit
 from dihera.validation import load_job
-from tests.unit.builders import job, task
+from tests.builders import WorkflowBuilder, job, task
 
 
 def mem(generation: int, collectors: int) -> Membership:
@@ -33,13 +33,11 @@ def dijob(collectors: int, extra_task: bool = False) -> DIJob:
 
 
 def workflow(generation: str | None = None, retired: tuple[str, ...] = (), collectors: int = 2) -> dict[str, Any]:
-    names = ["learner-0", *(f"collector-{i}" for i in range(collectors))]
-    tasks = [{"name": n, "template": "dihera-retired" if n in retired else n.rsplit("-", 1)[0]} for n in names]
-    annotations = {"diengine/membership-generation": generation} if generation is not None else {}
-    return {
-        "metadata": {"name": "j", "annotations": annotations},
-        "spec": {"templates": [{"name": "dijob", "dag": {"tasks": tasks}}]},
-    }
+    replicas = [("learner", 0), *(("collector", i) for i in range(collectors))]
+    built = WorkflowBuilder("j").annotations({}).dag(replicas, retired=retired)
+    if generation is not None:
+        built.membership_generation(generation)
+    return built.obj()
 
 
 SCALE, CATCH_UP, NONE = EditAction.SCALE, EditAction.CATCH_UP, EditAction.NONE

@@ -7,8 +7,8 @@ from fastapi.testclient import TestClient
 from dihera.server import ServerSettings, create_app
 from dihera.server.answers import AnswerCache, to_json
 from dihera.server.models import Envelope, ReplicaOut
-from tests.unit.builders import job, task
-from tests.unit.test_server_api import ADMIN, FakeBackend
+from tests.builders import job, task
+from tests.unit.fake_backend import ADMIN, FakeBackend
 
 
 class Counter:

@@ -2,93 +2,13 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Mapping
 from typing import Any
 
-import jsonpatch  # type: ignore[import-untyped]
 import pytest
 from fastapi.testclient import TestClient
 
-from dihera import load_job
-from dihera.kube.auth import Identity
-from dihera.kube.scale_executor import ScaleResult
-from dihera.kube.snapshot import JobSnapshot
-from dihera.membership import Membership
-from dihera.render import render
-from dihera.scaling import ScaleError, ScaleRequest, plan_scale, workflow_patch
 from dihera.server import ServerSettings, create_app
-from dihera.server.idempotency import IdempotencyStore
-from tests.unit.builders import job as job_doc
-from tests.unit.builders import task
-
-ADMIN, VIEWER = "admin-token", "viewer-token"
-
-
-class FakeBackend:
-    """Jobs in memory; ``admin-token`` may do anything, ``viewer-token`` may only get."""
-
-    def __init__(self) -> None:
-        self.jobs: dict[tuple[str, str], dict[str, Any]] = {}
-        self.scale_calls = 0
-        self.profilings: dict[tuple[str, str], Mapping[str, Any]] = {}
-        self.lock = threading.Lock()
-        self.keys = IdempotencyStore(600)
-
-    def add(self, doc: dict[str, Any], namespace: str = "team-a") -> None:
-        doc["metadata"]["namespace"] = namespace
-        job = load_job(doc)
-        rendered = render(job)
-        body = job.to_manifest()
-        body["status"] = {"phase": "Running"}
-        self.jobs[(namespace, job.name)] = {
-            "body": body,
-            "configmap": rendered.configmap,
-            "workflow": rendered.workflow,
-            "job": job,
-        }
-
-    def ready(self) -> bool:
-        return True
-
-    def job(self, namespace: str, name: str) -> JobSnapshot | None:
-        entry = self.jobs.get((namespace, name))
-        return JobSnapshot(entry["body"], entry["configmap"], ()) if entry else None
-
-    def scale(self, namespace: str, name: str, request: ScaleRequest) -> ScaleResult:
-        with self.lock:
-            self.scale_calls += 1
-            entry = self.jobs.get((namespace, name))
-            if entry is None:
-                raise ScaleError(f"DIJob {namespace}/{name} not found", "not-found")
-            current = Membership.from_json(entry["configmap"]["data"]["membership.json"])
-            plan = plan_scale(entry["job"], current, entry["workflow"], request)
-            rendered = render(plan.job, membership=plan.membership)
-            entry.update(job=plan.job, configmap=rendered.configmap, body={**plan.job.to_manifest(), "status": {}})
-            entry["workflow"] = jsonpatch.apply_patch(
-                entry["workflow"], workflow_patch(plan.membership, entry["workflow"])
-            )
-            return ScaleResult(
-                namespace, name, plan.membership, plan.replicas, plan.added, plan.removed, (), plan.changed
-            )
-
-    def record_profilings(self, namespace: str, name: str, data: Mapping[str, Any]) -> bool:
-        self.profilings[(namespace, name)] = data
-        return (namespace, name) in self.jobs
-
-    def authenticate(self, token: str) -> Identity | None:
-        return {ADMIN: Identity("admin"), VIEWER: Identity("viewer")}.get(token)
-
-    def allowed(self, identity: Identity, verb: str, namespace: str, name: str) -> bool:
-        return identity.username == "admin" or verb == "get"
-
-
-@pytest.fixture
-def backend() -> FakeBackend:
-    b = FakeBackend()
-    b.add(job_doc(task("learner"), task("collector", replicas=2), name="dqn", maxReplicas=6))
-    b.add(job_doc(task("none", name="serial"), name="serial"))
-    return b
+from tests.unit.fake_backend import ADMIN, VIEWER, FakeBackend
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ import pytest
 from dihera.kube.auth import Identity
 from dihera.server.access import Access
 from dihera.server.authcache import AuthCache, TTLCache, decision_key, token_key
-from tests.unit.test_server_api import ADMIN, VIEWER, FakeBackend
+from tests.unit.fake_backend import ADMIN, VIEWER, FakeBackend
 
 ALICE = Identity("alice", uid="u1", groups=("team-a",))
 
@@ -158,7 +158,7 @@ def test_the_server_reviews_a_busy_caller_once() -> None:
     from fastapi.testclient import TestClient
 
     from dihera.server import ServerSettings, create_app
-    from tests.unit.builders import job, task
+    from tests.builders import job, task
 
     backend = CountingBackend()
     backend.add(job(task("learner"), task("collector", replicas=2), name="dqn"))

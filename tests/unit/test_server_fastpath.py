@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from dihera.server import ServerSettings, create_app
 from dihera.server.fastpath import RememberedReads
-from tests.unit.test_server_api import ADMIN, VIEWER, FakeBackend, backend  # noqa: F401 (fixture)
+from tests.unit.fake_backend import ADMIN, VIEWER, FakeBackend
 
 ROUTES = {  # a path → the route FastAPI labels its requests with
     "/v2alpha1/job/team-a.dqn/replicas": "/v2alpha1/job/{job_id}/replicas",
@@ -36,7 +36,7 @@ def exchange(http: TestClient, path: str, token: str | None = ADMIN) -> tuple[in
 
 
 @pytest.fixture
-def app(backend: FakeBackend) -> FastAPI:  # noqa: F811
+def app(backend: FakeBackend) -> FastAPI:
     return create_app(ServerSettings(), backend)
 
 
@@ -54,7 +54,7 @@ def test_a_repeated_read_is_served_remembered_byte_for_byte(app: FastAPI, path: 
     assert f'dihera_server_requests_total{{code="200",method="GET",route="{route}"}} 2.0' in text
 
 
-def test_a_changed_job_is_answered_anew(app: FastAPI, backend: FakeBackend) -> None:  # noqa: F811
+def test_a_changed_job_is_answered_anew(app: FastAPI, backend: FakeBackend) -> None:
     http = TestClient(app)
     path = "/v1/namespaces/team-a/dijobs/dqn/replicas"
     before = exchange(http, path)
@@ -69,7 +69,7 @@ def test_a_changed_job_is_answered_anew(app: FastAPI, backend: FakeBackend) -> N
     assert exchange(http, path) == after and fast_path(app).served == 1
 
 
-def test_what_is_not_remembered_goes_through_the_full_checks(app: FastAPI, backend: FakeBackend) -> None:  # noqa: F811
+def test_what_is_not_remembered_goes_through_the_full_checks(app: FastAPI, backend: FakeBackend) -> None:
     http = TestClient(app)
     path = READS[0]
     assert exchange(http, path)[0] == 200  # remembered for ADMIN
@@ -87,7 +87,7 @@ def test_what_is_not_remembered_goes_through_the_full_checks(app: FastAPI, backe
     assert fast_path(app).served == 0
 
 
-def test_a_viewer_is_served_only_reads_it_was_allowed(backend: FakeBackend) -> None:  # noqa: F811
+def test_a_viewer_is_served_only_reads_it_was_allowed(backend: FakeBackend) -> None:
     app = create_app(ServerSettings(), backend)
     http = TestClient(app)
     path = READS[1]
@@ -99,7 +99,7 @@ def test_a_viewer_is_served_only_reads_it_was_allowed(backend: FakeBackend) -> N
     assert fast_path(app).served == 1
 
 
-def test_a_namespace_the_server_does_not_watch_is_never_served(backend: FakeBackend) -> None:  # noqa: F811
+def test_a_namespace_the_server_does_not_watch_is_never_served(backend: FakeBackend) -> None:
     app = create_app(ServerSettings(namespaces=("team-b",)), backend)
     http = TestClient(app)
     for _ in range(2):
@@ -107,7 +107,7 @@ def test_a_namespace_the_server_does_not_watch_is_never_served(backend: FakeBack
     assert fast_path(app).served == 0
 
 
-def test_without_auth_a_repeated_read_is_served(backend: FakeBackend) -> None:  # noqa: F811
+def test_without_auth_a_repeated_read_is_served(backend: FakeBackend) -> None:
     app = create_app(ServerSettings(auth=False), backend)
     http = TestClient(app)
     first = exchange(http, READS[2], token=None)

@@ -1,6 +1,6 @@
 """schemathesis against the di-server's own OpenAPI document: no 5xx, every answer as documented.
 
-The app runs in-process (ASGI) over the in-memory backend of test_server_api, where every job id
+The app runs in-process (ASGI) over the in-memory backend (tests/unit/fake_backend.py), where every job id
 the generator invents resolves to a running job, so requests reach the scaling code instead of
 stopping at 404. The fake reviewer accepts the admin token. Bounded and derandomized: the same
 examples on every run, in a few seconds.
@@ -18,9 +18,9 @@ from dihera.kube.scale_executor import ScaleResult
 from dihera.kube.snapshot import JobSnapshot
 from dihera.scaling import ScaleRequest
 from dihera.server import ServerSettings, create_app
-from tests.unit.builders import job as job_doc
-from tests.unit.builders import task
-from tests.unit.test_server_api import ADMIN, FakeBackend
+from tests.builders import job as job_doc
+from tests.builders import task
+from tests.unit.fake_backend import ADMIN, FakeBackend
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 JOB = ("team-a", "dqn")

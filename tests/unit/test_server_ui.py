@@ -8,32 +8,26 @@ import pytest
 from fastapi.testclient import TestClient
 
 from dihera.argo_ui import JOB_VIEW_PATH, POD_VIEW_PATH, links
-from dihera.constants import LABEL_JOB, LABEL_POD
+from dihera.constants import LABEL_JOB
 from dihera.kube.snapshot import JobSnapshot
 from dihera.server import ServerSettings, create_app
-from tests.unit.builders import job as job_doc
-from tests.unit.builders import task
-from tests.unit.test_server_api import ADMIN, VIEWER, FakeBackend
+from tests.builders import PodBuilder, task
+from tests.builders import job as job_doc
+from tests.unit.fake_backend import ADMIN, VIEWER, FakeBackend
 
 JOB_URL = JOB_VIEW_PATH.format(namespace="team-a", name="dqn")
 HTML = {"Accept": "text/html,application/xhtml+xml"}
-
-
-def pod(name: str, host: str, phase: str, created: str = "2026-01-01T00:00:01Z") -> dict[str, Any]:
-    return {
-        "metadata": {"name": name, "labels": {LABEL_POD: host, LABEL_JOB: "dqn"}, "creationTimestamp": created},
-        "status": {"phase": phase},
-    }
+T1, T5 = "2026-01-01T00:00:01Z", "2026-01-01T00:00:05Z"
 
 
 class PodsBackend(FakeBackend):
     """The API tests' backend, with pods: collector-0 retried (pod c0-a failed, c0-b runs), a retired pod."""
 
     PODS = (
-        pod("dqn-learner-0-x", "dqn-learner-0", "Running"),
-        pod("dqn-collector-0-a", "dqn-collector-0", "Failed"),
-        pod("dqn-collector-0-b", "dqn-collector-0", "Running", "2026-01-01T00:00:05Z"),
-        pod("dqn-collector-7-z", "dqn-collector-7", "Succeeded"),
+        PodBuilder("dqn-learner-0-x").job("dqn").host("dqn-learner-0").created(T1).phase("Running").obj(),
+        PodBuilder("dqn-collector-0-a").job("dqn").host("dqn-collector-0").created(T1).phase("Failed").obj(),
+        PodBuilder("dqn-collector-0-b").job("dqn").host("dqn-collector-0").created(T5).phase("Running").obj(),
+        PodBuilder("dqn-collector-7-z").job("dqn").host("dqn-collector-7").created(T1).phase("Succeeded").obj(),
     )
 
     def job(self, namespace: str, name: str) -> JobSnapshot | None:

@@ -2,28 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from dihera import load_job, render
-from dihera.constants import LABEL_POD
 from dihera.kube.snapshot import JobSnapshot
 from dihera.server import views
-from tests.unit.builders import job, task
-
-
-def pod(name: str, host: str, created: str, phase: str, deleting: bool = False) -> dict[str, Any]:
-    meta: dict[str, Any] = {"name": name, "labels": {LABEL_POD: host}, "creationTimestamp": created}
-    if deleting:
-        meta["deletionTimestamp"] = "2026-01-01T00:00:09Z"
-    return {"metadata": meta, "status": {"phase": phase}}
+from tests.builders import PodBuilder, job, task
 
 
 def test_each_replica_shows_its_newest_live_pod() -> None:
     pods = [
-        pod("a-1", "dqn-collector-0", "2026-01-01T00:00:05Z", "Running"),
-        pod("a-0", "dqn-collector-0", "2026-01-01T00:00:01Z", "Failed"),
-        pod("b-1", "dqn-collector-1", "2026-01-01T00:00:08Z", "Running", deleting=True),
-        pod("b-0", "dqn-collector-1", "2026-01-01T00:00:02Z", "Running"),
+        PodBuilder("a-1").host("dqn-collector-0").created("2026-01-01T00:00:05Z").phase("Running").obj(),
+        PodBuilder("a-0").host("dqn-collector-0").created("2026-01-01T00:00:01Z").phase("Failed").obj(),
+        PodBuilder("b-1").host("dqn-collector-1").created("2026-01-01T00:00:08Z").phase("Running").deleting(
+            "2026-01-01T00:00:09Z"
+        ).obj(),
+        PodBuilder("b-0").host("dqn-collector-1").created("2026-01-01T00:00:02Z").phase("Running").obj(),
         {"metadata": {"name": "stray", "labels": {}}},
     ]
     current = views.current_pods(pods)
@@ -36,8 +28,8 @@ def test_each_replica_shows_its_newest_live_pod() -> None:
 def test_rows_and_addresses_follow_the_membership_in_rank_order() -> None:
     loaded = load_job({**job(task("learner"), task("collector", replicas=2), name="dqn"),
                        "metadata": {"name": "dqn", "namespace": "team-a"}})
-    cached = JobSnapshot(loaded.to_manifest(), render(loaded).configmap,
-                       (pod("p", "dqn-collector-1", "2026-01-01T00:00:01Z", "Pending"),))
+    pending = PodBuilder("p").host("dqn-collector-1").created("2026-01-01T00:00:01Z").phase("Pending").obj()
+    cached = JobSnapshot(loaded.to_manifest(), render(loaded).configmap, (pending,))
     rows = views.replica_rows(cached, "cluster.local")
     assert [(r.rank, r.name, r.pod, r.phase) for r in rows] == [
         (0, "learner-0", None, None), (1, "collector-0", None, None), (2, "collector-1", "p", "Pending")

@@ -22,8 +22,8 @@ from dihera.render.objects import membership_configmap
 from dihera.render.workflow import build_workflow, short_variant
 from dihera.scaling import ScaleRequest, plan_scale, workflow_patch
 from dihera.validation import validate
-
-from .builders import container_env, job, replica_template, task
+from tests.builders import job, task
+from tests.rendered import container_env, replica_template
 
 MAX_VALUE = MAX_ENV_STRING - ENV_STRING_MARGIN
 NAMESPACE = "n" * 63

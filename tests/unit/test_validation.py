@@ -8,8 +8,7 @@ import pytest
 
 from dihera import InvalidJobError, apply_defaults, load_job, validate
 from dihera.model import CleanPodPolicy, Priority, TaskType
-
-from .builders import container, job, task
+from tests.builders import container, job, task
 
 
 def messages(manifest: Any) -> list[str]:

@@ -10,8 +10,7 @@ import pytest
 from dihera import experiment as ex
 from dihera import load_job, validate
 from dihera.model import FailurePolicy, SuccessOperator, SuccessPolicy
-
-from .builders import job, task
+from tests.builders import job, task
 
 
 def messages(manifest: Any) -> list[str]:

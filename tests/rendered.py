@@ -1,4 +1,5 @@
-"""Small builders for DIJob manifests and a resolver that plays Argo and the kubelet on rendered objects."""
+"""What Argo and the kubelet make of rendered objects: a DAG node's template with its parameters substituted, a
+container's env as it sees it. (Builders of the objects tests make are in tests/builders/.)"""
 
 from __future__ import annotations
 
@@ -9,28 +10,6 @@ from typing import Any
 from dihera.render import RenderedJob
 
 _VAR = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_]*)\)")  # the kubelet's $(VAR) expansion
-
-
-def container(name: str = "main", **extra: Any) -> dict[str, Any]:
-    return {"name": name, "image": "opendilab/ding:nightly", **extra}
-
-
-def task(type_: str = "none", name: str | None = None, replicas: int | None = None, **spec: Any) -> dict[str, Any]:
-    entry: dict[str, Any] = {"type": type_, "template": {"spec": {"containers": [container()], **spec}}}
-    if name is not None:
-        entry["name"] = name
-    if replicas is not None:
-        entry["replicas"] = replicas
-    return entry
-
-
-def job(*tasks: dict[str, Any], name: str = "job", **spec: Any) -> dict[str, Any]:
-    return {
-        "apiVersion": "diengine.opendilab.org/v2alpha1",
-        "kind": "DIJob",
-        "metadata": {"name": name},
-        "spec": {**spec, "tasks": list(tasks) or [task("learner")]},
-    }
 
 
 def _substitute(value: Any, params: dict[str, str]) -> Any:
@@ -74,13 +53,3 @@ def container_env(rendered: RenderedJob, dag_task: str, container_name: str = "m
 def dag_task_names(rendered: RenderedJob) -> list[str]:
     dag = next(t for t in rendered.workflow["spec"]["templates"] if "dag" in t)
     return [t["name"] for t in dag["dag"]["tasks"]]
-
-
-def configmap(name: str = "config-py", **data: str) -> dict[str, Any]:
-    """A companion object as published DIJob files carry it: the DI-engine config in a ConfigMap."""
-    return {
-        "apiVersion": "v1",
-        "kind": "ConfigMap",
-        "metadata": {"name": name},
-        "data": data or {"config.py": "main_config = dict(exp_name='x')\n"},
-    }
