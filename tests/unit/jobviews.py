@@ -4,7 +4,7 @@ collectors (ranks 0-2), its Workflow's nodes and pods, and :class:`Observed`, wh
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,13 +66,19 @@ RESCHEDULING_2 = {"membershipGeneration": 2, "phase": "Rescheduling", "reschedul
 RETIRED_NODES = {"r": pod_node(f"{JOB}.collector-1(0)", "Error", message="pod deleted")}
 
 
-def dijob(membership: Membership = MEMBERSHIP, drop_tasks: Sequence[str] = (), **settings: Any) -> DIJob:
-    """The DIJob whose tasks are ``membership``'s, with ``settings`` (backoff_limit, success_policy...)."""
+def dijob(
+    membership: Membership = MEMBERSHIP,
+    drop_tasks: Sequence[str] = (),
+    types: Mapping[str, TaskType] | None = None,
+    **settings: Any,
+) -> DIJob:
+    """The DIJob whose tasks are ``membership``'s (of ``types``; default: learner for the task named learner,
+    collector for the others), with ``settings`` (backoff_limit, success_policy...)."""
     counts = membership.task_counts()
     tasks = tuple(
         Task(
             name,
-            TaskType.LEARNER if name == "learner" else TaskType.COLLECTOR,
+            (types or {}).get(name, TaskType.LEARNER if name == "learner" else TaskType.COLLECTOR),
             count,
             {"spec": {"containers": [{"name": "main", "image": "i"}]}},
             failure_policy=FailurePolicy.DROP_REPLICA if name in drop_tasks else FailurePolicy.FAIL_JOB,
@@ -103,6 +109,9 @@ class Observed:
     held_phase: Phase = Phase.SUSPENDED
     held_cause: str | None = None
     generation: int = 1
+    #: the DIJob's annotations; task name → type where not the default (learner: learner, others: collector)
+    annotations: tuple[tuple[str, str], ...] = ()
+    types: tuple[tuple[str, TaskType], ...] = ()
 
     def job(self) -> DIJob | None:
         if self.invalid is not None:
@@ -112,8 +121,9 @@ class Observed:
             "success_policy": self.success_policy,
             "active_deadline_seconds": self.active_deadline_seconds,
             "min_replicas": self.min_replicas,
+            "annotations": dict(self.annotations),
         }
-        return dijob(self.membership or MEMBERSHIP, tuple(self.drop_tasks), **settings)
+        return dijob(self.membership or MEMBERSHIP, tuple(self.drop_tasks), dict(self.types), **settings)
 
     def view(self, old: dict[str, Any] | None = None) -> JobView:
         meta = {"name": JOB, "namespace": "ns", "uid": "job-uid", "generation": self.generation}
