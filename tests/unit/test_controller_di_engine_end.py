@@ -43,7 +43,7 @@ def test_past_the_grace_the_job_succeeds_and_says_why() -> None:
     update = status_after(late_collector(), {"phase": "Running", "restarts": 0}, LATER)
     assert update.phase == "Succeeded" and update.status["completionTimestamp"] == LATER
     message = update.status["conditions"][-1]["message"]
-    assert "every replica of learner succeeded (DI-engine's end); 2 other replica(s) still running 90 s later" in message
+    assert "every replica of learner succeeded (DI-engine's end); 2 other replica(s) still running 90 s" in message
     assert [e.reason for e in update.events] == ["JobSucceeded"]
     assert update.wakeup is None
 
