@@ -1,8 +1,10 @@
 """Who is in a job: every replica's rank, task and index, and the generation of that list (pure).
 
 A replica keeps its rank and index for its whole life. The first membership ranks tasks in spec
-order, then by index. Scaling up adds replicas at the lowest index free in their task and the
-lowest rank no replica holds; scaling down removes the named replicas, by default the
+order, then by index. A membership planned for a Workflow about to be created (:func:`plan_membership`:
+every replica then starts with the same ``DI_NODES``) adds replicas at the lowest index free in their
+task and the lowest rank no replica holds; a running job's scale-up (:mod:`dihera.scaling.plan`) puts them
+above every live replica (:func:`ranks_after`). Scaling down removes the named replicas, by default the
 highest-ranked of the task. No live replica's rank, index or FQDN ever changes.
 
 A replica's pod hostname is decided when it joins, for its whole life: the long ``<job>-<task>-<index>``
@@ -12,6 +14,7 @@ while the membership's bare hostnames fit in one environment string, else the sh
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -27,7 +30,7 @@ from dihera.constants import (
 from dihera.model import DIJob
 from dihera.naming import replica_hostname
 
-__all__ = ["Membership", "Replica", "assign_hostnames", "initial_membership", "plan_membership"]
+__all__ = ["Membership", "Replica", "assign_hostnames", "initial_membership", "plan_membership", "ranks_after"]
 
 #: The longest membership ConfigMap value that still becomes an environment string Linux execs
 #: (:data:`dihera.env_limits.MAX_VALUE_BYTES`).
@@ -157,6 +160,17 @@ def _lowest_free(taken: set[int]) -> Iterator[int]:
         n += 1
 
 
+def ranks_after(kept: Iterable[Replica]) -> Iterator[int]:
+    """The ranks for replicas joining ``kept``: from one above the highest kept rank, upwards.
+
+    A rank left vacant in the middle is never refilled: DI-engine's mesh has rank r dial the r lower ranks
+    at start and never again, and the replicas above a vacancy hold the departed replica's name there
+    (names are never reused), so they would never dial a newcomer put in it. At the end, the newcomer dials
+    every live replica itself. A vacancy at the end (no live replica above it) is reused.
+    """
+    return itertools.count(max((r.rank for r in kept), default=-1) + 1)
+
+
 def plan_membership(job: DIJob, previous: Membership | None, remove: Iterable[tuple[str, int]] = ()) -> Membership:
     """The membership for ``job``'s replica counts, keeping every replica of ``previous`` it can.
 
@@ -171,8 +185,7 @@ def plan_membership(job: DIJob, previous: Membership | None, remove: Iterable[tu
     for task in job.tasks:
         current = sorted(previous.of_task(task.name), key=lambda r: ((r.task, r.index) in named, r.rank))
         kept.extend(current[: wanted[task.name]])
-    ranks = {r.rank for r in kept}
-    free_rank = _lowest_free(ranks)
+    free_rank = _lowest_free({r.rank for r in kept})
     added = []
     for task in job.tasks:
         have = [r for r in kept if r.task == task.name]

@@ -74,7 +74,8 @@ def node_lists(
 
     In ``DI_NODES`` the entry at position r is rank r's name, so ``DI_NODES[DI_RANK]`` is the pod's
     own address; a rank left vacant by a scale-down holds :data:`VACANT_RANK_ADDRESS` (an address
-    that refuses DI-engine's dial instead of breaking it) until a new replica takes it.
+    that refuses DI-engine's dial instead of breaking it); a running job's scale-up never refills it
+    (:func:`dihera.membership.ranks_after`), a Workflow created anew may.
     """
 
     def address(r: Replica) -> str:

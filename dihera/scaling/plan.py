@@ -13,7 +13,7 @@ from typing import Any
 
 from dihera.env_limits import MAX_VALUE_BYTES, nodes_bytes
 from dihera.errors import InvalidScale, OutOfBounds, ScaleNotFound
-from dihera.membership import Membership, Replica, assign_hostnames
+from dihera.membership import Membership, Replica, assign_hostnames, ranks_after
 from dihera.model import DIJob
 from dihera.naming import dag_task_name
 from dihera.render.providers import scaling_refusal
@@ -105,7 +105,8 @@ def plan_scale(job: DIJob, membership: Membership, workflow: Mapping[str, Any], 
     """What ``request`` does to a running job. Raises ScaleError (nothing to change) when refused.
 
     Scale-down removes the named replicas, else the task's highest-ranked; scale-up takes, per new
-    replica, the lowest index whose DAG task name the Workflow never used and the lowest free rank.
+    replica, the lowest index whose DAG task name the Workflow never used and the next rank above every
+    live replica (docs/rendering.md, "Membership: ranks that never move").
     """
     slots = read_dag(workflow)
     # A replica whose DAG task is already a tombstone is gone, whatever the ConfigMap says.
@@ -144,10 +145,10 @@ def _kept(job: DIJob, current: Membership, counts: Mapping[str, int], names: Seq
 
 
 def _added(job: DIJob, kept: Sequence[Replica], counts: Mapping[str, int], slots: DagSlots) -> list[Replica]:
-    """The new replicas: per task, the lowest indices whose DAG task names the Workflow never used, and
-    the lowest free ranks."""
-    ranks = {r.rank for r in kept}
-    rank = 0  # the lowest free rank: ranks only grow, so it only moves up (linear in the job, not quadratic)
+    """The new replicas: per task, the lowest indices whose DAG task names the Workflow never used, and the
+    ranks above every kept replica's (:func:`~dihera.membership.ranks_after`: a vacancy in the middle is
+    never refilled, since the replicas above it would never dial the newcomer)."""
+    ranks = ranks_after(kept)
     added: list[Replica] = []
     for t in job.tasks:
         have = {r.index for r in kept if r.task == t.name}
@@ -155,10 +156,7 @@ def _added(job: DIJob, kept: Sequence[Replica], counts: Mapping[str, int], slots
         for _ in range(counts[t.name] - len(have)):
             while index in have or slots.used(dag_task_name(t.name, index)):
                 index += 1
-            while rank in ranks:
-                rank += 1
-            ranks.add(rank)
-            added.append(Replica(rank, t.name, index))
+            added.append(Replica(next(ranks), t.name, index))
             index += 1
     return added
 

@@ -10,6 +10,8 @@ import pytest
 
 from dihera import load_job
 from dihera.membership import Membership, Replica
+from dihera.render import RenderSettings
+from dihera.render.env import node_lists
 from dihera.scaling import (
     GENERATION_ANNOTATION,
     RETIRED_TEMPLATE,
@@ -169,11 +171,13 @@ def test_scale_down_retires_dag_tasks_in_place_and_new_replicas_never_reuse_thei
     ]
     assert {"name": RETIRED_TEMPLATE, "suspend": {"duration": "0"}} in patched["spec"]["templates"]
     assert list(read_dag(patched).retired) == ["collector-0"]
-    # back up to two collectors: index 0 was used by a DAG task, so the new one is collector-2, rank 1 (free)
+    # back up to two collectors: index 0 was used by a DAG task, so the new one is collector-2; rank 1 stays
+    # vacant (evaluator-0, rank 3, holds collector-0's name there and would never dial a newcomer at rank 1):
+    # the newcomer takes rank 4, above every live replica, and dials them all
     up = plan_scale(down.job, down.membership, patched, ScaleRequest.add("collector", 1))
-    assert up.added == (Replica(1, "collector", 2),)
+    assert up.added == (Replica(4, "collector", 2),)
     again = patched_workflow(patched, up.membership)
-    assert _dag(again)[-1] == ("collector-2", "collector", {"index": "2", "rank": "1"})
+    assert _dag(again)[-1] == ("collector-2", "collector", {"index": "2", "rank": "4"})
     assert [t["name"] for t in again["spec"]["templates"]].count(RETIRED_TEMPLATE) == 1
 
 
@@ -184,7 +188,7 @@ def test_a_replica_already_retired_in_the_workflow_is_dropped_from_the_membershi
     # the ConfigMap was not updated (crash between the writes): the planner trusts the Workflow's tombstones
     plan = plan_scale(job, membership, patched, ScaleRequest.sync())
     assert "collector-1" not in [f"{r.task}-{r.index}" for r in plan.membership.replicas]
-    assert plan.added == (Replica(2, "collector", 2),)
+    assert plan.added == (Replica(4, "collector", 2),)
 
 
 def test_job_spec_patch_sets_only_changed_counts() -> None:
@@ -332,3 +336,42 @@ def test_drop_replica_tasks_go_on_failed_in_the_dag_and_so_do_their_new_replicas
 def test_a_job_without_drop_replica_renders_no_continue_on() -> None:
     _, _, workflow = base_state()
     assert set(_continue_on(workflow).values()) == {None}
+
+
+def test_after_any_scale_every_live_replica_is_dialled_by_the_ones_above_it() -> None:
+    """The refilled-rank decision: in DI-engine's mesh, rank r dials the entries 0..r-1 of DI_NODES as it read
+    them at its start, never again. A vacancy in the middle is never refilled (the replicas above it hold the
+    departed replica's name there, so they would never dial a newcomer there): newcomers go above every live
+    replica, so each pair of live replicas is linked, whatever order the scales came in. A vacancy at the top
+    is reused."""
+    job, membership, workflow = base_state()  # learner-0, collector-0, collector-1, evaluator-0 (ranks 0-3)
+    started: dict[Replica, list[str]] = {}  # each replica's DI_NODES as it read it at its start
+
+    def start(members: Membership) -> None:
+        nodes = node_lists(job, members, RenderSettings())["DI_NODES"].split(",")
+        for r in members.replicas:
+            started.setdefault(r, nodes)
+
+    start(membership)
+    steps = [
+        ScaleRequest.remove_named(["collector-0"]),  # rank 1 vacant, below collector-1 and evaluator-0
+        ScaleRequest.add("collector", 1),  # collector-2 at rank 4, not 1
+        ScaleRequest.remove_named(["collector-2"]),  # the top rank vacant
+        ScaleRequest.add("collector", 2),  # collector-3 reuses rank 4 (nobody above it), collector-4 rank 5
+    ]
+    for request in steps:
+        plan = plan_scale(job, membership, workflow, request)
+        job, membership, workflow = plan.job, plan.membership, patched_workflow(workflow, plan.membership)
+        start(membership)
+    assert _names(membership) == [
+        (0, "learner-0"),
+        (2, "collector-1"),
+        (3, "evaluator-0"),
+        (4, "collector-3"),
+        (5, "collector-4"),
+    ]
+    for high in membership.replicas:
+        for low in membership.replicas:
+            if low.rank < high.rank:  # high dials low's entry: it must name low's pod
+                assert started[high][low.rank].startswith(f"{job.name}-{low.task}-{low.index}."), (high, low)
+    assert started[membership.replicas[-1]][1] == "127.0.0.1"  # the vacancy, refused quietly
