@@ -6,7 +6,8 @@ of its inputs, so a second build is a file lookup; `ctr images import` loads the
 - argoexec: Argo's executor, static, alone (the init and wait containers of Argo's pods);
 - python: Debian bookworm minbase with Python 3.11 (mmdebstrap), the base of the project's image and
   of the test pods;
-- dihera: the project's own image, from its Dockerfile (buildah, chroot isolation), on that base.
+- dihera: the project's own image, from its Dockerfile (buildah, chroot isolation), on that base;
+- redis: Debian minbase with Debian's redis-server (mmdebstrap), DI-engine's ``--mq-type redis`` broker.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ __all__ = [
     "ARGOEXEC_IMAGE",
     "DIHERA_IMAGE",
     "PYTHON_IMAGE",
+    "REDIS_IMAGE",
     "DockerfileBuild",
     "Image",
     "build_all",
@@ -41,6 +43,7 @@ __all__ = [
     "import_all",
     "python_archive",
     "python_image",
+    "redis_image",
 ]
 
 log = logging.getLogger("devcluster")
@@ -50,6 +53,9 @@ ARGOEXEC_IMAGE = "dihera.local/argoexec:local"
 DIHERA_IMAGE = "dihera.local/dihera"  # tagged with the package version
 DEBIAN_SUITE = "bookworm"  # Debian 12: python3 is 3.11
 BASE_PACKAGES = ("python3", "python3-venv", "python3-pip", "python-is-python3", "ca-certificates", "passwd")
+#: Debian's Redis server and the client the readiness probe runs (redis-tools comes with redis-server).
+REDIS_PACKAGES = ("redis-server",)
+REDIS_IMAGE = "dihera.local/redis:7"  # Debian bookworm's redis-server 7.0
 BASE_EXCLUDES = ("/usr/share/man/*", "/usr/share/locale/*", "/usr/share/doc/*")
 HOST_CA_BUNDLE = Path("/etc/ssl/certs/ca-certificates.crt")  # TLS to the package index is intercepted here
 #: Part of a binary image's cache key: bump it when the layer's layout changes, so no archive of the
@@ -158,40 +164,59 @@ def _binary_image(settings: Settings, program: str, name: str, entrypoint: list[
     return Image(name, archive)
 
 
-def _mmdebstrap_command() -> list[str]:
+def _mmdebstrap_command(packages: Iterable[str] = BASE_PACKAGES) -> list[str]:
     return [
         "mmdebstrap", "--variant=minbase", "--mode=root", "--format=tar",
-        f"--include={','.join(BASE_PACKAGES)}",
+        f"--include={','.join(packages)}",
         "--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr",
         *(f"--dpkgopt=path-exclude={p}" for p in BASE_EXCLUDES),
         DEBIAN_SUITE,
     ]  # fmt: skip
 
 
+def _debian_archive(settings: Settings, kind: str, packages: Iterable[str]) -> Path:
+    key = _digest([json.dumps(_mmdebstrap_command(packages)).encode()])[:16]
+    return settings.images_dir / f"{kind}-{key}.tar"
+
+
 def python_archive(settings: Settings) -> Path:
     """Where the Python base image's archive is in the cache (its name carries a hash of the command)."""
-    key = _digest([json.dumps(_mmdebstrap_command()).encode()])[:16]
-    return settings.images_dir / f"python-{key}.tar"
+    return _debian_archive(settings, "python", BASE_PACKAGES)
 
 
-def python_image(settings: Settings) -> Image:
-    """The Debian + Python base image, built with mmdebstrap unless its archive is in the cache."""
-    command = _mmdebstrap_command()
-    archive = python_archive(settings)
+def _debian_image(
+    settings: Settings, name: str, kind: str, packages: Iterable[str], config: dict[str, object]
+) -> Image:
+    """A Debian minbase image of ``packages``, built with mmdebstrap unless its archive is in the cache."""
+    command = _mmdebstrap_command(packages)
+    archive = _debian_archive(settings, kind, packages)
     if not archive.exists():
-        log.info("building %s with mmdebstrap (cold: about 1-5 minutes)", PYTHON_IMAGE)
+        log.info("building %s with mmdebstrap (cold: about 1-5 minutes)", name)
         start = time.monotonic()
         with tempfile.TemporaryDirectory() as tmp:
             rootfs = Path(tmp) / "rootfs.tar"
             subprocess.run([*command, str(rootfs)], check=True, stdout=subprocess.DEVNULL)
-            config = {
-                "Env": [f"PATH={IMAGE_PATH}", "LANG=C.UTF-8"],
-                "Cmd": ["python3"],
-            }
-            write_docker_archive(archive, PYTHON_IMAGE, rootfs, config)
+            write_docker_archive(archive, name, rootfs, config)
         _prune(archive)
-        log.info("built %s in %.0fs", PYTHON_IMAGE, time.monotonic() - start)
-    return Image(PYTHON_IMAGE, archive)
+        log.info("built %s in %.0fs", name, time.monotonic() - start)
+    return Image(name, archive)
+
+
+def python_image(settings: Settings) -> Image:
+    """The Debian + Python base image, built with mmdebstrap unless its archive is in the cache."""
+    config: dict[str, object] = {"Env": [f"PATH={IMAGE_PATH}", "LANG=C.UTF-8"], "Cmd": ["python3"]}
+    return _debian_image(settings, PYTHON_IMAGE, "python", BASE_PACKAGES, config)
+
+
+def redis_image(settings: Settings) -> Image:
+    """Debian's redis-server (the message queue of DI-engine's ``--mq-type redis``, a DIJob's ``none`` task:
+    workflows/cartpole-dqn-redis.yaml), run as Debian's ``redis`` user."""
+    config: dict[str, object] = {
+        "Env": [f"PATH={IMAGE_PATH}", "LANG=C.UTF-8"],
+        "Cmd": ["redis-server", "--bind", "0.0.0.0", "--protected-mode", "no"],
+        "User": "redis",
+    }
+    return _debian_image(settings, REDIS_IMAGE, "redis", REDIS_PACKAGES, config)
 
 
 def package_version(settings: Settings) -> str:
@@ -298,7 +323,7 @@ def dockerfile_images(settings: Settings) -> list[Image]:
     inputs changed: `make test` builds them in the background while the Go programs compile."""
     settings.images_dir.mkdir(parents=True, exist_ok=True)
     python = python_image(settings)
-    return [python, _dihera_image(settings, python)]
+    return [python, _dihera_image(settings, python), redis_image(settings)]
 
 
 def build_all(settings: Settings) -> list[Image]:
