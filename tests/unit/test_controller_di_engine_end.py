@@ -43,7 +43,7 @@ def test_past_the_grace_the_job_succeeds_and_says_why() -> None:
     update = status_after(late_collector(), {"phase": "Running", "restarts": 0}, LATER)
     assert update.phase == "Succeeded" and update.status["completionTimestamp"] == LATER
     message = update.status["conditions"][-1]["message"]
-    assert "every replica of learner succeeded (DI-engine's end); 2 other replica(s) still running 90 s" in message
+    assert "every replica of learner succeeded (DI-engine's end); 2 collector replica(s) still running 90 s" in message
     assert [e.reason for e in update.events] == ["JobSucceeded"]
     assert update.wakeup is None
 
@@ -76,6 +76,14 @@ def test_tasks_without_di_engine_roles_wait_for_every_replica() -> None:
     types = (("learner", TaskType.NONE), ("collector", TaskType.NONE))
     update = status_after(late_collector(types=types), {"phase": "Running"}, LATER)
     assert update.phase == "Running" and update.wakeup is None
+
+
+def test_replicas_of_none_tasks_are_not_waited_for() -> None:
+    """A none task (a Redis broker) never ends by itself: once the learner has, nothing else is waited for."""
+    update = status_after(late_collector(types=(("collector", TaskType.NONE),)), {"phase": "Running"}, SOON)
+    assert update.phase == "Succeeded", update.status
+    message = update.status["conditions"][-1]["message"]
+    assert message.endswith("2 replica(s) of collector (not DI-engine's roles) are stopped as cleanPodPolicy says")
 
 
 def test_a_learner_that_failed_is_not_an_end() -> None:

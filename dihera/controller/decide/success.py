@@ -4,10 +4,11 @@
 Without a successPolicy, a job whose tasks include DI-engine's learner or evaluator ends when they end:
 DI-engine's evaluator stops training at the stop value and tells every peer it is connected to
 (``finish``, once, best effort); a collector that joined later never hears it and would collect
-forever. So once every learner and evaluator replica has Succeeded, the others get
+forever. So once every learner and evaluator replica has Succeeded, the collectors get
 ``diengine/finish-grace-seconds`` (90) to end too (a collector waits up to 60 s in DI-engine before it
 sees ``finish``); then the job Succeeds and those still running are stopped (:func:`finish_grace_left`
-says when the pass is due). Jobs without such tasks Succeed when every replica has (DI-orchestrator's rule).
+says when the pass is due). Replicas of ``none`` tasks (a Redis broker, a dashboard) are not waited
+for. Jobs without learner or evaluator tasks Succeed when every replica has (DI-orchestrator's rule).
 
 | successPolicy            | the job Succeeds when                                        |
 |--------------------------|--------------------------------------------------------------|
@@ -101,10 +102,17 @@ def _ended(f: Facts) -> tuple[list[ReplicaState], str | None]:
     return enders, max(str(s.ended_at) for s in enders)
 
 
+def _collecting(f: Facts) -> list[ReplicaState]:
+    """The collector replicas that have not Succeeded: what the grace after DI-engine's end waits for."""
+    job = f.view.job
+    collectors = {t.name for t in job.tasks if t.type == TaskType.COLLECTOR} if job is not None else set()
+    return [s for s in f.kept if s.task in collectors and not _succeeded(s)]
+
+
 def finish_grace_left(f: Facts) -> float | None:
-    """Seconds until the others' grace after DI-engine's end runs out (the pass then due), else None."""
+    """Seconds until the collectors' grace after DI-engine's end runs out (the pass then due), else None."""
     _, ended = _ended(f)
-    if ended is None or f.view.job is None or all(_succeeded(s) for s in f.kept):
+    if ended is None or f.view.job is None or not _collecting(f):
         return None
     left = seconds_left(ended, finish_grace(f.view.job), f.now)
     return left if left is not None and left > 0 else None
@@ -114,10 +122,16 @@ def _di_engine_ended(f: Facts) -> str | None:
     enders, ended = _ended(f)
     if ended is None or f.view.job is None or finish_grace_left(f) is not None:
         return None
-    rest = [s for s in f.kept if s not in enders and not _succeeded(s)]
     tasks = ", ".join(dict.fromkeys(s.task for s in enders))
-    return (
-        f"every replica of {tasks} succeeded (DI-engine's end); {len(rest)} other replica(s) still running "
-        f"{finish_grace(f.view.job)} s later (they never heard DI-engine's finish, e.g. a collector that "
-        "joined late) are stopped as cleanPodPolicy says"
-    )
+    why = [f"every replica of {tasks} succeeded (DI-engine's end)"]
+    if collecting := _collecting(f):
+        why.append(
+            f"{len(collecting)} collector replica(s) still running {finish_grace(f.view.job)} s later (they never "
+            "heard DI-engine's finish, e.g. one that joined late) are stopped as cleanPodPolicy says"
+        )
+    enders_or_collectors = {*enders, *collecting}
+    others = [s for s in f.kept if s not in enders_or_collectors and not _succeeded(s)]
+    if others:
+        names = ", ".join(dict.fromkeys(s.task for s in others))
+        why.append(f"{len(others)} replica(s) of {names} (not DI-engine's roles) are stopped as cleanPodPolicy says")
+    return "; ".join(why)
