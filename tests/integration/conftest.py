@@ -11,6 +11,7 @@ controller, the di-server); the helpers they and the tests use are in modules na
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -142,9 +143,10 @@ def poll() -> Poll:
     return wait_until
 
 
-@pytest.fixture
-def namespace(cluster: client.ApiClient) -> Iterator[str]:
-    """A fresh namespace whose default service account exists; deleted after the test."""
+@contextlib.contextmanager
+def fresh_namespace(cluster: client.ApiClient) -> Iterator[str]:
+    """A fresh namespace whose default service account exists; on a clean exit, every DIJob's newest
+    condition must be its phase's; deleted after."""
     core = client.CoreV1Api(cluster)
     name = f"dihera-test-{uuid.uuid4().hex[:8]}"
     core.create_namespace(
@@ -171,6 +173,13 @@ def namespace(cluster: client.ApiClient) -> Iterator[str]:
         except ApiException as err:
             if err.status != 404:
                 raise
+
+
+@pytest.fixture
+def namespace(cluster: client.ApiClient) -> Iterator[str]:
+    """A fresh namespace whose default service account exists; deleted after the test."""
+    with fresh_namespace(cluster) as name:
+        yield name
 
 
 def phase_contradictions(cluster: client.ApiClient, namespace: str) -> list[str]:

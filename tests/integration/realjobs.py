@@ -7,6 +7,8 @@ phases recorded, and its pods' exit codes and logs read back.
 
 from __future__ import annotations
 
+import copy
+import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -21,7 +23,19 @@ from ci.devcluster import realnode
 from dihera.kube.jobs import JobStore
 from tests.integration.jobs import job_pods
 
-__all__ = ["ON_REAL_NODE", "Run", "executor_account", "exit_codes", "follow", "job_logs", "on_real_node", "own_lines"]
+__all__ = [
+    "KILL_DITASK",
+    "ON_REAL_NODE",
+    "Run",
+    "executor_account",
+    "exit_codes",
+    "follow",
+    "job_logs",
+    "kill_ditask",
+    "on_real_node",
+    "own_lines",
+    "small_requests",
+]
 
 REPO = Path(__file__).resolve().parents[2]
 FINAL = ("Succeeded", "Failed")
@@ -54,18 +68,62 @@ def executor_account(cluster: client.ApiClient, namespace: str) -> str:
     return name
 
 
-def on_real_node(example: str, namespace: str, image: str, cluster: client.ApiClient) -> dict[str, Any]:
-    """workflows/`example` with every task placed on the real node, running `image` (never pulled) under
-    a ServiceAccount Argo's executor may use. Nothing else of the workflow changes."""
-    doc: dict[str, Any] = yaml.safe_load((REPO / "workflows" / example).read_text())
+def on_real_node(
+    example: str | dict[str, Any],
+    namespace: str,
+    image: str,
+    cluster: client.ApiClient,
+    images: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """workflows/`example` (or a DIJob manifest) with every task placed on the real node, running `image`
+    (never pulled) under a ServiceAccount Argo's executor may use; `images` maps an image the workflow names
+    to the local one to run instead of `image` (a Redis task's). Nothing else of the workflow changes."""
+    if isinstance(example, str):
+        doc: dict[str, Any] = yaml.safe_load((REPO / "workflows" / example).read_text())
+    else:
+        doc = copy.deepcopy(example)
     doc["metadata"]["namespace"] = namespace
     account = executor_account(cluster, namespace)
     for task in doc["spec"]["tasks"]:  # tasks may share one template (YAML anchors): idempotent edits
         spec = task["template"]["spec"]
         spec.update(ON_REAL_NODE, serviceAccountName=account)
-        for container in spec["containers"]:
-            container.update(image=image, imagePullPolicy="Never")
+        for container in [*spec.get("initContainers", []), *spec["containers"]]:
+            local = (images or {}).get(container["image"], image)
+            container.update(image=local, imagePullPolicy="Never")
     return doc
+
+
+def small_requests(doc: dict[str, Any], cpu: str = "20m") -> dict[str, Any]:
+    """`doc` with every container's CPU request lowered to `cpu`: several jobs then fit on the real node's two
+    cores at once (they share the cores anyway; the requests only decide what the scheduler admits)."""
+    for task in doc["spec"]["tasks"]:
+        for container in task["template"]["spec"]["containers"]:
+            requests = container.setdefault("resources", {}).setdefault("requests", {})
+            requests["cpu"] = cpu
+    return doc
+
+
+#: Kills the DI-engine process (`ditask`, and with --parallel-workers its workers) of a container: a child of
+#: Argo's emissary (PID 1), not the pod object; prints what it killed.
+KILL_DITASK = """
+import os, signal
+for pid in (p for p in os.listdir("/proc") if p.isdigit() and p != "1" and int(p) != os.getpid()):
+    try:
+        argv = open(f"/proc/{pid}/cmdline", "rb").read().split(b"\\0")
+    except OSError:
+        continue
+    if any(arg.endswith(b"ditask") for arg in argv[:2]):
+        os.kill(int(pid), signal.SIGKILL)
+        print("killed", pid, b" ".join(argv[:3]).decode())
+"""
+
+
+def kill_ditask(kubeconfig: Path, namespace: str, pod: str, container: str = "di-container") -> str:
+    """SIGKILL the DI-engine process in `pod` (kubectl exec): what was killed."""
+    argv = ["kubectl", f"--kubeconfig={kubeconfig}", "exec", "-n", namespace, pod, "-c", container, "--"]
+    done = subprocess.run([*argv, "python", "-c", KILL_DITASK], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 @dataclass

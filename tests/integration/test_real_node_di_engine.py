@@ -1,0 +1,227 @@
+"""DI-engine's own programs in its ditask modes, unchanged, as DIJobs on the real node (issue 38).
+
+The jobs run at once (they share the node's two cores; most of a stock job's start is DI-engine waiting,
+see below), each followed by its own thread, and the tests then judge what each did, from DI-engine's own
+log lines only (no project code runs in these processes):
+
+- ``redis``: workflows/cartpole-dqn-redis.yaml, DI-engine's DQN example over Redis (``--mq-type redis``,
+  the broker a ``none`` task of the job, listed last). When the evaluator logs the stop value, a third
+  collector is added: it starts after DI-engine's one-off ``finish`` and never hears it. The job must
+  still Succeed (DI-engine's end: the learner and evaluator Succeeded; the late collector and Redis are
+  then stopped, docs/controller.md).
+
+How a test reads DI-engine: the evaluator logs (ditk, on stderr, in the pod's log)
+``Evaluation: Train Iter(N) Env Step(M) Episode Return(R)`` after each evaluation; it stops training at
+CartPole's stop value, 195, and every connected process then exits 0.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from ci.devcluster.images import REDIS_IMAGE
+from dihera.kube.jobs import JobStore
+from tests.integration.conftest import Poll, fresh_namespace
+from tests.integration.controllers import Controller
+from tests.integration.jobs import edit_replicas, job_pods
+from tests.integration.realjobs import Run, exit_codes, follow, job_logs, on_real_node, small_requests
+
+pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+
+STOP_VALUE = 195.0
+RETURN = re.compile(r"Evaluation: Train Iter\((\d+)\) Env Step\((\d+)\) Episode Return\((-?[0-9.]+)\)")
+#: DI-engine's collectors waiting for the learner (ding/framework/middleware/distributer.py): the start-up loss
+CONTEXT_TIMEOUT = "Timeout when waiting for new context"
+#: From create to the end of every job. Stock DI-engine loses its collectors' first data while the learner
+#: formats its config (about 2 minutes of DI-engine's own 60-s waits, docs/di-engine.md), then trains in about a
+#: minute; the jobs share two cores.
+TIME_BOUND = 900
+#: How often the side work of a job reads its pods' logs.
+LOG_EVERY = 3.0
+
+
+def returns(log: str) -> list[tuple[int, float]]:
+    """(train iteration, episode return) of every evaluation DI-engine's evaluator logged."""
+    return [(int(m.group(1)), float(m.group(3))) for m in RETURN.finditer(log)]
+
+
+def pod_of(pods: list[dict[str, Any]], task: str, index: int = 0) -> dict[str, Any] | None:
+    """The newest pod of replica `task`-`index` (its hostname ends so)."""
+    mine = [p for p in pods if p["spec"].get("hostname", "").endswith(f"-{task}-{index}")]
+    return max(mine, key=lambda p: p["metadata"]["creationTimestamp"]) if mine else None
+
+
+@dataclass
+class Outcome:
+    """What a job did: how it ended, its pods and their logs read at the end, and what its side work saw."""
+
+    run: Run
+    namespace: str
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    logs: dict[str, str] = field(default_factory=dict)
+    seen: dict[str, Any] = field(default_factory=dict)
+
+    def log_of(self, task: str, index: int = 0) -> str:
+        pod = pod_of(self.pods, task, index)
+        return self.logs.get(pod["metadata"]["name"], "") if pod else ""
+
+
+@dataclass
+class Job:
+    """A DIJob to run: its manifest, and the side work done while it runs (`tick(seen, status)`, each second)."""
+
+    name: str
+    manifest: dict[str, Any]
+    tick: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
+
+
+class Side:
+    """Side work's view of one running job: its pods and their logs, re-read at most every LOG_EVERY s."""
+
+    def __init__(self, cluster: client.ApiClient, namespace: str, name: str) -> None:
+        self.cluster, self.namespace, self.name = cluster, namespace, name
+        self.start = time.monotonic()
+        self._read = 0.0
+        self.pods: list[dict[str, Any]] = []
+        self.logs: dict[str, str] = {}
+
+    def refresh(self) -> bool:
+        if time.monotonic() - self._read < LOG_EVERY:
+            return False
+        self._read = time.monotonic()
+        self.pods = job_pods(self.cluster, self.namespace, self.name)
+        self.logs = job_logs(self.cluster, self.namespace, self.name)
+        return True
+
+    def log_of(self, task: str, index: int = 0) -> str:
+        pod = pod_of(self.pods, task, index)
+        return self.logs.get(pod["metadata"]["name"], "") if pod else ""
+
+    def now(self) -> float:
+        return round(time.monotonic() - self.start, 1)
+
+
+def redis_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
+    """workflows/cartpole-dqn-redis.yaml; at the stop value a third collector is added (rank 5: above Redis)."""
+    doc = small_requests(on_real_node("cartpole-dqn-redis.yaml", namespace, image, cluster, {"redis:7": REDIS_IMAGE}))
+    name = doc["metadata"]["name"]
+    side = Side(cluster, namespace, name)
+
+    def tick(seen: dict[str, Any], status: dict[str, Any]) -> None:
+        if not side.refresh():
+            return
+        if "added" not in seen:
+            if any(value >= STOP_VALUE for _, value in returns(side.log_of("evaluator"))):
+                edit_replicas(cluster, namespace, name, collector=3)
+                seen["added"] = side.now()
+            return
+        late = pod_of(side.pods, "collector", 2)
+        if late is not None:
+            seen["late pod"] = late
+            seen["late log"] = side.logs.get(late["metadata"]["name"], seen.get("late log", ""))
+            states = {c["name"]: c.get("state", {}) for c in late["status"].get("containerStatuses", [])}
+            if "running" in states.get("di-container", {}):
+                seen.setdefault("late collector running", side.now())
+
+    return Job(name, doc, tick)
+
+
+@pytest.fixture(scope="module")
+def outcomes(
+    ding_image: str, controller_kubeconfig: Path, dijob_crd: None, cluster: client.ApiClient, tmp_path_factory: Any
+) -> Iterator[dict[str, Outcome]]:
+    """Every job of the module created at once in one namespace, under one controller, followed to its end."""
+    with fresh_namespace(cluster) as namespace:
+        ctl = Controller(controller_kubeconfig, namespace, tmp_path_factory.mktemp("ctl") / "controller.log")
+        ctl.start()
+        try:
+            jobs = [redis_job(cluster, namespace, ding_image)]
+            yield run_all(cluster, namespace, jobs)
+        finally:
+            ctl.kill()
+            print(ctl.logs()[-4000:])
+
+
+def run_all(cluster: client.ApiClient, namespace: str, jobs: list[Job]) -> dict[str, Outcome]:
+    """Create every job, follow each in its own thread until it ended, read its pods and logs then."""
+    store, lock = JobStore(cluster), threading.Lock()
+    for job in jobs:
+        store.create(job.manifest)
+
+    def one(job: Job) -> Outcome:
+        seen: dict[str, Any] = {}
+
+        def tick(status: dict[str, Any]) -> None:
+            if job.tick is not None:
+                try:
+                    job.tick(seen, status)
+                except client.ApiException as err:  # a pod gone between a list and a log read: next tick
+                    with lock:
+                        seen.setdefault("api errors", []).append(f"{err.status} {err.reason}")
+
+        run = follow(cluster, namespace, job.name, timeout=TIME_BOUND, on_tick=tick)
+        pods, logs = job_pods(cluster, namespace, job.name), job_logs(cluster, namespace, job.name)
+        return Outcome(run, namespace, pods, logs, seen)
+
+    with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+        done = dict(zip([j.name for j in jobs], pool.map(one, jobs), strict=True))
+    for name, outcome in done.items():
+        print(
+            f"\n[di-engine] {name}: {outcome.run.status.get('phase')} in {outcome.run.seconds:.0f}s, "
+            f"phases {outcome.run.phases}; seen {sorted(outcome.seen)}"
+        )
+    return done
+
+
+def assert_trained(outcome: Outcome, tasks: dict[str, int]) -> list[tuple[int, float]]:
+    """The job Succeeded, DI-engine's evaluator logged a return >= the stop value, and every pod of `tasks`
+    (task -> replicas) ran on the real node and exited 0. Returns the evaluator's (iteration, return)s."""
+    run = outcome.run
+    tails = {p: log[-2500:] for p, log in outcome.logs.items()}
+    assert run.status.get("phase") == "Succeeded", (run.phases, run.status, tails)
+    evaluations = returns(outcome.log_of("evaluator"))
+    assert evaluations and evaluations[-1][1] >= STOP_VALUE and evaluations[-1][0] > 0, (evaluations, tails)
+    for task, replicas in tasks.items():
+        for index in range(replicas):
+            pod = pod_of(outcome.pods, task, index)
+            assert pod is not None, (task, index, [p["metadata"]["name"] for p in outcome.pods])
+            codes = exit_codes(pod)
+            assert pod["status"]["phase"] == "Succeeded" and set(codes.values()) == {0}, (task, index, codes)
+    return evaluations
+
+
+def test_redis_as_message_queue_trains_and_a_collector_added_at_the_end_does_not_keep_the_job_running(
+    outcomes: dict[str, Outcome], cluster: client.ApiClient, poll: Poll
+) -> None:
+    outcome = outcomes["cartpole-dqn-redis"]
+    evaluations = assert_trained(outcome, {"learner": 1, "evaluator": 1, "collector": 2})
+    seen = outcome.seen
+    assert "added" in seen, f"the stop value was never seen while the job ran: {evaluations}"
+    late = seen.get("late pod")
+    assert late is not None and late["metadata"]["annotations"]["diengine/rank"] == "5", late
+    # It was running DI-engine when the job ended, and was stopped (deleted by cleanPodPolicy: Running),
+    # not left behind and not counted as a failure.
+    assert "late collector running" in seen, seen
+    def stopped() -> bool:
+        pods = job_pods(cluster, outcome.namespace, "cartpole-dqn-redis")
+        return late["metadata"]["name"] not in {p["metadata"]["name"] for p in pods} and pod_of(pods, "redis") is None
+
+    poll(stopped, 60, "the late collector's and Redis's pods deleted after the job Succeeded")
+    message = outcome.run.status["conditions"][-1]["message"]
+    assert "DI-engine's end" in message and "1 collector replica(s) still running" in message, message
+    assert "1 replica(s) of redis (not DI-engine's roles) are stopped" in message, message
+    assert outcome.run.status.get("restarts", 0) == 0, outcome.run.status
+    print(
+        f"\n[di-engine] redis: evaluations {evaluations}; late collector added at {seen['added']} s, "
+        f"running at {seen['late collector running']} s; {outcome.run.seconds:.0f}s to Succeeded; {message}"
+    )
