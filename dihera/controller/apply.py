@@ -199,30 +199,31 @@ class Applier:
 
     def _repair_membership(self, view: JobView, why: str, extra: Mapping[str, str]) -> JobView:
         assert view.job is not None
-        found: dict[str, Any] | None
-        if why == "deleted":
+        membership = view.membership
+        if membership is None:  # deleted, or its membership.json removed or broken: rebuilt from the Workflow
             workflow = self.objects.get_workflow(view.namespace, workflow_name(view.name))
             if workflow is None:
                 return view  # the Workflow is gone too: the job fails (WorkflowDeleted)
             recorded = int(view.status.get("membershipGeneration") or 1)
             membership = membership_of_workflow(workflow, max(recorded, workflow_generation(workflow)))
-            wanted = membership_configmap(view.job, membership, self._render)
+            source = f"the Workflow's {len(membership.replicas)} replicas, generation {membership.generation}"
+        else:
+            source = "its membership.json"
+        wanted = membership_configmap(view.job, membership, self._render)
+        found: dict[str, Any] | None
+        if why == "deleted":
             found, created = self.objects.create(wanted)
             if not created:
                 return view  # the watch cache was behind: it exists
             self._metrics.wrote("create", "ConfigMap")
-            how = f"created again from the Workflow's {len(membership.replicas)} replicas"
-            how += f", generation {membership.generation}"
+            how = f"created again from {source}"
         else:
-            assert view.membership is not None and view.configmap is not None
-            membership = view.membership
-            wanted = membership_configmap(view.job, membership, self._render)
-            current = self.objects.get_configmap(view.namespace, view.configmap["metadata"]["name"])
+            current = self.objects.get_configmap(view.namespace, wanted["metadata"]["name"])
             found = self.objects.put_back("ConfigMap", current, {"data": wanted["data"]}) if current else None
             if found is None:
                 return view
             self._metrics.wrote("update", "ConfigMap")
-            how = "put back from its membership.json"
+            how = f"put back from {source}"
         message = f"the job's membership ConfigMap {wanted['metadata']['name']} was {why}: {how}"
         self._warn(view, EventReason.MEMBERSHIP_REPAIRED, message, extra)
         return dataclasses.replace(view, configmap=found, membership=membership)

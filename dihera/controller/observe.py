@@ -126,8 +126,15 @@ class CachedReads:
 
 
 def membership_of(configmap: Mapping[str, Any] | None) -> Membership | None:
+    """The membership a ConfigMap holds; None when it has no ``membership.json`` or an unreadable one (edited
+    by hand: the pass rebuilds it from the Workflow, :meth:`~dihera.controller.apply.Applier.repairs`)."""
     text = ((configmap or {}).get("data") or {}).get(MEMBERSHIP_FILE)
-    return _parse_membership(text) if text else None
+    if not text:
+        return None
+    try:
+        return _parse_membership(text)
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 @functools.lru_cache(maxsize=64)

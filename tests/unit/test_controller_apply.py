@@ -7,11 +7,15 @@ import copy
 from collections.abc import Sequence
 from typing import Any, cast
 
+import pytest
+
 from dihera.controller.apply import Applier
 from dihera.controller.decide.outside import plan_outside
 from dihera.controller.decide.view import JobView
 from dihera.controller.metrics import Metrics
+from dihera.controller.observe import membership_of
 from dihera.render import RenderSettings, render
+from dihera.render.env import MEMBERSHIP_FILE
 from dihera.render.objects import membership_configmap, service
 from dihera.validation import load_job
 from tests.builders import PodBuilder, WorkflowBuilder, job, retry_node, task
@@ -178,3 +182,33 @@ def test_a_copy_is_deleted_an_argo_suspend_suspends_the_dijob_and_an_edit_is_put
     assert api.suspended == ["job"]
     assert [r for r, _ in api.events] == ["WorkflowCopyDeleted", "SuspendedInArgo", "ServiceRepaired"]
     assert "kubectl patch dijob job -n ns --type merge" in api.events[1][1]
+
+
+@pytest.mark.parametrize("text", [None, "{not json", '{"generation": 1}'])
+def test_a_configmap_whose_membership_json_was_removed_or_broken_is_put_back_from_the_workflow(
+    text: str | None,
+) -> None:
+    """No membership.json to put the node lists back from (removed, or edited into something unreadable):
+    the membership is rebuilt from the Workflow's replicas, as for a deleted ConfigMap, and written back."""
+    api = Outside(dijob(), MEMBERSHIP)
+    applier = Applier(cast(Any, api), cast(Any, api), cast(Any, api), cast(Any, None), Metrics(), RenderSettings())
+    configmap = membership_configmap(dijob(), MEMBERSHIP, RenderSettings())
+    wanted = dict(configmap["data"])
+    edited = {**configmap, "data": {k: v for k, v in wanted.items() if k != MEMBERSHIP_FILE}}
+    if text is not None:
+        edited["data"][MEMBERSHIP_FILE] = text
+    api.objects[("ConfigMap", edited["metadata"]["name"])] = edited
+    view = outside_view(api, configmap=edited, membership=membership_of(edited))
+    assert view.membership is None
+    after = applier.undo_outside(view, plan_outside(view, RenderSettings()), {})
+    assert api.writes == ["put back ConfigMap"]
+    assert api.objects[("ConfigMap", edited["metadata"]["name"])]["data"] == wanted
+    assert after.membership == MEMBERSHIP
+    assert api.events == [
+        (
+            "MembershipRepaired",
+            f"the job's membership ConfigMap {edited['metadata']['name']} was edited (no readable membership.json): "
+            "put back from the Workflow's 3 replicas, generation 1",
+        )
+    ]
+    assert plan_outside(after, RenderSettings()).empty

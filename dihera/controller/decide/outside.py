@@ -88,7 +88,7 @@ def _membership_repair(view: JobView, settings: RenderSettings) -> str | None:
     if view.configmap is None:
         return "deleted" if view.ours is not None and view.phase not in HELD_PHASES else None
     if view.membership is None:
-        return "edited (no membership.json)"
+        return "edited (no readable membership.json)"
     edited = _edited_keys(view.configmap, view.job, view.membership, settings)
     return f"edited ({', '.join(edited)})" if edited else None
 
