@@ -16,6 +16,7 @@ import os
 import signal
 import socket
 import threading
+from collections.abc import Callable
 from typing import Any
 
 from dihera.constants import FIELD_MANAGER_CONTROLLER
@@ -91,6 +92,10 @@ class Controller:
             lambda ns, job: store.of_job("Workload", ns, job),
         )
 
+    def healthy(self) -> bool:
+        """Its watches run (an informer whose thread died would leave jobs unseen)."""
+        return self.watches.alive()
+
     def start(self) -> None:
         self.events.start()
         self.watches.start()
@@ -111,6 +116,24 @@ def _on_signals(stop: threading.Event) -> None:
         signal.signal(sig, lambda *_: stop.set())
 
 
+def _elector(settings: ControllerSettings, controller: Controller, on_lost: Callable[[], None]) -> LeaderElector | None:
+    """The replica's campaign for the Lease (None: standalone), not started; leading starts ``controller``."""
+    election = settings.leader_election
+    if election is None:
+        return None
+    return LeaderElector(
+        api_client(settings.kubeconfig, settings.context),
+        election.namespace,
+        election.name,
+        _identity(settings),
+        on_started=controller.start,
+        on_stopped=on_lost,
+        lease_seconds=election.lease_seconds,
+        renew_seconds=election.renew_seconds,
+        retry_seconds=election.retry_seconds,
+    )
+
+
 def run_controller(settings: ControllerSettings) -> int:
     """Run until SIGTERM/SIGINT (exit 0) or until this replica loses the Lease (exit 1)."""
     configure_logging()
@@ -119,33 +142,27 @@ def run_controller(settings: ControllerSettings) -> int:
     metrics = Metrics()
     controller = Controller(settings, metrics)
     readiness = Readiness()
-    endpoints = Endpoints(settings.bind_address, settings.metrics_port, settings.health_port, metrics, readiness)
-    endpoints.start()
 
     def lost_lease() -> None:
         lost.set()
         stop.set()
 
-    elector = None
-    election = settings.leader_election
-    if election is None:
+    elector = _elector(settings, controller, lost_lease)
+
+    def healthy() -> bool:
+        return controller.healthy() and (elector is None or elector.alive)
+
+    endpoints = Endpoints(
+        settings.bind_address, settings.metrics_port, settings.health_port, metrics, readiness, healthy
+    )
+    endpoints.start()
+    if elector is None:
         controller.start()
     else:
-        lease_api = api_client(settings.kubeconfig, settings.context)
-        elector = LeaderElector(
-            lease_api,
-            election.namespace,
-            election.name,
-            _identity(settings),
-            on_started=controller.start,
-            on_stopped=lost_lease,
-            lease_seconds=election.lease_seconds,
-            renew_seconds=election.renew_seconds,
-            retry_seconds=election.retry_seconds,
-        )
         elector.start()
     readiness.set()
     where = "all namespaces" if settings.all_namespaces else ", ".join(settings.namespaces)
+    election = settings.leader_election
     how = "standalone" if election is None else f"Lease {election.namespace}/{election.name} as {_identity(settings)}"
     log.info("controller started: %s; %s; metrics on %s", where, how, endpoints.ports or "no port")
     while not stop.wait(1.0):

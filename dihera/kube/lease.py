@@ -79,6 +79,11 @@ class LeaderElector:
         self._thread.start()
 
     @property
+    def alive(self) -> bool:
+        """The election's thread runs (or has not started): a replica whose election died would never lead."""
+        return self._thread.ident is None or self._thread.is_alive()
+
+    @property
     def leading(self) -> bool:
         return self._leading.is_set()
 

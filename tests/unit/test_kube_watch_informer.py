@@ -192,3 +192,29 @@ def test_a_stop_while_the_watch_request_is_sent_ends_the_watch_at_once() -> None
     assert returned.wait(5)
     informer._thread.join(2)
     assert not informer._thread.is_alive()  # not left reading a watch nobody will shut down
+
+
+class _Died(BaseException):
+    """Not an Exception: the informer's retry loop does not catch it, so its thread ends."""
+
+
+def test_alive_until_its_thread_ends_without_being_stopped() -> None:
+    """What the controller's /healthz reports: a thread that died is not alive; one stopped on purpose, or
+    not started yet, is."""
+
+    def dies(**_: Any) -> Response:
+        raise _Died
+
+    informer = Informer(dies, "pods", lambda objs, version: None, lambda kind, obj: None)
+    assert informer.alive  # not started
+    hook = threading.excepthook
+    threading.excepthook = lambda args: None  # the thread's traceback is expected
+    try:
+        informer.start()
+        informer._thread.join(5)
+    finally:
+        threading.excepthook = hook
+    assert not informer.alive
+    stopped = Informer(Script([]), "pods", lambda objs, version: None, lambda kind, obj: None)
+    stopped.stop()
+    assert stopped.alive

@@ -125,6 +125,11 @@ class Informer:
     def stopped(self) -> bool:
         return self._stop.is_set()
 
+    @property
+    def alive(self) -> bool:
+        """False only when its thread ended without being stopped (nothing it watches is seen any more)."""
+        return self._stop.is_set() or self._thread.ident is None or self._thread.is_alive()
+
     def _run(self) -> None:
         version: str | None = None
         failures = 0

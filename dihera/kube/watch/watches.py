@@ -156,6 +156,11 @@ class Watches:
             informers = [i for kinds in self._informers.values() for k, i in kinds.items() if k in self._always]
         return all(i.synced.is_set() for i in informers)
 
+    def alive(self) -> bool:
+        """Every informer's thread runs (or was stopped on purpose): what the controller's liveness reports."""
+        with self._lock:
+            return all(i.alive for kinds in self._informers.values() for i in kinds.values())
+
     def wait_synced(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for :meth:`synced`."""
         deadline = time.monotonic() + timeout
