@@ -94,8 +94,6 @@ class EventReason(StrEnum):
     DROP_BOUND_REACHED = "DropBoundReached"
     #: Kueue evicted the job's Workload (preempted, deactivated...): its replicas are stopped and it is queued again.
     EVICTED = "Evicted"
-    #: Kueue admitted the job's Workload: its replicas are started (again).
-    ADMITTED = "Admitted"
     #: A Workflow labelled with the job that is not its own (an Argo RESUBMIT's copy) was deleted.
     WORKFLOW_COPY_DELETED = "WorkflowCopyDeleted"
     #: The job's Workflow was suspended in Argo: the DIJob is suspended instead.

@@ -181,7 +181,7 @@ def add_leader_election_flags(p: Any) -> None:
         help="how often the holder renews and the others try to take the Lease "
         "(default: $DIHERA_LEASE_RETRY_PERIOD, else 2)",
     )
-    p.add_argument("--identity", help="this replica's name in the Lease (default: $DIHERA_POD_NAME, else host/pid)")
+    p.add_argument("--identity", help="this replica's name in the Lease (default: $DIHERA_POD_NAME, else <host>_<pid>)")
 
 
 def _seconds(flag: int | None, env: str | None, default: int) -> int:
