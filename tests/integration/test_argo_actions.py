@@ -9,6 +9,7 @@ ever share a hostname.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -19,11 +20,13 @@ import httpx
 import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
+from playwright.sync_api import Locator, Page
 
 from ci.devcluster import Cluster, Settings
 from dihera.kube.jobs import JobStore
 from dihera.naming import membership_configmap_name, service_name
 from tests.chart.helm import render
+from tests.integration.argo_ui import browser_page, expect_text, screenshot, wait_for
 from tests.integration.conftest import Poll
 from tests.integration.controllers import Controller
 from tests.integration.jobs import edit_replicas, manifest, phase_is, task
@@ -223,3 +226,54 @@ def test_a_deleted_service_and_membership_configmap_come_back_and_a_scale_up_the
     )
     assert settled["membershipGeneration"] == 2
     print(f"the Service and the ConfigMap back {back:.1f} s after they were deleted")
+
+
+def enabled_button(page: Page | Locator, name: str) -> Locator | None:
+    """The first visible, enabled button whose text is ``name`` (any case: the UI upper-cases with CSS) in
+    ``page`` (or a part of it), if it shows one. (By its text, not its accessible name: that holds the
+    glyph of its Font Awesome icon.)"""
+    found = page.locator("button").filter(has_text=re.compile(rf"^\s*{re.escape(name)}\s*$", re.IGNORECASE))
+    for i in range(found.count()):
+        button = found.nth(i)
+        if button.is_visible() and button.is_enabled():
+            return button
+    return None
+
+
+def test_resubmit_and_suspend_clicked_in_the_real_argo_ui(
+    controller: Controller,
+    admission_policy: None,
+    argo_server: str,
+    cluster: client.ApiClient,
+    namespace: str,
+    poll: Poll,
+) -> None:
+    """A person in the Argo UI: on a running DIJob's Workflow page, RESUBMIT (its panel's Resubmit button)
+    shows the admission policy's refusal and makes no copy; SUSPEND (and its confirmation) suspends the DIJob
+    the DIJob way: spec.suspend, phase Suspended, an Event saying to use the DIJob next time."""
+    jobs = JobStore(cluster)
+    custom = client.CustomObjectsApi(cluster)
+    name = "clicked"
+    jobs.create(manifest(name, namespace, task("learner", **LONG), task("collector", 2, **LONG)))
+    poll(phase_is(jobs, namespace, name, "Running"), 120, "the DIJob Running")
+    shots = Cluster(Settings.from_environ()).state.screenshots
+    with HostnameWatch(cluster, namespace) as watch, browser_page() as page:
+        page.goto(f"{argo_server}/workflows/{namespace}/{name}")
+        wait_for(page, lambda: enabled_button(page, "SUSPEND"), "the toolbar, SUSPEND enabled (a running Workflow)")
+        wait_for(page, lambda: enabled_button(page, "RESUBMIT"), "the RESUBMIT button").click()
+        panel = page.locator(".sliding-panel")
+        wait_for(page, lambda: enabled_button(panel, "Resubmit"), "the Resubmit panel's button").click()
+        expect_text(page, ["a second time under the same hostnames"], "the admission policy's refusal in the panel")
+        screenshot(page, shots, "argo-ui-resubmit-refused")
+        listed = custom.list_namespaced_custom_object("argoproj.io", "v1alpha1", namespace, "workflows")
+        assert [w["metadata"]["name"] for w in listed["items"]] == [name], "RESUBMIT made a copy"
+
+        page.goto(f"{argo_server}/workflows/{namespace}/{name}")
+        wait_for(page, lambda: enabled_button(page, "SUSPEND"), "SUSPEND enabled").click()
+        expect_text(page, ["Are you sure you want to suspend this workflow?"], "SUSPEND's confirmation")
+        wait_for(page, lambda: enabled_button(page, "OK"), "the confirmation's OK").click()
+        suspended = poll(phase_is(jobs, namespace, name, "Suspended"), BOUND, "the DIJob Suspended")
+        assert (jobs.get(namespace, name) or {})["spec"]["suspend"] is True, suspended
+        poll(has_event(cluster, namespace, name, "SuspendedInArgo", "kubectl patch dijob"), BOUND, "its Event")
+        screenshot(page, shots, "argo-ui-suspended")
+    assert watch.looks > 5 and not watch.seen, f"two live pods shared a hostname: {watch.seen}"
