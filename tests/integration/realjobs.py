@@ -54,17 +54,25 @@ EXECUTOR_RULES = [
 
 
 def executor_account(cluster: client.ApiClient, namespace: str) -> str:
-    """A service account in ``namespace`` allowed what Argo's init and wait containers do."""
+    """A service account in ``namespace`` allowed what Argo's init and wait containers do (made once: several
+    jobs of a namespace share it)."""
     name = "dijob-executor"
-    client.CoreV1Api(cluster).create_namespaced_service_account(namespace, {"metadata": {"name": name}})
     rbac = client.RbacAuthorizationV1Api(cluster)
-    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": EXECUTOR_RULES})
     binding = {
         "metadata": {"name": name},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
     }
-    rbac.create_namespaced_role_binding(namespace, binding)
+    for create, body in (
+        (client.CoreV1Api(cluster).create_namespaced_service_account, {"metadata": {"name": name}}),
+        (rbac.create_namespaced_role, {"metadata": {"name": name}, "rules": EXECUTOR_RULES}),
+        (rbac.create_namespaced_role_binding, binding),
+    ):
+        try:
+            create(namespace, body)
+        except client.ApiException as err:
+            if err.status != 409:
+                raise
     return name
 
 

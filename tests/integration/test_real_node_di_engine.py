@@ -4,6 +4,11 @@ The jobs run at once (they share the node's two cores; most of a stock job's sta
 see below), each followed by its own thread, and the tests then judge what each did, from DI-engine's own
 log lines only (no project code runs in these processes):
 
+- ``stock``: the README's Python example (workflows/python/cartpole_dqn_stock.py): DI-engine's DQN example,
+  ``ditask --platform k8s --topology mesh --main ding.example.dqn.main``, learner, evaluator, two collectors.
+  Once it trains, its headless Service is deleted: the controller puts it back, and training goes on.
+- ``star``: the same program in star topology (every rank dials rank 0 only), its one collector replica
+  running two DI-engine workers (``--parallel-workers 2``: node ids 4 and 5, both collectors).
 - ``redis``: workflows/cartpole-dqn-redis.yaml, DI-engine's DQN example over Redis (``--mq-type redis``,
   the broker a ``none`` task of the job, listed last). When the evaluator logs the stop value, a third
   collector is added: it starts after DI-engine's one-off ``finish`` and never hears it. The job must
@@ -18,6 +23,7 @@ CartPole's stop value, 195, and every connected process then exits 0.
 from __future__ import annotations
 
 import re
+import runpy
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,10 +37,11 @@ from kubernetes import client
 
 from ci.devcluster.images import REDIS_IMAGE
 from dihera.kube.jobs import JobStore
+from dihera.naming import service_name
 from tests.integration.conftest import Poll, fresh_namespace
 from tests.integration.controllers import Controller
 from tests.integration.jobs import edit_replicas, job_pods
-from tests.integration.realjobs import Run, exit_codes, follow, job_logs, on_real_node, small_requests
+from tests.integration.realjobs import REPO, Run, exit_codes, follow, job_logs, on_real_node, small_requests
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
@@ -111,6 +118,57 @@ class Side:
         return round(time.monotonic() - self.start, 1)
 
 
+def stock_manifest(namespace: str, image: str) -> dict[str, Any]:
+    """The README's Python example, built as README.md shows it (workflows/python/cartpole_dqn_stock.py)."""
+    build = runpy.run_path(str(REPO / "workflows/python/cartpole_dqn_stock.py"))["build"]
+    manifest: dict[str, Any] = build(image=image, namespace=namespace).to_manifest()
+    return manifest
+
+
+def stock_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
+    """The README's example; once the evaluator has evaluated a trained model, its Service is deleted."""
+    doc = small_requests(on_real_node(stock_manifest(namespace, image), namespace, image, cluster))
+    name = doc["metadata"]["name"]
+    side = Side(cluster, namespace, name)
+    core = client.CoreV1Api(cluster)
+
+    def tick(seen: dict[str, Any], status: dict[str, Any]) -> None:
+        if "service deleted" in seen:
+            if "service back" not in seen:
+                try:
+                    back = core.read_namespaced_service(service_name(name), namespace)
+                except client.ApiException as err:
+                    if err.status != 404:
+                        raise
+                    return
+                seen["service back"] = round(time.monotonic() - seen["deleted at"], 1)
+                seen["service uid"] = (seen["old uid"], back.metadata.uid)
+            return
+        if not side.refresh() or not any(i > 0 for i, _ in returns(side.log_of("evaluator"))):
+            return
+        seen["old uid"] = core.read_namespaced_service(service_name(name), namespace).metadata.uid
+        seen["deleted at"] = time.monotonic()
+        core.delete_namespaced_service(service_name(name), namespace)
+        seen["service deleted"] = side.now()
+
+    return Job(name, doc, tick)
+
+
+def star_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
+    """The README's example in star topology; its one collector replica runs two DI-engine workers."""
+    doc = stock_manifest(namespace, image)
+    doc["metadata"]["name"] = "cartpole-dqn-star"
+    for task in doc["spec"]["tasks"]:
+        container = task["template"]["spec"]["containers"][0]
+        args = ["star" if a == "mesh" else a for a in container["args"]]
+        if task["type"] == "collector":
+            task["replicas"] = 1
+            args += ["--parallel-workers", "2"]
+            container["ports"].append({"name": "di-port-1", "containerPort": 22271})
+        container["args"] = args
+    return Job("cartpole-dqn-star", small_requests(on_real_node(doc, namespace, image, cluster)))
+
+
 def redis_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
     """workflows/cartpole-dqn-redis.yaml; at the stop value a third collector is added (rank 5: above Redis)."""
     doc = small_requests(on_real_node("cartpole-dqn-redis.yaml", namespace, image, cluster, {"redis:7": REDIS_IMAGE}))
@@ -145,7 +203,11 @@ def outcomes(
         ctl = Controller(controller_kubeconfig, namespace, tmp_path_factory.mktemp("ctl") / "controller.log")
         ctl.start()
         try:
-            jobs = [redis_job(cluster, namespace, ding_image)]
+            jobs = [
+                stock_job(cluster, namespace, ding_image),
+                star_job(cluster, namespace, ding_image),
+                redis_job(cluster, namespace, ding_image),
+            ]
             yield run_all(cluster, namespace, jobs)
         finally:
             ctl.kill()
@@ -212,6 +274,7 @@ def test_redis_as_message_queue_trains_and_a_collector_added_at_the_end_does_not
     # It was running DI-engine when the job ended, and was stopped (deleted by cleanPodPolicy: Running),
     # not left behind and not counted as a failure.
     assert "late collector running" in seen, seen
+
     def stopped() -> bool:
         pods = job_pods(cluster, outcome.namespace, "cartpole-dqn-redis")
         return late["metadata"]["name"] not in {p["metadata"]["name"] for p in pods} and pod_of(pods, "redis") is None
@@ -225,3 +288,45 @@ def test_redis_as_message_queue_trains_and_a_collector_added_at_the_end_does_not
         f"\n[di-engine] redis: evaluations {evaluations}; late collector added at {seen['added']} s, "
         f"running at {seen['late collector running']} s; {outcome.run.seconds:.0f}s to Succeeded; {message}"
     )
+
+
+#: DI-engine's NNG listener, logged by every process at start (ding/framework/message_queue/nng.py)
+LISTEN = re.compile(r"NNG listen on (tcp://[^,\s]+), attach to \[([^\]]*)\]")
+
+
+def test_di_engines_own_dqn_example_trains_to_the_stop_value_and_survives_its_service_deleted(
+    outcomes: dict[str, Outcome],
+) -> None:
+    """The README's Python example: every pod exits 0 and DI-engine's evaluator logs a return >= 195; its
+    Service, deleted while it trained, was back within 10 s (a new object: made again by the controller)."""
+    outcome = outcomes["cartpole-dqn-stock"]
+    evaluations = assert_trained(outcome, {"learner": 1, "evaluator": 1, "collector": 2})
+    seen = outcome.seen
+    assert "service deleted" in seen and seen.get("service back", 99) <= 10, seen
+    old, new = seen["service uid"]
+    assert old != new, seen
+    # DI-engine's start-up: collectors that sent before the learner subscribed lost that data, and waited
+    timeouts = {i: outcome.log_of("collector", i).count(CONTEXT_TIMEOUT) for i in range(2)}
+    first_trained = next(i for i, (it, _) in enumerate(evaluations) if it > 0)
+    print(
+        f"\n[di-engine] stock: {outcome.run.seconds:.0f}s to Succeeded; evaluations {evaluations}; "
+        f"collectors' '{CONTEXT_TIMEOUT}' lines {timeouts}; first evaluation of a trained model #{first_trained}; "
+        f"Service deleted at {seen['service deleted']} s, back after {seen['service back']} s"
+    )
+
+
+def test_star_topology_with_two_workers_in_a_collector_pod_trains(outcomes: dict[str, Outcome]) -> None:
+    """Star: every process dials rank 0 (the learner) only; the collector pod's two workers each listen on
+    their own port (22270, 22271) and dial both of rank 0's ports."""
+    outcome = outcomes["cartpole-dqn-star"]
+    assert_trained(outcome, {"learner": 1, "evaluator": 1, "collector": 1})
+    learner = pod_of(outcome.pods, "learner")
+    assert learner is not None
+    host = learner["spec"]["hostname"]
+    listens = LISTEN.findall(outcome.log_of("collector"))
+    assert sorted(address.rsplit(":", 1)[1] for address, _ in listens) == ["22270", "22271"], listens
+    for _, attach in listens:  # the learner's ports (and the first worker's, for the second)
+        dialled = [a.strip().strip("'") for a in attach.split(",") if a.strip()]
+        assert dialled and all(host in a or "cartpole-dqn-star-collector-0" in a for a in dialled), listens
+    (evaluator_listen,) = LISTEN.findall(outcome.log_of("evaluator"))
+    assert host in evaluator_listen[1], evaluator_listen
