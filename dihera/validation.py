@@ -32,6 +32,7 @@ from dihera.model import (
     TaskType,
 )
 from dihera.naming import SHORT_TEMPLATE_SUFFIX
+from dihera.node_ids import none_before_ditask_problems
 from dihera.podtemplate import check_pod_template, check_volume
 from dihera.render.providers import parse_env_provider, provider_problems
 from dihera.schema import API_VERSION, KIND, dijob_schema
@@ -335,8 +336,9 @@ def _started(manifest: Mapping[str, Any]) -> bool:
 def validate(manifest: Any) -> list[Problem]:
     """Every problem of a DIJob manifest (a dict as read from YAML); empty when it is valid.
 
-    The environment-size rule (:func:`~dihera.env_limits.env_size_problems`) and the short-hostname
-    rule (no task named ``<job>-<another task>``) apply to a job not yet
+    The environment-size rule (:func:`~dihera.env_limits.env_size_problems`), the short-hostname
+    rule (no task named ``<job>-<another task>``) and the task-order rule (no ``none`` task before
+    DI-engine tasks that take roles from node ids, :mod:`dihera.node_ids`) apply to a job not yet
     taken up (no ``status.phase``); a running job's growth past it is refused by its scaling plan.
     """
     if not isinstance(manifest, Mapping):
@@ -350,6 +352,7 @@ def validate(manifest: Any) -> list[Problem]:
     problems += _rule_problems(name, spec)
     if not _started(manifest):  # a running job's growth is checked by its scaling plan, on the exact membership
         problems += env_size_problems(name, spec) + _short_hostname_problems(name, spec)
+        problems += none_before_ditask_problems(spec.get("tasks") or [])
     problems += _success_policy_problems(spec) + _failure_policy_problems(spec)
     problems += provider_problems(spec.get("tasks") or [])
     problems += _seconds_annotation_problems(manifest) + _reserved_name_problems(spec.get("tasks"))

@@ -3,7 +3,9 @@
     dihera convert old.yaml [--collectors N] [--learners N] [--aggregator AGG.yaml] > new.yaml
 
 Exit 0 with the converted stream; 1 (and nothing on standard output) when a document cannot be
-converted, each problem naming the document and the field.
+converted, each problem naming the document and the field. A job running DI-engine's old ``ding -m dist``
+pipeline is such a problem (it needs DI-orchestrator's v1alpha1 API, which dihera does not serve, and
+cannot train as converted); ``--allow-v1alpha1-programs`` converts it anyway, with a warning.
 """
 
 from __future__ import annotations
@@ -53,7 +55,9 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     if not documents:
         print(f"{args.file}: no document to convert", file=sys.stderr)
         return 1
-    result = convert_documents(documents, Counts(args.collectors, args.learners), aggregators)
+    result = convert_documents(
+        documents, Counts(args.collectors, args.learners), aggregators, args.allow_v1alpha1_programs
+    )
     for note in result.notes:
         if note.level != "info" or not args.quiet:
             print(note, file=sys.stderr)
@@ -70,5 +74,11 @@ def register(sub: Any) -> None:
     p.add_argument("--collectors", type=_positive, help="replicas of the collector task (v1alpha1)")
     p.add_argument("--learners", type=_positive, help="replicas of the learner task (v1alpha1)")
     p.add_argument("--aggregator", action="append", default=[], metavar="FILE", help="a file with the AggregatorConfig")
+    p.add_argument(
+        "--allow-v1alpha1-programs",
+        action="store_true",
+        help="convert jobs running DI-engine's old `ding -m dist` pipeline (it needs DI-orchestrator's v1alpha1 "
+        "API and cannot train under dihera) with a warning instead of an error",
+    )
     p.add_argument("-q", "--quiet", action="store_true", help="print warnings and errors only")
     p.set_defaults(func=_cmd_convert)

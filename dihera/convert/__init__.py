@@ -9,10 +9,13 @@ Accepted, per YAML document:
 - any other object (ConfigMap, Service...): passed through unchanged.
 
 Every converted job is validated with dihera's own rules; a problem in any document fails the whole
-conversion (nothing half-converted is printed). The parts:
+conversion (nothing half-converted is printed). So does a job whose program cannot train under dihera,
+DI-engine's old ``ding -m dist`` pipeline (``programs``), unless ``allow_v1alpha1_programs`` (then a
+warning). The parts:
 
 - ``v1alpha1``: DI-orchestrator < 1.0's shape; ``v1shape``: DI-orchestrator 1.0's
 - ``scan``: what older jobs keep inside their containers' commands; ``common``: what every conversion shares
+- ``programs``: the programs that cannot train under dihera as they are
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dihera.convert.common import Notes
+from dihera.convert.programs import ALLOW_FLAG, old_pipeline
 from dihera.convert.v1alpha1 import Counts, convert_v1alpha1, is_v1alpha1
 from dihera.convert.v1shape import convert_v1shape, is_v1shape
 from dihera.errors import Problem, format_value
@@ -135,12 +139,31 @@ def _job_problems(job: Any, notes: Notes) -> list[Problem]:
     return problems
 
 
+def _program_note(doc: Mapping[str, Any], notes: Notes, allow: bool) -> None:
+    """The old ``ding -m dist`` pipeline: a problem when it needs the v1alpha1 API (unless ``allow``), else a
+    warning."""
+    found = old_pipeline(doc, is_v1alpha1(doc))
+    if found is None:
+        return
+    field, message, fatal = found
+    if fatal and not allow:
+        notes.problem(field, f"{message}; or convert it as it is with {ALLOW_FLAG}")
+    else:
+        notes.warn(field, message)
+
+
 def _add_job(
-    result: Conversion, label: str, doc: Mapping[str, Any], counts: Counts, aggregator: Mapping[str, Any] | None
+    result: Conversion,
+    label: str,
+    doc: Mapping[str, Any],
+    counts: Counts,
+    aggregator: Mapping[str, Any] | None,
+    allow_v1alpha1_programs: bool = False,
 ) -> None:
     """Convert one job: its notes, and the converted job unless it has a problem."""
     label = f"{label} ({_name(doc)})"
     job, notes = _convert_job(doc, counts, aggregator if is_v1alpha1(doc) else None)
+    _program_note(doc, notes, allow_v1alpha1_programs)
     problems = _job_problems(job, notes)
     result.notes += [Note(label, "info", m) for m in notes.info]
     result.notes += [Note(label, "warning", m) for m in notes.warnings]
@@ -157,8 +180,11 @@ def convert_documents(
     documents: Sequence[tuple[str, Any]],
     counts: Counts | None = None,
     aggregators: Sequence[tuple[str, Any]] = (),
+    allow_v1alpha1_programs: bool = False,
 ) -> Conversion:
-    """Convert ``documents`` ((label, document) pairs); ``aggregators``: AggregatorConfigs given apart."""
+    """Convert ``documents`` ((label, document) pairs); ``aggregators``: AggregatorConfigs given apart;
+    ``allow_v1alpha1_programs``: convert a job running DI-engine's old ``ding -m dist`` pipeline, which
+    needs DI-orchestrator's v1alpha1 API, with a warning instead of refusing it."""
     counts = counts or Counts()
     result = Conversion()
     documents = _unpack_lists(documents)
@@ -169,7 +195,7 @@ def convert_documents(
         if kind == AGGREGATOR_KIND:
             continue
         if _is_job(kind, doc):
-            _add_job(result, label, doc, counts, aggregator)
+            _add_job(result, label, doc, counts, aggregator, allow_v1alpha1_programs)
         else:
             _pass_through(result, label, kind, doc)
     if first is not None and not _has_v1alpha1(documents):

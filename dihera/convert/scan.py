@@ -11,6 +11,7 @@ __all__ = [
     "V1_PORTS",
     "CountHint",
     "count_hints",
+    "dist_pipeline_fields",
     "runtime_variable_warnings",
     "runtime_variables",
     "server_requests",
@@ -29,6 +30,8 @@ _VARIABLE = re.compile(
     r"|DI_[A-Z0-9_]*_ARGS?|HOSTNAME(?=\}?\)?\.))"
 )
 _SERVER = re.compile(r"\b(operator_server|system_addr)\b")
+#: DI-engine's old parallel pipeline (`ding -m dist --module coordinator|collector|learner...`)
+_DIST = re.compile(r"\bding\s+(?:-m|--mode)[=\s]+dist\b")
 _COUNT = re.compile(r"""\b(collector_num|learner_num|collector_target_num|learner_target_num)['"]?\s*[:=]\s*(\d+)""")
 
 
@@ -116,3 +119,29 @@ def count_hints(document: Any) -> list[CountHint]:
 def server_requests(document: Any) -> list[str]:
     """Paths of strings whose DI-engine config talks to DI-orchestrator's di-server (``operator_server``)."""
     return [path for path, text in strings(document, "") if _SERVER.search(text)]
+
+
+def _containers(value: Any, path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+    """Every container and init container of every pod template in ``value``, with its field path."""
+    if isinstance(value, Mapping):
+        for kind in ("initContainers", "containers"):
+            items = value.get(kind)
+            for i, c in enumerate(items if isinstance(items, list) else []):
+                if isinstance(c, Mapping):
+                    yield f"{path}.{kind}[{i}]" if path else f"{kind}[{i}]", c
+        for k, v in value.items():
+            if k not in ("initContainers", "containers"):
+                yield from _containers(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _containers(v, f"{path}[{i}]")
+
+
+def dist_pipeline_fields(document: Any) -> list[str]:
+    """Paths of the containers whose command and args run DI-engine's old ``ding -m dist`` pipeline."""
+    found = []
+    for path, container in _containers(document, ""):
+        words = [str(w) for field in ("command", "args") for w in (container.get(field) or [])]
+        if _DIST.search(" ".join(words)):
+            found.append(path)
+    return found

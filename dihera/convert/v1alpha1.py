@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dihera.convert.common import Notes, clean_pod_policy, job_manifest, metadata, priority
-from dihera.convert.scan import CountHint, count_hints, runtime_variable_warnings, server_requests
+from dihera.convert.scan import CountHint, count_hints, runtime_variable_warnings
 from dihera.errors import format_value
 
 __all__ = ["Counts", "convert_v1alpha1", "is_v1alpha1"]
@@ -107,16 +107,6 @@ def _spec_fields(spec: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
     return out
 
 
-def _warn_server_requests(doc: Mapping[str, Any], notes: Notes) -> None:
-    for path in server_requests(doc):
-        notes.warn(
-            path,
-            "the DI-engine config asks DI-orchestrator's di-server (operator_server / system_addr) to create "
-            "collectors and learners; dihera starts the replicas the tasks ask for and its di-server has no "
-            "/v1alpha1 routes (see docs/migration.md)",
-        )
-
-
 def _component_task(
     key: str, name: str, type_: str, spec: Mapping[str, Any], flag: int | None, hints: list[CountHint], notes: Notes
 ) -> dict[str, Any] | None:
@@ -161,7 +151,6 @@ def convert_v1alpha1(
     meta = metadata(doc, notes)
     out = _spec_fields(spec, notes)
     hints = count_hints(doc)
-    _warn_server_requests(doc, notes)
     tasks = _component_tasks(spec, counts, hints, notes)
     _warn_missing(spec, notes)
     if (entry := _aggregator(aggregator, notes)) is not None:

@@ -14,6 +14,8 @@ from dihera.convert import Counts, convert_documents
 from dihera.validation import load_job, validate
 
 FIXTURES = Path(__file__).parent / "fixtures" / "convert"
+#: DI-engine's old `ding -m dist` jobs are refused unless this flag is given (tests of other features pass it)
+ALLOW = "--allow-v1alpha1-programs"
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, list[dict[str, Any]], str]:
@@ -27,7 +29,7 @@ def _tasks(job: dict[str, Any]) -> dict[str, tuple[str, int]]:
 
 
 def test_v1alpha1_counts_read_from_the_embedded_config(capsys: pytest.CaptureFixture[str]) -> None:
-    code, (job,), err = _run(capsys, str(FIXTURES / "v1alpha1-counts-in-config.yaml"))
+    code, (job,), err = _run(capsys, str(FIXTURES / "v1alpha1-counts-in-config.yaml"), ALLOW)
     assert code == 0 and validate(job) == []
     assert job["apiVersion"] == "diengine.opendilab.org/v2alpha1" and job["kind"] == "DIJob"
     assert job["metadata"] == {"name": "pong-dqn", "namespace": "rl", "labels": {"team": "rl"}}
@@ -44,14 +46,14 @@ def test_v1alpha1_counts_read_from_the_embedded_config(capsys: pytest.CaptureFix
 
 def test_v1alpha1_flags_win_over_the_config_and_say_so(capsys: pytest.CaptureFixture[str]) -> None:
     path = str(FIXTURES / "v1alpha1-counts-in-config.yaml")
-    code, (job,), err = _run(capsys, path, "--collectors", "5", "--learners", "2")
+    code, (job,), err = _run(capsys, path, "--collectors", "5", "--learners", "2", ALLOW)
     assert code == 0 and validate(job) == []
     assert _tasks(job)["collector"] == ("collector", 5) and _tasks(job)["learner"] == ("learner", 2)
     assert "replicas 5 from --collectors, not collector_num=3" in err
 
 
 def test_v1alpha1_with_its_aggregator_config_in_the_same_stream(capsys: pytest.CaptureFixture[str]) -> None:
-    code, (job,), err = _run(capsys, str(FIXTURES / "v1alpha1-with-aggregator.yaml"))
+    code, (job,), err = _run(capsys, str(FIXTURES / "v1alpha1-with-aggregator.yaml"), ALLOW)
     assert code == 0 and validate(job) == []
     assert _tasks(job) == {
         "coordinator": ("none", 1),
@@ -134,7 +136,7 @@ def test_todays_shape_passes_through_and_round_trips(capsys: pytest.CaptureFixtu
 def test_converted_job_that_dihera_refuses_is_an_error() -> None:
     doc = yaml.safe_load((FIXTURES / "v1alpha1-with-aggregator.yaml").read_text().split("---\n")[1])
     doc["metadata"]["name"] = "9-starts-with-a-digit"
-    result = convert_documents([("f", doc)], Counts())
+    result = convert_documents([("f", doc)], Counts(), allow_v1alpha1_programs=True)
     assert result.failed and result.objects == []
     assert any("metadata.name" in n.message and "(in the converted job)" in n.message for n in result.notes)
 
@@ -144,15 +146,6 @@ def test_document_without_kind_is_taken_as_a_job() -> None:
     del doc["kind"]
     result = convert_documents([("f", doc)])
     assert not result.failed and result.objects[0]["kind"] == "DIJob"
-
-
-def test_a_server_driven_config_is_warned_about() -> None:
-    doc = yaml.safe_load((FIXTURES / "v1alpha1-counts-in-config.yaml").read_text())
-    doc["spec"]["coordinator"]["template"]["spec"]["containers"][0]["args"][0] += (
-        "\nsystem_config = dict(coordinator=dict(operator_server=dict(system_addr='di-server.di-system:8080')))\n"
-    )
-    result = convert_documents([("f", doc)], Counts())
-    assert any("operator_server" in n.message and n.level == "warning" for n in result.notes)
 
 
 @pytest.mark.parametrize("bad", ["0", "-1", "x"])
@@ -173,3 +166,93 @@ def test_a_list_and_a_component_replicas_field_are_accepted() -> None:
     said = [str(n) for n in result.notes]
     assert "f.items[0] (nervex-job): info: spec.learner: replicas 2, read from spec.learner.replicas" in said
     assert any("spec.learner.resources: unknown" in n for n in said)
+
+
+# DI-engine's old `ding -m dist` pipeline (dihera/convert/programs.py): it needs DI-orchestrator's v1alpha1 API.
+
+SAMPLE = FIXTURES / "di-orchestrator-v0.2.2-dijob-cartpole.yaml"
+MIGRATION_TITLE = "From `ding -m dist` to `ditask`"
+
+
+def test_di_orchestrators_sample_is_refused_saying_why_and_where_to_go(capsys: pytest.CaptureFixture[str]) -> None:
+    code, docs, err = _run(capsys, str(SAMPLE))
+    assert code == 1 and docs == []  # nothing to pipe into kubectl apply
+    (error,) = [line for line in err.splitlines() if ": error: " in line]
+    assert error.startswith(f"{SAMPLE} (cartpole-dqn): error: spec.coordinator.template.spec.containers[0]: ")
+    for said in (
+        "`ding -m dist`",
+        "cannot train under dihera",
+        "DI-orchestrator's v1alpha1 API (/v1alpha1/replicas at di-server.di-system:8080)",
+        "shared filesystem",
+        f'Move it to `ditask` (docs/migration.md, "{MIGRATION_TITLE}")',
+        "--allow-v1alpha1-programs",
+    ):
+        assert said in error, said
+    assert "uses $COORDINATOR_PORT" in err  # the port variables that expand to nothing, as before
+
+
+def test_the_flag_converts_it_as_it_is_with_the_same_words_as_a_warning(capsys: pytest.CaptureFixture[str]) -> None:
+    code, (job,), err = _run(capsys, str(SAMPLE), ALLOW)
+    assert code == 0 and validate(job) == []
+    assert _tasks(job) == {"coordinator": ("none", 1), "collector": ("collector", 2), "learner": ("learner", 1)}
+    assert ": error: " not in err
+    (warning,) = [line for line in err.splitlines() if "`ding -m dist`" in line]
+    assert ": warning: spec.coordinator.template.spec.containers[0]: " in warning and "v1alpha1 API" in warning
+    assert "--allow-v1alpha1-programs" not in warning
+
+
+def test_an_operator_server_config_is_refused_in_any_shape() -> None:
+    doc = yaml.safe_load((FIXTURES / "v2alpha1-v1.0-shape.yaml").read_text())
+    doc["spec"]["template"]["spec"]["containers"][0]["args"] = [
+        "python -c \"system_config = dict(coordinator=dict(operator_server=dict(system_addr='x:8080')))\""
+    ]
+    result = convert_documents([("f", doc)])
+    assert result.failed and result.objects == []
+    assert any(n.level == "error" and "v1alpha1 API" in n.message for n in result.notes)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["ding", "-m", "dist", "--module", "collector", "-c", "c.pkl"],
+        ["/bin/bash", "-c", "ding --mode dist --module collector -c c.pkl"],
+    ],
+)
+def test_ding_dist_without_the_api_is_a_warning_outside_v1alpha1(command: list[str]) -> None:
+    doc = yaml.safe_load((FIXTURES / "v2alpha1-v1.0-shape.yaml").read_text())
+    container = doc["spec"]["template"]["spec"]["containers"][0]
+    container.pop("args", None)
+    container["command"] = command
+    result = convert_documents([("f", doc)])
+    assert not result.failed
+    (note,) = [n for n in result.notes if "`ding -m dist`" in n.message]
+    assert note.level == "warning" and "shared filesystem" in note.message
+    assert note.message.startswith("spec.template.spec.containers[0]: ")
+
+
+def test_a_v1alpha1_job_running_ding_dist_in_a_command_list_is_refused() -> None:
+    doc = yaml.safe_load((FIXTURES / "v1alpha1-with-aggregator.yaml").read_text().split("---\n")[1])
+    result = convert_documents([("f", doc)])
+    assert result.failed
+    assert any(n.level == "error" and "`ding -m dist`" in n.message for n in result.notes)
+
+
+def test_other_programs_are_not_flagged() -> None:
+    doc = yaml.safe_load((FIXTURES / "v2alpha1-v1.0-shape.yaml").read_text())  # ditask
+    result = convert_documents([("f", doc)])
+    assert not result.failed and not any("ding -m dist" in n.message for n in result.notes)
+
+
+def test_the_migration_section_exists_and_its_after_job_is_valid_stock_dqn() -> None:
+    text = (Path(__file__).parents[2] / "docs" / "migration.md").read_text(encoding="utf-8")
+    assert f"\n## {MIGRATION_TITLE}\n" in text
+    section = text.split(f"\n## {MIGRATION_TITLE}\n", 1)[1].split("\n## ", 1)[0]
+    after = section.split("**After**", 1)[1]
+    job = yaml.safe_load(after.split("```yaml\n", 1)[1].split("```\n", 1)[0])
+    assert validate(job) == []
+    assert [t["type"] for t in job["spec"]["tasks"]] == ["learner", "evaluator", "collector"]
+    (args,) = {tuple(t["template"]["spec"]["containers"][0]["args"]) for t in job["spec"]["tasks"]}
+    assert args == ("--platform", "k8s", "--topology", "mesh", "--main", "ding.example.dqn.main", "--ports", "22270")
+    # the sample quoted before it is DI-orchestrator's own (the fixture)
+    learner = "ding -m dist --module spawn_learner -c /ding/cartpole_dqn_config_k8s.py.pkl -s 0 -lp $LEARNER_PORT"
+    assert learner in section and learner in SAMPLE.read_text()

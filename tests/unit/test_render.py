@@ -165,7 +165,7 @@ def test_pod_template_is_kept_whole() -> None:
     assert patch["terminationGracePeriodSeconds"] == 60
     assert t["metadata"]["labels"]["team"] == "rl"
     assert t["metadata"]["annotations"]["prometheus.io/scrape"] == "true"
-    assert [v["name"] for v in t["volumes"]] == ["work", "dihera-membership"]
+    assert [v["name"] for v in t["volumes"]] == ["work", "dqn-main", "dihera-membership"]
 
 
 def test_job_volumes_are_added_to_every_task() -> None:

@@ -12,38 +12,49 @@ from dihera import DIJob
 from dihera import experiment as ex
 from dihera.manifests import dump_yaml
 
-IMAGE = "opendilab/ding:nightly-atari"
-CODE = "cd /opt/code/DI-engine/dizoo/atari/example"
+IMAGE = "dihera/di-engine-atari:0.5.3"  # ci/images/di-engine-atari
+#: The same arguments in every task: DI-engine takes the role from the node id (= DI_RANK: 0 learner,
+#: 1 evaluator, others collectors), so the tasks are listed in that order.
+ARGS = ["--platform", "k8s", "--topology", "mesh", "--package", "/opt/dihera-examples/atari",
+        "--main", "atari_dqn.main.main", "--ports", "22270"]
 
 
-def role(label: str, replicas: int = 1) -> dict[str, object]:
-    command = (f"{CODE} && ditask --package . --main atari_dqn_dist.main --parallel-workers 1 "
-               f"--labels {label} --topology mesh --platform k8s\n")
+def template() -> dict[str, object]:
     container = {
         "name": "di-container",
         "image": IMAGE,
-        "imagePullPolicy": "Always",
+        "imagePullPolicy": "IfNotPresent",
+        "workingDir": "/workspace",
         "env": [{"name": "PYTHONUNBUFFERED", "value": "1"}],
         "resources": {"requests": {"cpu": 6, "memory": "10Gi"}, "limits": {"cpu": 6, "memory": "10Gi"}},
-        "command": ["/bin/bash", "-c"],
-        "args": [command],
+        "command": ["ditask"],
+        "args": ARGS,
         "ports": [{"name": "di-port", "containerPort": 22270}],
-        "volumeMounts": [{"name": "cache-volume", "mountPath": "/dev/shm"}],
+        "volumeMounts": [
+            {"name": "cache-volume", "mountPath": "/dev/shm"},
+            {"name": "workdir", "mountPath": "/workspace"},
+        ],
     }
-    template = {"spec": {"containers": [container], "restartPolicy": "Never"}}
-    return ex.task(label, name=label, replicas=replicas, template=template)
+    return {"spec": {"containers": [container], "restartPolicy": "Never"}}
 
 
 def build() -> DIJob:
     return ex.dijob(
         "atari-dqn",
-        [role("learner"), role("evaluator"), role("collector", replicas=2)],
+        [
+            ex.task("learner", name="learner", template=template()),
+            ex.task("evaluator", name="evaluator", template=template()),
+            ex.task("collector", name="collector", replicas=2, template=template()),
+        ],
         labels={"experiment": "pong"},
         priority="normal",
         backoffLimit=0,
         cleanPodPolicy="Running",
         preemptible=False,
-        volumes=[{"name": "cache-volume", "emptyDir": {"medium": "Memory", "sizeLimit": "128Mi"}}],
+        volumes=[
+            {"name": "cache-volume", "emptyDir": {"medium": "Memory", "sizeLimit": "128Mi"}},
+            {"name": "workdir", "emptyDir": {"sizeLimit": "2Gi"}},
+        ],
     )
 
 
