@@ -15,6 +15,9 @@ log lines only (no project code runs in these processes):
   still Succeed (DI-engine's end: the learner and evaluator Succeeded; the late collector and Redis are
   then stopped, docs/controller.md).
 
+- ``serial``: workflows/serial.yaml, one replica of DI-engine's serial pipeline (``ding -m serial``) with the
+  CartPole DQN config DI-engine ships in dizoo, to the stop value.
+
 How a test reads DI-engine: the evaluator logs (ditk, on stderr, in the pod's log)
 ``Evaluation: Train Iter(N) Env Step(M) Episode Return(R)`` after each evaluation; it stops training at
 CartPole's stop value, 195, and every connected process then exits 0.
@@ -169,6 +172,13 @@ def star_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
     return Job("cartpole-dqn-star", small_requests(on_real_node(doc, namespace, image, cluster)))
 
 
+def serial_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
+    """workflows/serial.yaml; its pod is kept at the end (cleanPodPolicy None, the example's All deletes it)."""
+    doc = small_requests(on_real_node("serial.yaml", namespace, image, cluster))
+    doc["spec"]["cleanPodPolicy"] = "None"
+    return Job(doc["metadata"]["name"], doc)
+
+
 def redis_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
     """workflows/cartpole-dqn-redis.yaml; at the stop value a third collector is added (rank 5: above Redis)."""
     doc = small_requests(on_real_node("cartpole-dqn-redis.yaml", namespace, image, cluster, {"redis:7": REDIS_IMAGE}))
@@ -207,6 +217,7 @@ def outcomes(
                 stock_job(cluster, namespace, ding_image),
                 star_job(cluster, namespace, ding_image),
                 redis_job(cluster, namespace, ding_image),
+                serial_job(cluster, namespace, ding_image),
             ]
             yield run_all(cluster, namespace, jobs)
         finally:
@@ -330,3 +341,19 @@ def test_star_topology_with_two_workers_in_a_collector_pod_trains(outcomes: dict
         assert dialled and all(host in a or "cartpole-dqn-star-collector-0" in a for a in dialled), listens
     (evaluator_listen,) = LISTEN.findall(outcome.log_of("evaluator"))
     assert host in evaluator_listen[1], evaluator_listen
+
+
+#: DI-engine's serial evaluator at the stop value (interaction_serial_evaluator.py; rich may wrap the rest).
+CONVERGED = re.compile(r"Current episode_return: (-?[0-9.]+) is greater than stop_value: 195\b")
+
+
+def test_the_serial_pipeline_trains_to_the_stop_value(outcomes: dict[str, Outcome]) -> None:
+    """workflows/serial.yaml: one replica of `ding -m serial`, DI-engine's own CartPole DQN config, exit 0."""
+    outcome = outcomes["serial-cartpole"]
+    tails = {p: log[-3000:] for p, log in outcome.logs.items()}
+    assert outcome.run.status.get("phase") == "Succeeded", (outcome.run.phases, outcome.run.status, tails)
+    (pod,) = outcome.pods
+    assert set(exit_codes(pod).values()) == {0}, pod["status"]
+    (log,) = outcome.logs.values()
+    converged = [float(m.group(1)) for m in CONVERGED.finditer(log)]
+    assert converged and converged[-1] >= STOP_VALUE, log[-3000:]
