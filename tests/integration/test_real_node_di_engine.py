@@ -168,6 +168,8 @@ def star_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
             task["replicas"] = 1
             args += ["--parallel-workers", "2"]
             container["ports"].append({"name": "di-port-1", "containerPort": 22271})
+            # two DI-engine processes (torch each): twice the memory (one was OOM-killed at 1.5 GiB)
+            container["resources"]["limits"]["memory"] = "3Gi"
         container["args"] = args
     return Job("cartpole-dqn-star", small_requests(on_real_node(doc, namespace, image, cluster)))
 
