@@ -147,8 +147,11 @@ def stock_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
                 seen["service back"] = round(time.monotonic() - seen["deleted at"], 1)
                 seen["service uid"] = (seen["old uid"], back.metadata.uid)
             return
+        if "running" not in seen and status.get("phase") == "Running":
+            seen["running"] = side.now()
         if not side.refresh() or not any(i > 0 for i, _ in returns(side.log_of("evaluator"))):
             return
+        seen["trained"] = side.now()  # the first evaluation of a model the learner trained, seen (every 3 s)
         seen["old uid"] = core.read_namespaced_service(service_name(name), namespace).metadata.uid
         seen["deleted at"] = time.monotonic()
         core.delete_namespaced_service(service_name(name), namespace)
@@ -324,6 +327,7 @@ def test_di_engines_own_dqn_example_trains_to_the_stop_value_and_survives_its_se
     print(
         f"\n[di-engine] stock: {outcome.run.seconds:.0f}s to Succeeded; evaluations {evaluations}; "
         f"collectors' '{CONTEXT_TIMEOUT}' lines {timeouts}; first evaluation of a trained model #{first_trained}; "
+        f"Running at {seen.get('running')} s, the first trained model evaluated by {seen['trained']} s; "
         f"Service deleted at {seen['service deleted']} s, back after {seen['service back']} s"
     )
 
