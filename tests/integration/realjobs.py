@@ -8,9 +8,10 @@ phases recorded, and its pods' exit codes and logs read back.
 from __future__ import annotations
 
 import copy
+import json
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ __all__ = [
     "KILL_DITASK",
     "ON_REAL_NODE",
     "Run",
+    "dialled",
     "executor_account",
     "exit_codes",
     "follow",
@@ -35,6 +37,7 @@ __all__ = [
     "on_real_node",
     "own_lines",
     "small_requests",
+    "sockets",
 ]
 
 REPO = Path(__file__).resolve().parents[2]
@@ -124,6 +127,40 @@ for pid in (p for p in os.listdir("/proc") if p.isdigit() and p != "1" and int(p
         os.kill(int(pid), signal.SIGKILL)
         print("killed", pid, b" ".join(argv[:3]).decode())
 """
+
+
+#: The TCP sockets of a pod's network namespace (/proc/net/tcp): listening ports, and established connections as
+#: [local port, remote address, remote port]; printed as JSON.
+SOCKETS = """
+import json
+def address(hexa):
+    ip, port = hexa.split(":")
+    return ".".join(str(int(ip[i:i + 2], 16)) for i in (6, 4, 2, 0)), int(port, 16)
+out = {"listen": [], "established": []}
+for line in open("/proc/net/tcp").read().splitlines()[1:]:
+    local, remote, state = line.split()[1:4]
+    if state == "0A":
+        out["listen"].append(address(local)[1])
+    elif state == "01":
+        out["established"].append([address(local)[1], *address(remote)])
+print(json.dumps(out))
+"""
+
+
+def sockets(kubeconfig: Path, namespace: str, pod: str, container: str = "di-container") -> dict[str, Any]:
+    """What :data:`SOCKETS` reads in `pod` (kubectl exec)."""
+    argv = ["kubectl", f"--kubeconfig={kubeconfig}", "exec", "-n", namespace, pod, "-c", container, "--"]
+    done = subprocess.run([*argv, "python", "-c", SOCKETS], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr
+    found: dict[str, Any] = json.loads(done.stdout)
+    return found
+
+
+def dialled(found: dict[str, Any], ports: Iterable[int]) -> set[tuple[str, int]]:
+    """The (address, port)s a pod dialled on `ports`: its established connections to them from a port it
+    does not listen on (connections others dialled to it arrive on its listening ports)."""
+    wanted, listening = set(ports), set(found["listen"])
+    return {(ip, port) for local, ip, port in found["established"] if port in wanted and local not in listening}
 
 
 def kill_ditask(kubeconfig: Path, namespace: str, pod: str, container: str = "di-container") -> str:

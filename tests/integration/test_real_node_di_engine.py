@@ -44,7 +44,17 @@ from dihera.naming import service_name
 from tests.integration.conftest import Poll, fresh_namespace
 from tests.integration.controllers import Controller
 from tests.integration.jobs import edit_replicas, job_pods
-from tests.integration.realjobs import REPO, Run, exit_codes, follow, job_logs, on_real_node, small_requests
+from tests.integration.realjobs import (
+    REPO,
+    Run,
+    dialled,
+    exit_codes,
+    follow,
+    job_logs,
+    on_real_node,
+    small_requests,
+    sockets,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
@@ -95,6 +105,22 @@ class Job:
     tick: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
 
 
+def snapshot_dials(kubeconfig: Path, side: Side, seen: dict[str, Any], ports: tuple[int, ...] = (22270, 22271)) -> None:
+    """Once: every running pod's dials (address, port) and listening ports, and every pod's IP by task-index."""
+    if "dials" in seen:
+        return
+    ips = {p["status"].get("podIP"): p["spec"]["hostname"] for p in side.pods}
+    dials, listens = {}, {}
+    for pod in side.pods:
+        if pod["status"].get("phase") != "Running":
+            return  # not all up (or some already done): try again next time
+    for pod in side.pods:
+        found = sockets(kubeconfig, side.namespace, pod["metadata"]["name"])
+        dials[pod["spec"]["hostname"]] = sorted((ips.get(ip, ip), port) for ip, port in dialled(found, ports))
+        listens[pod["spec"]["hostname"]] = sorted(p for p in found["listen"] if p in ports)
+    seen["dials"], seen["listens"] = dials, listens
+
+
 class Side:
     """Side work's view of one running job: its pods and their logs, re-read at most every LOG_EVERY s."""
 
@@ -128,7 +154,7 @@ def stock_manifest(namespace: str, image: str) -> dict[str, Any]:
     return manifest
 
 
-def stock_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
+def stock_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfig: Path) -> Job:
     """The README's example; once the evaluator has evaluated a trained model, its Service is deleted."""
     doc = small_requests(on_real_node(stock_manifest(namespace, image), namespace, image, cluster))
     name = doc["metadata"]["name"]
@@ -151,7 +177,10 @@ def stock_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
             seen["running"] = side.now()
         if not side.refresh() or not any(i > 0 for i, _ in returns(side.log_of("evaluator"))):
             return
-        seen["trained"] = side.now()  # the first evaluation of a model the learner trained, seen (every 3 s)
+        seen.setdefault("trained", side.now())  # the first evaluation of a trained model, seen (every 3 s)
+        snapshot_dials(kubeconfig, side, seen)
+        if "dials" not in seen:
+            return
         seen["old uid"] = core.read_namespaced_service(service_name(name), namespace).metadata.uid
         seen["deleted at"] = time.monotonic()
         core.delete_namespaced_service(service_name(name), namespace)
@@ -160,7 +189,7 @@ def stock_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
     return Job(name, doc, tick)
 
 
-def star_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
+def star_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfig: Path) -> Job:
     """The README's example in star topology; its one collector replica runs two DI-engine workers."""
     doc = stock_manifest(namespace, image)
     doc["metadata"]["name"] = "cartpole-dqn-star"
@@ -174,7 +203,13 @@ def star_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
             # two DI-engine processes (torch each): twice the memory (one was OOM-killed at 1.5 GiB)
             container["resources"]["limits"]["memory"] = "3Gi"
         container["args"] = args
-    return Job("cartpole-dqn-star", small_requests(on_real_node(doc, namespace, image, cluster)))
+    side = Side(cluster, namespace, "cartpole-dqn-star")
+
+    def tick(seen: dict[str, Any], status: dict[str, Any]) -> None:
+        if "dials" not in seen and side.refresh() and any(i > 0 for i, _ in returns(side.log_of("evaluator"))):
+            snapshot_dials(kubeconfig, side, seen)
+
+    return Job("cartpole-dqn-star", small_requests(on_real_node(doc, namespace, image, cluster)), tick)
 
 
 def serial_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
@@ -211,7 +246,12 @@ def redis_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
 
 @pytest.fixture(scope="module")
 def outcomes(
-    ding_image: str, controller_kubeconfig: Path, dijob_crd: None, cluster: client.ApiClient, tmp_path_factory: Any
+    ding_image: str,
+    controller_kubeconfig: Path,
+    dijob_crd: None,
+    cluster: client.ApiClient,
+    kubeconfig: Path,
+    tmp_path_factory: Any,
 ) -> Iterator[dict[str, Outcome]]:
     """Every job of the module created at once in one namespace, under one controller, followed to its end."""
     with fresh_namespace(cluster) as namespace:
@@ -219,8 +259,8 @@ def outcomes(
         ctl.start()
         try:
             jobs = [
-                stock_job(cluster, namespace, ding_image),
-                star_job(cluster, namespace, ding_image),
+                stock_job(cluster, namespace, ding_image, kubeconfig),
+                star_job(cluster, namespace, ding_image, kubeconfig),
                 redis_job(cluster, namespace, ding_image),
                 serial_job(cluster, namespace, ding_image),
             ]
@@ -306,10 +346,6 @@ def test_redis_as_message_queue_trains_and_a_collector_added_at_the_end_does_not
     )
 
 
-#: DI-engine's NNG listener, logged by every process at start (ding/framework/message_queue/nng.py)
-LISTEN = re.compile(r"NNG listen on (tcp://[^,\s]+), attach to \[([^\]]*)\]")
-
-
 def test_di_engines_own_dqn_example_trains_to_the_stop_value_and_survives_its_service_deleted(
     outcomes: dict[str, Outcome],
 ) -> None:
@@ -321,6 +357,10 @@ def test_di_engines_own_dqn_example_trains_to_the_stop_value_and_survives_its_se
     assert "service deleted" in seen and seen.get("service back", 99) <= 10, seen
     old, new = seen["service uid"]
     assert old != new, seen
+    # mesh: rank r dialled every lower rank, on port 22270, and nobody else
+    name = "cartpole-dqn-stock"
+    hosts = [f"{name}-learner-0", f"{name}-evaluator-0", f"{name}-collector-0", f"{name}-collector-1"]
+    assert seen["dials"] == {h: [(lower, 22270) for lower in hosts[:r]] for r, h in enumerate(hosts)}, seen["dials"]
     # DI-engine's start-up: collectors that sent before the learner subscribed lost that data, and waited
     timeouts = {i: outcome.log_of("collector", i).count(CONTEXT_TIMEOUT) for i in range(2)}
     first_trained = next(i for i, (it, _) in enumerate(evaluations) if it > 0)
@@ -334,19 +374,18 @@ def test_di_engines_own_dqn_example_trains_to_the_stop_value_and_survives_its_se
 
 def test_star_topology_with_two_workers_in_a_collector_pod_trains(outcomes: dict[str, Outcome]) -> None:
     """Star: every process dials rank 0 (the learner) only; the collector pod's two workers each listen on
-    their own port (22270, 22271) and dial both of rank 0's ports."""
+    their own port (22270, 22271) and dial the learner's port (its second, 22271, refuses: the learner runs one
+    worker), never the evaluator."""
     outcome = outcomes["cartpole-dqn-star"]
     assert_trained(outcome, {"learner": 1, "evaluator": 1, "collector": 1})
-    learner = pod_of(outcome.pods, "learner")
-    assert learner is not None
-    host = learner["spec"]["hostname"]
-    listens = LISTEN.findall(outcome.log_of("collector"))
-    assert sorted(address.rsplit(":", 1)[1] for address, _ in listens) == ["22270", "22271"], listens
-    for _, attach in listens:  # the learner's ports (and the first worker's, for the second)
-        dialled = [a.strip().strip("'") for a in attach.split(",") if a.strip()]
-        assert dialled and all(host in a or "cartpole-dqn-star-collector-0" in a for a in dialled), listens
-    (evaluator_listen,) = LISTEN.findall(outcome.log_of("evaluator"))
-    assert host in evaluator_listen[1], evaluator_listen
+    name = "cartpole-dqn-star"
+    dials, listens = outcome.seen["dials"], outcome.seen["listens"]
+    learner = (f"{name}-learner-0", 22270)
+    assert listens[f"{name}-collector-0"] == [22270, 22271], listens
+    assert dials[f"{name}-collector-0"] == [learner, learner], dials  # one connection per worker
+    assert dials[f"{name}-evaluator-0"] == [learner], dials
+    assert dials[f"{name}-learner-0"] == [], dials
+    print(f"\n[di-engine] star: {outcome.run.seconds:.0f}s to Succeeded; dials {dials}; listening {listens}")
 
 
 #: DI-engine's serial evaluator at the stop value (interaction_serial_evaluator.py; rich may wrap the rest).
