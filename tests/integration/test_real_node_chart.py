@@ -93,6 +93,12 @@ def test_controller_and_server_run_on_the_real_node(real_release: Release, clust
         f"{real_release.name}-controller", real_release.namespace
     )
     assert lease.spec is not None and lease.spec.holder_identity == controller.metadata.name, lease.spec
+    # a namespaced install (watchNamespaces) starts with no error: nothing it may not list is listed
+    core = client.CoreV1Api(cluster)
+    for pod in pods:
+        log = core.read_namespaced_pod_log(pod.metadata.name, real_release.namespace)
+        errors = [line for line in log.splitlines() if "level=ERROR" in line]
+        assert not errors and log.strip(), (pod.metadata.name, errors[:3] or log[-2000:])
 
 
 def real_job(name: str) -> dict[str, Any]:
