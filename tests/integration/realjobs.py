@@ -156,11 +156,11 @@ def sockets(kubeconfig: Path, namespace: str, pod: str, container: str = "di-con
     return found
 
 
-def dialled(found: dict[str, Any], ports: Iterable[int]) -> set[tuple[str, int]]:
-    """The (address, port)s a pod dialled on `ports`: its established connections to them from a port it
-    does not listen on (connections others dialled to it arrive on its listening ports)."""
+def dialled(found: dict[str, Any], ports: Iterable[int]) -> list[tuple[str, int]]:
+    """The (address, port)s a pod dialled on `ports`, one per connection, sorted: its established connections to
+    them from a port it does not listen on (connections others dialled to it arrive on its listening ports)."""
     wanted, listening = set(ports), set(found["listen"])
-    return {(ip, port) for local, ip, port in found["established"] if port in wanted and local not in listening}
+    return sorted((ip, port) for local, ip, port in found["established"] if port in wanted and local not in listening)
 
 
 def kill_ditask(kubeconfig: Path, namespace: str, pod: str, container: str = "di-container") -> str:
