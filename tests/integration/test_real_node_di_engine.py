@@ -15,6 +15,10 @@ log lines only (no project code runs in these processes):
   still Succeed (DI-engine's end: the learner and evaluator Succeeded; the late collector and Redis are
   then stopped, docs/controller.md).
 
+- ``example``: the project's own example (workflows/cartpole-dqn.yaml, examples/cartpole) started with 8
+  replicas (6 collectors), its model carrying an unused layer of an Atari DQN's size (1.69 M parameters);
+  once the learner trains, its DI-engine process is SIGKILLed: Argo restarts it in place (same rank and
+  name), the others reconnect to it, it trains from scratch, and the job reaches the stop value.
 - ``serial``: workflows/serial.yaml, one replica of DI-engine's serial pipeline (``ding -m serial``) with the
   CartPole DQN config DI-engine ships in dizoo, to the stop value.
 
@@ -51,6 +55,7 @@ from tests.integration.realjobs import (
     exit_codes,
     follow,
     job_logs,
+    kill_ditask,
     on_real_node,
     small_requests,
     sockets,
@@ -212,6 +217,52 @@ def star_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfig: 
     return Job("cartpole-dqn-star", small_requests(on_real_node(doc, namespace, image, cluster)), tick)
 
 
+#: The example's log-line contract (examples/cartpole/cartpole_dqn/__init__.py): `dihera-<event> k=v ...`
+CONTRACT = re.compile(r"^dihera-([a-z-]+) (.*)$", re.MULTILINE)
+EXTRA_PARAMS = "1690000"  # an unused 1300 x 1300 weight: an Atari DQN's size
+
+
+def contract(log: str) -> list[dict[str, str]]:
+    """The example's contract lines of a log, as {"event": ..., key: value}."""
+    return [
+        {"event": m.group(1), **dict(kv.split("=", 1) for kv in m.group(2).split(" ") if "=" in kv)}
+        for m in CONTRACT.finditer(log)
+    ]
+
+
+def example_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfig: Path) -> Job:
+    """workflows/cartpole-dqn.yaml with 6 collectors and the big model; its learner SIGKILLed once it trains."""
+    doc = small_requests(on_real_node("cartpole-dqn.yaml", namespace, image, cluster))
+    for task in doc["spec"]["tasks"]:
+        if task["name"] == "collector":
+            task["replicas"] = 6
+        task["template"]["spec"]["containers"][0]["env"].append({"name": "DIHERA_EXTRA_PARAMS", "value": EXTRA_PARAMS})
+    name = doc["metadata"]["name"]
+    side = Side(cluster, namespace, name)
+
+    def tick(seen: dict[str, Any], status: dict[str, Any]) -> None:
+        progress = (status.get("taskProgress") or {}).get("learner")
+        if progress and progress not in seen.setdefault("progress", []):
+            seen["progress"].append(progress)
+        if not side.refresh():
+            return
+        if "killed" not in seen:  # how many replicas ran at once before anything restarted
+            seen["pods at start"] = max(seen.get("pods at start", 0), len(side.pods))
+        for pod in side.pods:  # keep every log while its pod exists (the killed learner's included)
+            log = side.logs.get(pod["metadata"]["name"], "")
+            if log and not log.startswith("<no log"):
+                seen.setdefault("logs", {})[pod["metadata"]["name"]] = log
+        if "killed" in seen:
+            return
+        learner = pod_of(side.pods, "learner")
+        iters = [int(x["iter"]) for x in contract(side.log_of("learner")) if x["event"] == "progress"]
+        if learner is not None and iters and max(iters) >= 40:
+            seen["killed"] = kill_ditask(kubeconfig, namespace, learner["metadata"]["name"])
+            seen["killed at"], seen["killed pod"] = side.now(), learner["metadata"]["name"]
+
+    return Job(name, doc, tick)
+
+
 def serial_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
     """workflows/serial.yaml; its pod is kept at the end (cleanPodPolicy None, the example's All deletes it)."""
     doc = small_requests(on_real_node("serial.yaml", namespace, image, cluster))
@@ -263,6 +314,7 @@ def outcomes(
                 star_job(cluster, namespace, ding_image, kubeconfig),
                 redis_job(cluster, namespace, ding_image),
                 serial_job(cluster, namespace, ding_image),
+                example_job(cluster, namespace, ding_image, kubeconfig),
             ]
             yield run_all(cluster, namespace, jobs)
         finally:
@@ -403,3 +455,54 @@ def test_the_serial_pipeline_trains_to_the_stop_value(outcomes: dict[str, Outcom
     (log,) = outcome.logs.values()
     converged = [float(m.group(1)) for m in CONVERGED.finditer(log)]
     assert converged and converged[-1] >= STOP_VALUE, log[-3000:]
+
+
+def test_the_example_starts_with_8_replicas_survives_its_learner_killed_and_exchanges_a_big_model(
+    outcomes: dict[str, Outcome],
+) -> None:
+    """The project's example (barrier-free): 8 replicas at start; the learner's process SIGKILLed mid-training is
+    restarted in place (same rank, same name), every collector hears the new learner (a second incarnation), the
+    job reaches the stop value with one restart; every collector received the learner's 1.69 M-parameter model
+    (its digest); the learner's self-reported progress reached the DIJob's status (docs/argo-ui.md)."""
+    outcome = outcomes["cartpole-dqn"]
+    seen = outcome.seen
+    logs = {**seen.get("logs", {}), **{k: v for k, v in outcome.logs.items() if not v.startswith("<no log")}}
+    tails = {p: log[-2000:] for p, log in logs.items()}
+    run = outcome.run
+    assert seen.get("killed", "").startswith("killed "), (seen.get("killed"), run.phases)
+    assert run.status.get("phase") == "Succeeded", (run.phases, run.status, tails)
+    assert run.status.get("restarts") == 1 and seen["pods at start"] == 8, (run.status, seen["pods at start"])
+    by_host: dict[str, list[dict[str, Any]]] = {}
+    for pod in outcome.pods:
+        by_host.setdefault(pod["spec"]["hostname"], []).append(pod)
+    learners = sorted(by_host["cartpole-dqn-learner-0"], key=lambda p: p["metadata"]["creationTimestamp"])
+    assert len(learners) == 2 and learners[0]["metadata"]["name"] == seen["killed pod"], learners
+    assert exit_codes(learners[0])["di-container"] not in (0, None) and set(exit_codes(learners[1]).values()) == {0}
+    rank = "diengine/rank"  # restarted in place: the same rank and hostname
+    assert {p["metadata"]["annotations"][rank] for p in learners} == {"0"}
+    for host, pods in by_host.items():
+        if host != "cartpole-dqn-learner-0":
+            assert len(pods) == 1 and set(exit_codes(pods[0]).values()) == {0}, (host, [exit_codes(p) for p in pods])
+    lines = {name: contract(log) for name, log in logs.items()}
+    learner_lines = [x for p in learners for x in lines.get(p["metadata"]["name"], [])]
+    ups = [x["incarnation"] for x in learner_lines if x["event"] == "learner-up"]
+    assert len(ups) == 2 and ups[0] != ups[1], ups
+    (digest,) = {x["digest"] for x in learner_lines if x["event"] == "model"}
+    collectors = [p for host, pods in by_host.items() if "-collector-" in host for p in pods]
+    assert len(collectors) == 6
+    for pod in collectors:
+        mine = lines[pod["metadata"]["name"]]
+        heard = [x["incarnation"] for x in mine if x["event"] == "learner-seen"]
+        assert heard[-1:] == ups[-1:], (pod["metadata"]["name"], heard, ups)  # it heard the restarted learner
+        received = [x for x in mine if x["event"] == "model-received"]
+        assert received and received[0]["digest"] == digest, (pod["metadata"]["name"], received, digest)
+        assert int(received[0]["params"]) > int(EXTRA_PARAMS), received
+    evaluator = lines[by_host["cartpole-dqn-evaluator-0"][0]["metadata"]["name"]]
+    reached = [x for x in evaluator if x["event"] == "stop-value-reached"]
+    assert len(reached) == 1 and float(reached[0]["return"]) >= STOP_VALUE, evaluator[-5:]
+    reported = [v for v in seen.get("progress", []) if v.endswith("/2000") and not v.startswith("0/")]
+    assert reported, seen.get("progress")
+    print(
+        f"\n[di-engine] example: 8 replicas; learner killed at {seen['killed at']} s, {run.seconds:.0f}s to Succeeded; "
+        f"learner incarnations {ups}; model digest {digest}; stop value at {reached[0]}"
+    )
