@@ -8,15 +8,28 @@ One process per replica: learner, evaluator and any number of collectors, joined
 (0 learner, 1 evaluator, others collectors). Training stops when the evaluator's mean return reaches
 the stop value (195, CartPole-v0's "solved"); every process then exits 0.
 
+Start without a barrier (`gate`, `link`): NNG drops a message for an event its receiver has not
+subscribed to yet. The learner, once subscribed, sends a beacon every second (its incarnation and
+train_iter) and, once at its start, what its exchangers send after an iteration (context and model),
+which releases peers waiting in DI-engine's 60-s waits for a restarted learner. A collector holds each
+batch until it has heard a beacon at most DIHERA_LEARNER_FRESH seconds old. No peer counting: any
+replica count, replicas that join later, and restarts of any replica (the learner's included: it starts
+training from scratch, DI-engine resumes nothing) work the same way.
+
 Log-line contract (stable; one line each on stdout, `key=value` fields separated by one space, parsed
 by the platform and the tests; other DI-engine output is interleaved and must be ignored):
 
     dihera-role role=<role> node=<node id> world=<replicas>
         once, at start.
-    dihera-connected role=<role> node=<node id> peers=<n>
-        once, when the start-up barrier passed (every peer attached), or
-    dihera-barrier-timeout role=<role> node=<node id> waited=<seconds>
-        once, when the barrier timed out (e.g. a replica joining a running job); training goes on.
+    dihera-learner-up role=learner node=<node id> incarnation=<hostname-pid-start ms>
+        on the learner, once, when its subscriptions exist and its beacon starts.
+    dihera-learner-seen role=collector node=<node id> incarnation=<learner's> waited=<seconds>
+        on a collector, when its gate first lets a batch go on a fresh beacon, and again whenever the
+        beacon comes from another learner process (a restarted learner); waited: how long that batch
+        was held.
+    dihera-learner-wait-timeout role=collector node=<node id> waited=<seconds>
+        on a collector, each time its gate held a batch DIHERA_LEARNER_WAIT seconds without a fresh
+        beacon; the batch is sent anyway.
     dihera-progress role=learner iter=<learner iterations> env_step=<env steps received>
         on the learner, at its first iteration and every PROGRESS_EVERY (20) iterations.
     dihera-collect role=collector node=<node id> model_iter=<learner iteration> env_step=<steps>
@@ -33,9 +46,10 @@ When `ARGO_PROGRESS_FILE` is set, the learner also appends `<iterations>/<budget
 (Argo's self-reported progress reads the last line); the budget is `DIHERA_TRAIN_ITER_BUDGET`
 (default 2000), a scale for the bar, not a limit.
 
-Environment read by this example (user code; DI-engine itself reads only DI_RANK and DI_NODES):
-`DI_NODES` (world size for the barrier), `DIHERA_BARRIER_TIMEOUT` (seconds, default 300; 0 skips the
-barrier), `DI_MEMBERSHIP_GENERATION` (past 1: the replica joins a running job and skips the barrier),
-`DIHERA_TRAIN_ITER_BUDGET`, `ARGO_PROGRESS_FILE`. Output goes to `./cartpole_dqn_dist/` in
-the working directory, which must be writable.
+Environment read by this example (user code, read once in `settings`; DI-engine itself reads only
+DI_RANK and DI_NODES): `DI_RANK` (the per-process seed), `DI_NODES` (the world size in `dihera-role`),
+`DIHERA_LEARNER_FRESH` (seconds, default 10), `DIHERA_LEARNER_WAIT` (seconds, default 600; 0 never
+holds a batch), `DIHERA_TRAIN_ITER_BUDGET`, `ARGO_PROGRESS_FILE`. Output
+goes to `./cartpole_dqn_dist/` in the working directory, which must be writable; the learner writes the
+config files there once subscribed.
 """
