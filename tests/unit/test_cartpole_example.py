@@ -1,7 +1,8 @@
 """The CartPole example's pure parts (no DI-engine needed): role choice, settings, the send gate's
 decisions, the log lines, the progress file.
 
-The DI-engine attributes the beacon and the kick rely on need DI-engine 0.5.3:
+The unused big weight (cartpole_dqn/bigmodel.py) needs torch: give an interpreter that has it in
+``DIHERA_TORCH_PYTHON``; the DI-engine attributes the beacon and the kick rely on need DI-engine 0.5.3:
 ``DIHERA_DING_PYTHON`` (the DI-engine image's ``/opt/ding/bin/python``, or a venv built from
 ci/images/di-engine/requirements.txt). Without them those tests are skipped.
 """
@@ -23,6 +24,7 @@ from cartpole_dqn.roles import pick_role, world_size
 from cartpole_dqn.settings import Settings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cartpole"
+TORCH_PYTHON = os.environ.get("DIHERA_TORCH_PYTHON", sys.executable)
 DING_PYTHON = os.environ.get("DIHERA_DING_PYTHON")
 
 
@@ -78,24 +80,31 @@ def test_settings_defaults_take_the_rank_from_the_node_id() -> None:
     assert Settings.from_environ({"DI_RANK": "2", "DI_NODES": "a,b,c,d"}, node_id=0) == Settings(rank=2, world=4)
 
 
-def test_settings_read_the_gate() -> None:
+def test_settings_read_the_gate_and_the_extra_weight() -> None:
     environ = {
         "DIHERA_LEARNER_FRESH": "2.5",
         "DIHERA_LEARNER_WAIT": "0",
+        "DIHERA_EXTRA_PARAMS": "1690000",
         "DIHERA_TRAIN_ITER_BUDGET": "500",
     }
     settings = Settings.from_environ(environ, node_id=0)
     assert (settings.learner_fresh, settings.learner_wait) == (2.5, 0.0)
-    assert settings.train_iter_budget == 500
+    assert (settings.extra_params, settings.train_iter_budget) == (1690000, 500)
 
 
 def test_settings_report_every_invalid_variable_with_what_is_valid() -> None:
-    environ = {"DIHERA_LEARNER_FRESH": "0", "DIHERA_LEARNER_WAIT": "soon", "DIHERA_TRAIN_ITER_BUDGET": "0"}
+    environ = {
+        "DIHERA_TRAIN_ITER_BUDGET": "0",
+        "DIHERA_LEARNER_FRESH": "0",
+        "DIHERA_LEARNER_WAIT": "soon",
+        "DIHERA_EXTRA_PARAMS": "1.5e6",
+    }
     with pytest.raises(ValueError) as raised:
         Settings.from_environ(environ, node_id=0)
     assert str(raised.value) == (
         "invalid environment: DIHERA_TRAIN_ITER_BUDGET='0': want an integer > 0; "
-        "DIHERA_LEARNER_FRESH='0': want a number > 0; DIHERA_LEARNER_WAIT='soon': want a number >= 0"
+        "DIHERA_LEARNER_FRESH='0': want a number > 0; DIHERA_LEARNER_WAIT='soon': want a number >= 0; "
+        "DIHERA_EXTRA_PARAMS='1.5e6': want an integer >= 0"
     )
 
 
@@ -142,6 +151,53 @@ def _has(python: str | None, module: str) -> bool:
     if not python:
         return False
     return subprocess.run([python, "-c", f"import {module}"], capture_output=True, check=False).returncode == 0
+
+
+_BIGMODEL_CHECK = """
+import pickle, torch
+from torch import nn
+from cartpole_dqn.bigmodel import attach_extra, extra_digest, extra_side, parameter_count, state_bytes
+
+class Net(nn.Module):  # a DQN's shape: its forward names the layers it uses
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 8), nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+def model(seed, extra):
+    torch.manual_seed(seed)
+    m = Net()
+    base = parameter_count(m)
+    if extra:
+        attach_extra(m, extra, seed + 100)
+    return m, base, torch.rand(3)  # the global stream after construction
+
+assert extra_side(1690000) == 1300 and extra_side(1) == 1
+plain, base, after_plain = model(0, 0)
+learner, _, after_learner = model(0, 1690000)
+collector, _, _ = model(0 + 2, 1690000)
+assert torch.equal(after_plain, after_learner), "the extra weight moved torch's global RNG"
+assert parameter_count(learner) == base + 1690000
+assert not any(p.requires_grad for p in learner.dihera_extra.parameters())
+x = torch.rand(5, 4)
+assert torch.equal(plain(x), learner(x)), "the extra weight changed the forward pass"
+assert extra_digest(learner) != extra_digest(collector) and len(extra_digest(learner)) == 16
+assert 6_700_000 < state_bytes(learner) < 6_900_000, state_bytes(learner)
+collector.load_state_dict(pickle.loads(pickle.dumps(learner.state_dict())))  # as ModelExchanger delivers it
+assert extra_digest(collector) == extra_digest(learner)
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not _has(TORCH_PYTHON, "torch"), reason="no torch: set DIHERA_TORCH_PYTHON")
+def test_extra_weight_is_seeded_per_process_unused_and_travels_with_the_state_dict() -> None:
+    env = {**os.environ, "PYTHONPATH": str(EXAMPLE), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [TORCH_PYTHON, "-c", _BIGMODEL_CHECK], env=env, capture_output=True, text=True, check=False, timeout=300
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
 
 
 #: The DI-engine internals the beacon and the kick rely on (cartpole_dqn/link.py), read from DI-engine 0.5.3.

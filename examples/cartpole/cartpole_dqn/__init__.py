@@ -41,6 +41,12 @@ by the platform and the tests; other DI-engine output is interleaved and must be
         on the evaluator, after each evaluation.
     dihera-stop-value-reached return=<mean return> iter=<learner iteration>
         on the evaluator, once, when the return reached the stop value; the job then ends.
+    dihera-model params=<parameters> bytes=<pickled state_dict> digest=<extra weight's sha256, 16 hex>
+        on the learner, once at start, only with DIHERA_EXTRA_PARAMS > 0.
+    dihera-model-received role=collector node=<node id> params=<parameters> digest=<...>
+        on a collector, only with DIHERA_EXTRA_PARAMS > 0: once, the first time a model sent by the
+        learner was loaded (train_iter > 0 and its extra weight no longer its own); the digest then
+        equals the learner's.
 
 When `ARGO_PROGRESS_FILE` is set, the learner also appends `<iterations>/<budget>` lines to it
 (Argo's self-reported progress reads the last line); the budget is `DIHERA_TRAIN_ITER_BUDGET`
@@ -49,7 +55,8 @@ When `ARGO_PROGRESS_FILE` is set, the learner also appends `<iterations>/<budget
 Environment read by this example (user code, read once in `settings`; DI-engine itself reads only
 DI_RANK and DI_NODES): `DI_RANK` (the per-process seed), `DI_NODES` (the world size in `dihera-role`),
 `DIHERA_LEARNER_FRESH` (seconds, default 10), `DIHERA_LEARNER_WAIT` (seconds, default 600; 0 never
-holds a batch), `DIHERA_TRAIN_ITER_BUDGET`, `ARGO_PROGRESS_FILE`. Output
+holds a batch), `DIHERA_EXTRA_PARAMS` (default 0: off; e.g. 1690000 adds an unused 1300 x 1300 weight,
+an Atari DQN's size, to the exchanged model), `DIHERA_TRAIN_ITER_BUDGET`, `ARGO_PROGRESS_FILE`. Output
 goes to `./cartpole_dqn_dist/` in the working directory, which must be writable; the learner writes the
 config files there once subscribed.
 """

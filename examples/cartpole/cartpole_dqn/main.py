@@ -33,9 +33,10 @@ from ding.utils import set_pkg_seed
 from ditk import logging
 from dizoo.classic_control.cartpole.config.cartpole_dqn_config import create_config, main_config
 
+from .bigmodel import attach_extra, extra_digest, parameter_count, state_bytes
 from .gate import incarnation_id
 from .link import LearnerBeacon, collector_gate, kick
-from .middleware import collector_report, evaluator_report, learner_progress
+from .middleware import collector_model_report, collector_report, evaluator_report, learner_progress
 from .report import emit
 from .roles import pick_role
 from .settings import Settings
@@ -73,6 +74,13 @@ def _envs(count: int, cfg: Any) -> BaseEnvManagerV2:
     )
 
 
+def _model(cfg: Any, settings: Settings) -> DQN:
+    model = DQN(**cfg.policy.model)
+    if settings.extra_params > 0:
+        attach_extra(model, settings.extra_params, cfg.seed + settings.rank)
+    return model
+
+
 def _pipeline(cfg: Any, settings: Settings, model: DQN) -> tuple[Any, Any]:
     """Register the middlewares (each a no-op on a process without its role); return the exchangers."""
     buffer_ = DequeBuffer(size=cfg.policy.other.replay_buffer.replay_buffer_size)
@@ -85,6 +93,8 @@ def _pipeline(cfg: Any, settings: Settings, model: DQN) -> tuple[Any, Any]:
     task.use(eps_greedy_handler(cfg))
     task.use(StepCollector(cfg, policy.collect_mode, _envs(cfg.env.collector_env_num, cfg)))
     task.use(collector_report(PROGRESS_EVERY))
+    if settings.extra_params > 0:
+        task.use(collector_model_report(model))
     task.use(data_pusher(cfg, buffer_))
     task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer_))
     task.use(learner_progress(PROGRESS_EVERY, settings.train_iter_budget))
@@ -101,6 +111,8 @@ def _announce_learner(cfg: Any, settings: Settings, model: DQN, exchangers: tupl
     LearnerBeacon(incarnation).start()
     kick(*exchangers)
     emit("learner-up", role="learner", node=task.router.node_id, incarnation=incarnation)
+    if settings.extra_params > 0:
+        emit("model", params=parameter_count(model), bytes=state_bytes(model), digest=extra_digest(model))
     return _write_config(cfg)
 
 
@@ -114,7 +126,7 @@ def main() -> None:
         task.add_role(getattr(task.role, ROLE_OF[role]))
         emit("role", role=role, node=task.router.node_id, world=settings.world)
         set_pkg_seed(cfg.seed + settings.rank, use_cuda=cfg.policy.cuda)
-        model = DQN(**cfg.policy.model)
+        model = _model(cfg, settings)
         exchangers = _pipeline(cfg, settings, model)
         writer = _announce_learner(cfg, settings, model, exchangers) if role == "learner" else None
         task.run()

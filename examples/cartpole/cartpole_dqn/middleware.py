@@ -9,7 +9,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ding.framework import task
+from torch import nn
 
+from .bigmodel import extra_digest, parameter_count
 from .report import emit, write_progress
 
 Middleware = Callable[[Any], Any]
@@ -72,5 +74,27 @@ def evaluator_report(stop_value: float) -> Middleware:
         if value >= stop_value and ctx.train_iter > 0 and not reached:
             reached = True
             emit("stop-value-reached", **{"return": value, "iter": ctx.train_iter})
+
+    return _report
+
+
+def collector_model_report(model: nn.Module) -> Middleware:
+    """On a collector whose model carries the extra weight (bigmodel): `dihera-model-received` once, the
+    first time a model sent by the learner was loaded (train_iter > 0 and the weight is no longer its own
+    initial one), with that weight's digest, to compare with the learner's `dihera-model` line."""
+    if not task.has_role(task.role.COLLECTOR):
+        return task.void()
+    initial = extra_digest(model)
+    done = False
+
+    def _report(ctx: Any) -> None:
+        nonlocal done
+        if done or ctx.train_iter <= 0:
+            return
+        digest = extra_digest(model)
+        if digest == initial:
+            return
+        done = True
+        emit("model-received", role="collector", node=task.router.node_id, params=parameter_count(model), digest=digest)
 
     return _report

@@ -14,7 +14,8 @@ class Settings:
     """What `main` reads from the environment; nothing else in the package does.
 
     `learner_fresh`: a collector sends only while the learner's last beacon is at most this old (s);
-    `learner_wait`: it holds a batch at most this long (s) waiting for one, then sends anyway.
+    `learner_wait`: it holds a batch at most this long (s) waiting for one, then sends anyway;
+    `extra_params`: > 0 adds an unused weight of about this many parameters to the model (see bigmodel).
     """
 
     rank: int
@@ -22,6 +23,7 @@ class Settings:
     train_iter_budget: int = 2000
     learner_fresh: float = 10.0
     learner_wait: float = 600.0
+    extra_params: int = 0
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str], node_id: int) -> Settings:
@@ -49,6 +51,7 @@ class Settings:
             train_iter_budget=int(number("DIHERA_TRAIN_ITER_BUDGET", 2000, integer=True, minimum=0, exclusive=True)),
             learner_fresh=number("DIHERA_LEARNER_FRESH", 10.0, integer=False, minimum=0, exclusive=True),
             learner_wait=number("DIHERA_LEARNER_WAIT", 600.0, integer=False, minimum=0, exclusive=False),
+            extra_params=int(number("DIHERA_EXTRA_PARAMS", 0, integer=True, minimum=0, exclusive=False)),
         )
         if problems:
             raise ValueError("invalid environment: " + "; ".join(problems))
