@@ -121,6 +121,7 @@ def main() -> None:
     settings = Settings.from_environ(os.environ, task.router.node_id or 0)
     cfg = _config()
     ding_init(cfg)
+    writer: threading.Thread | None = None
     with task.start(async_mode=False, ctx=OnlineRLContext()):
         role = pick_role(task.router.labels or (), task.router.node_id or 0)
         task.add_role(getattr(task.role, ROLE_OF[role]))
@@ -130,5 +131,5 @@ def main() -> None:
         exchangers = _pipeline(cfg, settings, model)
         writer = _announce_learner(cfg, settings, model, exchangers) if role == "learner" else None
         task.run()
-        if writer is not None:
-            writer.join(timeout=120)
+    if writer is not None:  # after the task stopped (its finish sent): the config files complete
+        writer.join(timeout=120)
