@@ -1,7 +1,8 @@
 """CartPole DQN as plain local processes, started the way `ditask --platform k8s` runs in a DIJob's pods.
 
     <venv with DI-engine>/bin/python bench/bench_cartpole_local.py [--collectors 2] [--timeout 600]
-        [--kill-learner-after ITER [--restart-delay S]] [--extra-params N] [--absent RANK] [--package DIR]
+        [--kill-after ITER | --join-after ITER] [--rank R] [--restart-delay S] [--extra-params N]
+        [--absent RANK] [--env KEY=VALUE] [--package DIR]
 
 One process per replica (rank 0 learner, 1 evaluator, 2.. collectors), each with DI_RANK and DI_NODES,
 `--topology mesh --labels <role> --ports <port>`, its own loopback address (127.0.0.2.., the entries of
@@ -12,9 +13,12 @@ its beacon (`dihera-learner-up`), to every collector's first batch let through (
 to the first learner iteration (`dihera-progress`), to the stop value (`dihera-stop-value-reached`) and
 to every process exited, then each process's exit code and the DI-engine wait timeouts (`Timeout when
 waiting for new context/model`) logged after a collector's first `dihera-learner-seen`.
-`--kill-learner-after ITER` SIGKILLs the learner at its first progress line at or past ITER and starts
-it again with the same DI_RANK/DI_NODES (a restart in place, fresh working directory) and prints how
-long the new learner took to listen, to beacon, to be seen by every collector and to train.
+`--kill-after ITER --rank R` SIGKILLs rank R (default 0, the learner) at the learner's first progress
+line at or past ITER and starts it again with the same DI_RANK/DI_NODES (a restart in place, fresh
+working directory); `--join-after ITER --rank R` starts rank R (its DI_NODES entry was there from the
+start) only then, like a scale-up's new replica. Either prints how long the new process took to listen,
+and then to beacon, be seen by every collector and train (learner) or to send its first batch and
+collect with a learner model (collector).
 `--extra-params N` sets DIHERA_EXTRA_PARAMS and compares every collector's `dihera-model-received`
 digest with the learner's `dihera-model` digest. Times are seen by polling the logs every 0.5 s.
 Asserts nothing but its exit code (0: stop value reached, every process exited 0, digests equal); the
@@ -157,38 +161,50 @@ def last_progress(attempt: Attempt) -> int:
 
 
 @dataclass
-class Kill:
+class Event:
+    """Something the bench does to one rank once the learner's progress passes `after_iter`: `kill`
+    (SIGKILL, then start it again `delay` s later, same DI_RANK/DI_NODES) or `join` (start a rank left
+    out so far, like a scale-up's new replica)."""
+
+    kind: str
+    rank: int
     after_iter: int
-    delay: float
+    delay: float = 0.0
     at: float | None = None
     at_iter: int | None = None
-    restarted_at: float | None = None
+    started_at: float | None = None
 
 
-def maybe_kill_learner(cluster: Cluster, kill: Kill | None) -> None:
-    """SIGKILL the learner at its first progress line at or past `after_iter`; start it again `delay` later."""
-    if kill is None or kill.restarted_at is not None:
+def learner_iter(cluster: Cluster) -> int:
+    learners = [a for a in cluster.current() if a.role == "learner"]
+    return last_progress(learners[0]) if learners else -1
+
+
+def act(cluster: Cluster, event: Event | None) -> None:
+    if event is None or event.started_at is not None:
         return
-    learner = next(a for a in cluster.current() if a.role == "learner")
-    if kill.at is None and last_progress(learner) >= kill.after_iter:
-        kill.at, kill.at_iter = cluster.now(), last_progress(learner)
-        learner.killed = True
-        learner.proc.send_signal(signal.SIGKILL)
-    if kill.at is not None and cluster.now() >= kill.at + kill.delay:
-        learner.proc.wait()
-        start(cluster, learner.rank)
-        kill.restarted_at = cluster.now()
+    if event.at is None and learner_iter(cluster) >= event.after_iter:
+        event.at, event.at_iter = cluster.now(), learner_iter(cluster)
+        if event.kind == "kill":
+            victim = next(a for a in cluster.current() if a.rank == event.rank)
+            victim.killed = True
+            victim.proc.send_signal(signal.SIGKILL)
+            victim.proc.wait()
+    if event.at is not None and cluster.now() >= event.at + event.delay:
+        start(cluster, event.rank)
+        event.started_at = cluster.now()
 
 
-def run(cluster: Cluster, timeout: float, absent: set[int], kill: Kill | None) -> None:
+def run(cluster: Cluster, timeout: float, absent: set[int], event: Event | None) -> None:
     for rank in range(len(cluster.roles)):
         if rank not in absent:
             start(cluster, rank)
     while cluster.now() < timeout:
         poll(cluster)
-        maybe_kill_learner(cluster, kill)
+        act(cluster, event)
         current = cluster.current()
-        if all(a.exit_code is not None for a in current):
+        pending = event is not None and event.at is not None and event.started_at is None
+        if all(a.exit_code is not None for a in current) and not pending:
             break
         if any(a.exit_code not in (None, 0) and not a.killed for a in current):
             break  # a replica failed: the others would wait for it; stop them, like a gang restart
@@ -220,21 +236,29 @@ def timeouts_after_seen(attempt: Attempt) -> dict[str, int]:
     return {kind: sum(text in t for t in tail) for kind, text in TIMEOUTS.items()}
 
 
-def report_restart(cluster: Cluster, kill: Kill) -> None:
-    if kill.at is None:
-        print(f"  learner never reached iter {kill.after_iter}: not killed")
+def report_event(cluster: Cluster, event: Event) -> None:
+    role = cluster.roles[event.rank]
+    if event.at is None:
+        print(f"  the learner never reached iter {event.after_iter}: rank {event.rank} not {event.kind}ed")
         return
-    print(f"  learner SIGKILLed       {show(kill.at)} at iter {kill.at_iter}; restarted at {show(kill.restarted_at)}")
-    new = next((a for a in cluster.current() if a.role == "learner" and a.number > 1), None)
-    if new is None:
-        return
-    up = [t for t in new.lines if t.startswith("dihera-learner-up ")]
-    incarnation = fields(up[0])["incarnation"] if up else "?"
-    collectors = [a for a in cluster.current() if a.role == "collector"]
-    print(f"    new learner listening {show(new.seen.get('listen'), kill.restarted_at)}")
-    print(f"    new learner up        {show(new.seen.get('dihera-learner-up'), kill.restarted_at)}")
-    print(f"    every collector saw it {show(first(collectors, f'seen:{incarnation}', every=True), kill.restarted_at)}")
-    print(f"    new learner 1st iter  {show(new.seen.get('dihera-progress'), kill.restarted_at)}")
+    what = "SIGKILLed" if event.kind == "kill" else "left out"
+    print(
+        f"  rank {event.rank} {role} {what} until the learner's iter {event.at_iter} ({show(event.at)});"
+        f" started at {show(event.started_at)}"
+    )
+    new = cluster.current()[[a.rank for a in cluster.current()].index(event.rank)]
+    since = event.started_at
+    print(f"    it listens            {show(new.seen.get('listen'), since)}")
+    if role == "learner":
+        up = [t for t in new.lines if t.startswith("dihera-learner-up ")]
+        incarnation = fields(up[0])["incarnation"] if up else "?"
+        collectors = [a for a in cluster.current() if a.role == "collector"]
+        print(f"    its beacon            {show(new.seen.get('dihera-learner-up'), since)}")
+        print(f"    every collector saw it {show(first(collectors, f'seen:{incarnation}', every=True), since)}")
+        print(f"    its 1st iteration     {show(new.seen.get('dihera-progress'), since)}")
+    elif role == "collector":
+        print(f"    its first batch sent  {show(new.seen.get('dihera-learner-seen'), since)}")
+        print(f"    collects with a learner model {show(new.seen.get('learner-model'), since)}")
 
 
 def report_digests(cluster: Cluster) -> bool:
@@ -253,7 +277,7 @@ def report_digests(cluster: Cluster) -> bool:
     return learner is not None and len(equal) == len(collectors)
 
 
-def report(cluster: Cluster, kill: Kill | None, extra: bool) -> int:
+def report(cluster: Cluster, event: Event | None, extra: bool) -> int:
     current = cluster.current()
     collectors = [a for a in current if a.role == "collector"]
     print(
@@ -274,8 +298,8 @@ def report(cluster: Cluster, kill: Kill | None, extra: bool) -> int:
     print(f"  collectors with model   {with_model} of {len(collectors)} (first after {first_model})")
     ended = [a.exited_at for a in current if a.exited_at is not None]
     print(f"  all exited              {show(max(ended)) if len(ended) == len(current) else 'no'}")
-    if kill is not None:
-        report_restart(cluster, kill)
+    if event is not None:
+        report_event(cluster, event)
     digests_ok = report_digests(cluster) if extra else True
     waits = {f"rank {a.rank}": timeouts_after_seen(a) for a in collectors}
     print(f"  DI-engine timeouts after a collector's first learner-seen: {waits}")
@@ -292,9 +316,9 @@ def main() -> int:
     parser.add_argument("--collectors", type=int, default=2, help="collector replicas (ranks 2..)")
     parser.add_argument("--timeout", type=float, default=600.0, help="kill the processes after this (s)")
     parser.add_argument("--absent", type=int, action="append", default=[], help="do not start this rank")
-    parser.add_argument(
-        "--kill-learner-after", type=int, default=0, help="SIGKILL the learner at this iter, restart it"
-    )
+    parser.add_argument("--kill-after", type=int, default=0, help="SIGKILL --rank at this learner iter, restart it")
+    parser.add_argument("--join-after", type=int, default=0, help="start --rank (left out) at this learner iter")
+    parser.add_argument("--rank", type=int, default=0, help="the rank --kill-after / --join-after act on")
     parser.add_argument("--restart-delay", type=float, default=1.0, help="seconds from the kill to the restart")
     parser.add_argument("--extra-params", type=int, default=0, help="DIHERA_EXTRA_PARAMS for every process")
     parser.add_argument("--env", action="append", default=[], help="KEY=VALUE for every process")
@@ -308,9 +332,14 @@ def main() -> int:
         env["DIHERA_EXTRA_PARAMS"] = str(args.extra_params)
     workdir = Path(tempfile.mkdtemp(prefix="dihera-cartpole-"))
     cluster = Cluster(roles, addresses, free_port(addresses), workdir, args.ditask, args.package, env)
-    kill = Kill(args.kill_learner_after, args.restart_delay) if args.kill_learner_after > 0 else None
-    run(cluster, args.timeout, set(args.absent), kill)
-    return report(cluster, kill, bool(args.extra_params))
+    event = None
+    if args.kill_after > 0:
+        event = Event("kill", args.rank, args.kill_after, args.restart_delay)
+    elif args.join_after > 0:
+        event = Event("join", args.rank, args.join_after)
+    absent = set(args.absent) | ({args.rank} if event and event.kind == "join" else set())
+    run(cluster, args.timeout, absent, event)
+    return report(cluster, event, bool(args.extra_params))
 
 
 if __name__ == "__main__":
