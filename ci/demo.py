@@ -67,7 +67,7 @@ CHART = REPO / "charts" / "dihera"
 REALNODE_VALUES = CHART / "ci" / "realnode-values.yaml"
 DIHERA = str(Path(sys.executable).parent / "dihera")
 #: The example's log lines the demo shows (examples/cartpole/cartpole_dqn/__init__.py: the contract).
-SHOWN = re.compile(r"^dihera-(role|connected|barrier-timeout|eval|stop-value-reached|progress) ")
+SHOWN = re.compile(r"^dihera-(role|learner-up|learner-seen|learner-wait-timeout|eval|stop-value-reached|progress) ")
 
 
 def say(msg: str) -> None:

@@ -1,7 +1,16 @@
-"""The CartPole example's pure parts (no DI-engine needed): role choice, the log lines, the progress file."""
+"""The CartPole example's pure parts (no DI-engine needed): role choice, settings, the send gate's
+decisions, the log lines, the progress file.
+
+The unused big weight (cartpole_dqn/bigmodel.py) needs torch: give an interpreter that has it in
+``DIHERA_TORCH_PYTHON``; the DI-engine attributes the beacon and the kick rely on need DI-engine 0.5.3:
+``DIHERA_DING_PYTHON`` (the DI-engine image's ``/opt/ding/bin/python``, or a venv built from
+ci/images/di-engine/requirements.txt). Without them those tests are skipped.
+"""
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -9,8 +18,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "cartpole"))
 
+from cartpole_dqn.gate import Sighting, Verdict, incarnation_id, is_new_learner, verdict
 from cartpole_dqn.report import line, write_progress
-from cartpole_dqn.roles import barrier_timeout, pick_role, world_size
+from cartpole_dqn.roles import pick_role, world_size
+from cartpole_dqn.settings import Settings
+
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "cartpole"
+TORCH_PYTHON = os.environ.get("DIHERA_TORCH_PYTHON", sys.executable)
+DING_PYTHON = os.environ.get("DIHERA_DING_PYTHON")
 
 
 @pytest.mark.parametrize(
@@ -60,17 +75,149 @@ def test_progress_file_is_optional(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     assert (tmp_path / "p").read_text() == "1/10\n"
 
 
+def test_settings_defaults_take_the_rank_from_the_node_id() -> None:
+    assert Settings.from_environ({}, node_id=3) == Settings(rank=3, world=1)
+    assert Settings.from_environ({"DI_RANK": "2", "DI_NODES": "a,b,c,d"}, node_id=0) == Settings(rank=2, world=4)
+
+
+def test_settings_read_the_gate_and_the_extra_weight() -> None:
+    environ = {
+        "DIHERA_LEARNER_FRESH": "2.5",
+        "DIHERA_LEARNER_WAIT": "0",
+        "DIHERA_EXTRA_PARAMS": "1690000",
+        "DIHERA_TRAIN_ITER_BUDGET": "500",
+    }
+    settings = Settings.from_environ(environ, node_id=0)
+    assert (settings.learner_fresh, settings.learner_wait) == (2.5, 0.0)
+    assert (settings.extra_params, settings.train_iter_budget) == (1690000, 500)
+
+
+def test_settings_report_every_invalid_variable_with_what_is_valid() -> None:
+    environ = {
+        "DIHERA_TRAIN_ITER_BUDGET": "0",
+        "DIHERA_LEARNER_FRESH": "0",
+        "DIHERA_LEARNER_WAIT": "soon",
+        "DIHERA_EXTRA_PARAMS": "1.5e6",
+    }
+    with pytest.raises(ValueError) as raised:
+        Settings.from_environ(environ, node_id=0)
+    assert str(raised.value) == (
+        "invalid environment: DIHERA_TRAIN_ITER_BUDGET='0': want an integer > 0; "
+        "DIHERA_LEARNER_FRESH='0': want a number > 0; DIHERA_LEARNER_WAIT='soon': want a number >= 0; "
+        "DIHERA_EXTRA_PARAMS='1.5e6': want an integer >= 0"
+    )
+
+
+BEACON = Sighting("learner-0-7-1000", train_iter=40, at=100.0)
+
+
 @pytest.mark.parametrize(
-    ("environ", "timeout"),
+    ("sighting", "now", "waited", "finish", "expected"),
     [
-        ({}, 300.0),
-        ({"DIHERA_BARRIER_TIMEOUT": "60"}, 60.0),
-        ({"DIHERA_BARRIER_TIMEOUT": "60", "DI_MEMBERSHIP_GENERATION": "1"}, 60.0),
-        ({"DIHERA_BARRIER_TIMEOUT": "60", "DI_MEMBERSHIP_GENERATION": "3"}, 0.0),  # joined a running job
-        ({"DI_MEMBERSHIP_GENERATION": ""}, 300.0),
+        (None, 100.0, 0.0, False, Verdict.WAIT),  # no learner heard yet
+        (BEACON, 105.0, 0.0, False, Verdict.SEND),
+        (BEACON, 110.0, 0.0, False, Verdict.SEND),  # exactly `fresh` old
+        (BEACON, 110.1, 3.0, False, Verdict.WAIT),  # the learner went silent (killed, restarting)
+        (BEACON, 105.0, 0.0, True, Verdict.SEND),
+        (BEACON, 130.0, 3.0, True, Verdict.FINISH),  # the job ends: never hold the last batch
+        (None, 100.0, 3.0, True, Verdict.FINISH),
+        (None, 700.0, 600.0, False, Verdict.GIVE_UP),  # bounded: send anyway
+        (BEACON, 900.0, 599.9, False, Verdict.WAIT),
     ],
 )
-def test_barrier_is_skipped_by_a_replica_joining_after_a_membership_change(
-    environ: dict[str, str], timeout: float
+def test_gate_sends_on_a_fresh_beacon_only_waiting_a_bounded_time(
+    sighting: Sighting | None, now: float, waited: float, finish: bool, expected: Verdict
 ) -> None:
-    assert barrier_timeout(environ) == timeout
+    assert verdict(sighting, now, waited, fresh=10.0, limit=600.0, finish=finish) is expected
+
+
+def test_a_zero_wait_never_holds_a_batch() -> None:
+    assert verdict(None, 0.0, 0.0, fresh=10.0, limit=0.0, finish=False) is Verdict.GIVE_UP
+
+
+def test_a_learner_is_reported_first_then_only_when_it_is_another_process() -> None:
+    assert is_new_learner(None, BEACON)
+    assert not is_new_learner(BEACON.incarnation, Sighting(BEACON.incarnation, 80, at=200.0))
+    restarted = Sighting(incarnation_id("learner-0", 7, 2000.25), 0, at=300.0)
+    assert is_new_learner(BEACON.incarnation, restarted)
+
+
+def test_incarnation_tells_a_restart_in_place_with_the_same_hostname_and_pid() -> None:
+    assert incarnation_id("cartpole-dqn-learner-0", 7, 1764190000.1234) == "cartpole-dqn-learner-0-7-1764190000123"
+    assert incarnation_id("h", 7, 1764190000.0) != incarnation_id("h", 7, 1764190001.0)
+
+
+def _has(python: str | None, module: str) -> bool:
+    if not python:
+        return False
+    return subprocess.run([python, "-c", f"import {module}"], capture_output=True, check=False).returncode == 0
+
+
+_BIGMODEL_CHECK = """
+import pickle, torch
+from torch import nn
+from cartpole_dqn.bigmodel import attach_extra, extra_digest, extra_side, parameter_count, state_bytes
+
+class Net(nn.Module):  # a DQN's shape: its forward names the layers it uses
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 8), nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.b(torch.relu(self.a(x)))
+
+def model(seed, extra):
+    torch.manual_seed(seed)
+    m = Net()
+    base = parameter_count(m)
+    if extra:
+        attach_extra(m, extra, seed + 100)
+    return m, base, torch.rand(3)  # the global stream after construction
+
+assert extra_side(1690000) == 1300 and extra_side(1) == 1
+plain, base, after_plain = model(0, 0)
+learner, _, after_learner = model(0, 1690000)
+collector, _, _ = model(0 + 2, 1690000)
+assert torch.equal(after_plain, after_learner), "the extra weight moved torch's global RNG"
+assert parameter_count(learner) == base + 1690000
+assert not any(p.requires_grad for p in learner.dihera_extra.parameters())
+x = torch.rand(5, 4)
+assert torch.equal(plain(x), learner(x)), "the extra weight changed the forward pass"
+assert extra_digest(learner) != extra_digest(collector) and len(extra_digest(learner)) == 16
+assert 6_700_000 < state_bytes(learner) < 6_900_000, state_bytes(learner)
+collector.load_state_dict(pickle.loads(pickle.dumps(learner.state_dict())))  # as ModelExchanger delivers it
+assert extra_digest(collector) == extra_digest(learner)
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not _has(TORCH_PYTHON, "torch"), reason="no torch: set DIHERA_TORCH_PYTHON")
+def test_extra_weight_is_seeded_per_process_unused_and_travels_with_the_state_dict() -> None:
+    env = {**os.environ, "PYTHONPATH": str(EXAMPLE), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [TORCH_PYTHON, "-c", _BIGMODEL_CHECK], env=env, capture_output=True, text=True, check=False, timeout=300
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-3000:]
+
+
+#: The DI-engine internals the beacon and the kick rely on (cartpole_dqn/link.py), read from DI-engine 0.5.3.
+_DING_CHECK = """
+from ding.framework import task
+from ding.framework.task import Task
+from ding.framework.middleware import ContextExchanger, ModelExchanger
+from ding.framework.parallel import Parallel
+assert Task._wrap_event_name(task, "dihera_learner") == "task.dihera_learner"
+assert callable(ContextExchanger.fetch) and callable(ModelExchanger._send_model)
+assert callable(Parallel.emit)
+import cartpole_dqn.main  # every import of the example resolves
+print("ok")
+"""
+
+
+@pytest.mark.skipif(not _has(DING_PYTHON, "ding"), reason="no DI-engine: set DIHERA_DING_PYTHON")
+def test_the_di_engine_internals_the_beacon_and_the_kick_use_exist() -> None:
+    env = {**os.environ, "PYTHONPATH": str(EXAMPLE), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [str(DING_PYTHON), "-c", _DING_CHECK], env=env, capture_output=True, text=True, check=False, timeout=300
+    )
+    assert done.returncode == 0 and done.stdout.strip().endswith("ok"), done.stderr[-3000:]

@@ -54,4 +54,4 @@ def test_the_demo_shows_the_examples_progress_lines_and_leaves_out_di_engines_ow
         "dihera-evaluation is not a line of the contract\n",
     ]
     assert list(shown(lines)) == [lines[0].rstrip(), lines[2].rstrip()]
-    assert SHOWN.match("dihera-connected role=learner node=0 peers=3")
+    assert SHOWN.match("dihera-learner-seen role=collector node=2 incarnation=learner-0-7-1764190000123 waited=0.250")

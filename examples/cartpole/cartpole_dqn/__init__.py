@@ -8,15 +8,28 @@ One process per replica: learner, evaluator and any number of collectors, joined
 (0 learner, 1 evaluator, others collectors). Training stops when the evaluator's mean return reaches
 the stop value (195, CartPole-v0's "solved"); every process then exits 0.
 
+Start without a barrier (`gate`, `link`): NNG drops a message for an event its receiver has not
+subscribed to yet. The learner, once subscribed, sends a beacon every second (its incarnation and
+train_iter) and, once at its start, what its exchangers send after an iteration (context and model),
+which releases peers waiting in DI-engine's 60-s waits for a restarted learner. A collector holds each
+batch until it has heard a beacon at most DIHERA_LEARNER_FRESH seconds old. No peer counting: any
+replica count, replicas that join later, and restarts of any replica (the learner's included: it starts
+training from scratch, DI-engine resumes nothing) work the same way.
+
 Log-line contract (stable; one line each on stdout, `key=value` fields separated by one space, parsed
 by the platform and the tests; other DI-engine output is interleaved and must be ignored):
 
     dihera-role role=<role> node=<node id> world=<replicas>
         once, at start.
-    dihera-connected role=<role> node=<node id> peers=<n>
-        once, when the start-up barrier passed (every peer attached), or
-    dihera-barrier-timeout role=<role> node=<node id> waited=<seconds>
-        once, when the barrier timed out (e.g. a replica joining a running job); training goes on.
+    dihera-learner-up role=learner node=<node id> incarnation=<hostname-pid-start ms>
+        on the learner, once, when its subscriptions exist and its beacon starts.
+    dihera-learner-seen role=collector node=<node id> incarnation=<learner's> waited=<seconds>
+        on a collector, when its gate first lets a batch go on a fresh beacon, and again whenever the
+        beacon comes from another learner process (a restarted learner); waited: how long that batch
+        was held.
+    dihera-learner-wait-timeout role=collector node=<node id> waited=<seconds>
+        on a collector, each time its gate held a batch DIHERA_LEARNER_WAIT seconds without a fresh
+        beacon; the batch is sent anyway.
     dihera-progress role=learner iter=<learner iterations> env_step=<env steps received>
         on the learner, at its first iteration and every PROGRESS_EVERY (20) iterations.
     dihera-collect role=collector node=<node id> model_iter=<learner iteration> env_step=<steps>
@@ -28,14 +41,22 @@ by the platform and the tests; other DI-engine output is interleaved and must be
         on the evaluator, after each evaluation.
     dihera-stop-value-reached return=<mean return> iter=<learner iteration>
         on the evaluator, once, when the return reached the stop value; the job then ends.
+    dihera-model params=<parameters> bytes=<pickled state_dict> digest=<extra weight's sha256, 16 hex>
+        on the learner, once at start, only with DIHERA_EXTRA_PARAMS > 0.
+    dihera-model-received role=collector node=<node id> params=<parameters> digest=<...>
+        on a collector, only with DIHERA_EXTRA_PARAMS > 0: once, the first time a model sent by the
+        learner was loaded (train_iter > 0 and its extra weight no longer its own); the digest then
+        equals the learner's.
 
 When `ARGO_PROGRESS_FILE` is set, the learner also appends `<iterations>/<budget>` lines to it
 (Argo's self-reported progress reads the last line); the budget is `DIHERA_TRAIN_ITER_BUDGET`
 (default 2000), a scale for the bar, not a limit.
 
-Environment read by this example (user code; DI-engine itself reads only DI_RANK and DI_NODES):
-`DI_NODES` (world size for the barrier), `DIHERA_BARRIER_TIMEOUT` (seconds, default 300; 0 skips the
-barrier), `DI_MEMBERSHIP_GENERATION` (past 1: the replica joins a running job and skips the barrier),
-`DIHERA_TRAIN_ITER_BUDGET`, `ARGO_PROGRESS_FILE`. Output goes to `./cartpole_dqn_dist/` in
-the working directory, which must be writable.
+Environment read by this example (user code, read once in `settings`; DI-engine itself reads only
+DI_RANK and DI_NODES): `DI_RANK` (the per-process seed), `DI_NODES` (the world size in `dihera-role`),
+`DIHERA_LEARNER_FRESH` (seconds, default 10), `DIHERA_LEARNER_WAIT` (seconds, default 600; 0 never
+holds a batch), `DIHERA_EXTRA_PARAMS` (default 0: off; e.g. 1690000 adds an unused 1300 x 1300 weight,
+an Atari DQN's size, to the exchanged model), `DIHERA_TRAIN_ITER_BUDGET`, `ARGO_PROGRESS_FILE`. Output
+goes to `./cartpole_dqn_dist/` in the working directory, which must be writable; the learner writes the
+config files there once subscribed.
 """

@@ -1,13 +1,17 @@
 """Entry point for `ditask ... --main cartpole_dqn.main.main`: the pipeline of DI-engine's DQN example,
-distributed, with a one-shot start-up barrier and the log lines of the package docstring."""
+distributed, with the learner beacon and the collector send gate (`link`) and the log lines of the
+package docstring."""
 
 from __future__ import annotations
 
 import os
+import socket
+import threading
+import time
 from typing import Any
 
 import gym
-from ding.config import compile_config
+from ding.config import compile_config, save_config
 from ding.data import DequeBuffer
 from ding.envs import BaseEnvManagerV2, DingEnvWrapper
 from ding.framework import ding_init, task
@@ -29,9 +33,13 @@ from ding.utils import set_pkg_seed
 from ditk import logging
 from dizoo.classic_control.cartpole.config.cartpole_dqn_config import create_config, main_config
 
-from .middleware import StartupBarrier, collector_report, evaluator_report, learner_progress
+from .bigmodel import attach_extra, extra_digest, parameter_count, state_bytes
+from .gate import incarnation_id
+from .link import LearnerBeacon, collector_gate, kick
+from .middleware import collector_model_report, collector_report, evaluator_report, learner_progress
 from .report import emit
-from .roles import barrier_timeout, pick_role, world_size
+from .roles import pick_role
+from .settings import Settings
 
 STOP_VALUE = 195.0
 EXP_NAME = "cartpole_dqn_dist"
@@ -42,8 +50,22 @@ ROLE_OF = {"learner": "LEARNER", "evaluator": "EVALUATOR", "collector": "COLLECT
 def _config() -> Any:
     main_config.exp_name = EXP_NAME
     main_config.env.stop_value = STOP_VALUE
-    # Only one process writes the formatted config (slow: yapf); the others skip it.
-    return compile_config(main_config, create_cfg=create_config, auto=True, save_cfg=task.router.node_id == 0)
+    # No process formats and saves the config here (yapf: 5-40 s before the learner could subscribe);
+    # the learner writes it once its subscriptions exist (_write_config).
+    return compile_config(main_config, create_cfg=create_config, auto=True, save_cfg=False)
+
+
+def _write_config(cfg: Any) -> threading.Thread:
+    """The files `compile_config(save_cfg=True)` writes (total_config.py, formatted_total_config.py), from
+    a thread: formatting with yapf takes seconds of the learner's CPU, not of its start."""
+
+    def _write() -> None:
+        os.makedirs(cfg.exp_name, exist_ok=True)
+        save_config(cfg, os.path.join(cfg.exp_name, "total_config.py"), save_formatted=True)
+
+    writer = threading.Thread(target=_write, name="dihera-config-writer", daemon=True)
+    writer.start()
+    return writer
 
 
 def _envs(count: int, cfg: Any) -> BaseEnvManagerV2:
@@ -52,33 +74,62 @@ def _envs(count: int, cfg: Any) -> BaseEnvManagerV2:
     )
 
 
+def _model(cfg: Any, settings: Settings) -> DQN:
+    model = DQN(**cfg.policy.model)
+    if settings.extra_params > 0:
+        attach_extra(model, settings.extra_params, cfg.seed + settings.rank)
+    return model
+
+
+def _pipeline(cfg: Any, settings: Settings, model: DQN) -> tuple[Any, Any]:
+    """Register the middlewares (each a no-op on a process without its role); return the exchangers."""
+    buffer_ = DequeBuffer(size=cfg.policy.other.replay_buffer.replay_buffer_size)
+    policy = DQNPolicy(cfg.policy, model=model)
+    context_exchanger, model_exchanger = ContextExchanger(skip_n_iter=1), ModelExchanger(model)
+    task.use(context_exchanger)
+    task.use(model_exchanger)
+    task.use(interaction_evaluator(cfg, policy.eval_mode, _envs(cfg.env.evaluator_env_num, cfg)))
+    task.use(evaluator_report(STOP_VALUE))
+    task.use(eps_greedy_handler(cfg))
+    task.use(StepCollector(cfg, policy.collect_mode, _envs(cfg.env.collector_env_num, cfg)))
+    task.use(collector_report(PROGRESS_EVERY))
+    if settings.extra_params > 0:
+        task.use(collector_model_report(model))
+    task.use(data_pusher(cfg, buffer_))
+    task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer_))
+    task.use(learner_progress(PROGRESS_EVERY, settings.train_iter_budget))
+    task.use(online_logger(train_show_freq=10))
+    task.use(CkptSaver(policy, cfg.exp_name, train_freq=100))
+    # Last: runs after StepCollector and before the backward pass in which ContextExchanger sends.
+    task.use(collector_gate(settings.learner_fresh, settings.learner_wait))
+    return context_exchanger, model_exchanger
+
+
+def _announce_learner(cfg: Any, settings: Settings, model: DQN, exchangers: tuple[Any, Any]) -> threading.Thread:
+    """On the learner, its subscriptions made: beacon, kick, contract lines, then the config files."""
+    incarnation = incarnation_id(socket.gethostname(), os.getpid(), time.time())
+    LearnerBeacon(incarnation).start()
+    kick(*exchangers)
+    emit("learner-up", role="learner", node=task.router.node_id, incarnation=incarnation)
+    if settings.extra_params > 0:
+        emit("model", params=parameter_count(model), bytes=state_bytes(model), digest=extra_digest(model))
+    return _write_config(cfg)
+
+
 def main() -> None:
     logging.getLogger().setLevel(logging.INFO)
-    rank = int(os.environ.get("DI_RANK", task.router.node_id or 0))
-    world = world_size(os.environ.get("DI_NODES", ""))
-    timeout = barrier_timeout(os.environ)
-    budget = int(os.environ.get("DIHERA_TRAIN_ITER_BUDGET", "2000"))
+    settings = Settings.from_environ(os.environ, task.router.node_id or 0)
     cfg = _config()
     ding_init(cfg)
+    writer: threading.Thread | None = None
     with task.start(async_mode=False, ctx=OnlineRLContext()):
         role = pick_role(task.router.labels or (), task.router.node_id or 0)
         task.add_role(getattr(task.role, ROLE_OF[role]))
-        emit("role", role=role, node=task.router.node_id, world=world)
-        set_pkg_seed(cfg.seed + rank, use_cuda=cfg.policy.cuda)
-        model = DQN(**cfg.policy.model)
-        buffer_ = DequeBuffer(size=cfg.policy.other.replay_buffer.replay_buffer_size)
-        policy = DQNPolicy(cfg.policy, model=model)
-        task.use(StartupBarrier(role, rank, world, timeout))
-        task.use(ContextExchanger(skip_n_iter=1))
-        task.use(ModelExchanger(model))
-        task.use(interaction_evaluator(cfg, policy.eval_mode, _envs(cfg.env.evaluator_env_num, cfg)))
-        task.use(evaluator_report(STOP_VALUE))
-        task.use(eps_greedy_handler(cfg))
-        task.use(StepCollector(cfg, policy.collect_mode, _envs(cfg.env.collector_env_num, cfg)))
-        task.use(collector_report(PROGRESS_EVERY))
-        task.use(data_pusher(cfg, buffer_))
-        task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer_))
-        task.use(learner_progress(PROGRESS_EVERY, budget))
-        task.use(online_logger(train_show_freq=10))
-        task.use(CkptSaver(policy, cfg.exp_name, train_freq=100))
+        emit("role", role=role, node=task.router.node_id, world=settings.world)
+        set_pkg_seed(cfg.seed + settings.rank, use_cuda=cfg.policy.cuda)
+        model = _model(cfg, settings)
+        exchangers = _pipeline(cfg, settings, model)
+        writer = _announce_learner(cfg, settings, model, exchangers) if role == "learner" else None
         task.run()
+    if writer is not None:  # after the task stopped (its finish sent): the config files complete
+        writer.join(timeout=120)

@@ -1,54 +1,20 @@
-"""The example's own middlewares: a one-shot start-up barrier and the contract's progress lines.
+"""The example's own middlewares: the contract's progress lines.
 
 Each is a no-op on a process without the role it reports for, like DI-engine's own middlewares.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
 from ding.framework import task
-from ding.framework.middleware.barrier import Barrier
+from torch import nn
 
+from .bigmodel import extra_digest, parameter_count
 from .report import emit, write_progress
 
 Middleware = Callable[[Any], Any]
-
-
-class StartupBarrier:
-    """DI-engine's `Barrier`, entered once, on the first iteration, then never again.
-
-    NNG drops a message for an event its receiver has not subscribed to yet, and nothing resends it:
-    collectors that send before the learner has subscribed lose their first data. Waiting once until
-    every replica has attached and reached its first iteration closes that race. In a mesh rank r dials
-    the r lower ranks and is dialled by the `world - 1 - r` higher ones, which is what `Barrier` takes.
-    A replica that joins a job already past its barrier (scale-up, restart in place) waits `timeout`
-    seconds and then trains on (`dihera-barrier-timeout`); 0 skips the barrier.
-    """
-
-    def __init__(self, role: str, rank: int, world: int, timeout: float) -> None:
-        self._role, self._rank, self._world, self._timeout = role, rank, world, timeout
-        self._pending = world > 1 and timeout > 0
-        self._barrier = Barrier(world - 1 - rank, timeout=int(timeout)) if self._pending else None
-
-    def __call__(self, ctx: Any) -> None:
-        if not self._pending or self._barrier is None:
-            return
-        self._pending = False
-        started = time.monotonic()
-        # Barrier.__call__ waits for the peers, yields, and waits again after the iteration; run only
-        # the first wait: advance the generator to its yield, then close it.
-        entry = self._barrier(ctx)
-        try:
-            next(entry)
-        except TimeoutError:
-            emit("barrier-timeout", role=self._role, node=task.router.node_id, waited=time.monotonic() - started)
-            return
-        finally:
-            entry.close()
-        emit("connected", role=self._role, node=task.router.node_id, peers=self._world - 1)
 
 
 def learner_progress(every: int, budget: int) -> Middleware:
@@ -108,5 +74,27 @@ def evaluator_report(stop_value: float) -> Middleware:
         if value >= stop_value and ctx.train_iter > 0 and not reached:
             reached = True
             emit("stop-value-reached", **{"return": value, "iter": ctx.train_iter})
+
+    return _report
+
+
+def collector_model_report(model: nn.Module) -> Middleware:
+    """On a collector whose model carries the extra weight (bigmodel): `dihera-model-received` once, the
+    first time a model sent by the learner was loaded (train_iter > 0 and the weight is no longer its own
+    initial one), with that weight's digest, to compare with the learner's `dihera-model` line."""
+    if not task.has_role(task.role.COLLECTOR):
+        return task.void()
+    initial = extra_digest(model)
+    done = False
+
+    def _report(ctx: Any) -> None:
+        nonlocal done
+        if done or ctx.train_iter <= 0:
+            return
+        digest = extra_digest(model)
+        if digest == initial:
+            return
+        done = True
+        emit("model-received", role="collector", node=task.router.node_id, params=parameter_count(model), digest=digest)
 
     return _report

@@ -1,0 +1,58 @@
+"""The example's settings, read once from the environment at the entry point (no DI-engine needed)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from .roles import world_size
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What `main` reads from the environment; nothing else in the package does.
+
+    `learner_fresh`: a collector sends only while the learner's last beacon is at most this old (s);
+    `learner_wait`: it holds a batch at most this long (s) waiting for one, then sends anyway;
+    `extra_params`: > 0 adds an unused weight of about this many parameters to the model (see bigmodel).
+    """
+
+    rank: int
+    world: int
+    train_iter_budget: int = 2000
+    learner_fresh: float = 10.0
+    learner_wait: float = 600.0
+    extra_params: int = 0
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str], node_id: int) -> Settings:
+        """Every problem is reported at once, naming the variable, its value and what would be valid."""
+        problems: list[str] = []
+
+        def number(key: str, default: float, *, integer: bool, minimum: float, exclusive: bool) -> float:
+            raw = environ.get(key, "").strip()
+            if not raw:
+                return default
+            try:
+                value = int(raw) if integer else float(raw)
+            except ValueError:
+                value = math.nan
+            if math.isnan(value) or value < minimum or (exclusive and value == minimum):
+                kind = "an integer" if integer else "a number"
+                bound = f"> {minimum:g}" if exclusive else f">= {minimum:g}"
+                problems.append(f"{key}={raw!r}: want {kind} {bound}")
+                return default
+            return value
+
+        settings = cls(
+            rank=int(number("DI_RANK", node_id, integer=True, minimum=0, exclusive=False)),
+            world=world_size(environ.get("DI_NODES", "")),
+            train_iter_budget=int(number("DIHERA_TRAIN_ITER_BUDGET", 2000, integer=True, minimum=0, exclusive=True)),
+            learner_fresh=number("DIHERA_LEARNER_FRESH", 10.0, integer=False, minimum=0, exclusive=True),
+            learner_wait=number("DIHERA_LEARNER_WAIT", 600.0, integer=False, minimum=0, exclusive=False),
+            extra_params=int(number("DIHERA_EXTRA_PARAMS", 0, integer=True, minimum=0, exclusive=False)),
+        )
+        if problems:
+            raise ValueError("invalid environment: " + "; ".join(problems))
+        return settings
