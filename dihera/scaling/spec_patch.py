@@ -58,10 +58,13 @@ def job_spec_patch(
     """JSON patch setting ``spec.tasks[i].replicas`` of a DIJob manifest to ``counts`` ([] if equal).
 
     With ``generation`` (the membership ``counts`` were read from) it also stamps the DIJob with it,
-    in the same patch; a stamp is never lowered, and a stale ``generation`` writes nothing at all.
+    in the same patch; a stamp is never lowered, and a ``generation`` no newer than the stamp writes
+    nothing at all: the spec was already written for it (or a newer one), and counts that differ now are
+    a hand edit made since, for the controller to apply, never to undo. (A writer that decided to catch
+    the spec up on an older read must not overwrite such an edit on this one.)
     """
-    if generation is not None and spec_generation(manifest) > generation:
-        return []  # a newer writer already put a newer membership in the spec
+    if generation is not None and spec_generation(manifest) >= generation:
+        return []  # written for this membership or a newer one: what differs is a later hand edit
     ops: list[dict[str, Any]] = []
     for i, t in enumerate(manifest["spec"]["tasks"]):
         name = t.get("name") or t.get("type")

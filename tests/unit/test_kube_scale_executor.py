@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -14,7 +15,12 @@ from kubernetes import client
 from dihera.errors import ScaleConflict
 from dihera.kube import scale_executor
 from dihera.kube.scale_executor import JobScaler
+from dihera.membership import Membership
+from dihera.patches import precondition
+from dihera.render.env import MEMBERSHIP_FILE
+from dihera.scaling import GENERATION_ANNOTATION, ScaleRequest
 from tests.builders import PodBuilder, WorkflowBuilder, retry_node
+from tests.unit.scaled_job import base_job, base_state
 
 
 def test_idle_jobs_leave_no_lock_behind() -> None:
@@ -137,3 +143,72 @@ def test_no_watch_when_argo_already_finished_every_tombstone() -> None:
     done = _retiring({"collector-1": "Succeeded", "collector-2": "Failed"}, "10")
     assert scaler._delete_retired_pods("ns", "j", done) == ["pod-collector-1", "pod-collector-2"]
     assert objects.watched_from == [] and objects.deleted == [["pod-collector-1", "pod-collector-2"]]
+
+
+class _JobStore:
+    """The DIJob as each read finds it: one body a read, the last one again once they run out."""
+
+    def __init__(self, *bodies: dict[str, Any]) -> None:
+        self.bodies = list(bodies)
+
+    def get(self, namespace: str, name: str) -> dict[str, Any]:
+        return self.bodies.pop(0) if len(self.bodies) > 1 else self.bodies[0]
+
+
+class _Membership:
+    """The running job's ConfigMap and Workflow (what ``JobScaler._read`` and ``_write_spec`` read)."""
+
+    def __init__(self, membership: Membership, workflow: dict[str, Any]) -> None:
+        self.configmap = {
+            "metadata": {"name": "di-j", "resourceVersion": "1"},
+            "data": {MEMBERSHIP_FILE: membership.to_json()},
+        }
+        self.workflow = workflow
+
+    def get_configmap(self, namespace: str, name: str) -> dict[str, Any]:
+        return self.configmap
+
+    def get_workflow(self, namespace: str, name: str) -> dict[str, Any]:
+        return self.workflow
+
+
+class _Patches:
+    def __init__(self) -> None:
+        self.sent: list[list[dict[str, Any]]] = []
+
+    def patch_namespaced_custom_object(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        self.sent.append(args[5])
+        return {}
+
+
+def _stamped(stamp: int, collectors: int, version: str) -> dict[str, Any]:
+    body = base_job().with_replicas("collector", collectors).to_manifest()
+    body["metadata"].update(resourceVersion=version, annotations={GENERATION_ANNOTATION: str(stamp)})
+    return body
+
+
+@pytest.mark.parametrize(
+    ("case", "later", "written"),
+    [
+        ("the spec is still older when written: caught up", _stamped(4, 3, "11"), True),
+        ("a scaler wrote generation 5, then a hand edit (1 collector): kept", _stamped(5, 1, "12"), False),
+    ],
+)
+def test_a_catch_up_decided_on_an_older_read_never_undoes_a_later_hand_edit(
+    case: str, later: dict[str, Any], written: bool
+) -> None:
+    """The controller's sync reads stamp 4 < membership 5 (catch up); by the time it writes the spec, a scaler
+    may have written generation 5 and the user edited the replicas: that edit is applied later, not undone."""
+    _, membership, workflow = base_state()
+    scaler = JobScaler(client.ApiClient())
+    scaler._jobs = _JobStore(_stamped(4, 3, "10"), later)  # type: ignore[assignment]
+    scaler._objects = _Membership(replace(membership, generation=5), workflow)  # type: ignore[assignment]
+    scaler._custom = patches = _Patches()  # type: ignore[assignment]
+    scaler._converge_workflow = lambda namespace, name: []  # type: ignore[method-assign]
+    result = scaler.scale("ns", "j", ScaleRequest.sync(), update_spec=False)
+    assert not result.changed, case
+    if written:  # counts (2 collectors) and stamp 5, guarded by the version read
+        assert patches.sent and patches.sent[0][0] == precondition(later)
+        assert {"op": "replace", "path": "/spec/tasks/1/replicas", "value": 2} in patches.sent[0], patches.sent
+    else:
+        assert patches.sent == [], case

@@ -263,6 +263,7 @@ SPEC_5 = [
         ("first stamp adds the annotations", None, 2, 5, [*SPEC_5, NEW_MAP, {"op": "add", "path": KEY, "value": "2"}]),
         ("counts already right: the stamp alone", "2", 3, 2, [{"op": "add", "path": KEY, "value": "3"}]),
         ("already written", "3", 3, 2, []),
+        ("written, then edited by hand: the edit is kept", "3", 3, 5, []),
         ("a stale writer (stamp is newer) writes nothing", "4", 3, 5, []),
     ],
 )
