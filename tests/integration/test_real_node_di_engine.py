@@ -57,6 +57,7 @@ from tests.integration.realjobs import (
     job_logs,
     kill_ditask,
     on_real_node,
+    own_lines,
     small_requests,
     sockets,
 )
@@ -101,6 +102,24 @@ class Outcome:
     def log_of(self, task: str, index: int = 0) -> str:
         pod = pod_of(self.pods, task, index)
         return self.logs.get(pod["metadata"]["name"], "") if pod else ""
+
+    def summary(self) -> str:
+        """One short paragraph, first in a failure's message (CI shows a failure's first lines): how the job
+        ended, why, and each pod's phase, exit codes and last own log line."""
+        status = self.run.status
+        conditions = status.get("conditions") or [{}]
+        lines = [
+            f"phase {status.get('phase')} after {self.run.seconds:.0f}s (bound {TIME_BOUND}s); "
+            f"phases {self.run.phases}; restarts {status.get('restarts', 0)}; "
+            f"last condition: {conditions[-1].get('message', '-')}; "
+            f"seen { ({k: v for k, v in self.seen.items() if k not in ('logs', 'late pod', 'late log')})!s:.400}"
+        ]
+        for pod in self.pods:
+            name = pod["metadata"]["name"]
+            own = own_lines(self.logs.get(name, ""))
+            last = own[-1][:200] if own else "-"
+            lines.append(f"  {name}: {pod['status'].get('phase')} {exit_codes(pod)}; last line: {last}")
+        return "\n".join(lines)
 
 
 @dataclass
@@ -277,7 +296,11 @@ def example_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfi
         iters = [int(x["iter"]) for x in contract(side.log_of("learner")) if x["event"] == "progress"]
         if learner is not None and iters and max(iters) >= 40:
             seen["killed"] = kill_ditask(kubeconfig, namespace, learner["metadata"]["name"])
-            seen["killed at"], seen["killed pod"] = side.now(), learner["metadata"]["name"]
+            seen["killed at"], seen["killed pod"], seen["killed iter"] = (
+                side.now(),
+                learner["metadata"]["name"],
+                max(iters),
+            )
 
     return Job(name, doc, tick)
 
@@ -377,7 +400,7 @@ def assert_trained(outcome: Outcome, tasks: dict[str, int]) -> list[tuple[int, f
     (task -> replicas) ran on the real node and exited 0. Returns the evaluator's (iteration, return)s."""
     run = outcome.run
     tails = {p: log[-2500:] for p, log in outcome.logs.items()}
-    assert run.status.get("phase") == "Succeeded", (run.phases, run.status, tails)
+    assert run.status.get("phase") == "Succeeded", f"{outcome.summary()}\n{tails}"
     evaluations = returns(outcome.log_of("evaluator"))
     assert evaluations and evaluations[-1][1] >= STOP_VALUE and evaluations[-1][0] > 0, (evaluations, tails)
     for task, replicas in tasks.items():
@@ -491,8 +514,8 @@ def test_the_example_starts_with_8_replicas_survives_its_learner_killed_and_exch
     logs = {**seen.get("logs", {}), **{k: v for k, v in outcome.logs.items() if not v.startswith("<no log")}}
     tails = {p: log[-2000:] for p, log in logs.items()}
     run = outcome.run
-    assert seen.get("killed", "").startswith("killed "), (seen.get("killed"), run.phases)
-    assert run.status.get("phase") == "Succeeded", (run.phases, run.status, tails)
+    assert seen.get("killed", "").startswith("killed "), outcome.summary()
+    assert run.status.get("phase") == "Succeeded", f"{outcome.summary()}\n{tails}"
     assert run.status.get("restarts") == 1 and seen["pods at start"] == 8, (run.status, seen["pods at start"])
     by_host: dict[str, list[dict[str, Any]]] = {}
     for pod in outcome.pods:
