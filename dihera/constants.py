@@ -21,6 +21,8 @@ __all__ = [
     "ANNOTATION_WORKFLOW_DESCRIPTION",
     "ANNOTATION_WORKFLOW_TITLE",
     "ANNOTATION_WORKLOAD_SLICE",
+    "CHECKPOINT_DIR_ENV",
+    "CHECKPOINT_VOLUME",
     "DEFAULT_FINISH_GRACE",
     "DEFAULT_IMAGE",
     "DEFAULT_PEER_WAIT_TIMEOUT",
@@ -220,3 +222,10 @@ DEFAULT_PEER_WAIT_TIMEOUT = 300
 #: ``dihera wait-peers`` when nobody says otherwise (``dihera render``, in-process controllers). The
 #: chart gives the controller its own image instead (``DIHERA_PEER_WAIT_IMAGE``).
 DEFAULT_IMAGE = "dihera:0.1.0"
+
+# -- the checkpoint volume (spec.checkpoint, docs/checkpoints.md) -----------------------------------
+#: The pod volume of the job's checkpoint claim, in the replicas of the tasks that mount it.
+CHECKPOINT_VOLUME = "dihera-checkpoints"
+#: A mounting replica's own directory in it, ``<mountPath>/<task>-<index>`` (the same across its restarts
+#: and the job's resumes; the program creates it).
+CHECKPOINT_DIR_ENV = "DI_CHECKPOINT_DIR"

@@ -12,11 +12,13 @@ from typing import Any
 from dihera.schema import API_VERSION, KIND
 
 __all__ = [
+    "Checkpoint",
     "CleanPodPolicy",
     "DIJob",
     "EnvProvider",
     "FailurePolicy",
     "Priority",
+    "ReclaimPolicy",
     "SuccessOperator",
     "SuccessPolicy",
     "Task",
@@ -79,6 +81,37 @@ class Priority(StrEnum):
     LOW = "low"
     NORMAL = "normal"
     HIGH = "high"
+
+
+class ReclaimPolicy(StrEnum):
+    """``spec.checkpoint.reclaimPolicy``: what becomes of the checkpoint claim when the DIJob is deleted."""
+
+    DELETE = "Delete"  # owned by the DIJob: garbage-collected with it
+    RETAIN = "Retain"  # kept; a DIJob of the same name and namespace mounts it again
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """``spec.checkpoint``: the job's checkpoint volume (docs/checkpoints.md), defaults applied."""
+
+    tasks: tuple[str, ...]
+    size: str = "1Gi"
+    storage_class_name: str | None = None
+    access_mode: str = "ReadWriteOnce"
+    mount_path: str = "/var/dihera/checkpoints"
+    reclaim_policy: ReclaimPolicy = ReclaimPolicy.DELETE
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"size": self.size}
+        if self.storage_class_name is not None:
+            out["storageClassName"] = self.storage_class_name
+        out |= {
+            "accessMode": self.access_mode,
+            "tasks": list(self.tasks),
+            "mountPath": self.mount_path,
+            "reclaimPolicy": self.reclaim_policy.value,
+        }
+        return out
 
 
 def task_env_name(task_name: str) -> str:
@@ -158,6 +191,8 @@ class DIJob:
     ttl_seconds_after_finished: int | None = None
     #: ``spec.suspend``: no replica runs while True (docs/controller.md, "Suspend and resume").
     suspend: bool = False
+    #: ``spec.checkpoint``: None, no checkpoint volume.
+    checkpoint: Checkpoint | None = None
 
     @property
     def id(self) -> str:
@@ -214,5 +249,7 @@ class DIJob:
             spec["maxReplicas"] = self.max_replicas
         if self.volumes:
             spec["volumes"] = [copy.deepcopy(dict(v)) for v in self.volumes]
+        if self.checkpoint is not None:
+            spec["checkpoint"] = self.checkpoint.to_dict()
         spec["tasks"] = [t.to_dict() for t in self.tasks]
         return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}

@@ -10,6 +10,7 @@ __all__ = [
     "DI_PORT_NAME",
     "SHORT_TEMPLATE_SUFFIX",
     "Addressing",
+    "checkpoint_claim_name",
     "dag_task_name",
     "fqdn",
     "hostname",
@@ -30,6 +31,11 @@ DI_PORT_NAME = "di-port"
 def service_name(job: str) -> str:
     """The headless Service that gives every pod its DNS name: ``di-<job>``."""
     return f"di-{job}"
+
+
+def checkpoint_claim_name(job: str) -> str:
+    """The PersistentVolumeClaim of the job's checkpoints (``spec.checkpoint``): ``di-<job>-checkpoints``."""
+    return f"di-{job}-checkpoints"
 
 
 def membership_configmap_name(job: str) -> str:

@@ -18,14 +18,21 @@ from typing import Any
 
 import jsonschema
 
-from dihera.constants import ANNOTATION_FINISH_GRACE, ANNOTATION_PEER_WAIT_TIMEOUT, PEER_WAIT_CONTAINER
+from dihera.constants import (
+    ANNOTATION_FINISH_GRACE,
+    ANNOTATION_PEER_WAIT_TIMEOUT,
+    CHECKPOINT_VOLUME,
+    PEER_WAIT_CONTAINER,
+)
 from dihera.env_limits import env_size_problems
 from dihera.errors import InvalidJobError, Problem, format_value
 from dihera.model import (
+    Checkpoint,
     CleanPodPolicy,
     DIJob,
     FailurePolicy,
     Priority,
+    ReclaimPolicy,
     SuccessOperator,
     SuccessPolicy,
     Task,
@@ -44,6 +51,7 @@ DEFAULT_NAMESPACE = "default"
 MAX_HOSTNAME = 63
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _SINGLETON_TYPES = (TaskType.LEARNER, TaskType.COLLECTOR, TaskType.EVALUATOR)
+_ZERO = re.compile(r"^0+(\.0+)?[A-Za-z]*$")  # a quantity of zero (the schema's pattern already holds)
 
 
 def _strict(schema: dict[str, Any]) -> dict[str, Any]:
@@ -301,6 +309,90 @@ def _success_policy_problems(spec: Mapping[str, Any]) -> list[Problem]:
     ]
 
 
+def _checkpoint_problems(spec: Mapping[str, Any]) -> list[Problem]:
+    """``checkpoint``: its tasks name tasks of the job, its size is above zero (both CEL rules of the CRD
+    too), and its volume name and mountPath are free in the pods that mount it."""
+    ckpt = spec.get("checkpoint")
+    if not isinstance(ckpt, Mapping):
+        return []
+    tasks = [t for t in spec.get("tasks") or [] if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
+    problems = _checkpoint_field_problems(ckpt, [t["name"] for t in tasks])
+    problems += _checkpoint_name_problems(spec.get("volumes") or [], "spec.volumes")
+    mounted = set(checkpoint_tasks(spec))
+    for i, t in enumerate(tasks):
+        if t["name"] in mounted:
+            pod = (t.get("template") or {}).get("spec") or {}
+            where = f"spec.tasks[{i}].template.spec"
+            problems += _checkpoint_name_problems(pod.get("volumes") or [], f"{where}.volumes")
+            problems += _mount_path_problems(pod, where, ckpt.get("mountPath"))
+    return problems
+
+
+def _checkpoint_field_problems(ckpt: Mapping[str, Any], names: list[str]) -> list[Problem]:
+    valid = ", ".join(names) or "no task has a name"
+    problems = [
+        Problem(f"spec.checkpoint.tasks[{i}]", f"{format_value(n)} is not a task of the job; valid: {valid}")
+        for i, n in enumerate(ckpt.get("tasks") or [])
+        if isinstance(n, str) and n not in names
+    ]
+    size = ckpt.get("size")
+    if isinstance(size, str) and _ZERO.match(size):
+        why = f"{format_value(size)} is not above zero; valid: a quantity like 512Mi or 10Gi"
+        problems.append(Problem("spec.checkpoint.size", why))
+    return problems
+
+
+def _checkpoint_name_problems(volumes: Any, where: str) -> list[Problem]:
+    why = f"{CHECKPOINT_VOLUME!r} is the checkpoint volume's name (spec.checkpoint); choose another name"
+    return [
+        Problem(f"{where}[{j}].name", why)
+        for j, v in enumerate(volumes)
+        if isinstance(v, Mapping) and v.get("name") == CHECKPOINT_VOLUME
+    ]
+
+
+def _mount_path_problems(pod: Mapping[str, Any], where: str, path: Any) -> list[Problem]:
+    why = (
+        f"{format_value(path)} is spec.checkpoint.mountPath, where the checkpoint volume is mounted; "
+        "choose another path (or another spec.checkpoint.mountPath)"
+    )
+    return [
+        Problem(f"{where}.{kind}[{j}].volumeMounts[{k}].mountPath", why)
+        for kind in ("containers", "initContainers")
+        for j, c in enumerate(pod.get(kind) or [])
+        if isinstance(c, Mapping)
+        for k, mount in enumerate(c.get("volumeMounts") or [])
+        if isinstance(mount, Mapping) and mount.get("mountPath") == path
+    ]
+
+
+def checkpoint_tasks(spec: Mapping[str, Any]) -> list[str]:
+    """The tasks mounting the checkpoint volume of a defaulted spec: ``checkpoint.tasks``, else the learner
+    task, else every task."""
+    ckpt = spec.get("checkpoint")
+    if not isinstance(ckpt, Mapping):
+        return []
+    if isinstance(ckpt.get("tasks"), list):
+        return [n for n in ckpt["tasks"] if isinstance(n, str)]
+    tasks = [t for t in spec.get("tasks") or [] if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
+    learners = [t["name"] for t in tasks if t.get("type") == TaskType.LEARNER]
+    return learners or [t["name"] for t in tasks]
+
+
+def _checkpoint(spec: Mapping[str, Any]) -> Checkpoint | None:
+    ckpt = spec.get("checkpoint")
+    if ckpt is None:
+        return None
+    return Checkpoint(
+        tasks=tuple(checkpoint_tasks(spec)),
+        size=ckpt["size"],
+        storage_class_name=ckpt.get("storageClassName"),
+        access_mode=ckpt["accessMode"],
+        mount_path=ckpt["mountPath"],
+        reclaim_policy=ReclaimPolicy(ckpt["reclaimPolicy"]),
+    )
+
+
 def _failure_policy_problems(spec: Mapping[str, Any]) -> list[Problem]:
     """DropReplica scales the task down: a task with an envProvider must allow scaling (also a CEL rule)."""
     problems = []
@@ -353,7 +445,7 @@ def validate(manifest: Any) -> list[Problem]:
     if not _started(manifest):  # a running job's growth is checked by its scaling plan, on the exact membership
         problems += env_size_problems(name, spec) + _short_hostname_problems(name, spec)
         problems += none_before_ditask_problems(spec.get("tasks") or [])
-    problems += _success_policy_problems(spec) + _failure_policy_problems(spec)
+    problems += _success_policy_problems(spec) + _failure_policy_problems(spec) + _checkpoint_problems(spec)
     problems += provider_problems(spec.get("tasks") or [])
     problems += _seconds_annotation_problems(manifest) + _reserved_name_problems(spec.get("tasks"))
     problems += _template_problems(spec.get("tasks") or [])
@@ -425,4 +517,5 @@ def load_job(manifest: Any, namespace: str | None = None, source: str = "DIJob")
         active_deadline_seconds=spec.get("activeDeadlineSeconds"),
         ttl_seconds_after_finished=spec.get("ttlSecondsAfterFinished"),
         suspend=bool(spec.get("suspend", False)),
+        checkpoint=_checkpoint(spec),
     )

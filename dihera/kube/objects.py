@@ -124,13 +124,17 @@ class ObjectStore:
     # -- writes ----------------------------------------------------------------------------------
 
     def create(self, obj: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
-        """Create a ConfigMap, Service or Workflow; ``(object, created)``. An existing object is read back."""
+        """Create a ConfigMap, Service, PersistentVolumeClaim or Workflow; ``(object, created)``. An existing
+        object is read back, but a claim: it is returned as given (a claim of that name is the job's, or one a
+        DIJob of the same name kept with reclaimPolicy Retain, to be mounted again; nothing of it is read)."""
         kind = obj["kind"]
         meta = obj["metadata"]
         ns, name = meta["namespace"], meta["name"]
         try:
             resp: Any
-            if kind == "ConfigMap":
+            if kind == "PersistentVolumeClaim":
+                resp = self._core.create_namespaced_persistent_volume_claim(ns, dict(obj), _preload_content=False)  # type: ignore[arg-type]
+            elif kind == "ConfigMap":
                 resp = self._core.create_namespaced_config_map(ns, dict(obj), _preload_content=False)  # type: ignore[arg-type]
             elif kind == "Service":
                 resp = self._core.create_namespaced_service(ns, dict(obj), _preload_content=False)  # type: ignore[arg-type]
@@ -144,6 +148,8 @@ class ObjectStore:
         except ApiException as err:
             if err.status != 409:
                 raise
+            if kind == "PersistentVolumeClaim":
+                return dict(obj), False
             return self._read_existing(kind, ns, name), False
         return decoded(resp), True
 

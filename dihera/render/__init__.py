@@ -3,8 +3,9 @@
 Same job, membership and settings: byte-identical output. No clock, environment or I/O.
 Importing this package is cheap; Hera is loaded by the first :func:`render`.
 
-- ``workflow``: the Argo Workflow (Hera), one DAG node per replica; ``objects``: the headless Service and
-  the membership ConfigMap; ``env``: every container's ``DI_*`` environment (``providers``: a framework's
+- ``workflow``: the Argo Workflow (Hera), one DAG node per replica; ``objects``: the headless Service,
+  the membership ConfigMap and the checkpoint claim; ``checkpoint``: the checkpoint volume in the pods that
+  mount it; ``env``: every container's ``DI_*`` environment (``providers``: a framework's
   own); ``peer_wait``: the init container that waits for the peers; ``strict``: Hera models from the
   user's dicts; ``settings``: what rendering needs besides the job
 """
@@ -17,7 +18,7 @@ from typing import Any
 from dihera.membership import Membership, plan_membership
 from dihera.model import DIJob
 from dihera.render.env import node_lists
-from dihera.render.objects import membership_configmap, service
+from dihera.render.objects import checkpoint_claim, membership_configmap, service
 from dihera.render.settings import RenderSettings
 
 __all__ = ["RenderSettings", "RenderedJob", "node_lists", "render"]
@@ -25,15 +26,17 @@ __all__ = ["RenderSettings", "RenderedJob", "node_lists", "render"]
 
 @dataclass(frozen=True)
 class RenderedJob:
-    """Everything a job needs, in creation order: membership ConfigMap, Service, Workflow."""
+    """Everything a job needs, in creation order: membership ConfigMap, Service, checkpoint claim, Workflow."""
 
     membership: Membership
     configmap: dict[str, Any]
     service: dict[str, Any]
     workflow: dict[str, Any]
+    #: The checkpoint volume's claim (``spec.checkpoint``), made before the Workflow whose pods mount it.
+    claim: dict[str, Any] | None = None
 
     def objects(self) -> list[dict[str, Any]]:
-        return [self.configmap, self.service, self.workflow]
+        return [self.configmap, self.service, *([self.claim] if self.claim else []), self.workflow]
 
 
 def render(
@@ -51,4 +54,5 @@ def render(
         configmap=membership_configmap(job, membership, settings),
         service=service(job),
         workflow=build_workflow(job, membership, settings).to_dict(),
+        claim=checkpoint_claim(job),
     )

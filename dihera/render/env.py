@@ -19,6 +19,7 @@ from dihera.env_limits import value_fits
 from dihera.membership import Membership, Replica
 from dihera.model import DIJob, Task, task_env_name
 from dihera.naming import Addressing, fqdn, member_address, membership_configmap_name
+from dihera.render.checkpoint import checkpoint_env
 from dihera.render.providers import membership_data, provider_env
 from dihera.render.providers.base import INDEX, RANK
 from dihera.render.settings import RenderSettings
@@ -63,6 +64,7 @@ def di_env(job: DIJob, task: Task, settings: RenderSettings, short: bool = False
         *(_from_membership(job, task_env_name(t.name), task_env_name(t.name)) for t in job.tasks),
         _from_membership(job, GENERATION_KEY, GENERATION_KEY),
         {"name": "DI_MEMBERSHIP_FILE", "value": f"{settings.membership_dir}/{MEMBERSHIP_FILE}"},
+        *checkpoint_env(job, task),
         *provider_env(job, task, settings),
     ]
 

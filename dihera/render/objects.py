@@ -6,14 +6,14 @@ from typing import Any
 
 from dihera.constants import LABEL_JOB, MANAGED_BY
 from dihera.membership import Membership
-from dihera.model import DIJob
-from dihera.naming import DI_PORT, DI_PORT_NAME, membership_configmap_name, service_name
+from dihera.model import DIJob, ReclaimPolicy
+from dihera.naming import DI_PORT, DI_PORT_NAME, checkpoint_claim_name, membership_configmap_name, service_name
 from dihera.objects import owner_reference
 from dihera.render.env import GENERATION_KEY, MEMBERSHIP_FILE, membership_lists
 from dihera.render.settings import RenderSettings
 from dihera.schema import API_VERSION, KIND
 
-__all__ = ["job_labels", "membership_configmap", "owner_references", "service"]
+__all__ = ["checkpoint_claim", "job_labels", "membership_configmap", "owner_references", "service"]
 
 
 def job_labels(job: DIJob) -> dict[str, str]:
@@ -62,3 +62,22 @@ def membership_configmap(job: DIJob, membership: Membership, settings: RenderSet
         "metadata": _metadata(job, membership_configmap_name(job.name)),
         "data": data,
     }
+
+
+def checkpoint_claim(job: DIJob) -> dict[str, Any] | None:
+    """PersistentVolumeClaim ``di-<job>-checkpoints`` (``spec.checkpoint``, :mod:`dihera.render.checkpoint`), or None
+    without it. Owned by the DIJob with reclaimPolicy Delete; by nothing with Retain (it outlives the DIJob)."""
+    ckpt = job.checkpoint
+    if ckpt is None:
+        return None
+    meta: dict[str, Any] = {
+        "name": checkpoint_claim_name(job.name),
+        "namespace": job.namespace,
+        "labels": job_labels(job),
+    }
+    if ckpt.reclaim_policy is ReclaimPolicy.DELETE and (owners := owner_references(job)):
+        meta["ownerReferences"] = owners
+    spec: dict[str, Any] = {"accessModes": [ckpt.access_mode], "resources": {"requests": {"storage": ckpt.size}}}
+    if ckpt.storage_class_name is not None:
+        spec["storageClassName"] = ckpt.storage_class_name
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta, "spec": spec}

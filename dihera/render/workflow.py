@@ -48,6 +48,7 @@ from dihera.naming import (
     workflow_name,
 )
 from dihera.podtemplate import normalize_pod_spec
+from dihera.render.checkpoint import checkpoint_mounts, checkpoint_volumes
 from dihera.render.env import INDEX, RANK, di_env, shorten_fqdn
 from dihera.render.objects import owner_references
 from dihera.render.peer_wait import peer_wait_container
@@ -92,12 +93,19 @@ _POD_GC: Mapping[CleanPodPolicy, str | None] = {
 }
 
 
-def _container(container: Mapping[str, Any], env: list[dict[str, Any]], mount_dir: str) -> dict[str, Any]:
-    """The user's container with the DI_* env first (so user values may refer to them) and the membership mounted."""
+def _container(
+    container: Mapping[str, Any], env: list[dict[str, Any]], mount_dir: str, extra: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """The user's container with the DI_* env first (so user values may refer to them), the membership mounted
+    and the ``extra`` mounts (the checkpoint volume's)."""
     ours = {e["name"] for e in env}
     user_env = [e for e in container.get("env", []) if e.get("name") not in ours]
-    mounts = [*container.get("volumeMounts", []), {"name": MEMBERSHIP_VOLUME, "mountPath": mount_dir, "readOnly": True}]
-    return {**container, "env": env + user_env, "volumeMounts": mounts}
+    membership = {"name": MEMBERSHIP_VOLUME, "mountPath": mount_dir, "readOnly": True}
+    return {
+        **container,
+        "env": env + user_env,
+        "volumeMounts": [*container.get("volumeMounts", []), membership, *extra],
+    }
 
 
 def _with_ports(containers: list[dict[str, Any]], ports: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -153,7 +161,9 @@ def _task_template(job: DIJob, task: Task, replicas: int, settings: RenderSettin
         *spec.get("volumes", []),
         *(dict(v) for v in job.volumes),
         {"name": MEMBERSHIP_VOLUME, "configMap": {"name": membership_configmap_name(job.name)}},
+        *checkpoint_volumes(job, task),
     ]
+    mounts = checkpoint_mounts(job, task)
     return m.Template(
         name=short_template_name(task.name) if short else task.name,
         inputs=m.Inputs(parameters=[m.Parameter(name="index"), m.Parameter(name="rank")]),
@@ -162,12 +172,13 @@ def _task_template(job: DIJob, task: Task, replicas: int, settings: RenderSettin
             containers=strict_list(
                 m.ContainerNode,
                 _with_ports(
-                    [_container(c, env, settings.membership_dir) for c in spec["containers"]], provider_ports(task)
+                    [_container(c, env, settings.membership_dir, mounts) for c in spec["containers"]],
+                    provider_ports(task),
                 ),
                 "spec.containers",
             )
         ),
-        init_containers=_init_containers(job, spec, env, settings),
+        init_containers=_init_containers(job, spec, env, settings, mounts),
         volumes=strict_list(m.Volume, volumes, "spec.volumes"),
         pod_spec_patch=json.dumps(patch, sort_keys=True, separators=(",", ":")),
         retry_strategy=(
@@ -180,12 +191,17 @@ def _task_template(job: DIJob, task: Task, replicas: int, settings: RenderSettin
 
 
 def _init_containers(
-    job: DIJob, spec: Mapping[str, Any], env: list[dict[str, Any]], settings: RenderSettings
+    job: DIJob,
+    spec: Mapping[str, Any],
+    env: list[dict[str, Any]],
+    settings: RenderSettings,
+    mounts: list[dict[str, Any]],
 ) -> list[m.UserContainer] | None:
-    """dihera's peer wait first (docs/rendering.md), then the user's, which get the same DI_* env as containers."""
+    """dihera's peer wait first (docs/rendering.md), then the user's, which get the same DI_* env and mounts as
+    containers."""
     user = strict_list(
         m.UserContainer,
-        [_container(c, env, settings.membership_dir) for c in spec.get("initContainers", [])],
+        [_container(c, env, settings.membership_dir, mounts) for c in spec.get("initContainers", [])],
         "spec.initContainers",
     )
     wait = peer_wait_container(job, settings)

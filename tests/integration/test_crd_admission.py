@@ -94,6 +94,16 @@ REJECTED = [
                  "spec.tasks[0].failurePolicy", "needs envProvider.allowScaling: true",
                  id="drop-replica-on-a-fixed-group"),
     pytest.param(job(task("learner"), suspend="yes"), "spec.suspend", "must be of type boolean", id="suspend-not-bool"),
+    pytest.param(job(task("learner"), checkpoint={"tasks": ["lerner"]}), "spec.checkpoint.tasks",
+                 "must name tasks of the job", id="checkpoint-unknown-task"),
+    pytest.param(job(task("learner"), checkpoint={"size": "0Gi"}), "spec.checkpoint.size",
+                 "a quantity above zero", id="checkpoint-size-zero"),
+    pytest.param(job(task("learner"), checkpoint={"size": "ten"}), "spec.checkpoint.size", "should match",
+                 id="checkpoint-size-not-a-quantity"),
+    pytest.param(job(task("learner"), checkpoint={"mountPath": "ckpt"}), "spec.checkpoint.mountPath", "should match",
+                 id="checkpoint-relative-path"),
+    pytest.param(job(task("learner"), checkpoint={"reclaimPolicy": "Recycle"}), "spec.checkpoint.reclaimPolicy",
+                 "Unsupported value", id="checkpoint-reclaim-policy"),
 ]
 
 
@@ -125,6 +135,21 @@ def test_api_server_applies_defaults_like_the_python_model(
     expected = load_job(manifest).to_manifest()["spec"]
     server = load_job(stored).to_manifest()["spec"]
     assert server == expected
+
+
+def test_api_server_defaults_the_checkpoint_volume_like_the_python_model(
+    dijob_crd: None, cluster: client.ApiClient, namespace: str
+) -> None:
+    manifest = job(task("learner"), task("collector"), name="ckpt", checkpoint={})
+    stored = create(cluster, namespace, manifest, dry_run=False)
+    assert stored["spec"]["checkpoint"] == {
+        "size": "1Gi",
+        "accessMode": "ReadWriteOnce",
+        "mountPath": "/var/dihera/checkpoints",
+        "reclaimPolicy": "Delete",
+    }
+    assert load_job(stored).to_manifest()["spec"] == load_job(manifest).to_manifest()["spec"]
+    assert load_job(stored).checkpoint.tasks == ("learner",)  # type: ignore[union-attr]
 
 
 def test_api_server_accepts_and_defaults_the_lifecycle_fields_like_the_python_model(

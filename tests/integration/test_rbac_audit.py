@@ -126,7 +126,10 @@ def scenario_controller(api: client.ApiClient, namespace: str, server: str, toke
             ttlSecondsAfterFinished=5,
         )
     )
+    # a job with a checkpoint volume: its claim is created (never bound here: no volume of its class exists)
+    jobs.create(manifest("claimed", namespace, task("learner", **LONG), checkpoint={"storageClassName": "none"}))
     poll(phase_is(jobs, namespace, "elastic", "Running"), 120, "elastic Running")
+    poll(lambda: core.list_namespaced_persistent_volume_claim(namespace).items, 60, "the checkpoint claim")
     # an edited Service is put back by the controller
     core.patch_namespaced_service(service_name("elastic"), namespace, {"spec": {"selector": {"diengine/job": "x"}}})
     poll(
@@ -160,6 +163,7 @@ def scenario_controller(api: client.ApiClient, namespace: str, server: str, toke
     set_suspend(api, namespace, "elastic", True)  # the controller deletes its Workflow
     poll(lambda: ObjectStore(api).get_workflow(namespace, "elastic") is None, 60, "elastic's Workflow deleted")
     jobs.delete(namespace, "elastic")
+    jobs.delete(namespace, "claimed")
     poll(lambda: jobs.get(namespace, "failing") is None, 60, "failing deleted by its ttlSecondsAfterFinished")
 
 

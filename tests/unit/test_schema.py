@@ -66,7 +66,9 @@ def test_crd_shape() -> None:
         r["rule"]
         for r in spec["x-kubernetes-validations"] + task["x-kubernetes-validations"] + root["x-kubernetes-validations"]
     ]
-    assert len(rules) == 10
+    assert len(rules) == 11
+    assert spec["properties"]["checkpoint"]["x-kubernetes-validations"][0]["rule"].startswith("isQuantity(self.size)")
+    assert any("checkpoint.tasks" in r for r in rules)
     assert any("exists" in r or "filter" in r for r in rules)
     assert any("successPolicy.targetTasks" in r for r in rules)
     assert any("DropReplica" in r and "allowScaling" in r for r in rules)

@@ -53,6 +53,12 @@ dihera.controller.leaseRules: the Lease of leader election, by a Role in the rel
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [get, list, watch, create, update]
+# The job's checkpoint claim (spec.checkpoint, docs/checkpoints.md): created before its Workflow, "already
+# exists" taken as the job's (dihera/kube/objects.py: ObjectStore.create); deleted with the DIJob by the
+# garbage collector (ownerReferences), never by the controller.
+- apiGroups: [""]
+  resources: [persistentvolumeclaims]
+  verbs: [create]
 # Events about DIJobs (dihera/kube/events.py: EventRecorder.post).
 - apiGroups: [""]
   resources: [events]
