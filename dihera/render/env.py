@@ -30,6 +30,7 @@ __all__ = [
     "MEMBERSHIP_FILE",
     "NODES_KEY",
     "RANK",
+    "RESTART_KEY",
     "di_env",
     "membership_lists",
     "node_lists",
@@ -39,6 +40,10 @@ __all__ = [
 NODES_KEY = "DI_NODES"
 GENERATION_KEY = "DI_MEMBERSHIP_GENERATION"
 MEMBERSHIP_FILE = "membership.json"
+#: How many times the replica was restarted in place (0 for its first pod): Argo's retry number of the node,
+#: ``{{retries}}``, which only a template with a retryStrategy (``backoffLimit`` > 0) resolves.
+RESTART_KEY = "DI_RESTART_COUNT"
+RETRIES = "{{retries}}"
 
 
 def _from_membership(job: DIJob, name: str, key: str) -> dict[str, Any]:
@@ -64,6 +69,7 @@ def di_env(job: DIJob, task: Task, settings: RenderSettings, short: bool = False
         *(_from_membership(job, task_env_name(t.name), task_env_name(t.name)) for t in job.tasks),
         _from_membership(job, GENERATION_KEY, GENERATION_KEY),
         {"name": "DI_MEMBERSHIP_FILE", "value": f"{settings.membership_dir}/{MEMBERSHIP_FILE}"},
+        {"name": RESTART_KEY, "value": RETRIES if job.backoff_limit > 0 else "0"},
         *checkpoint_env(job, task),
         *provider_env(job, task, settings),
     ]

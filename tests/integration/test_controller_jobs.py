@@ -97,20 +97,23 @@ def test_collector_failing_once_is_restarted_in_place(
     status = poll(phase_is(jobs, namespace, "flaky", "Succeeded"), 120, "flaky Succeeded")
     assert status["restarts"] == 2  # each collector failed once
     pods = job_pods(cluster, namespace, "flaky")
-    attempts: dict[str, list[tuple[str, str, str]]] = {}
+    attempts: dict[str, list[tuple[str, str, str, str]]] = {}
     for p in pods:
         meta = p["metadata"]
+        main = next(c for c in p["spec"]["containers"] if c["name"] != "wait")
         attempts.setdefault(meta["labels"]["diengine/pod"], []).append(
             (
                 meta["annotations"]["workflows.argoproj.io/node-name"],
                 p["spec"]["hostname"],
                 meta["annotations"]["diengine/rank"],
+                next(e["value"] for e in main["env"] if e["name"] == "DI_RESTART_COUNT"),
             )
         )
     for index, rank in ((0, "1"), (1, "2")):
         seen = sorted(attempts[f"flaky-collector-{index}"])
-        assert [n for n, _, _ in seen] == [f"flaky.collector-{index}(0)", f"flaky.collector-{index}(1)"]
-        assert {(h, r) for _, h, r in seen} == {(f"flaky-collector-{index}", rank)}  # same hostname (FQDN) and rank
+        assert [n for n, _, _, _ in seen] == [f"flaky.collector-{index}(0)", f"flaky.collector-{index}(1)"]
+        assert {(h, r) for _, h, r, _ in seen} == {(f"flaky-collector-{index}", rank)}  # same hostname (FQDN), rank
+        assert [c for _, _, _, c in seen] == ["0", "1"]  # DI_RESTART_COUNT: Argo's retry number of the node
 
     def restarted() -> bool:  # Events are sent in the background (dihera/kube/events.py): poll
         return "ReplicaRestarted" in [r for r, _ in dijob_events(cluster, namespace, "flaky")]
