@@ -49,6 +49,7 @@ from tests.integration.controllers import (  # noqa: E402
 from tests.integration.kueue import Queues, create_queues, delete_queues  # noqa: E402
 from tests.integration.servers import argo_ui_config, install_server_rbac, running_server  # noqa: E402
 from tests.integration.versions import pair  # noqa: E402
+from tests.integration.volumes import static_volumes  # noqa: E402
 
 T = TypeVar("T")
 Poll = Callable[..., Any]
@@ -179,6 +180,14 @@ def fresh_namespace(cluster: client.ApiClient) -> Iterator[str]:
 def namespace(cluster: client.ApiClient) -> Iterator[str]:
     """A fresh namespace whose default service account exists; deleted after the test."""
     with fresh_namespace(cluster) as name:
+        yield name
+
+
+@pytest.fixture
+def storage_class(cluster: client.ApiClient, namespace: str) -> Iterator[str]:
+    """A StorageClass name of the test's own and two PersistentVolumes of it that checkpoint claims of that class
+    bind to (tests/integration/volumes.py), deleted after the test."""
+    with static_volumes(cluster, f"ckpt-{namespace}") as name:
         yield name
 
 

@@ -4,19 +4,17 @@ controller, mounted by the learner's pod only, with ``DI_CHECKPOINT_DIR``; it ou
 suspended and the resumed pods mount the same claim; the garbage collector deletes it with the DIJob
 (reclaimPolicy Delete), or it stays and a DIJob made again with the same name mounts it again (Retain).
 
-The claims bind to PersistentVolumes the test makes (static provisioning, a StorageClass name of the test's own):
-the simulated nodes run no provisioner.
+The claims bind to PersistentVolumes the test makes (static provisioning, a StorageClass name of the test's own:
+the ``storage_class`` fixture, tests/integration/volumes.py): the simulated nodes run no provisioner.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from kubernetes import client
-from kubernetes.client.exceptions import ApiException
 
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import ObjectStore
@@ -25,51 +23,12 @@ from tests.integration.conftest import Poll
 from tests.integration.controllers import Controller
 from tests.integration.jobs import job_pods, manifest, phase_is, task
 from tests.integration.lifecycle import set_suspend
+from tests.integration.volumes import claim
 
 pytestmark = pytest.mark.cluster
 
 LONG = {"sim.dihera.io/run-seconds": "600"}
 MOUNT = "/var/dihera/checkpoints"
-
-
-@pytest.fixture
-def storage_class(cluster: client.ApiClient, namespace: str) -> Iterator[str]:
-    """A StorageClass name of the test's own and two PersistentVolumes of it (1Gi each), deleted afterwards."""
-    core = client.CoreV1Api(cluster)
-    name = f"ckpt-{namespace}"
-    volumes = [f"{name}-{i}" for i in range(2)]
-    for pv in volumes:
-        core.create_persistent_volume(
-            {
-                "metadata": {"name": pv},
-                "spec": {
-                    "capacity": {"storage": "1Gi"},
-                    "accessModes": ["ReadWriteOnce"],
-                    "storageClassName": name,
-                    "persistentVolumeReclaimPolicy": "Retain",
-                    "hostPath": {"path": f"/tmp/dihera-test-pv/{pv}"},
-                },
-            }
-        )
-    try:
-        yield name
-    finally:
-        for pv in volumes:
-            try:
-                core.delete_persistent_volume(pv)
-            except ApiException as err:
-                if err.status != 404:
-                    raise
-
-
-def claim(cluster: client.ApiClient, namespace: str, job: str) -> dict[str, Any] | None:
-    try:
-        found = client.CoreV1Api(cluster).read_namespaced_persistent_volume_claim(checkpoint_claim_name(job), namespace)
-    except ApiException as err:
-        if err.status == 404:
-            return None
-        raise
-    return client.ApiClient().sanitize_for_serialization(found)  # type: ignore[no-any-return]
 
 
 def mounts(pod: dict[str, Any]) -> dict[str, Any]:

@@ -33,6 +33,7 @@ from tests.integration.jobs import job_pods, manifest, task
 from tests.integration.kueue import GROUP, QUEUE_LABEL, VERSION, Queues, condition
 from tests.integration.lifecycle import FOREVER, current_message, has_event, live_pods, status_where
 from tests.integration.servers import install_server_rbac, running_server, sa_token
+from tests.integration.volumes import claim
 
 pytestmark = pytest.mark.cluster
 
@@ -199,14 +200,18 @@ def test_whole_jobs_within_the_quota_the_rest_wait_with_zero_pods_and_unlabelled
 
 
 def test_a_high_priority_job_preempts_a_preemptible_low_one_which_resumes_with_the_same_ranks(
-    setup: Callable[..., Setup], cluster: client.ApiClient, namespace: str, poll: Poll
+    setup: Callable[..., Setup], cluster: client.ApiClient, namespace: str, storage_class: str, poll: Poll
 ) -> None:
+    """...and the low job's checkpoint claim (spec.checkpoint) outlives its eviction: the same claim is mounted
+    when it runs again."""
     lq = setup(cpu="4").queues.local_queue
     jobs = JobStore(cluster)
-    jobs.create(
-        queued("low", namespace, lq, qtask("learner", 1), qtask("collector", 3), priority="low", preemptible=True)
-    )
+    checkpoint = {"storageClassName": storage_class}
+    low = queued("low", namespace, lq, qtask("learner", 1), qtask("collector", 3), priority="low", preemptible=True)
+    jobs.create({**low, "spec": {**low["spec"], "checkpoint": checkpoint}})
     poll(phase(jobs, namespace, "low", "Running"), 120, "low Running")
+    kept = claim(cluster, namespace, "low")
+    assert kept is not None
     before = poll(lambda: (r := ranks(cluster, namespace, "low")) and len(r) == 4 and r, 30, "low's 4 pods")
     uids = {p["metadata"]["uid"] for p in live_pods(cluster, namespace, "low")}
 
@@ -232,6 +237,13 @@ def test_a_high_priority_job_preempts_a_preemptible_low_one_which_resumes_with_t
     after = poll(lambda: (r := ranks(cluster, namespace, "low")) and len(r) == 4 and r, 30, "low's 4 pods again")
     assert after == before  # same hostnames, ranks and subdomain (FQDNs)
     assert not uids & {p["metadata"]["uid"] for p in live_pods(cluster, namespace, "low")}  # a new run
+    again = claim(cluster, namespace, "low")
+    assert again is not None and again["metadata"]["uid"] == kept["metadata"]["uid"]  # the same claim
+    learner = [
+        p for p in live_pods(cluster, namespace, "low") if p["metadata"]["labels"]["diengine/task-name"] == "learner"
+    ]
+    volumes = [v.get("persistentVolumeClaim", {}).get("claimName") for p in learner for v in p["spec"]["volumes"]]
+    assert "di-low-checkpoints" in volumes, volumes
     status = jobs.get(namespace, "low")["status"]  # type: ignore[index]
     assert status["restarts"] == 0 and status["membershipGeneration"] == 1
 
