@@ -425,7 +425,7 @@ own_program() { # own_program NAME: a small program of this repository (ci/tools
 
 # argo-server by default only for an Argo major with a loopback argo server main (v4: the compat pair's v3 runs no UI)
 has_server() { [[ -f "$here/tools/argo/$(echo "$ARGO_VERSION" | cut -d. -f1)/server/main.go" ]]; }
-default="etcd kube-apiserver kube-controller-manager kube-scheduler kwok workflow-controller $(has_server && echo argo-server || true) helm ct helm-docs"
+default="etcd kube-apiserver kube-controller-manager kube-scheduler kwok workflow-controller local-path-provisioner $(has_server && echo argo-server || true) helm ct helm-docs"
 want=${*:-default}
 want=${want//default/$default}
 
@@ -456,6 +456,9 @@ for i in "${!tools[@]}"; do
       build_argo "$ARGO_VERSION" workflow-controller
       link "$bin/argo-$ARGO_VERSION/workflow-controller" workflow-controller
       link "$bin/argo-$ARGO_VERSION/crds" argo-crds ;;
+    local-path-provisioner) install_mod local-path-provisioner "$LOCAL_PATH_VERSION" \
+            github.com/rancher/local-path-provisioner "-X main.VERSION=$LOCAL_PATH_VERSION"
+      link "$bin/local-path-provisioner" local-path-provisioner ;;
     kwok) install_mod kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok \
             "-X sigs.k8s.io/kwok/pkg/consts.Version=$KWOK_VERSION"; link "$bin/kwok" kwok ;;
     helm) # without the Kubernetes version ldflags helm assumes v1.20 for .Capabilities and kubeVersion checks

@@ -39,6 +39,7 @@ CLIENTS = (
     Client("workflow-controller", "argo-workflow-controller", ("system:masters",)),
     Client("argo-server", "argo-server", ("system:masters",)),
     Client("kueue", "kueue-manager", ("system:masters",)),  # started on demand (kueue.py)
+    Client("local-path-provisioner", "local-path-provisioner", ("system:masters",)),
     # The real node: its kubelet (Node authorizer), CoreDNS, and the API server calling the kubelet.
     Client("kubelet", "system:node:dihera-real-node", ("system:nodes",)),
     Client("coredns", "dihera-coredns", ("system:masters",)),

@@ -214,14 +214,18 @@ class Cluster:
     def _install_objects(self, api: kube.Api) -> None:
         files = []
         argo = manifests.argo_objects(di_server_url(self.state.load_ports() or {}))
-        for name, objects in (("nodes", manifests.nodes(self.settings.nodes)), ("argo", argo)):
+        storage = manifests.storage_objects(realnode.NODE_NAME, str(self.state.root / "volumes"), images.PYTHON_IMAGE)
+        for name, objects in (("nodes", manifests.nodes(self.settings.nodes)), ("argo", argo), ("storage", storage)):
             path = self.state.manifests / f"{name}.json"
             path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2))
             files.append(path)
         crds = sorted(self.settings.argo_crd_dir.glob("*.yaml"))
         if not crds:
             raise ClusterError(f"no Argo CRDs in {self.settings.argo_crd_dir}: run ci/build-tools.sh")
-        log.info("applying Argo CRDs, the argo namespace and ConfigMap, %d nodes", self.settings.nodes)
+        log.info(
+            "applying Argo CRDs, the argo namespace and ConfigMap, the default StorageClass, %d nodes",
+            self.settings.nodes,
+        )
         api.apply([*crds, *files])
 
     def _nodes_ready(self, api: kube.Api) -> bool:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import realnode
-from .manifests import ARGO_NAMESPACE, KWOK_NODE_ANNOTATION
+from .manifests import ARGO_NAMESPACE, KWOK_NODE_ANNOTATION, STORAGE_NAMESPACE
 from .settings import Settings
 from .state import StateDir
 
@@ -209,6 +209,16 @@ def _control_plane(settings: Settings, state: StateDir, ports: dict[str, int]) -
                 f"--node-ip={realnode.NODE_IP}",  # anything dialling a "kubelet" stays on loopback
                 f"--cidr={POD_CIDR}",
                 "--node-lease-duration-seconds=40",
+            ],
+        ),
+        Component(  # started after kwok: its ConfigMap is read once, at start (ci/devcluster/manifests.py)
+            "local-path-provisioner",
+            [
+                str(binary("local-path-provisioner")),
+                "start",
+                f"--kubeconfig={state.component_kubeconfig('local-path-provisioner')}",
+                f"--namespace={STORAGE_NAMESPACE}",
+                "--service-account-name=default",
             ],
         ),
         Component(

@@ -1,15 +1,31 @@
-"""Objects the dev cluster creates after the API server is up: simulated nodes and Argo's ConfigMap."""
+"""Objects the dev cluster creates after the API server is up: simulated nodes, Argo's ConfigMap, the default
+StorageClass and its provisioner's ConfigMap."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from dihera.argo_ui import configmap_data
 
-__all__ = ["ARGO_NAMESPACE", "KWOK_NODE_ANNOTATION", "argo_objects", "node_name", "nodes"]
+__all__ = [
+    "ARGO_NAMESPACE",
+    "KWOK_NODE_ANNOTATION",
+    "STORAGE_CLASS",
+    "STORAGE_NAMESPACE",
+    "argo_objects",
+    "node_name",
+    "nodes",
+    "storage_objects",
+]
 
 ARGO_NAMESPACE = "argo"
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")  # kwok manages nodes carrying this annotation
+#: The local-path provisioner's namespace (its ConfigMap, its helper pods) and the default StorageClass (kind's name).
+STORAGE_NAMESPACE = "local-path-storage"
+STORAGE_CLASS = "standard"
+#: Where volumes of the simulated nodes would be: never made (their helper pods are kwok's, ci/kwok/pods.yaml).
+SIMULATED_VOLUMES = "/var/lib/dihera-sim-volumes"
 
 
 def node_name(index: int) -> str:
@@ -64,5 +80,51 @@ def argo_objects(di_server_url: str) -> list[dict[str, Any]]:
             "kind": "ConfigMap",
             "metadata": {"name": "workflow-controller-configmap", "namespace": ARGO_NAMESPACE},
             "data": {**ARGO_CONFIG, **configmap_data(di_server_url)},
+        },
+    ]
+
+
+def storage_objects(real_node: str, real_node_volumes: str, helper_image: str) -> list[dict[str, Any]]:
+    """The local-path provisioner's namespace and ConfigMap (upstream's scripts; volumes of the real node
+    ``real_node`` under ``real_node_volumes``, made 0777 by a helper pod of ``helper_image``), and the default
+    StorageClass ``standard`` (WaitForFirstConsumer: a volume is made on the node its first pod is scheduled to)."""
+    config = {
+        "nodePathMap": [
+            {"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": [SIMULATED_VOLUMES]},
+            {"node": real_node, "paths": [real_node_volumes]},
+        ]
+    }
+    helper = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "helper-pod", "labels": {"dihera.io/local-path-helper": "true"}},
+        "spec": {
+            "automountServiceAccountToken": False,
+            "containers": [{"name": "helper-pod", "image": helper_image, "imagePullPolicy": "Never"}],
+        },
+    }
+    return [
+        {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": STORAGE_NAMESPACE}},
+        {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"name": "local-path-config", "namespace": STORAGE_NAMESPACE},
+            "data": {
+                "config.json": json.dumps(config, indent=2),
+                "setup": '#!/bin/sh\nset -eu\nmkdir -m 0777 -p "$VOL_DIR"\n',
+                "teardown": '#!/bin/sh\nset -eu\nrm -rf "$VOL_DIR"\n',
+                "helperPod.yaml": json.dumps(helper, indent=2),
+            },
+        },
+        {
+            "apiVersion": "storage.k8s.io/v1",
+            "kind": "StorageClass",
+            "metadata": {
+                "name": STORAGE_CLASS,
+                "annotations": {"storageclass.kubernetes.io/is-default-class": "true"},
+            },
+            "provisioner": "rancher.io/local-path",
+            "volumeBindingMode": "WaitForFirstConsumer",
+            "reclaimPolicy": "Delete",
         },
     ]

@@ -13,7 +13,15 @@ REPO = Path(__file__).resolve().parents[2]
 VERSIONS_FILE = REPO / "ci" / "versions.env"
 
 # Programs built by ci/build-tools.sh that the dev cluster runs.
-TOOLS = ("etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok", "workflow-controller")
+TOOLS = (
+    "etcd",
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+    "kwok",
+    "workflow-controller",
+    "local-path-provisioner",
+)
 # The Argo UI: argo server in a loopback main, for the pairs whose Argo major has one (v4; not v3).
 UI_TOOLS = ("argo-server",)
 # Programs of the real node (and of its images: pause, argoexec).

@@ -31,6 +31,14 @@ LONG = {"sim.dihera.io/run-seconds": "600"}
 MOUNT = "/var/dihera/checkpoints"
 
 
+def _pv_gone(core: client.CoreV1Api, name: str) -> bool:
+    try:
+        core.read_persistent_volume(name)
+    except client.ApiException as err:
+        return err.status == 404
+    return False
+
+
 def mounts(pod: dict[str, Any]) -> dict[str, Any]:
     """What a pod has of the checkpoint volume: its claim, each container's mount path, DI_CHECKPOINT_DIR."""
     volumes = {v["name"]: v for v in pod["spec"].get("volumes", [])}
@@ -115,3 +123,24 @@ def test_a_retained_claim_outlives_the_dijob_and_is_mounted_again_by_its_namesak
     assert claim(cluster, namespace, "kept")["metadata"]["uid"] == first["metadata"]["uid"]  # type: ignore[index]
     jobs.delete(namespace, "kept")
     client.CoreV1Api(cluster).delete_namespaced_persistent_volume_claim(checkpoint_claim_name("kept"), namespace)
+
+
+def test_the_default_storage_class_provisions_the_claim_on_a_simulated_node(
+    controller: Controller, cluster: client.ApiClient, namespace: str, poll: Poll
+) -> None:
+    """No storageClassName: the local control plane's default StorageClass (the local-path provisioner, whose
+    helper pods kwok completes) makes the volume on the node the learner is scheduled to; it goes with the DIJob."""
+    jobs, core = JobStore(cluster), client.CoreV1Api(cluster)
+    jobs.create(manifest("dflt", namespace, task("learner", **LONG), checkpoint={}))
+    poll(phase_is(jobs, namespace, "dflt", "Running"), 120, "dflt Running")
+    made = poll(lambda: (c := claim(cluster, namespace, "dflt")) and c["status"]["phase"] == "Bound" and c, 60, "Bound")
+    assert made["spec"]["storageClassName"] == "standard"
+    pv = core.read_persistent_volume(made["spec"]["volumeName"])
+    assert pv.metadata.annotations["pv.kubernetes.io/provisioned-by"] == "rancher.io/local-path"
+    (pod,) = job_pods(cluster, namespace, "dflt")
+    terms = pv.spec.node_affinity.required.node_selector_terms
+    assert terms[0].match_expressions[0].values == [pod["spec"]["nodeName"]]  # made where the learner runs
+    jobs.delete(namespace, "dflt")
+    poll(lambda: claim(cluster, namespace, "dflt") is None, 90, "the claim deleted with the DIJob")
+    gone = poll(lambda: _pv_gone(core, pv.metadata.name), 90, "the volume deleted by the provisioner")
+    assert gone
