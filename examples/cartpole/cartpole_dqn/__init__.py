@@ -13,8 +13,11 @@ subscribed to yet. The learner, once subscribed, sends a beacon every second (it
 train_iter) and, once at its start, what its exchangers send after an iteration (context and model),
 which releases peers waiting in DI-engine's 60-s waits for a restarted learner. A collector holds each
 batch until it has heard a beacon at most DIHERA_LEARNER_FRESH seconds old. No peer counting: any
-replica count, replicas that join later, and restarts of any replica (the learner's included: it starts
-training from scratch, DI-engine resumes nothing) work the same way.
+replica count, replicas that join later, and restarts of any replica work the same way. A restarted
+learner starts training from scratch (DI-engine resumes nothing) unless the replica has a checkpoint
+directory (`DI_CHECKPOINT_DIR`, the DIJob's `spec.checkpoint`): then it resumes from the newest checkpoint
+there (`checkpoint`: weights, optimizer, train_iter, env_step, the target network's update count) and
+saves one every DIHERA_CHECKPOINT_EVERY (100) iterations.
 
 Log-line contract (stable; one line each on stdout, `key=value` fields separated by one space, parsed
 by the platform and the tests; other DI-engine output is interleaved and must be ignored):
@@ -41,6 +44,10 @@ by the platform and the tests; other DI-engine output is interleaved and must be
         on the evaluator, after each evaluation.
     dihera-stop-value-reached return=<mean return> iter=<learner iteration>
         on the evaluator, once, when the return reached the stop value; the job then ends.
+    dihera-resumed iter=<learner iteration> env_step=<env steps> file=<iteration_<n>.pth.tar>
+        on the learner, once at start, when it resumed from a checkpoint in DI_CHECKPOINT_DIR.
+    dihera-checkpoint iter=<learner iteration> seconds=<time the save took>
+        on the learner, after each save into DI_CHECKPOINT_DIR.
     dihera-model params=<parameters> bytes=<pickled state_dict> digest=<extra weight's sha256, 16 hex>
         on the learner, once at start, only with DIHERA_EXTRA_PARAMS > 0.
     dihera-model-received role=collector node=<node id> params=<parameters> digest=<...>
@@ -56,7 +63,8 @@ Environment read by this example (user code, read once in `settings`; DI-engine 
 DI_RANK and DI_NODES): `DI_RANK` (the per-process seed), `DI_NODES` (the world size in `dihera-role`),
 `DIHERA_LEARNER_FRESH` (seconds, default 10), `DIHERA_LEARNER_WAIT` (seconds, default 600; 0 never
 holds a batch), `DIHERA_EXTRA_PARAMS` (default 0: off; e.g. 1690000 adds an unused 1300 x 1300 weight,
-an Atari DQN's size, to the exchanged model), `DIHERA_TRAIN_ITER_BUDGET`, `ARGO_PROGRESS_FILE`. Output
-goes to `./cartpole_dqn_dist/` in the working directory, which must be writable; the learner writes the
+an Atari DQN's size, to the exchanged model), `DIHERA_TRAIN_ITER_BUDGET`, `ARGO_PROGRESS_FILE`,
+`DI_CHECKPOINT_DIR` and `DIHERA_CHECKPOINT_EVERY` (iterations, default 100). Output goes to
+`./cartpole_dqn_dist/` in the working directory, which must be writable; the learner writes the
 config files there once subscribed.
 """

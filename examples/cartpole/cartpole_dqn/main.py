@@ -34,6 +34,7 @@ from ditk import logging
 from dizoo.classic_control.cartpole.config.cartpole_dqn_config import create_config, main_config
 
 from .bigmodel import attach_extra, extra_digest, parameter_count, state_bytes
+from .checkpoint import checkpointer
 from .gate import incarnation_id
 from .link import LearnerBeacon, collector_gate, kick
 from .middleware import collector_model_report, collector_report, evaluator_report, learner_progress
@@ -85,6 +86,10 @@ def _pipeline(cfg: Any, settings: Settings, model: DQN) -> tuple[Any, Any]:
     """Register the middlewares (each a no-op on a process without its role); return the exchangers."""
     buffer_ = DequeBuffer(size=cfg.policy.other.replay_buffer.replay_buffer_size)
     policy = DQNPolicy(cfg.policy, model=model)
+    # Before the learner announces itself (kick): its peers' first model and iteration are the restored ones.
+    ckpt = checkpointer(policy.learn_mode, settings.checkpoint_dir, settings.checkpoint_every)
+    if ckpt is not None:
+        ckpt.resume(task.ctx)
     context_exchanger, model_exchanger = ContextExchanger(skip_n_iter=1), ModelExchanger(model)
     task.use(context_exchanger)
     task.use(model_exchanger)
@@ -96,7 +101,8 @@ def _pipeline(cfg: Any, settings: Settings, model: DQN) -> tuple[Any, Any]:
     if settings.extra_params > 0:
         task.use(collector_model_report(model))
     task.use(data_pusher(cfg, buffer_))
-    task.use(OffPolicyLearner(cfg, policy.learn_mode, buffer_))
+    learner = OffPolicyLearner(cfg, policy.learn_mode, buffer_)
+    task.use(ckpt.around(learner) if ckpt is not None else learner)
     task.use(learner_progress(PROGRESS_EVERY, settings.train_iter_budget))
     task.use(online_logger(train_show_freq=10))
     task.use(CkptSaver(policy, cfg.exp_name, train_freq=100))

@@ -15,7 +15,9 @@ class Settings:
 
     `learner_fresh`: a collector sends only while the learner's last beacon is at most this old (s);
     `learner_wait`: it holds a batch at most this long (s) waiting for one, then sends anyway;
-    `extra_params`: > 0 adds an unused weight of about this many parameters to the model (see bigmodel).
+    `extra_params`: > 0 adds an unused weight of about this many parameters to the model (see bigmodel);
+    `checkpoint_dir`: the replica's directory in the job's checkpoint volume (`DI_CHECKPOINT_DIR`), where the
+    learner resumes from and saves to every `checkpoint_every` iterations (see checkpoint); None: no checkpoints.
     """
 
     rank: int
@@ -24,6 +26,8 @@ class Settings:
     learner_fresh: float = 10.0
     learner_wait: float = 600.0
     extra_params: int = 0
+    checkpoint_dir: str | None = None
+    checkpoint_every: int = 100
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str], node_id: int) -> Settings:
@@ -52,6 +56,8 @@ class Settings:
             learner_fresh=number("DIHERA_LEARNER_FRESH", 10.0, integer=False, minimum=0, exclusive=True),
             learner_wait=number("DIHERA_LEARNER_WAIT", 600.0, integer=False, minimum=0, exclusive=False),
             extra_params=int(number("DIHERA_EXTRA_PARAMS", 0, integer=True, minimum=0, exclusive=False)),
+            checkpoint_dir=environ.get("DI_CHECKPOINT_DIR", "").strip() or None,
+            checkpoint_every=int(number("DIHERA_CHECKPOINT_EVERY", 100, integer=True, minimum=0, exclusive=True)),
         )
         if problems:
             raise ValueError("invalid environment: " + "; ".join(problems))

@@ -1,0 +1,91 @@
+"""The learner's checkpoints in `DI_CHECKPOINT_DIR` (the DIJob's `spec.checkpoint` volume, docs/checkpoints.md):
+resume from the newest one when the learner starts, save one every `every` iterations.
+
+DI-engine 0.5.3's new pipeline saves (`CkptSaver`) but never loads; its counters live in the context and the
+policy: `ctx.train_iter` (the only training iteration counter: OffPolicyLearner keeps none), `ctx.env_step`,
+and the target network's update count, which decides when the target copy happens. All three are restored
+with the weights, before the learner announces itself, so the peers' first model and iteration are the
+restored ones. Contract lines: `dihera-resumed iter=<n> env_step=<m> file=<name>` when resuming,
+`dihera-checkpoint iter=<n> seconds=<s>` after each save.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+from ding.framework import task
+
+from .ckpt_files import checkpoint_name, iterations, leftovers, stale
+from .report import emit
+
+__all__ = ["Checkpointer"]
+
+Middleware = Callable[[Any], Any]
+
+
+class Checkpointer:
+    """On the learner only: `resume(ctx)` once, then `around(learner)` in place of the learner middleware."""
+
+    def __init__(self, learn_mode: Any, directory: str, every: int, keep: int = 2) -> None:
+        self._learn, self._every, self._keep = learn_mode, every, keep
+        self._dir = Path(directory)
+        self._dir.mkdir(parents=True, exist_ok=True)
+        for path in leftovers(self._dir):
+            path.unlink(missing_ok=True)
+        self.last_saved: int | None = None
+
+    def resume(self, ctx: Any) -> int | None:
+        """Load the newest readable checkpoint into the policy and `ctx`; its iteration, or None (none there)."""
+        for iteration, path in iterations(self._dir):
+            try:
+                state = torch.load(path, map_location="cpu")
+            # A torn file makes torch's unpickler raise whatever it meets (IndexError, UnpicklingError, EOFError,
+            # RuntimeError...): any failure to read it means the one before it is tried.
+            except Exception as err:
+                emit("checkpoint-unreadable", file=path.name, error=type(err).__name__)
+                continue
+            self._learn.load_state_dict(state)
+            self._learn.get_attribute("target_model").reset(target_update_count=int(state["last_iter"]))
+            ctx.train_iter, ctx.env_step = int(state["last_iter"]), int(state["last_step"])
+            emit("resumed", iter=ctx.train_iter, env_step=ctx.env_step, file=path.name)
+            self.last_saved = iteration
+            return iteration
+        return None
+
+    def save(self, ctx: Any) -> None:
+        """`iteration_<n>.pth.tar`, whole or not at all; then only the newest `keep` are kept."""
+        started = time.monotonic()
+        state = {**self._learn.state_dict(), "last_iter": int(ctx.train_iter), "last_step": int(ctx.env_step)}
+        target = self._dir / checkpoint_name(int(ctx.train_iter))
+        tmp = target.with_name(f"{target.name}.tmp.{os.getpid()}")
+        with open(tmp, "wb") as out:
+            torch.save(state, out)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, target)
+        self.last_saved = int(ctx.train_iter)
+        for path in stale(self._dir, self._keep):
+            path.unlink(missing_ok=True)
+        emit("checkpoint", iter=self.last_saved, seconds=time.monotonic() - started)
+
+    def around(self, learner: Middleware) -> Middleware:
+        """The learner middleware, then a save once `every` iterations passed since the last."""
+
+        def _step(ctx: Any) -> None:
+            learner(ctx)
+            if ctx.train_iter > 0 and (self.last_saved is None or ctx.train_iter - self.last_saved >= self._every):
+                self.save(ctx)
+
+        return _step
+
+
+def checkpointer(learn_mode: Any, directory: str | None, every: int) -> Checkpointer | None:
+    """A Checkpointer on the learner when the replica has a checkpoint directory, else None."""
+    if not directory or not task.has_role(task.role.LEARNER):
+        return None
+    return Checkpointer(learn_mode, directory, every)
