@@ -227,9 +227,8 @@ def job_logs(cluster: client.ApiClient, namespace: str, name: str, container: st
     for pod in job_pods(cluster, namespace, name):
         main = container or next(c["name"] for c in pod["spec"]["containers"] if c["name"] != "wait")
         try:
-            logs[pod["metadata"]["name"]] = core.read_namespaced_pod_log(
-                pod["metadata"]["name"], namespace, container=main
-            )
+            log = core.read_namespaced_pod_log(pod["metadata"]["name"], namespace, container=main)
+            logs[pod["metadata"]["name"]] = log or ""  # an empty log comes back as None
         except client.ApiException as err:  # not started yet, or already gone
             logs[pod["metadata"]["name"]] = f"<no log: {err.status} {err.reason}>"
     return logs

@@ -73,6 +73,13 @@ assert (ctx.train_iter, ctx.env_step) == (30, 240), vars(ctx)
 for a, b in zip(model.state_dict().values(), second.learn_mode.get_attribute("model").state_dict().values()):
     assert torch.equal(a, b)
 assert second.learn_mode.get_attribute("target_model")._update_count == 30
+
+from cartpole_dqn.checkpoint import resumable_logger  # an empty train_output reaches online_logger as None
+shown = []
+log = resumable_logger(lambda ctx: shown.append(ctx.train_output))
+log(types.SimpleNamespace(train_output=[]))
+log(types.SimpleNamespace(train_output=[{"cur_lr": 0.001}]))
+assert shown == [None, [{"cur_lr": 0.001}]], shown
 print("ok")
 """
 

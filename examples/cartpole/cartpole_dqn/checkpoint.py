@@ -23,7 +23,7 @@ from ding.framework import task
 from .ckpt_files import checkpoint_name, iterations, leftovers, stale
 from .report import emit
 
-__all__ = ["Checkpointer"]
+__all__ = ["Checkpointer", "checkpointer", "resumable_logger"]
 
 Middleware = Callable[[Any], Any]
 
@@ -82,6 +82,23 @@ class Checkpointer:
                 self.save(ctx)
 
         return _step
+
+
+def resumable_logger(logger: Middleware) -> Middleware:
+    """DI-engine's `online_logger`, made safe for a resumed `train_iter`.
+
+    It pops `ctx.train_output` once `train_iter` moved `train_show_freq` past its last show, which it starts at
+    -1: a learner resumed at iteration n meets that at once, in steps where it trained nothing yet (its
+    buffer is empty after a restart; `train_output` an empty list), and DI-engine 0.5.3 dies with `IndexError:
+    pop from empty list`. An empty list is handed on as None ("nothing trained"), which it skips.
+    """
+
+    def _log(ctx: Any) -> Any:
+        if isinstance(ctx.train_output, list) and not ctx.train_output:
+            ctx.train_output = None
+        return logger(ctx)
+
+    return _log
 
 
 def checkpointer(learn_mode: Any, directory: str | None, every: int) -> Checkpointer | None:

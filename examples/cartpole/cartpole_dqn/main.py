@@ -34,7 +34,7 @@ from ditk import logging
 from dizoo.classic_control.cartpole.config.cartpole_dqn_config import create_config, main_config
 
 from .bigmodel import attach_extra, extra_digest, parameter_count, state_bytes
-from .checkpoint import checkpointer
+from .checkpoint import checkpointer, resumable_logger
 from .gate import incarnation_id
 from .link import LearnerBeacon, collector_gate, kick
 from .middleware import collector_model_report, collector_report, evaluator_report, learner_progress
@@ -104,7 +104,7 @@ def _pipeline(cfg: Any, settings: Settings, model: DQN) -> tuple[Any, Any]:
     learner = OffPolicyLearner(cfg, policy.learn_mode, buffer_)
     task.use(ckpt.around(learner) if ckpt is not None else learner)
     task.use(learner_progress(PROGRESS_EVERY, settings.train_iter_budget))
-    task.use(online_logger(train_show_freq=10))
+    task.use(resumable_logger(online_logger(train_show_freq=10)))
     task.use(CkptSaver(policy, cfg.exp_name, train_freq=100))
     # Last: runs after StepCollector and before the backward pass in which ContextExchanger sends.
     task.use(collector_gate(settings.learner_fresh, settings.learner_wait))
