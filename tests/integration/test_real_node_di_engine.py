@@ -547,7 +547,9 @@ def test_the_example_starts_with_8_replicas_survives_its_learner_killed_and_exch
     killed_iter = int(seen["killed iter"])
     # the newest save it logged (or, killed between the file's rename and its log line, the one after it)
     assert saved and len(resumed) == 1 and max(saved) <= resumed[0] <= max(saved) + CHECKPOINT_EVERY, (saved, resumed)
-    assert killed_iter - CHECKPOINT_EVERY <= resumed[0] <= killed_iter + CHECKPOINT_EVERY, (killed_iter, resumed)
+    # at most one save interval behind the iteration seen before the kill (the learner was further on by then:
+    # logs are read every few seconds and the iteration moves by update_per_collect steps)
+    assert resumed[0] >= killed_iter - CHECKPOINT_EVERY, (killed_iter, resumed)
     progress = [int(x["iter"]) for x in second if x["event"] == "progress"]
     assert progress and progress[0] >= resumed[0], (progress[:3], resumed)
     (digest,) = {x["digest"] for x in learner_lines if x["event"] == "model"}
