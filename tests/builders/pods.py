@@ -49,6 +49,13 @@ class PodBuilder(ObjectBuilder):
         self._state()["phase"] = phase
         return self
 
+    def reason(self, reason: str, message: str | None = None) -> Self:
+        """``status.reason`` and ``status.message``: why the kubelet ended the pod (``Evicted``, ...)."""
+        self._state()["reason"] = reason
+        if message is not None:
+            self._state()["message"] = message
+        return self
+
     def condition(self, type_: str, status: str, **fields: Any) -> Self:
         """One more ``status.conditions`` entry."""
         self._state().setdefault("conditions", []).append({"type": type_, "status": status, **fields})

@@ -94,8 +94,10 @@ def test_a_learner_that_failed_is_not_an_end() -> None:
 
 def test_every_replica_done_succeeds_at_once() -> None:
     obs = observe(workflow(), [ended("learner", 0), ended("collector", 0), ended("collector", 1, at=SOON)])
-    assert status_after(obs, {"phase": "Running"}, SOON).status["conditions"][-1]["message"].startswith(
-        "all 3 replicas succeeded"
+    assert (
+        status_after(obs, {"phase": "Running"}, SOON)
+        .status["conditions"][-1]["message"]
+        .startswith("all 3 replicas succeeded")
     )
 
 
@@ -123,3 +125,27 @@ def test_validation_names_the_annotation_and_the_value(value: str) -> None:
 
 def _template() -> dict[str, Any]:
     return {"spec": {"containers": [{"name": "main", "image": "i"}]}}
+
+
+def evaluators_ended(learner: dict[str, Any]) -> Observed:
+    """Both collector replicas are evaluators here, and reached the stop value at ENDED; the learner is
+    ``learner``."""
+    pods = [learner, ended("collector", 0), ended("collector", 1)]
+    return observe(workflow(), pods, types=(("collector", TaskType.EVALUATOR),), backoff=3)
+
+
+def test_the_evaluators_end_gives_a_learner_still_running_the_grace_then_stops_it() -> None:
+    """A learner that failed as DI-engine ended (the kubelet evicted it during its last save) is started again
+    by Argo with no evaluator left to end it: the job does not hang on it."""
+    inside = status_after(evaluators_ended(pod("learner", 0)), {"phase": "Running"}, SOON)
+    assert inside.phase == "Running" and inside.wakeup == pytest.approx(DEFAULT_FINISH_GRACE - 30)
+    past = status_after(evaluators_ended(pod("learner", 0)), {"phase": "Running", "restarts": 1}, LATER)
+    assert past.phase == "Succeeded", past.status
+    message = past.status["conditions"][-1]["message"]
+    assert message.startswith("every replica of collector succeeded (DI-engine's end); 1 learner replica(s) still")
+    assert "restarted after it" in message and "cleanPodPolicy" in message
+
+
+def test_a_learner_that_ended_with_the_evaluators_succeeds_the_job_at_once() -> None:
+    update = status_after(evaluators_ended(ended("learner", 0, at=SOON)), {"phase": "Running"}, SOON)
+    assert update.phase == "Succeeded" and update.status["conditions"][-1]["message"].startswith("all 3 replicas")

@@ -71,7 +71,8 @@ def describe_failure(state: ReplicaState) -> str:
         how = f"failed: {state.node_message}"
     else:
         how = "failed"
-    return f"replica {state.name} ({where}) {how}"
+    why = f" ({state.failure_reason})" if state.failure_reason else ""
+    return f"replica {state.name} ({where}) {how}{why}"
 
 
 def describe_failures(states: Sequence[ReplicaState]) -> str:

@@ -32,6 +32,7 @@ __all__ = [
     "ReplicaState",
     "attempt_of",
     "exit_code",
+    "failure_reason",
     "replica_states",
     "workflow_nodes",
 ]
@@ -60,6 +61,9 @@ class ReplicaState:
     last_failure_code: int | None = None
     #: ``(reason, message)`` when the current pod is stuck (:mod:`dihera.controller.stuck`), else None.
     problem: tuple[str, str] | None = None
+    #: Why the kubelet failed the pod whose exit code is reported (``Evicted: Usage of EmptyDir volume ...``),
+    #: when its status says (:func:`failure_reason`), else None.
+    failure_reason: str | None = None
     #: Every user container exited 0 (the pod may still be Running while Argo's wait container finishes).
     finished: bool = False
     #: The current attempt's node progress ``N/M`` as Argo keeps it (self-reported, or its default).
@@ -109,6 +113,23 @@ def finished_ok(pod: Mapping[str, Any]) -> bool:
     )
 
 
+#: How much of the kubelet's message a failure description keeps.
+_REASON_CHARS = 200
+
+
+def failure_reason(pod: Mapping[str, Any]) -> str | None:
+    """``<reason>: <message>`` of a Failed pod whose status names a reason (the kubelet's: ``Evicted`` for
+    memory, disk or an emptyDir over its sizeLimit, ``DeadlineExceeded``, ``UnexpectedAdmissionError`` ...;
+    these pods' containers are removed, so their logs are gone), else None."""
+    status = pod.get("status") or {}
+    reason = status.get("reason")
+    if status.get("phase") != PodPhase.FAILED or not reason:
+        return None
+    message = " ".join(str(status.get("message") or "").split())
+    text = f"{reason}: {message}" if message else str(reason)
+    return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 3] + "..."
+
+
 def ended_at(pod: Mapping[str, Any]) -> str | None:
     """When every user container (Argo's own skipped) had terminated: the latest ``finishedAt``; else None."""
     ends = []
@@ -146,6 +167,7 @@ class PodFacts:
     finished: bool
     problem: tuple[str, str] | None
     ended_at: str | None
+    failure_reason: str | None
 
 
 def _facts(pod: Mapping[str, Any]) -> PodFacts:
@@ -160,6 +182,7 @@ def _facts(pod: Mapping[str, Any]) -> PodFacts:
         finished=finished_ok(pod),
         problem=pod_problem(pod),
         ended_at=ended_at(pod),
+        failure_reason=failure_reason(pod),
     )
 
 
@@ -272,6 +295,8 @@ def _state(job_name: str, r: Replica, nodes: AttemptNodes, mine: Sequence[PodFac
     )
     failed_pods = sorted((f for f in mine if f.phase == PodPhase.FAILED), key=lambda f: f.attempt)
     last_failed = failed_pods[-1] if failed_pods else None
+    # the pod whose exit code describe_failure reports: the current one when it failed, else the last failed
+    reported = pod if pod is not None and pod.phase == PodPhase.FAILED else last_failed
     return ReplicaState(
         task=r.task,
         index=r.index,
@@ -282,6 +307,7 @@ def _state(job_name: str, r: Replica, nodes: AttemptNodes, mine: Sequence[PodFac
         node_message=node.message if node else None,
         last_failure_code=last_failed.exit_code if last_failed else None,
         problem=_problem(pod, last_failed),
+        failure_reason=reported.failure_reason if reported is not None else None,
         progress=node.progress if node else None,
         **_pod_fields(pod),
     )

@@ -7,8 +7,11 @@ DI-engine's evaluator stops training at the stop value and tells every peer it i
 forever. So once every learner and evaluator replica has Succeeded, the collectors get
 ``diengine/finish-grace-seconds`` (90) to end too (a collector waits up to 60 s in DI-engine before it
 sees ``finish``); then the job Succeeds and those still running are stopped (:func:`finish_grace_left`
-says when the pass is due). Replicas of ``none`` tasks (a Redis broker, a dashboard) are not waited
-for. Jobs without learner or evaluator tasks Succeed when every replica has (DI-orchestrator's rule).
+says when the pass is due). In a job with evaluators, every evaluator replica Succeeded is DI-engine's
+end as well, and the learners get the same grace: a learner that failed as the job ended (evicted as its
+last save filled its disk, say) is restarted by Argo with no evaluator left to end it. Replicas of
+``none`` tasks (a Redis broker, a dashboard) are not waited for. Jobs without learner or evaluator tasks
+Succeed when every replica has (DI-orchestrator's rule).
 
 | successPolicy            | the job Succeeds when                                        |
 |--------------------------|--------------------------------------------------------------|
@@ -40,6 +43,10 @@ __all__ = ["ENDING_TYPES", "finish_grace", "finish_grace_left", "succeeded", "su
 
 #: Task types whose end is DI-engine's end (the evaluator stops training, the learner follows ``finish``).
 ENDING_TYPES = frozenset({TaskType.LEARNER, TaskType.EVALUATOR})
+#: The evaluators alone: in a job that has them, their end is DI-engine's end.
+_JUDGES = frozenset({TaskType.EVALUATOR})
+#: Task types given the grace after DI-engine's end to follow ``finish``.
+_FINISHERS = frozenset({TaskType.LEARNER, TaskType.COLLECTOR})
 
 
 def _succeeded(state: ReplicaState) -> bool:
@@ -90,32 +97,41 @@ def finish_grace(job: DIJob) -> int:
 
 
 def _ended(f: Facts) -> tuple[list[ReplicaState], str | None]:
-    """DI-engine's learner and evaluator replicas, and when the last of them ended (None: they have not
-    all Succeeded, the job has none, or a successPolicy decides)."""
+    """The replicas whose end is DI-engine's end, and when the last of them ended (None: not yet, the job
+    has no learner or evaluator, or a successPolicy decides). That is every learner and evaluator replica
+    Succeeded, or, in a job with evaluators, every evaluator replica: the evaluator stops training at the
+    stop value, so a learner that failed as the job ended (e.g. evicted by its final save) and was started
+    again has nobody left to stop it."""
     job = f.view.job
     if job is None or f.success_policy is not None:
         return [], None
-    ending = {t.name for t in job.tasks if t.type in ENDING_TYPES}
-    enders = [s for s in f.kept if s.task in ending]
-    if not enders or not all(_succeeded(s) for s in enders) or any(s.ended_at is None for s in enders):
-        return enders, None
-    return enders, max(str(s.ended_at) for s in enders)
+    for types in (ENDING_TYPES, _JUDGES):
+        tasks = {t.name for t in job.tasks if t.type in types}
+        enders = [s for s in f.kept if s.task in tasks]
+        if enders and all(_succeeded(s) and s.ended_at is not None for s in enders):
+            return enders, max(str(s.ended_at) for s in enders)
+    return [], None
 
 
-def _collecting(f: Facts) -> list[ReplicaState]:
-    """The collector replicas that have not Succeeded: what the grace after DI-engine's end waits for."""
+def _finishing(f: Facts) -> list[ReplicaState]:
+    """The collector and learner replicas that have not Succeeded: what the grace after DI-engine's end
+    waits for."""
     job = f.view.job
-    collectors = {t.name for t in job.tasks if t.type == TaskType.COLLECTOR} if job is not None else set()
-    return [s for s in f.kept if s.task in collectors and not _succeeded(s)]
+    tasks = {t.name for t in job.tasks if t.type in _FINISHERS} if job is not None else set()
+    return [s for s in f.kept if s.task in tasks and not _succeeded(s)]
 
 
 def finish_grace_left(f: Facts) -> float | None:
     """Seconds until the collectors' grace after DI-engine's end runs out (the pass then due), else None."""
     _, ended = _ended(f)
-    if ended is None or f.view.job is None or not _collecting(f):
+    if ended is None or f.view.job is None or not _finishing(f):
         return None
     left = seconds_left(ended, finish_grace(f.view.job), f.now)
     return left if left is not None and left > 0 else None
+
+
+def _tasks(f: Facts, kind: TaskType) -> set[str]:
+    return {t.name for t in f.view.job.tasks if t.type == kind} if f.view.job is not None else set()
 
 
 def _di_engine_ended(f: Facts) -> str | None:
@@ -124,13 +140,15 @@ def _di_engine_ended(f: Facts) -> str | None:
         return None
     tasks = ", ".join(dict.fromkeys(s.task for s in enders))
     why = [f"every replica of {tasks} succeeded (DI-engine's end)"]
-    if collecting := _collecting(f):
+    if finishing := _finishing(f):
+        types = " and ".join(t.value for t in sorted(_FINISHERS) if any(s.task in _tasks(f, t) for s in finishing))
         why.append(
-            f"{len(collecting)} collector replica(s) still running {finish_grace(f.view.job)} s later (they never "
-            "heard DI-engine's finish, e.g. one that joined late) are stopped as cleanPodPolicy says"
+            f"{len(finishing)} {types} replica(s) still running {finish_grace(f.view.job)} s later (they never "
+            "heard DI-engine's finish, e.g. one that joined late or was restarted after it) are stopped as "
+            "cleanPodPolicy says"
         )
-    enders_or_collectors = {*enders, *collecting}
-    others = [s for s in f.kept if s not in enders_or_collectors and not _succeeded(s)]
+    ended_or_finishing = {*enders, *finishing}
+    others = [s for s in f.kept if s not in ended_or_finishing and not _succeeded(s)]
     if others:
         names = ", ".join(dict.fromkeys(s.task for s in others))
         why.append(f"{len(others)} replica(s) of {names} (not DI-engine's roles) are stopped as cleanPodPolicy says")
