@@ -9,7 +9,7 @@ PYTHON ?= $(VENV)/bin/python
 export DIHERA_CACHE ?= $(HOME)/.cache/dihera
 export PATH := $(DIHERA_CACHE)/bin:$(PATH)
 
-.PHONY: help setup tools images-bg generate check-generated lint typecheck unit packaging test test-default test-compat test-big argo-behaviour bench clean
+.PHONY: help setup tools images-bg generate check-generated lint typecheck unit packaging test test-default test-compat test-big fuzz argo-behaviour bench clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -91,6 +91,9 @@ test-compat: setup ## the `compat` cluster tests on the compat pair (older Kuber
 
 test-big: setup ## the large-job test at full size: 1 learner + 2,000 collectors + 1 evaluator on kwok, scaled to 2,100 and 1,900
 	DIHERA_BIG_JOB_COLLECTORS=2000 $(VENV)/bin/pytest -s -rA tests/integration/test_big_job.py
+
+fuzz: setup ## the fuzz tests at 5,000 examples each (CI runs a few hundred): validate/render, and validate against the CRD on the local control plane
+	DIHERA_FUZZ_EXAMPLES=5000 $(VENV)/bin/pytest -rA tests/unit/test_fuzz_validation.py tests/integration/test_crd_fuzz.py
 
 argo-behaviour: setup ## re-measure what Argo does with scaling's changes to a running Workflow (docs/scaling.md); DIHERA_ARGO_VERSION / DIHERA_KUBERNETES_VERSION pick the pair
 	$(VENV)/bin/pytest -s -rA tests/integration/test_argo_behaviour.py

@@ -135,7 +135,10 @@ def _is_count(value: Any) -> bool:
 
 
 def _named_tasks(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    return [t for t in spec.get("tasks") or [] if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
+    tasks = spec.get("tasks")
+    if not isinstance(tasks, list):
+        return []
+    return [t for t in tasks if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
 
 
 def env_size_problems(job: str, spec: Mapping[str, Any]) -> list[Problem]:

@@ -58,7 +58,7 @@ def _ditask_reason(words: Sequence[str]) -> str | None:
 
 def _rank_dependence(task: Mapping[str, Any]) -> str | None:
     """Why a DI-engine task's program depends on its replicas' ranks, or None."""
-    if task.get("type") not in _DI_ENGINE_TYPES:
+    if not isinstance(task.get("type"), str) or task["type"] not in _DI_ENGINE_TYPES:
         return None
     return next((r for words in _command_lines(task) if (r := _ditask_reason(words))), None)
 

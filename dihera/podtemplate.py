@@ -18,7 +18,7 @@ import jsonschema
 
 from dihera.errors import Problem, format_value
 from dihera.schema.podtemplate import pod_template_schema
-from dihera.schema_problems import schema_problems
+from dihera.schema_problems import int_formats, schema_problems
 
 __all__ = [
     "CONTAINER_KEYS",
@@ -26,6 +26,7 @@ __all__ = [
     "check_pod_template",
     "check_volume",
     "normalize_pod_spec",
+    "without_nulls",
 ]
 
 #: Set by dihera on every replica; a template may not set them.
@@ -100,20 +101,20 @@ def _validator(model: str | None = None) -> Any:
     schema = pod_template_schema()
     if model is not None:
         schema = {"$schema": schema["$schema"], "$ref": f"#/$defs/{model}", "$defs": schema["$defs"]}
-    return jsonschema.validators.validator_for(schema)(schema)
+    return jsonschema.validators.validator_for(schema)(schema, format_checker=int_formats())
 
 
 def check_volume(volume: Any, path: str) -> list[Problem]:
     """Every problem of one job-level volume (``spec.volumes[i]``), a core/v1 Volume."""
-    return schema_problems(_validator("V1Volume"), _without_nulls(volume), path, "core/v1 Volume")
+    return schema_problems(_validator("V1Volume"), without_nulls(volume), path, "core/v1 Volume")
 
 
-def _without_nulls(value: Any) -> Any:
+def without_nulls(value: Any) -> Any:
     """``field: null`` means the field is not set, as the API server reads it."""
     if isinstance(value, Mapping):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+        return {k: without_nulls(v) for k, v in value.items() if v is not None}
     if isinstance(value, list):
-        return [_without_nulls(v) for v in value]
+        return [without_nulls(v) for v in value]
     return value
 
 
@@ -147,7 +148,7 @@ def check_pod_template(template: Any, path: str) -> list[Problem]:
     checked = dict(template)
     if isinstance(spec, Mapping):
         checked["spec"] = normalize_pod_spec(spec)
-    problems = schema_problems(_validator(), _without_nulls(checked), path, "core/v1 PodTemplateSpec")
+    problems = schema_problems(_validator(), without_nulls(checked), path, "core/v1 PodTemplateSpec")
     if not isinstance(spec, Mapping):
         return [*problems, Problem(f"{path}.spec", "is required: a pod spec with at least one container")]
     spath = f"{path}.spec"

@@ -14,7 +14,26 @@ import jsonschema
 
 from dihera.errors import Problem, format_value
 
-__all__ = ["field_path", "nearest", "schema_problems", "unknown_field"]
+__all__ = ["field_path", "int_formats", "nearest", "schema_problems", "unknown_field"]
+
+#: The integer formats of Kubernetes' OpenAPI, by their bound: a value v must hold -bound <= v < bound.
+_INT_BOUNDS = {"int32": 2**31, "int64": 2**63}
+
+
+def _in_range(bound: int) -> Any:
+    def check(value: object) -> bool:
+        number = isinstance(value, int | float) and not isinstance(value, bool)
+        return not number or -bound <= value < bound  # type: ignore[operator]
+
+    return check
+
+
+def int_formats() -> jsonschema.FormatChecker:
+    """A format checker for ``int32`` and ``int64`` only (what the API server enforces on a CRD's integers)."""
+    checker = jsonschema.FormatChecker(formats=())
+    for name, bound in _INT_BOUNDS.items():
+        checker.checks(name)(_in_range(bound))
+    return checker
 
 
 def field_path(base: str, parts: Iterable[Any]) -> str:
@@ -65,6 +84,10 @@ def _one(err: jsonschema.ValidationError, base: str, what: str) -> list[Problem]
         ]
     if err.validator == "type":
         return [Problem(path, f"must be of type {err.validator_value}, got {format_value(err.instance)}")]
+    if err.validator == "format" and err.validator_value in _INT_BOUNDS:
+        bound = _INT_BOUNDS[err.validator_value]
+        why = f"{format_value(err.instance)} is out of range for {err.validator_value}: {-bound}..{bound - 1}"
+        return [Problem(path, why)]
     return [Problem(path, err.message)]
 
 

@@ -40,10 +40,10 @@ from dihera.model import (
 )
 from dihera.naming import SHORT_TEMPLATE_SUFFIX
 from dihera.node_ids import none_before_ditask_problems
-from dihera.podtemplate import check_pod_template, check_volume
+from dihera.podtemplate import check_pod_template, check_volume, without_nulls
 from dihera.render.providers import parse_env_provider, provider_problems
 from dihera.schema import API_VERSION, KIND, dijob_schema
-from dihera.schema_problems import schema_problems
+from dihera.schema_problems import int_formats, schema_problems, unknown_field
 
 __all__ = ["DEFAULT_NAMESPACE", "MAX_HOSTNAME", "apply_defaults", "load_job", "validate"]
 
@@ -78,7 +78,18 @@ def _validator() -> Any:
     spec["properties"]["tasks"]["items"]["title"] = "a DIJob task"
     spec["properties"]["successPolicy"]["title"] = "the DIJob successPolicy"
     cls = jsonschema.validators.validator_for(schema)
-    return cls(schema)
+    return cls(schema, format_checker=int_formats())
+
+
+def _obj(value: Any) -> Mapping[str, Any]:
+    """``value`` when it is an object, else an empty one: the rules read a document the schema may have
+    refused (a field of the wrong type is the schema's problem to report, never a crash of a rule)."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def _arr(value: Any) -> list[Any]:
+    """``value`` when it is a list, else an empty one (see :func:`_obj`)."""
+    return value if isinstance(value, list) else []
 
 
 def _schema_problems(manifest: Mapping[str, Any]) -> list[Problem]:
@@ -86,6 +97,8 @@ def _schema_problems(manifest: Mapping[str, Any]) -> list[Problem]:
 
 
 def _fill(schema: Mapping[str, Any], value: Any) -> Any:
+    if schema.get("type") == "integer" and isinstance(value, float) and value.is_integer():
+        return int(value)  # 3.0: an integer to JSON schema and the API server, an int to the code
     if isinstance(value, dict) and schema.get("type") == "object":
         for key, sub in schema.get("properties", {}).items():
             if key not in value and "default" in sub:
@@ -100,21 +113,48 @@ def _fill(schema: Mapping[str, Any], value: Any) -> Any:
 def apply_defaults(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``manifest`` with the schema's defaults applied, and unnamed tasks named after their type."""
     out: dict[str, Any] = _fill(dijob_schema(), copy.deepcopy(dict(manifest)))
-    for task in (out.get("spec") or {}).get("tasks") or []:
-        if isinstance(task, dict) and "name" not in task and task.get("type") in {t.value for t in _SINGLETON_TYPES}:
+    for task in _arr(_obj(out.get("spec")).get("tasks")):
+        kind = task.get("type") if isinstance(task, dict) else None
+        if isinstance(kind, str) and "name" not in task and kind in {t.value for t in _SINGLETON_TYPES}:
             task["name"] = task["type"]
     return out
 
 
+#: The fields of the API server's ObjectMeta (metadata is not in the CRD's schema; the API server decodes it).
+_OBJECT_META = (
+    "name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation", "creationTimestamp",
+    "deletionTimestamp", "deletionGracePeriodSeconds", "labels", "annotations", "ownerReferences", "finalizers",
+    "managedFields",
+)  # fmt: skip
+
+
+def _metadata_problems(meta: Any) -> list[Problem]:
+    """``metadata`` as the API server decodes it (strictly, as kubectl sends it): an object of ObjectMeta's
+    fields, its labels and annotations maps of strings."""
+    if meta is None:
+        return []
+    if not isinstance(meta, Mapping):
+        return [Problem("metadata", f"must be of type object, got {format_value(meta)}")]
+    unknown = [k for k in meta if k not in _OBJECT_META]
+    problems = [unknown_field(f"metadata.{k}", str(k), _OBJECT_META, "ObjectMeta") for k in unknown]
+    for field in ("labels", "annotations"):
+        value = meta.get(field)
+        if value is not None and not isinstance(value, Mapping):
+            problems.append(Problem(f"metadata.{field}", f"must be a map of strings, got {format_value(value)}"))
+        for key, v in _obj(value).items():
+            if not isinstance(v, str):
+                problems.append(Problem(f"metadata.{field}.{key}", f"must be a string, got {format_value(v)}"))
+    return problems
+
+
 def _identity_problems(manifest: Mapping[str, Any]) -> list[Problem]:
-    problems = []
-    if manifest.get("apiVersion", API_VERSION) != API_VERSION:
-        problems.append(
-            Problem("apiVersion", f"{format_value(manifest.get('apiVersion'))} is not valid; expected {API_VERSION}")
-        )
-    if manifest.get("kind", KIND) != KIND:
-        problems.append(Problem("kind", f"{format_value(manifest.get('kind'))} is not valid; expected {KIND}"))
-    name = (manifest.get("metadata") or {}).get("name")
+    problems = _metadata_problems(manifest.get("metadata"))
+    for field, expected in (("apiVersion", API_VERSION), ("kind", KIND)):
+        if field not in manifest:
+            problems.append(Problem(field, f"is required: {expected}"))
+        elif manifest[field] != expected:
+            problems.append(Problem(field, f"{format_value(manifest[field])} is not valid; expected {expected}"))
+    name = _obj(manifest.get("metadata")).get("name")
     if not isinstance(name, str) or not name:
         problems.append(Problem("metadata.name", "is required"))
     elif not _DNS_LABEL.match(name):
@@ -137,9 +177,7 @@ _SECONDS_ANNOTATIONS = {
 
 def _seconds_annotation_problems(manifest: Mapping[str, Any]) -> list[Problem]:
     """The job's annotations that hold seconds must hold whole seconds."""
-    annotations = (manifest.get("metadata") or {}).get("annotations") or {}
-    if not isinstance(annotations, Mapping):
-        return []
+    annotations = _obj(_obj(manifest.get("metadata")).get("annotations"))
     problems = []
     for name, zero in _SECONDS_ANNOTATIONS.items():
         if name in annotations and not str(annotations[name]).strip().isdigit():
@@ -156,7 +194,7 @@ def _reserved_name_problems(tasks: Any) -> list[Problem]:
     """No user container or init container may take the name of dihera's own init container."""
     problems = []
     for i, task in enumerate(tasks if isinstance(tasks, list) else []):
-        spec = ((task.get("template") or {}).get("spec") or {}) if isinstance(task, Mapping) else {}
+        spec = _obj(_obj(_obj(task).get("template")).get("spec"))
         for field in ("initContainers", "containers"):
             items = spec.get(field) if isinstance(spec, Mapping) else None
             problems += [
@@ -173,7 +211,7 @@ def _reserved_name_problems(tasks: Any) -> list[Problem]:
 
 def _rule_problems(name: str, spec: Mapping[str, Any]) -> list[Problem]:
     """The cross-field rules (also CEL rules of the CRD), on a spec with defaults applied."""
-    tasks = [t for t in spec.get("tasks", []) if isinstance(t, Mapping)]
+    tasks = [t for t in _arr(spec.get("tasks")) if isinstance(t, Mapping)]
     lo, hi = spec.get("minReplicas"), spec.get("maxReplicas")
     return (
         _unnamed_problems(tasks)
@@ -194,7 +232,7 @@ def _unnamed_problems(tasks: list[Mapping[str, Any]]) -> list[Problem]:
 
 
 def _duplicate_name_problems(tasks: list[Mapping[str, Any]]) -> list[Problem]:
-    names = Counter(t.get("name") for t in tasks if "name" in t)
+    names = Counter(t["name"] for t in tasks if isinstance(t.get("name"), str))
     return [
         Problem(
             f"spec.tasks[{i}].name",
@@ -202,13 +240,13 @@ def _duplicate_name_problems(tasks: list[Mapping[str, Any]]) -> list[Problem]:
             "(a task without a name is named after its type)",
         )
         for i, t in enumerate(tasks)
-        if "name" in t and names[t["name"]] > 1
+        if isinstance(t.get("name"), str) and names[t["name"]] > 1
     ]
 
 
 def _singleton_problems(tasks: list[Mapping[str, Any]]) -> list[Problem]:
     """At most one task of each type learner, collector and evaluator."""
-    types = Counter(t.get("type") for t in tasks)
+    types = Counter(t["type"] for t in tasks if isinstance(t.get("type"), str))
     return [
         Problem(
             f"spec.tasks[{i}].type",
@@ -264,7 +302,7 @@ def _short_hostname_problems(name: str, spec: Mapping[str, Any]) -> list[Problem
     """No task may be named ``<job>-<another task>``: its replicas' short hostnames ``<task>-<index>``
     would be the other task's long hostnames ``<job>-<task>-<index>``; nor ``<another task>-short``,
     the name of that task's short-hostname template (docs/rendering.md)."""
-    tasks = [t for t in spec.get("tasks", []) if isinstance(t, Mapping)]
+    tasks = [t for t in _arr(spec.get("tasks")) if isinstance(t, Mapping)]
     problems: list[Problem] = []
     if not name:
         return problems
@@ -298,7 +336,7 @@ def _success_policy_problems(spec: Mapping[str, Any]) -> list[Problem]:
     targets = policy.get("targetTasks") if isinstance(policy, Mapping) else None
     if not isinstance(targets, list):
         return []
-    names = [t["name"] for t in spec.get("tasks") or [] if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
+    names = [t["name"] for t in _arr(spec.get("tasks")) if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
     return [
         Problem(
             f"spec.successPolicy.targetTasks[{i}]",
@@ -315,15 +353,15 @@ def _checkpoint_problems(spec: Mapping[str, Any]) -> list[Problem]:
     ckpt = spec.get("checkpoint")
     if not isinstance(ckpt, Mapping):
         return []
-    tasks = [t for t in spec.get("tasks") or [] if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
+    tasks = [t for t in _arr(spec.get("tasks")) if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
     problems = _checkpoint_field_problems(ckpt, [t["name"] for t in tasks])
-    problems += _checkpoint_name_problems(spec.get("volumes") or [], "spec.volumes")
+    problems += _checkpoint_name_problems(_arr(spec.get("volumes")), "spec.volumes")
     mounted = set(checkpoint_tasks(spec))
     for i, t in enumerate(tasks):
         if t["name"] in mounted:
-            pod = (t.get("template") or {}).get("spec") or {}
+            pod = _obj(_obj(t.get("template")).get("spec"))
             where = f"spec.tasks[{i}].template.spec"
-            problems += _checkpoint_name_problems(pod.get("volumes") or [], f"{where}.volumes")
+            problems += _checkpoint_name_problems(_arr(pod.get("volumes")), f"{where}.volumes")
             problems += _mount_path_problems(pod, where, ckpt.get("mountPath"))
     return problems
 
@@ -332,7 +370,7 @@ def _checkpoint_field_problems(ckpt: Mapping[str, Any], names: list[str]) -> lis
     valid = ", ".join(names) or "no task has a name"
     problems = [
         Problem(f"spec.checkpoint.tasks[{i}]", f"{format_value(n)} is not a task of the job; valid: {valid}")
-        for i, n in enumerate(ckpt.get("tasks") or [])
+        for i, n in enumerate(_arr(ckpt.get("tasks")))
         if isinstance(n, str) and n not in names
     ]
     size = ckpt.get("size")
@@ -359,9 +397,9 @@ def _mount_path_problems(pod: Mapping[str, Any], where: str, path: Any) -> list[
     return [
         Problem(f"{where}.{kind}[{j}].volumeMounts[{k}].mountPath", why)
         for kind in ("containers", "initContainers")
-        for j, c in enumerate(pod.get(kind) or [])
+        for j, c in enumerate(_arr(pod.get(kind)))
         if isinstance(c, Mapping)
-        for k, mount in enumerate(c.get("volumeMounts") or [])
+        for k, mount in enumerate(_arr(c.get("volumeMounts")))
         if isinstance(mount, Mapping) and mount.get("mountPath") == path
     ]
 
@@ -374,7 +412,7 @@ def checkpoint_tasks(spec: Mapping[str, Any]) -> list[str]:
         return []
     if isinstance(ckpt.get("tasks"), list):
         return [n for n in ckpt["tasks"] if isinstance(n, str)]
-    tasks = [t for t in spec.get("tasks") or [] if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
+    tasks = [t for t in _arr(spec.get("tasks")) if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
     learners = [t["name"] for t in tasks if t.get("type") == TaskType.LEARNER]
     return learners or [t["name"] for t in tasks]
 
@@ -396,7 +434,7 @@ def _checkpoint(spec: Mapping[str, Any]) -> Checkpoint | None:
 def _failure_policy_problems(spec: Mapping[str, Any]) -> list[Problem]:
     """DropReplica scales the task down: a task with an envProvider must allow scaling (also a CEL rule)."""
     problems = []
-    for i, t in enumerate(spec.get("tasks") or []):
+    for i, t in enumerate(_arr(spec.get("tasks"))):
         if not isinstance(t, Mapping) or t.get("failurePolicy") != FailurePolicy.DROP_REPLICA:
             continue
         provider = t.get("envProvider")
@@ -440,16 +478,17 @@ def validate(manifest: Any) -> list[Problem]:
     spec = defaulted.get("spec")
     if not isinstance(spec, Mapping):
         return problems
-    name = str((defaulted.get("metadata") or {}).get("name") or "")
+    name = _obj(defaulted.get("metadata")).get("name")
+    name = name if isinstance(name, str) else ""
     problems += _rule_problems(name, spec)
     if not _started(manifest):  # a running job's growth is checked by its scaling plan, on the exact membership
         problems += env_size_problems(name, spec) + _short_hostname_problems(name, spec)
-        problems += none_before_ditask_problems(spec.get("tasks") or [])
+        problems += none_before_ditask_problems(_arr(spec.get("tasks")))
     problems += _success_policy_problems(spec) + _failure_policy_problems(spec) + _checkpoint_problems(spec)
-    problems += provider_problems(spec.get("tasks") or [])
+    problems += provider_problems(_arr(spec.get("tasks")))
     problems += _seconds_annotation_problems(manifest) + _reserved_name_problems(spec.get("tasks"))
-    problems += _template_problems(spec.get("tasks") or [])
-    problems += _volume_problems(spec.get("volumes") or [])
+    problems += _template_problems(_arr(spec.get("tasks")))
+    problems += _volume_problems(_arr(spec.get("volumes")))
     return sorted(set(problems))
 
 
@@ -465,10 +504,11 @@ def _template_problems(tasks: Any) -> list[Problem]:
 def _volume_problems(volumes: Any) -> list[Problem]:
     """Each volume against core/v1, and volume names unique."""
     problems: list[Problem] = []
-    volume_names = Counter(v.get("name") for v in volumes if isinstance(v, Mapping))
+    named = [v for v in volumes if isinstance(v, Mapping) and isinstance(v.get("name"), str)]
+    volume_names = Counter(v["name"] for v in named)
     for i, v in enumerate(volumes):
         problems += check_volume(v, f"spec.volumes[{i}]")
-        if isinstance(v, Mapping) and volume_names[v.get("name")] > 1:
+        if any(v is n for n in named) and volume_names[v["name"]] > 1:
             problems.append(
                 Problem(
                     f"spec.volumes[{i}].name",
@@ -496,7 +536,7 @@ def load_job(manifest: Any, namespace: str | None = None, source: str = "DIJob")
                 name=t["name"],
                 type=TaskType(t["type"]),
                 replicas=t["replicas"],
-                template=t["template"],
+                template=without_nulls(t["template"]),  # as validated: null is not set
                 env_provider=parse_env_provider(t.get("envProvider")),
                 failure_policy=FailurePolicy(t.get("failurePolicy") or FailurePolicy.FAIL_JOB),
             )
@@ -509,7 +549,7 @@ def load_job(manifest: Any, namespace: str | None = None, source: str = "DIJob")
         group=spec.get("group"),
         min_replicas=spec.get("minReplicas"),
         max_replicas=spec.get("maxReplicas"),
-        volumes=tuple(spec.get("volumes") or ()),
+        volumes=tuple(without_nulls(spec.get("volumes") or [])),
         labels=dict(meta.get("labels") or {}),
         annotations=dict(meta.get("annotations") or {}),
         uid=meta.get("uid"),

@@ -331,3 +331,41 @@ def test_unknown_fields_everywhere_are_reported_at_once() -> None:
         "spec.tasks[0].template.spec.containers[0].comand",
         "spec.tasks[0].template.spec.containers[0].image",
     ]
+
+
+# What the fuzz tests (test_fuzz_validation.py, integration/test_crd_fuzz.py) found validate accepting and the
+# API server refusing, or crashing on: each now refused with the field named, or taken as the API server takes it.
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda m: m.pop("apiVersion"), "apiVersion: is required: diengine.opendilab.org/v2alpha1"),
+        (lambda m: m.pop("kind"), "kind: is required: DIJob"),
+        (lambda m: m["spec"].update(backoffLimit=2**31), "spec.backoffLimit: 2147483648 is out of range for int32"),
+        (lambda m: m["metadata"].update(extra=1), "metadata.extra: unknown field of ObjectMeta"),
+        (lambda m: m["metadata"].update(lables={}), "metadata.lables: unknown field of ObjectMeta; did you mean"),
+        (lambda m: m["metadata"].update(labels={"a": 1}), "metadata.labels.a: must be a string, got 1"),
+        (lambda m: m["metadata"].update(annotations=[]), "metadata.annotations: must be a map of strings, got []"),
+        (lambda m: m.update(metadata=3), "metadata: must be of type object, got 3"),
+        (lambda m: m["spec"].update(tasks=True), "spec.tasks: must be of type array, got True"),
+        (lambda m: m["spec"].update(volumes=False), "spec.volumes: must be of type array, got False"),
+        (lambda m: m["spec"]["tasks"][0].update(type=["learner"]), "spec.tasks[0].type: ['learner'] is not valid"),
+        (lambda m: m["spec"]["tasks"][0].update(name=["x"]), "spec.tasks[0].name: must be of type string"),
+    ],
+)
+def test_fuzz_findings_are_refused_naming_the_field(edit: Any, expected: str) -> None:
+    manifest = job(task("learner"), task("collector", replicas=2))
+    manifest["spec"]["volumes"] = [{"name": "v", "emptyDir": {}}]
+    edit(manifest)
+    problems = [str(p) for p in validate(manifest)]  # never raises
+    assert any(p.startswith(expected) for p in problems), problems
+
+
+def test_an_integral_float_is_an_integer_and_null_in_a_template_is_not_set() -> None:
+    """3.0 is an integer to JSON schema and the API server; ``field: null`` is a field not set (core/v1)."""
+    manifest = job(task("learner", replicas=2.0))
+    manifest["spec"]["backoffLimit"] = 3.0
+    manifest["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["volumeMounts"] = None
+    loaded = load_job(manifest)
+    assert loaded.backoff_limit == 3 and isinstance(loaded.backoff_limit, int)
+    assert loaded.tasks[0].replicas == 2 and isinstance(loaded.tasks[0].replicas, int)
+    assert "volumeMounts" not in loaded.tasks[0].template["spec"]["containers"][0]
