@@ -48,6 +48,7 @@ from dihera.naming import service_name
 from tests.integration.conftest import Poll, fresh_namespace
 from tests.integration.controllers import Controller
 from tests.integration.jobs import edit_replicas, job_pods
+from tests.integration.lifecycle import set_suspend
 from tests.integration.realjobs import (
     REPO,
     Run,
@@ -258,6 +259,10 @@ def star_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfig: 
 #: The example's log-line contract (examples/cartpole/cartpole_dqn/__init__.py): `dihera-<event> k=v ...`
 CONTRACT = re.compile(r"^dihera-([a-z-]+) (.*)$", re.MULTILINE)
 EXTRA_PARAMS = "1690000"  # an unused 1300 x 1300 weight: an Atari DQN's size
+#: The example's learner saves a checkpoint every so many iterations (its checkpoint volume: spec.checkpoint).
+CHECKPOINT_EVERY = 20
+#: The example job is suspended once its restarted learner trained this many iterations past its resume.
+SUSPEND_AFTER = 40
 
 
 def contract(log: str) -> list[dict[str, str]]:
@@ -274,11 +279,17 @@ def example_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfi
     for task in doc["spec"]["tasks"]:
         if task["name"] == "collector":
             task["replicas"] = 6
-        task["template"]["spec"]["containers"][0]["env"].append({"name": "DIHERA_EXTRA_PARAMS", "value": EXTRA_PARAMS})
-    # Without its checkpoint volume here: in the full run of 2026-11-27 the resumed learner's job hung (a learner
-    # exited 143 at DI-engine's finish and was restarted; docs/checkpoints.md, "Not yet"). The volume and the
-    # resume are proven by test_real_node_checkpoint.py and the example's unit test until that is understood.
-    doc["spec"].pop("checkpoint", None)
+        env = task["template"]["spec"]["containers"][0]["env"]
+        env += [
+            {"name": "DIHERA_EXTRA_PARAMS", "value": EXTRA_PARAMS},
+            {"name": "DIHERA_CHECKPOINT_EVERY", "value": str(CHECKPOINT_EVERY)},
+        ]
+    # DI-engine's CkptSaver in the example keeps every save it makes in the working directory: 13.8 MB each with
+    # the big model (0.3 MB without), every 100 iterations; the example's 256Mi emptyDir filled by about iteration
+    # 1,900 and the kubelet evicted the learner (2026-11-27: at DI-engine's finish, which then hung the job)
+    for volume in doc["spec"]["volumes"]:
+        if volume["name"] == "workdir":
+            volume["emptyDir"]["sizeLimit"] = "2Gi"
     name = doc["metadata"]["name"]
     side = Side(cluster, namespace, name)
 
@@ -286,27 +297,62 @@ def example_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfi
         progress = (status.get("taskProgress") or {}).get("learner")
         if progress and progress not in seen.setdefault("progress", []):
             seen["progress"].append(progress)
+        suspended = "suspended at" in seen and "resumed at" not in seen and status.get("phase") == "Suspended"
+        if suspended and not job_pods(cluster, namespace, name):  # every pod gone: resume
+            set_suspend(cluster, namespace, name, False)
+            seen["resumed at"] = side.now()
         if not side.refresh():
             return
         if "killed" not in seen:  # how many replicas ran at once before anything restarted
             seen["pods at start"] = max(seen.get("pods at start", 0), len(side.pods))
-        for pod in side.pods:  # keep every log while its pod exists (the killed learner's included)
+        # keep every log while its pod exists (the killed learner's included), by uid: the pods of the Workflow
+        # made again at resume have the names of the first ones
+        for pod in side.pods:
             log = side.logs.get(pod["metadata"]["name"], "")
             if log and not log.startswith("<no log"):
-                seen.setdefault("logs", {})[pod["metadata"]["name"]] = log
-        if "killed" in seen:
-            return
+                seen.setdefault("logs", {})[pod["metadata"]["uid"]] = log
         learner = pod_of(side.pods, "learner")
-        iters = [int(x["iter"]) for x in contract(side.log_of("learner")) if x["event"] == "progress"]
-        if learner is not None and iters and max(iters) >= 40:
+        if learner is not None and learner["metadata"]["uid"] not in seen.setdefault("learner pods", []):
+            seen["learner pods"].append(learner["metadata"]["uid"])
+            seen.setdefault("pod names", {})[learner["metadata"]["uid"]] = learner["metadata"]["name"]
+        lines = contract(side.log_of("learner"))
+        iters = [int(x["iter"]) for x in lines if x["event"] == "progress"]
+        if learner is None or not iters:
+            return
+        if "killed" not in seen and max(iters) >= 40:
             seen["killed"] = kill_ditask(kubeconfig, namespace, learner["metadata"]["name"])
             seen["killed at"], seen["killed pod"], seen["killed iter"] = (
                 side.now(),
                 learner["metadata"]["name"],
                 max(iters),
             )
+        elif "killed" in seen and "suspended at" not in seen and len(seen["learner pods"]) == 2:
+            resumed = [int(x["iter"]) for x in lines if x["event"] == "resumed"]
+            if resumed and max(iters) >= resumed[0] + SUSPEND_AFTER:
+                # the learner's last lines come after its pod is gone from a list: follow its log to the end
+                seen["final log"] = follow_log(cluster, namespace, learner["metadata"]["name"])
+                set_suspend(cluster, namespace, name, True)
+                seen["suspended at"], seen["suspended iter"] = side.now(), max(iters)
 
     return Job(name, doc, tick)
+
+
+def follow_log(cluster: client.ApiClient, namespace: str, pod: str) -> list[str]:
+    """`kubectl logs -f POD -c di-container` in a thread, into the list returned (until the container ends)."""
+    chunks: list[str] = []
+
+    def _follow() -> None:
+        try:
+            stream = client.CoreV1Api(cluster).read_namespaced_pod_log(
+                pod, namespace, container="di-container", follow=True, _preload_content=False
+            )
+            for chunk in stream.stream():
+                chunks.append(chunk.decode(errors="replace"))
+        except (client.ApiException, OSError) as err:
+            chunks.append(f"\n<follow ended: {err}>")
+
+    threading.Thread(target=_follow, daemon=True).start()
+    return chunks
 
 
 def serial_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
@@ -506,37 +552,62 @@ def test_the_serial_pipeline_trains_to_the_stop_value(outcomes: dict[str, Outcom
     assert converged and converged[-1] >= STOP_VALUE, log[-3000:]
 
 
-def test_the_example_starts_with_8_replicas_survives_its_learner_killed_and_exchanges_a_big_model(
+def test_the_example_survives_its_learner_killed_and_a_suspend_without_losing_training_and_exchanges_a_big_model(
     outcomes: dict[str, Outcome],
 ) -> None:
-    """The project's example (barrier-free): 8 replicas at start; the learner's process SIGKILLed mid-training is
-    restarted in place (same rank, same name), every collector hears the new learner (a second incarnation), the
-    job reaches the stop value with one restart; every collector received the learner's 1.69 M-parameter model
-    (its digest); the learner's self-reported progress reached the DIJob's status (docs/argo-ui.md)."""
+    """The project's example (barrier-free), 8 replicas at start. Its learner's process SIGKILLed mid-training is
+    restarted in place (same rank, same name) and resumes from its checkpoint (the job's checkpoint volume, saved
+    every CHECKPOINT_EVERY iterations): at most that many iterations lost. The job suspended later (every pod
+    deleted, SIGTERM): the learner saves at once and exits 143, and after resume its third pod resumes from that
+    very iteration: none lost. Every collector heard a learner and received its 1.69 M-parameter model (its
+    digest); the job reaches the stop value with one restart; the learner's self-reported progress reached the
+    DIJob's status (docs/argo-ui.md)."""
     outcome = outcomes["cartpole-dqn"]
     seen = outcome.seen
-    logs = {**seen.get("logs", {}), **{k: v for k, v in outcome.logs.items() if not v.startswith("<no log")}}
+    logs = {k: v for k, v in outcome.logs.items() if not v.startswith("<no log")}  # the pods after resume
     tails = {p: log[-2000:] for p, log in logs.items()}
     run = outcome.run
     assert seen.get("killed", "").startswith("killed "), outcome.summary()
+    assert "resumed at" in seen, f"{outcome.summary()}\n{tails}"
     assert run.status.get("phase") == "Succeeded", f"{outcome.summary()}\n{tails}"
     assert run.status.get("restarts") == 1 and seen["pods at start"] == 8, (run.status, seen["pods at start"])
+    assert "Suspended" in run.phases, run.phases
     by_host: dict[str, list[dict[str, Any]]] = {}
-    for pod in outcome.pods:
+    for pod in outcome.pods:  # the pods of the run after resume (suspending deleted the others)
         by_host.setdefault(pod["spec"]["hostname"], []).append(pod)
-    learners = sorted(by_host["cartpole-dqn-learner-0"], key=lambda p: p["metadata"]["creationTimestamp"])
-    assert len(learners) == 2 and learners[0]["metadata"]["name"] == seen["killed pod"], learners
-    assert exit_codes(learners[0])["di-container"] not in (0, None) and set(exit_codes(learners[1]).values()) == {0}
-    rank = "diengine/rank"  # restarted in place: the same rank and hostname
-    assert {p["metadata"]["annotations"][rank] for p in learners} == {"0"}
     for host, pods in by_host.items():
-        if host != "cartpole-dqn-learner-0":
-            assert len(pods) == 1 and set(exit_codes(pods[0]).values()) == {0}, (host, [exit_codes(p) for p in pods])
+        assert len(pods) == 1 and set(exit_codes(pods[0]).values()) == {0}, (host, [exit_codes(p) for p in pods])
+    (last,) = by_host["cartpole-dqn-learner-0"]
+    assert last["metadata"]["annotations"]["diengine/rank"] == "0"  # the same rank and hostname throughout
+    uids = seen["learner pods"]  # in the order they appeared
+    assert len(uids) == 3 and uids[2] == last["metadata"]["uid"], (uids, seen.get("pod names"))
+    assert seen["pod names"][uids[0]] == seen["killed pod"], (seen["pod names"], seen["killed pod"])
     lines = {name: contract(log) for name, log in logs.items()}
-    learner_lines = [x for p in learners for x in lines.get(p["metadata"]["name"], [])]
-    ups = [x["incarnation"] for x in learner_lines if x["event"] == "learner-up"]
-    assert len(ups) == 2 and ups[0] != ups[1], ups
-    (digest,) = {x["digest"] for x in learner_lines if x["event"] == "model"}
+    first, second = (contract(seen["logs"].get(uid, "")) for uid in uids[:2])
+    third = lines.get(last["metadata"]["name"], [])
+    ups = [x["incarnation"] for x in [*first, *second, *third] if x["event"] == "learner-up"]
+    assert len(ups) == 3 and len(set(ups)) == 3, ups
+    # SIGKILL: no training lost but the iterations since the last periodic checkpoint (docs/checkpoints.md)
+    saved = [int(x["iter"]) for x in first if x["event"] == "checkpoint"]
+    resumed = [int(x["iter"]) for x in second if x["event"] == "resumed"]
+    killed_iter = int(seen["killed iter"])
+    # the newest save it logged (or, killed between the file's rename and its log line, the one after it)
+    assert saved and len(resumed) == 1 and max(saved) <= resumed[0] <= max(saved) + CHECKPOINT_EVERY, (saved, resumed)
+    # at most one save interval behind the iteration seen before the kill (the learner was further on by then:
+    # logs are read every few seconds and the iteration moves by update_per_collect steps)
+    assert resumed[0] >= killed_iter - CHECKPOINT_EVERY, (killed_iter, resumed)
+    progress = [int(x["iter"]) for x in second if x["event"] == "progress"]
+    assert progress and progress[0] >= resumed[0], (progress[:3], resumed)
+    # SIGTERM (suspend): saved on the spot, resumed from exactly there
+    final = contract("".join(seen["final log"]))
+    terminated = [x for x in final if x["event"] == "terminated"]
+    assert len(terminated) == 1, "".join(seen["final log"])[-3000:]
+    at_term = int(terminated[0]["iter"])
+    assert at_term >= int(seen["suspended iter"]), (terminated, seen["suspended iter"])
+    again = [x for x in third if x["event"] == "resumed"]
+    assert len(again) == 1 and int(again[0]["iter"]) == at_term, (again, terminated)
+    assert again[0]["file"] == f"iteration_{at_term}.pth.tar", again
+    (digest,) = {x["digest"] for x in [*first, *second, *third] if x["event"] == "model"}
     collectors = [p for host, pods in by_host.items() if "-collector-" in host for p in pods]
     assert len(collectors) == 6
     heard_new = 0
@@ -548,8 +619,7 @@ def test_the_example_starts_with_8_replicas_survives_its_learner_killed_and_exch
         received = [x for x in mine if x["event"] == "model-received"]
         assert received and received[0]["digest"] == digest, (pod["metadata"]["name"], received, digest)
         assert int(received[0]["params"]) > int(EXTRA_PARAMS), received
-    # the restarted learner trained on collected data; a collector mid-episode when DI-engine's finish came
-    # may end without logging it (one of six did, 2026-11-27)
+    # a collector mid-episode when DI-engine's finish came may end without logging it (one of six did, 2026-11-27)
     assert heard_new >= 1, (heard_new, ups)
     evaluator = lines[by_host["cartpole-dqn-evaluator-0"][0]["metadata"]["name"]]
     reached = [x for x in evaluator if x["event"] == "stop-value-reached"]
@@ -557,7 +627,10 @@ def test_the_example_starts_with_8_replicas_survives_its_learner_killed_and_exch
     reported = [v for v in seen.get("progress", []) if v.endswith("/2000") and not v.startswith("0/")]
     assert reported, seen.get("progress")
     print(
-        f"\n[di-engine] example: 8 replicas; learner killed at {seen['killed at']} s, {run.seconds:.0f}s to Succeeded; "
-        f"learner incarnations {ups}; {heard_new} of 6 collectors heard the restarted one; model digest {digest}; "
-        f"stop value at {reached[0]}"
+        f"\n[di-engine] example: 8 replicas; learner killed at {seen['killed at']} s (iteration {killed_iter} last "
+        f"seen, {len(saved)} checkpoints saved before), resumed at {resumed[0]}; suspended at "
+        f"{seen['suspended at']} s (iteration {seen['suspended iter']} last seen), saved on SIGTERM at {at_term}, "
+        f"resumed at {seen['resumed at']} s from {again[0]['iter']}; {run.seconds:.0f}s to Succeeded; learner "
+        f"incarnations {ups}; {heard_new} of 6 collectors heard the last; model digest {digest}; stop value at "
+        f"{reached[0]}"
     )

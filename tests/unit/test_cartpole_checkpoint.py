@@ -98,3 +98,61 @@ def test_a_dqn_learner_resumes_from_its_newest_readable_checkpoint(tmp_path: Pat
     assert done.returncode == 0 and done.stdout.strip().endswith("ok"), (done.stdout[-2000:], done.stderr[-3000:])
     assert "dihera-checkpoint-unreadable file=iteration_40.pth.tar" in done.stdout, done.stdout
     assert "dihera-resumed iter=30 env_step=240 file=iteration_30.pth.tar" in done.stdout, done.stdout
+
+
+_SIGTERM_CHECK = """
+import os, signal, sys, types
+from ding.config import compile_config
+from ding.model import DQN
+from ding.policy import DQNPolicy
+from dizoo.classic_control.cartpole.config.cartpole_dqn_config import create_config, main_config
+from cartpole_dqn.checkpoint import Checkpointer
+
+directory, mode = sys.argv[1], sys.argv[2]
+cfg = compile_config(main_config, create_cfg=create_config, auto=True, save_cfg=False)
+policy = DQNPolicy(cfg.policy, model=DQN(**cfg.policy.model))
+ctx = types.SimpleNamespace(train_iter=57, env_step=456)
+saver = Checkpointer(policy.learn_mode, directory, every=100)
+assert saver.on_sigterm(lambda: ctx)
+if mode == "between steps":  # the learner waits for data: saved at once, as of its last step
+    os.kill(os.getpid(), signal.SIGTERM)
+elif mode == "inside a step":  # deferred: the step completes (iteration 58), then saved
+    saver.save(ctx)  # iteration 57: the next periodic save is 100 iterations away
+    def learner(c):
+        os.kill(os.getpid(), signal.SIGTERM)
+        print("dihera-step-ended", flush=True)
+        c.train_iter += 1
+    saver.around(learner)(ctx)
+elif mode == "already saved":
+    saver.save(ctx)
+    os.kill(os.getpid(), signal.SIGTERM)
+print("not terminated", flush=True)
+"""
+
+
+@pytest.mark.skipif(not DING_PYTHON, reason="no DI-engine: set DIHERA_DING_PYTHON")
+@pytest.mark.parametrize(
+    ("mode", "line", "files"),
+    [
+        ("between steps", "dihera-terminated iter=57 saved=1", ["iteration_57.pth.tar"]),
+        ("inside a step", "dihera-terminated iter=58 saved=1", ["iteration_57.pth.tar", "iteration_58.pth.tar"]),
+        ("already saved", "dihera-terminated iter=57 saved=0", ["iteration_57.pth.tar"]),
+    ],
+)
+def test_sigterm_saves_the_last_completed_step_and_exits_143(
+    tmp_path: Path, mode: str, line: str, files: list[str]
+) -> None:
+    env = {**os.environ, "PYTHONPATH": str(EXAMPLE), "OMP_NUM_THREADS": "1"}
+    done = subprocess.run(
+        [str(DING_PYTHON), "-c", _SIGTERM_CHECK, str(tmp_path), mode],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    out = done.stdout
+    assert done.returncode == 143 and line in out and "not terminated" not in out, (out[-2000:], done.stderr[-3000:])
+    assert sorted(p.name for p in tmp_path.iterdir()) == files
+    if mode == "inside a step":  # not saved before the step ended
+        assert out.index("dihera-step-ended") < out.index("dihera-checkpoint iter=58"), out

@@ -16,8 +16,9 @@ batch until it has heard a beacon at most DIHERA_LEARNER_FRESH seconds old. No p
 replica count, replicas that join later, and restarts of any replica work the same way. A restarted
 learner starts training from scratch (DI-engine resumes nothing) unless the replica has a checkpoint
 directory (`DI_CHECKPOINT_DIR`, the DIJob's `spec.checkpoint`): then it resumes from the newest checkpoint
-there (`checkpoint`: weights, optimizer, train_iter, env_step, the target network's update count) and
-saves one every DIHERA_CHECKPOINT_EVERY (100) iterations.
+there (`checkpoint`: weights, optimizer, train_iter, env_step, the target network's update count),
+saves one every DIHERA_CHECKPOINT_EVERY (100) iterations, and one on SIGTERM (suspend, preemption,
+eviction) as of its last completed step, then exits 143.
 
 Log-line contract (stable; one line each on stdout, `key=value` fields separated by one space, parsed
 by the platform and the tests; other DI-engine output is interleaved and must be ignored):
@@ -48,6 +49,8 @@ by the platform and the tests; other DI-engine output is interleaved and must be
         on the learner, once at start, when it resumed from a checkpoint in DI_CHECKPOINT_DIR.
     dihera-checkpoint iter=<learner iteration> seconds=<time the save took>
         on the learner, after each save into DI_CHECKPOINT_DIR.
+    dihera-terminated iter=<learner iteration> saved=<1: saved now, 0: already saved>
+        on the learner with DI_CHECKPOINT_DIR, once, on SIGTERM, just before it exits 143.
     dihera-model params=<parameters> bytes=<pickled state_dict> digest=<extra weight's sha256, 16 hex>
         on the learner, once at start, only with DIHERA_EXTRA_PARAMS > 0.
     dihera-model-received role=collector node=<node id> params=<parameters> digest=<...>

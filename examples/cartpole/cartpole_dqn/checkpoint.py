@@ -7,11 +7,21 @@ and the target network's update count, which decides when the target copy happen
 with the weights, before the learner announces itself, so the peers' first model and iteration are the
 restored ones. Contract lines: `dihera-resumed iter=<n> env_step=<m> file=<name>` when resuming,
 `dihera-checkpoint iter=<n> seconds=<s>` after each save.
+
+SIGTERM (suspend, Kueue's preemption, eviction, a pod deleted: the kubelet's grace period follows) saves the
+learner's state as of its last completed step, then the process exits 143. DI-engine traps no signal and its
+loop checks no flag while the learner waits for data, so the handler saves at once when the learner is between
+steps (the main thread is then in one of DI-engine's waits: nothing changes the policy) and, inside a step or a
+save, defers to the step's end. It exits with `os._exit`: a `SystemExit` would make DI-engine broadcast
+`finish` and end the whole job as if it had succeeded. Contract line: `dihera-terminated iter=<n> saved=<0|1>`.
 """
 
 from __future__ import annotations
 
 import os
+import signal
+import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +48,36 @@ class Checkpointer:
         for path in leftovers(self._dir):
             path.unlink(missing_ok=True)
         self.last_saved: int | None = None
+        self._busy = False  # inside a learner step or a save: the state is changing
+        self._pending = False  # SIGTERM came while busy: save and exit at the step's end
+        self._ctx: Callable[[], Any] = lambda: task.ctx
+
+    def on_sigterm(self, ctx: Callable[[], Any] | None = None) -> bool:
+        """Save and exit 143 on SIGTERM (see the module docstring); `ctx` gives the current context (default:
+        DI-engine's `task.ctx`). False where no handler can be installed (off the main thread)."""
+        if ctx is not None:
+            self._ctx = ctx
+        if threading.current_thread() is not threading.main_thread():
+            return False
+        signal.signal(signal.SIGTERM, self._terminated)
+        return True
+
+    def _terminated(self, signum: int, frame: Any) -> None:
+        if self._busy:
+            self._pending = True
+            return
+        self._exit()
+
+    def _exit(self) -> None:
+        ctx = self._ctx()
+        iteration = int(ctx.train_iter)
+        fresh = iteration > 0 and iteration != self.last_saved
+        if fresh:
+            self._busy = True  # a second SIGTERM during this save changes nothing
+            self.save(ctx)
+        emit("terminated", iter=iteration, saved=int(fresh))
+        sys.stdout.flush()
+        os._exit(128 + signal.SIGTERM)
 
     def resume(self, ctx: Any) -> int | None:
         """Load the newest readable checkpoint into the policy and `ctx`; its iteration, or None (none there)."""
@@ -77,9 +117,15 @@ class Checkpointer:
         """The learner middleware, then a save once `every` iterations passed since the last."""
 
         def _step(ctx: Any) -> None:
-            learner(ctx)
-            if ctx.train_iter > 0 and (self.last_saved is None or ctx.train_iter - self.last_saved >= self._every):
-                self.save(ctx)
+            self._busy = True
+            try:
+                learner(ctx)
+                if ctx.train_iter > 0 and (self.last_saved is None or ctx.train_iter - self.last_saved >= self._every):
+                    self.save(ctx)
+            finally:
+                self._busy = False
+            if self._pending:
+                self._exit()
 
         return _step
 
@@ -102,7 +148,9 @@ def resumable_logger(logger: Middleware) -> Middleware:
 
 
 def checkpointer(learn_mode: Any, directory: str | None, every: int) -> Checkpointer | None:
-    """A Checkpointer on the learner when the replica has a checkpoint directory, else None."""
+    """A Checkpointer on the learner when the replica has a checkpoint directory (saving on SIGTERM), else None."""
     if not directory or not task.has_role(task.role.LEARNER):
         return None
-    return Checkpointer(learn_mode, directory, every)
+    saver = Checkpointer(learn_mode, directory, every)
+    saver.on_sigterm()
+    return saver
