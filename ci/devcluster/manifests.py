@@ -67,7 +67,13 @@ def nodes(count: int, first: int = 0, pods: int | None = None) -> list[dict[str,
 ARGO_CONFIG = {
     "metricsConfig": "enabled: false\n",
     "telemetryConfig": "enabled: false\n",
-    "executor": "image: dihera.local/argoexec:local\nimagePullPolicy: IfNotPresent\n",
+    # Argo's init and wait containers pass the `restricted` Pod Security Standard (Argo's own non-root user)
+    "executor": (
+        "image: dihera.local/argoexec:local\nimagePullPolicy: IfNotPresent\n"
+        "securityContext:\n  runAsNonRoot: true\n  runAsUser: 8737\n  runAsGroup: 8737\n"
+        "  allowPrivilegeEscalation: false\n  capabilities:\n    drop: [ALL]\n"
+        "  seccompProfile:\n    type: RuntimeDefault\n"
+    ),
 }
 
 
