@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import os
+import signal
 import subprocess
 import time
 from collections.abc import Callable
@@ -215,7 +217,13 @@ class Cluster:
         files = []
         argo = manifests.argo_objects(di_server_url(self.state.load_ports() or {}))
         storage = manifests.storage_objects(realnode.NODE_NAME, str(self.state.root / "volumes"), images.PYTHON_IMAGE)
-        for name, objects in (("nodes", manifests.nodes(self.settings.nodes)), ("argo", argo), ("storage", storage)):
+        groups = (
+            ("nodes", manifests.nodes(self.settings.nodes)),
+            ("argo", argo),
+            ("storage", storage),
+            ("dihera", manifests.dihera_objects()),
+        )
+        for name, objects in groups:
             path = self.state.manifests / f"{name}.json"
             path.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": objects}, indent=2))
             files.append(path)
@@ -223,8 +231,9 @@ class Cluster:
         if not crds:
             raise ClusterError(f"no Argo CRDs in {self.settings.argo_crd_dir}: run ci/build-tools.sh")
         log.info(
-            "applying Argo CRDs, the argo namespace and ConfigMap, the default StorageClass, %d nodes",
+            "applying Argo CRDs, the argo namespace and ConfigMap, the default StorageClass, %d nodes, %s (restricted)",
             self.settings.nodes,
+            manifests.SYSTEM_NAMESPACE,
         )
         api.apply([*crds, *files])
 
@@ -248,6 +257,32 @@ class Cluster:
                 hint = f"; see {self.state.logs}/{c.name}.log" if c else f"; logs in {self.state.logs}"
                 raise ClusterError(f"timed out after {timeout:.0f}s waiting for {name}{hint}")
             time.sleep(0.25)
+
+    # -- faults (tests/integration/test_faults.py) ----------------------------------------------
+
+    def _component(self, name: str) -> Component:
+        found = [c for c in self._components() if c.name == name]
+        if not found:
+            raise ClusterError(f"no component {name!r}: {[c.name for c in self._components()]}")
+        return found[0]
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> int:
+        """Send `sig` to component `name` and wait until it is gone (a fault on purpose); its pid."""
+        c = self._component(name)
+        pid = processes.pid_of(self._pidfile(c), c.binary)
+        if pid is None:
+            raise ClusterError(f"{name} is not running")
+        os.kill(pid, sig)
+        self._wait(None, lambda: not processes.alive(self._pidfile(c), c.binary), what=f"{name} to exit", timeout=30)
+        return pid
+
+    def restart(self, name: str) -> None:
+        """Start component `name` again (on its port, with its state) and wait until it is ready."""
+        c = self._component(name)
+        with self.state.lock():
+            if not processes.alive(self._pidfile(c), c.binary):
+                self._start(c)
+            self._wait(c, functools.partial(self._component_ready, c, self._api()))
 
     # -- down / status -------------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 """Objects the dev cluster creates after the API server is up: simulated nodes, Argo's ConfigMap, the default
-StorageClass and its provisioner's ConfigMap."""
+StorageClass and its provisioner's ConfigMap, and the chart's namespace (Pod Security ``restricted`` enforced)."""
 
 from __future__ import annotations
 
@@ -11,15 +11,25 @@ from dihera.argo_ui import configmap_data
 __all__ = [
     "ARGO_NAMESPACE",
     "KWOK_NODE_ANNOTATION",
+    "RESTRICTED",
     "STORAGE_CLASS",
     "STORAGE_NAMESPACE",
+    "SYSTEM_NAMESPACE",
     "argo_objects",
+    "dihera_objects",
     "node_name",
     "nodes",
     "storage_objects",
 ]
 
 ARGO_NAMESPACE = "argo"
+#: The chart's release namespace in the README, `make demo` and docs/local-cluster.md.
+SYSTEM_NAMESPACE = "dihera-system"
+#: Namespace labels that make the API server enforce the ``restricted`` Pod Security Standard on its pods.
+RESTRICTED = {
+    "pod-security.kubernetes.io/enforce": "restricted",
+    "pod-security.kubernetes.io/enforce-version": "latest",
+}
 KWOK_NODE_ANNOTATION = ("kwok.x-k8s.io/node", "fake")  # kwok manages nodes carrying this annotation
 #: The local-path provisioner's namespace (its ConfigMap, its helper pods) and the default StorageClass (kind's name).
 STORAGE_NAMESPACE = "local-path-storage"
@@ -75,6 +85,11 @@ ARGO_CONFIG = {
         "  seccompProfile:\n    type: RuntimeDefault\n"
     ),
 }
+
+
+def dihera_objects() -> list[dict[str, Any]]:
+    """The chart's namespace, made before any release: its pods (controller, di-server) must be ``restricted``."""
+    return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM_NAMESPACE, "labels": RESTRICTED}}]
 
 
 def argo_objects(di_server_url: str) -> list[dict[str, Any]]:

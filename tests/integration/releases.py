@@ -16,6 +16,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from ci.devcluster.manifests import RESTRICTED
 from dihera.schema import GROUP, PLURAL, crd_manifest, dijob_schema
 from tests.chart.helm import helm_bin
 
@@ -45,6 +46,12 @@ class Release:
         """A release of its own name in a namespace of its own (created by `helm install --create-namespace`)."""
         suffix = uuid.uuid4().hex[:6]
         return Release(name=f"{prefix}-{suffix}", namespace=f"dihera-chart-{suffix}", kubeconfig=kubeconfig)
+
+    def restricted_namespace(self, api: client.ApiClient) -> None:
+        """Make the release's namespace enforcing the ``restricted`` Pod Security Standard, as the local control
+        plane makes dihera-system: every pod the chart makes must meet it to be created at all."""
+        body = {"metadata": {"name": self.namespace, "labels": RESTRICTED}}
+        client.CoreV1Api(api).create_namespace(body)
 
     def remove(self, api: client.ApiClient) -> None:
         """Uninstall (if still installed) and delete the namespace (not waited for)."""

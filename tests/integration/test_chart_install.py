@@ -32,6 +32,7 @@ def release(kubeconfig: Path, cluster: client.ApiClient) -> Iterator[Release]:
     rel = Release.new("dihera-it", kubeconfig)
     before = {name: read_crd(cluster, name) for name in (DIJOB_CRD,)}
     try:
+        rel.restricted_namespace(cluster)
         rel.must(
             "install", rel.name, str(CHART), "--create-namespace", "--take-ownership", "--wait", "--timeout", TIMEOUT
         )

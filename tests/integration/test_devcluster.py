@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from ci.devcluster.manifests import RESTRICTED, SYSTEM_NAMESPACE
 from tests.integration.versions import pair
 
 pytestmark = pytest.mark.cluster
@@ -84,6 +86,18 @@ def missing(read: Any, *args: Any) -> bool:
 def test_version_is_the_pinned_kubernetes(cluster: client.ApiClient) -> None:
     info = client.VersionApi(cluster).get_code()
     assert info.git_version == pair()[0]
+
+
+def test_the_charts_namespace_enforces_the_restricted_pod_security_standard(cluster: client.ApiClient) -> None:
+    """dihera-system (README's and `make demo`'s release namespace) is made with the labels: a pod that is not
+    ``restricted`` is refused there by the API server, naming PodSecurity."""
+    core = client.CoreV1Api(cluster)
+    assert core.read_namespace(SYSTEM_NAMESPACE).metadata.labels.items() >= RESTRICTED.items()
+    root = {"metadata": {"name": "pss-probe"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    with pytest.raises(ApiException) as refused:
+        core.create_namespaced_pod(SYSTEM_NAMESPACE, root, dry_run="All")
+    message = json.loads(refused.value.body)["message"]
+    assert refused.value.status == 403 and 'violates PodSecurity "restricted:latest"' in message, message
 
 
 def test_rbac_denies_an_unbound_service_account(cluster: client.ApiClient, namespace: str, poll: Any) -> None:

@@ -7,7 +7,9 @@ sensitive check that a job's first condition is Pending failed (the first status
 
 The release is installed like test_chart_install's (own name and namespace, CRDs taken over and restored
 afterwards) with charts/dihera/ci/realnode-values.yaml: the local image, never pulled, and the real
-node's selector and toleration. It watches one namespace of its own, where the chart's executor
+node's selector and toleration; its namespace enforces the ``restricted`` Pod Security Standard, as the local
+control plane's dihera-system does (issue 42): a pod of the chart that did not meet it would not be created.
+It watches one namespace of its own, where the chart's executor
 RoleBinding is all Argo's init and wait containers get (the job's pods run as `default`).
 """
 
@@ -23,6 +25,7 @@ from kubernetes import client
 
 from ci.devcluster import realnode
 from ci.devcluster.images import PYTHON_IMAGE, package_version
+from ci.devcluster.manifests import RESTRICTED
 from ci.devcluster.settings import Settings
 from dihera.constants import PEER_WAIT_CONTAINER
 from dihera.kube.jobs import JobStore
@@ -35,6 +38,8 @@ from tests.integration.releases import DIJOB_CRD, TIMEOUT, Release, read_crd, re
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
 VALUES = CHART / "ci" / "realnode-values.yaml"
+
+
 @pytest.fixture(scope="module")
 def jobs_namespace(cluster: client.ApiClient, poll: Poll) -> Iterator[str]:
     """The one namespace the release watches, with its default service account."""
@@ -55,6 +60,7 @@ def real_release(kubeconfig: Path, cluster: client.ApiClient, jobs_namespace: st
     before = {name: read_crd(cluster, name) for name in (DIJOB_CRD,)}
     tag = package_version(Settings.from_environ())
     try:
+        rel.restricted_namespace(cluster)
         rel.must(
             "install", rel.name, str(CHART), "-f", str(VALUES), "--set", f"image.tag={tag}",
             "--set", f"watchNamespaces={{{jobs_namespace}}}",
@@ -77,6 +83,8 @@ def test_controller_and_server_run_on_the_real_node(real_release: Release, clust
     pods = component_pods(cluster, real_release)
     components = sorted(p.metadata.labels["app.kubernetes.io/component"] for p in pods)
     assert components == ["controller", "server"], components
+    namespace = client.CoreV1Api(cluster).read_namespace(real_release.namespace)
+    assert RESTRICTED.items() <= (namespace.metadata.labels or {}).items(), namespace.metadata.labels
     for pod in pods:
         assert pod.spec.node_name == realnode.NODE_NAME, pod.metadata.name
         assert pod.status.phase == "Running"

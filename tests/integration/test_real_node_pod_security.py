@@ -12,6 +12,7 @@ import pytest
 from kubernetes import client
 
 from ci.devcluster.images import PYTHON_IMAGE
+from ci.devcluster.manifests import RESTRICTED
 from dihera.kube.jobs import JobStore
 from tests.integration.conftest import Poll
 from tests.integration.controllers import Controller
@@ -20,7 +21,6 @@ from tests.integration.realjobs import ON_REAL_NODE, executor_account
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
-ENFORCE = {"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest"}
 #: What ``restricted`` asks of a pod the user writes: non-root, the runtime's seccomp profile, and per container
 #: no privilege escalation and no capabilities.
 POD_SECURITY = {
@@ -50,7 +50,7 @@ def test_a_restricted_job_runs_where_restricted_is_enforced_and_another_is_refus
     controller: Controller, cluster: client.ApiClient, namespace: str, poll: Poll
 ) -> None:
     core, jobs = client.CoreV1Api(cluster), JobStore(cluster)
-    core.patch_namespace(namespace, {"metadata": {"labels": ENFORCE}})
+    core.patch_namespace(namespace, {"metadata": {"labels": RESTRICTED}})
     account = executor_account(cluster, namespace)
     good = manifest(
         "strict", namespace, task("learner", 1, account, True), task("collector", 2, account, True), backoffLimit=0
