@@ -19,7 +19,7 @@ from pathlib import Path
 
 from . import realnode
 
-__all__ = ["NodeBusy", "claim", "create_netns", "owner", "release", "teardown"]
+__all__ = ["NodeBusy", "claim", "create_netns", "owner", "pod_link", "release", "teardown"]
 
 log = logging.getLogger("devcluster")
 
@@ -133,6 +133,29 @@ def teardown(node_root: Path) -> None:
     if realnode.NETNS_PATH.exists():
         _run("ip", "netns", "delete", realnode.NETNS)
     _remove_cgroups()
+
+
+def pod_link(pod_uid: str, up: bool) -> None:
+    """Unplug (or plug back) the pod's cable: its veth's peer on the node's bridge set down (up). The pod keeps
+    its address and routes (the kernel marks them linkdown), as a cut cable does; nothing else changes."""
+    marker = f"pod{pod_uid}"
+    pids = [
+        int(p) for d in _cgroup_dirs() if marker in (d.name, d.parent.name) for p in _read(d / "cgroup.procs").split()
+    ]
+    if not pids:
+        raise RuntimeError(f"no process of pod {pod_uid} in the /kubepods cgroups")
+    inside = subprocess.run(
+        ["nsenter", f"--net=/proc/{pids[0]}/ns/net", "ip", "-o", "link", "show", "eth0"],
+        check=True, capture_output=True, text=True,
+    ).stdout  # fmt: skip
+    peer = inside.split(":")[1].strip().split("@if")[1]  # "3: eth0@if12: <...>": the peer's index, 12
+    links = subprocess.run(
+        ["ip", "-n", realnode.NETNS, "-o", "link", "show"], check=True, capture_output=True, text=True
+    )
+    (name,) = [
+        line.split(":")[1].strip().split("@")[0] for line in links.stdout.splitlines() if line.startswith(f"{peer}:")
+    ]
+    _run("ip", "-n", realnode.NETNS, "link", "set", "dev", name, "up" if up else "down")
 
 
 def _cgroup_dirs() -> list[Path]:

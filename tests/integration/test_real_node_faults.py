@@ -1,9 +1,11 @@
-"""The real node's kubelet and then its containerd SIGKILLed and started again while a DIJob runs there (issue 42).
+"""The real node's kubelet and then its containerd SIGKILLed and started again, and a replica's network cut for
+CUT_SECONDS, while a DIJob runs there (issue 42).
 
 The job: a learner serving TCP on its FQDN and two collectors dialling it every 0.5 s, for RUN_SECONDS, with
 backoffLimit 0 (a restarted replica would be a failed job). Containers outlive both processes (each runs under
 its containerd shim), so the promise is: the job Succeeds, every pod is the one it started with (same uid, no
-container restart), and the collectors still reach the learner by its FQDN after the faults. The time from
+container restart), and the collectors still reach the learner by its FQDN after the faults; the collector
+whose network was cut (its pod's eth0 down) fails its dials meanwhile and reaches the learner again after. The time from
 containerd ready again to the node Ready and to the job Succeeded is printed.
 
 Found on the way: a kubelet that cannot reach containerd while it starts exits ("validate CRI v1 runtime API
@@ -22,7 +24,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from ci.devcluster import Cluster, Settings, realnode
+from ci.devcluster import Cluster, Settings, nodehost, realnode
 from ci.devcluster.images import PYTHON_IMAGE
 from dihera.kube.jobs import JobStore
 from tests.integration.conftest import Poll
@@ -32,7 +34,9 @@ from tests.integration.realjobs import ON_REAL_NODE, executor_account
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
-RUN_SECONDS = 50
+RUN_SECONDS = 75
+#: How long one collector's network is cut (its eth0 down inside its pod's network namespace).
+CUT_SECONDS = 20
 #: Rank 0 serves; the others dial DI_NODES[0] every 0.5 s and count the dials that reached it; each process
 #: prints a line every second until RUN_SECONDS after it started.
 PROGRAM = f"""
@@ -111,7 +115,8 @@ def test_kubelet_and_containerd_restarted_mid_job_restart_no_replica(
         ]
         return pods if len(pods) == 3 and len(mains) == 3 else None
 
-    started = {p["metadata"]["uid"] for p in poll(all_running, 120, "3 replicas running on the real node")}
+    started_pods = poll(all_running, 120, "3 replicas running on the real node")
+    started = {p["metadata"]["uid"] for p in started_pods}
     time.sleep(5)
     # the kubelet exits when it cannot reach the runtime as it starts (a node's systemd starts it again; here
     # nobody would): containerd is killed once the new kubelet has reported the node Ready
@@ -127,6 +132,11 @@ def test_kubelet_and_containerd_restarted_mid_job_restart_no_replica(
     back = time.monotonic()
     poll(lambda: node_ready(core, killed), 60, "the node Ready after containerd's restart")
     ready_in = time.monotonic() - back
+    # a collector's network cut: its dials fail, then reach the learner again once the link is back
+    (cut,) = [p for p in started_pods if p["metadata"]["annotations"]["diengine/rank"] == "1"]
+    nodehost.pod_link(cut["metadata"]["uid"], up=False)
+    time.sleep(CUT_SECONDS)
+    nodehost.pod_link(cut["metadata"]["uid"], up=True)
     if not poll_quietly(phase_is(jobs, namespace, "steady", "Succeeded"), RUN_SECONDS + 90):
         states = {
             p["metadata"]["name"]: (
@@ -152,10 +162,19 @@ def test_kubelet_and_containerd_restarted_mid_job_restart_no_replica(
         for p in pods
     }
     done = {rank: [line for line in log.splitlines() if line.startswith("done ")][-1:] for rank, log in logs.items()}
-    for rank in ("1", "2"):  # dials went on reaching the learner: at least the half-second beat of the last 10 s
-        assert done[rank] and int(done[rank][0].split()[2]) >= 2 * (RUN_SECONDS - 30), (done, logs[rank][-2000:])
+    # the cut collector: its dials failed during the cut (a name lookup with no network takes seconds to fail)
+    # and reached the learner again after it; it reached it about two a second fewer times than the other
+    lines = logs["1"].splitlines()
+    failed = [i for i, line in enumerate(lines) if line.startswith("dial failed")]
+    after = [int(line.split()[3]) for line in lines[failed[-1] :] if line.startswith("tick ")] if failed else []
+    assert failed and after and after[-1] - after[0] >= 10, logs["1"][-3000:]
+    for rank in ("1", "2"):  # dials reached the learner throughout: two a second but for the cut
+        assert done[rank] and int(done[rank][0].split()[2]) >= RUN_SECONDS, (done, logs[rank][-2000:])
+    reached = {rank: int(line[0].split()[2]) for rank, line in done.items() if line}
+    assert reached["1"] <= reached["2"] - CUT_SECONDS, reached  # the cut was a cut
     print(
         f"\n[faults] real node: kubelet then containerd SIGKILLed and started again mid-job; node Ready "
         f"{ready_in:.1f} s and the job Succeeded {succeeded_in:.1f} s after containerd was back; no replica "
-        f"restarted; last lines {done}"
+        f"restarted; collector rank 1 cut off {CUT_SECONDS} s: {len(failed)} dials failed, then it reached the "
+        f"learner again; last lines {done}"
     )
