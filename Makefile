@@ -9,7 +9,7 @@ PYTHON ?= $(VENV)/bin/python
 export DIHERA_CACHE ?= $(HOME)/.cache/dihera
 export PATH := $(DIHERA_CACHE)/bin:$(PATH)
 
-.PHONY: help setup tools images-bg generate check-generated lint typecheck unit packaging test test-default test-compat test-big fuzz argo-behaviour bench clean
+.PHONY: help setup tools images-bg generate check-generated lint typecheck unit packaging test test-default test-compat test-big fuzz argo-behaviour bench soak clean
 
 help: ## list the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-18s %s\n", $$1, $$2}'
@@ -108,6 +108,10 @@ bench: setup ## benchmarks (print figures): CLI start-up, rendering, the di-serv
 	$(PYTHON) bench/bench_realnode.py
 	$(PYTHON) bench/bench_peer_wait.py
 	$(PYTHON) bench/bench_bigjob.py
+
+soak: setup ## the soak benchmark at full size: 30 minutes of random operations over 200 DIJobs (CI runs 60 s over 20)
+	@if [ -z "$$KUBECONFIG" ]; then $(MAKE) --no-print-directory cluster-up; fi
+	$(PYTHON) bench/bench_soak.py
 
 clean: ## remove caches in the checkout (not the Go build cache)
 	rm -rf .pytest_cache .mypy_cache .ruff_cache build dist
