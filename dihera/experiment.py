@@ -7,6 +7,12 @@ job = ex.dijob("dqn", [ex.task("learner", image=IMG, command=["ditask", ...]),
                minReplicas=3, suspend=False)
 job.to_manifest()          # the DIJob object
 ex.workflow(job)           # the Hera Workflow, to inspect or compose
+
+A sweep: the job over a search space and several seeds, as one Argo Workflow (docs/experiments.md):
+
+sweep = ex.sweep("dqn-lr", job, {"lr": ex.choice(1e-3, 1e-1)}, seeds=[0, 1], parallelism=2,
+                 metric="evalReturn", image="dihera:0.1.0")
+ex.sweep_workflow(sweep)   # the Hera Workflow; `dihera experiment render|submit FILE.py`
 """
 
 from __future__ import annotations
@@ -21,9 +27,25 @@ from dihera.model import DIJob, EnvProvider, FailurePolicy, Task, TaskType
 from dihera.render.settings import RenderSettings
 from dihera.render.workflow import build_workflow
 from dihera.schema import API_VERSION, KIND
+from dihera.sweeps import Choice, Goal, Grid, IntRange, LogUniform, Random, Sweep, Uniform
+from dihera.sweeps.space import Dimension, Search, Value
+from dihera.sweeps.workflow import build_sweep_workflow
 from dihera.validation import load_job
 
-__all__ = ["dijob", "env_provider", "task", "workflow"]
+__all__ = [
+    "choice",
+    "dijob",
+    "env_provider",
+    "grid",
+    "int_range",
+    "loguniform",
+    "random_search",
+    "sweep",
+    "sweep_workflow",
+    "task",
+    "uniform",
+    "workflow",
+]
 
 
 def task(
@@ -101,3 +123,78 @@ def dijob(
 def workflow(job: DIJob, settings: RenderSettings | None = None, membership: Membership | None = None) -> Workflow:
     """The Hera ``Workflow`` that runs ``job``, to inspect, compose or render (``.to_yaml()``)."""
     return build_workflow(job, membership or plan_membership(job, None), settings or RenderSettings())
+
+
+def choice(*values: Value) -> Choice:
+    """One of ``values`` (a grid runs each)."""
+    return Choice(tuple(values))
+
+
+def int_range(start: int, stop: int, step: int = 1) -> IntRange:
+    """The integers ``start, start + step, ...`` below ``stop``."""
+    return IntRange(start, stop, step)
+
+
+def uniform(low: float, high: float) -> Uniform:
+    """A float uniform on ``[low, high]`` (random search)."""
+    return Uniform(low, high)
+
+
+def loguniform(low: float, high: float) -> LogUniform:
+    """A float log-uniform on ``[low, high]``: learning rates (random search)."""
+    return LogUniform(low, high)
+
+
+def grid() -> Grid:
+    """Every combination of the space's (discrete) values."""
+    return Grid()
+
+
+def random_search(count: int, seed: int = 0) -> Random:
+    """``count`` configurations drawn with ``random.Random(seed)``."""
+    return Random(count, seed)
+
+
+def sweep(
+    name: str,
+    job: DIJob,
+    space: Mapping[str, Dimension],
+    *,
+    image: str,
+    search: Search | None = None,
+    seeds: Sequence[int] = (0,),
+    parallelism: int = 1,
+    metric: str = "evalReturn",
+    goal: Goal | str = Goal.MAXIMIZE,
+    queue: str | None = None,
+    service_account: str | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    tolerations: Sequence[Mapping[str, Any]] = (),
+) -> Sweep:
+    """``job`` once per trial: each configuration of ``space`` under ``search`` (default: the grid) times
+    each of ``seeds``; at most ``parallelism`` trials at a time; ranked by ``status.profilings.<metric>``
+    (what the trials report to the di-server). A trial's processes get ``DIHERA_PARAM_<NAME>``,
+    ``DIHERA_SEED`` and ``DIHERA_TRIAL``. ``image``: dihera's, for the summary step.
+
+    Raises :class:`~dihera.sweeps.SweepSpaceError` or :class:`~dihera.errors.InvalidJobError` naming the field.
+    """
+    return Sweep(
+        name=name,
+        job=job,
+        space=dict(space),
+        image=image,
+        search=search or Grid(),
+        seeds=tuple(seeds),
+        parallelism=parallelism,
+        metric=metric,
+        goal=Goal(goal),
+        queue=queue,
+        service_account=service_account,
+        node_selector=node_selector,
+        tolerations=tuple(tolerations),
+    )
+
+
+def sweep_workflow(sweep: Sweep) -> Workflow:
+    """The Hera ``Workflow`` that runs ``sweep`` (``.to_yaml()``, or ``dihera experiment render``)."""
+    return build_sweep_workflow(sweep)

@@ -1,4 +1,5 @@
-"""Golden files: every example in workflows/ has its rendered objects in workflows/rendered/.
+"""Golden files: every example in workflows/ has its rendered objects in workflows/rendered/, and every
+sweep in workflows/python/*_sweep.py its Workflow.
 
 python -m tests.golden --write   # regenerate after an intended change
 """
@@ -22,15 +23,21 @@ SETTINGS = RenderSettings()
 
 
 def examples() -> list[Path]:
-    return sorted(EXAMPLES.glob("*.yaml"))
+    return [*sorted(EXAMPLES.glob("*.yaml")), *sorted(EXAMPLES.glob("python/*_sweep.py"))]
 
 
 def golden_path(example: Path) -> Path:
-    return RENDERED / example.name
+    return RENDERED / (example.name if example.suffix == ".yaml" else f"{example.stem}.yaml")
 
 
 def rendered_text(example: Path) -> str:
-    header = f"# Rendered from workflows/{example.name} by `make generate`: do not edit.\n"
+    where = example.relative_to(EXAMPLES).as_posix()
+    header = f"# Rendered from workflows/{where} by `make generate`: do not edit.\n"
+    if example.suffix == ".py":
+        from dihera.cli.experiments import load_sweep
+        from dihera.sweeps.workflow import build_sweep_workflow
+
+        return header + dump_yaml_stream([build_sweep_workflow(load_sweep(str(example))).to_dict()])
     job = load_job(yaml.safe_load(example.read_text(encoding="utf-8")), source=example.name)
     return header + dump_yaml_stream(render(job, SETTINGS).objects())
 

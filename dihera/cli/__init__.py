@@ -9,10 +9,11 @@
     dihera controller | server  the operator (needs ``pip install 'dihera[operator]'``)
     dihera wait-peers           every replica's init container: wait until its peers' FQDNs resolve
     dihera argo-ui-config       the Argo UI's columns and links for DIJobs (Argo's ConfigMap or argo-helm values)
+    dihera experiment VERB      a sweep defined in Python: render, submit, status; summarize (its summary step)
 
 - ``jobs``: validate, render, crd; ``convert``; ``submit``; ``scale``: scale and status
 - ``controller``, ``server``: the operator's two programs (``service``: what they share)
-- ``peers``: wait-peers; ``argo_ui``: argo-ui-config
+- ``peers``: wait-peers; ``argo_ui``: argo-ui-config; ``experiments``: experiment
 
 A new command group is a module with ``register(subparsers)`` named in :data:`COMMAND_MODULES` with
 the commands it adds. Building the parser imports no heavy library, so ``dihera validate`` loads neither Hera nor the
@@ -41,6 +42,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "dihera.cli.server": ("server",),
     "dihera.cli.peers": ("wait-peers",),
     "dihera.cli.argo_ui": ("argo-ui-config",),
+    "dihera.cli.experiments": ("experiment",),
 }
 #: Top-level modules of the ``operator`` extra; a command missing one says how to install it.
 OPERATOR_MODULES = frozenset({"orjson", "fastapi", "uvicorn", "prometheus_client", "starlette", "uvloop", "httptools"})

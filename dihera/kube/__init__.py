@@ -11,6 +11,7 @@
 - ``auth``: TokenReview and SubjectAccessReview; ``key_annotations``: Idempotency-Keys kept on the DIJob;
   ``profilings``: a job's ``status.profilings``
 - ``snapshot``: a job as one read saw it (plain data)
+- ``experiments``: a sweep's Workflow and its trials' DIJobs (``dihera experiment``)
 """
 
 from __future__ import annotations

@@ -193,8 +193,9 @@ def test_long_release_names_are_truncated_to_63() -> None:
         assert len(obj["metadata"]["name"]) <= 63, obj["metadata"]["name"]
 
 
-#: Variables read by client commands (`dihera scale --server`), not by the chart's components.
-CLIENT_ONLY = {"DIHERA_TOKEN"}
+#: Variables read by client commands (`dihera scale --server`), not by the chart's components; and those a
+#: sweep gives its trials' processes (dihera.sweeps.sweep), which dihera writes but never reads.
+CLIENT_ONLY = {"DIHERA_TOKEN", "DIHERA_PARAM_", "DIHERA_SEED", "DIHERA_TRIAL"}
 
 
 def test_every_setting_the_code_reads_is_given_by_the_chart() -> None:

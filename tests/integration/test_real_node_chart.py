@@ -11,10 +11,22 @@ node's selector and toleration; its namespace enforces the ``restricted`` Pod Se
 control plane's dihera-system does (issue 42): a pod of the chart that did not meet it would not be created.
 It watches one namespace of its own, where the chart's executor
 RoleBinding is all Argo's init and wait containers get (the job's pods run as `default`).
+
+A sweep runs through the same release (one install for both): `dihera experiment submit` creates the
+sweep's Workflow; its trial nodes create DIJobs (Argo resource templates) that run on the real node through
+the chart's controller, report their metric to the chart's di-server (``POST .../profilings``, with their
+ServiceAccount's token) and end; the summary node (dihera's image) reads the trials back and outputs the
+results table and the best values. Each trial's "training" is a line of Python whose return is set by
+its values, ``100 · (1 - lr) + seed``, so the best is known (lr 0.01: mean 99.5 over seeds 0 and 1, 95 %
+interval ± 6.353); trial 3 (lr 0.5, seed 1) reports, then exits 1: a failed trial does not stop the sweep.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -28,7 +40,9 @@ from ci.devcluster.images import PYTHON_IMAGE, package_version
 from ci.devcluster.manifests import RESTRICTED
 from ci.devcluster.settings import Settings
 from dihera.constants import PEER_WAIT_CONTAINER
+from dihera.kube.experiments import read_workflow
 from dihera.kube.jobs import JobStore
+from dihera.kube.objects import WORKFLOW_GROUP, WORKFLOW_PLURAL, WORKFLOW_VERSION
 from dihera.schema import GROUP, PLURAL, VERSION
 from tests.chart.helm import CHART
 from tests.integration.conftest import Poll
@@ -164,3 +178,119 @@ def check_job(cluster: client.ApiClient, namespace: str, status: dict[str, Any])
         # v4's emissary also logs before it).
         own = [line for line in log.splitlines() if line and "argo=true" not in line]
         assert own == [f"real-serial-0.di-real.{namespace}.svc.cluster.local 0"], log
+
+ACCOUNT = "sweeper"
+#: What the experiment's pods (the trials' creators, the summary) and the trials' replicas do with it.
+RULES = [
+    {"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["create", "get", "list", "watch", "patch"]},
+    {"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"], "verbs": ["create", "patch"]},
+]
+TRAIN = """
+import json, os, sys, urllib.request
+lr, seed = float(os.environ["DIHERA_PARAM_LR"]), int(os.environ["DIHERA_SEED"])
+token = open("/var/run/secrets/kubernetes.io/serviceaccount/token").read()
+url = f"{os.environ['DI_SERVER_URL']}/v2alpha1/job/{os.environ['DI_JOB_ID'].replace('/', '.', 1)}/profilings"
+body = json.dumps({"evalReturn": 100 * (1 - lr) + seed}).encode()
+headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+print(urllib.request.urlopen(urllib.request.Request(url, body, headers, method="POST"), timeout=20).read().decode())
+sys.exit(1 if os.environ["DIHERA_TRIAL"] == "3" else 0)
+"""
+SWEEP = """
+from dihera import experiment as ex
+container = {{"name": "main", "image": {image!r}, "imagePullPolicy": "Never", "command": ["python3", "-c", {train!r}]}}
+spec = {{"containers": [container], "serviceAccountName": {account!r}, "restartPolicy": "Never", **{placement!r}}}
+job = ex.dijob("probe", [ex.task("learner", template={{"spec": spec}})], namespace={namespace!r},
+               backoffLimit=0, cleanPodPolicy="None")
+experiment = ex.sweep("probe-sweep", job, {{"lr": ex.choice(0.01, 0.5)}}, seeds=[0, 1], parallelism=2,
+                      image={dihera!r}, service_account={account!r},
+                      node_selector={placement[nodeSelector]!r}, tolerations={placement[tolerations]!r})
+"""
+
+
+def _account(cluster: client.ApiClient, namespace: str) -> None:
+    rbac = client.RbacAuthorizationV1Api(cluster)
+    client.CoreV1Api(cluster).create_namespaced_service_account(namespace, {"metadata": {"name": ACCOUNT}})
+    rbac.create_namespaced_role(namespace, {"metadata": {"name": ACCOUNT}, "rules": RULES})
+    rbac.create_namespaced_role_binding(namespace, {
+        "metadata": {"name": ACCOUNT},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ACCOUNT},
+        "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": namespace}],
+    })  # fmt: skip
+
+
+def _overlap(intervals: list[tuple[str, str]]) -> int:
+    """The most intervals open at one moment (ISO times; an end before an equal start)."""
+    edges = sorted([(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals], key=lambda x: (x[0], x[1]))
+    live = most = 0
+    for _, step in edges:
+        live += step
+        most = max(most, live)
+    return most
+
+
+def test_a_sweep_runs_each_trial_as_a_dijob_and_ranks_them(
+    real_release: Release, jobs_namespace: str, cluster: client.ApiClient, kubeconfig: Path, poll: Poll, tmp_path: Path
+) -> None:
+    namespace = jobs_namespace
+    _account(cluster, namespace)
+    file = tmp_path / "sweep.py"
+    tag = package_version(Settings.from_environ())
+    file.write_text(SWEEP.format(
+        image=f"dihera.local/dihera:{tag}", dihera=f"dihera.local/dihera:{tag}", train=TRAIN, account=ACCOUNT,
+        namespace=namespace, placement=ON_REAL_NODE,
+    ))  # fmt: skip
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    run = subprocess.run(
+        [sys.executable, "-m", "dihera", "experiment", "submit", str(file), "--wait", "--timeout", "300"],
+        env=env, capture_output=True, text=True, timeout=330,
+    )  # fmt: skip
+    wf = read_workflow(cluster, namespace, "probe-sweep")
+    nodes = wf["status"].get("nodes", {})
+    failed = {n["displayName"]: n.get("message") for n in nodes.values() if n["phase"] in ("Failed", "Error")}
+    assert run.returncode == 0 and wf["status"]["phase"] == "Succeeded", (run.stdout[-2000:], run.stderr[-999:], failed)
+    assert "trials 3 done, 0 running, 1 failed, 0 waiting of 4" in run.stdout, run.stdout
+
+    jobs = client.CustomObjectsApi(cluster).list_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, label_selector="diengine/experiment=probe-sweep"
+    )["items"]
+    by_name = {j["metadata"]["name"]: j for j in jobs}
+    assert sorted(by_name) == [f"probe-sweep-t0{i}" for i in range(4)], sorted(by_name)
+    expected = {0: (0.01, 0, 99.0), 1: (0.01, 1, 100.0), 2: (0.5, 0, 50.0), 3: (0.5, 1, 51.0)}
+    for i, (lr, seed, ret) in expected.items():
+        job = by_name[f"probe-sweep-t0{i}"]
+        env_vars = {e["name"]: e["value"] for e in job["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["env"]}
+        assert env_vars == {"DIHERA_PARAM_LR": repr(lr), "DIHERA_SEED": str(seed), "DIHERA_TRIAL": str(i)}, env_vars
+        assert job["status"]["phase"] == ("Failed" if i == 3 else "Succeeded"), (i, job["status"])
+        assert job["status"]["profilings"] == {"evalReturn": ret}, job["status"]
+        (owner,) = job["metadata"]["ownerReferences"]
+        assert (owner["kind"], owner["name"], owner["uid"]) == ("Workflow", "probe-sweep", wf["metadata"]["uid"])
+    # parallelism 2: never more than two trials' DIJobs alive at once, and two ran together
+    spans = [(j["status"]["startTime"], j["status"]["completionTimestamp"]) for j in jobs]
+    assert _overlap(spans) <= 2, spans
+    trial_nodes = [n for n in nodes.values() if n.get("templateName") == "trial"]
+    assert _overlap([(n["startedAt"], n["finishedAt"]) for n in trial_nodes]) == 2, trial_nodes
+    # each trial node labelled with its values and seed, its outputs the DIJob's phase and metric
+    shown = {n["displayName"]: {p["name"]: p["value"] for p in n["outputs"].get("parameters", [])} for n in trial_nodes}
+    for name, ret in (("t00-lr-0p01-s0", 99.0), ("t02-lr-0p5-s0", 50.0)):
+        out = shown.get(name) or {}
+        assert out.get("phase") == "Succeeded" and float(out.get("evalReturn") or "nan") == ret, shown
+    (failed_trial,) = [n for n in trial_nodes if n["phase"] == "Failed"]
+    assert failed_trial["displayName"] == "t03-lr-0p5-s1", failed_trial
+    assert "failure condition '{status.phase == [Failed]}' evaluated true" in failed_trial["message"], failed_trial
+
+    (summary,) = [n for n in nodes.values() if n.get("templateName") == "summary"]
+    outputs = {p["name"]: p["value"] for p in summary["outputs"]["parameters"]}
+    best = json.loads(outputs["best"])
+    assert best["values"] == {"lr": 0.01} and best["evalReturn"] == 99.5, best
+    assert abs(best["halfWidth"] - 6.353) < 1e-3 and best["seeds"] == 2, best
+    table = outputs["results"]
+    assert "| 3 | 0.5 | 1 | 51 | Failed |" in table and "| 0.01 | 2/2 | 99.5 | 93.15 .. 105.9 |" in table, table
+    assert outputs["results-csv"].splitlines()[0] == "trial,job,lr,seed,evalReturn,phase,seconds", outputs
+
+    # deleting the experiment deletes its trials (they are owned by its Workflow)
+    client.CustomObjectsApi(cluster).delete_namespaced_custom_object(
+        WORKFLOW_GROUP, WORKFLOW_VERSION, namespace, WORKFLOW_PLURAL, "probe-sweep"
+    )
+    poll(lambda: not client.CustomObjectsApi(cluster).list_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, label_selector="diengine/experiment=probe-sweep")["items"],
+        90, "the sweep's DIJobs to be deleted with its Workflow")  # fmt: skip

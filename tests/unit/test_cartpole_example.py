@@ -9,9 +9,12 @@ ci/images/di-engine/requirements.txt). Without them those tests are skipped.
 
 from __future__ import annotations
 
+import http.server
+import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -19,6 +22,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "cartpole"))
 
 from cartpole_dqn.gate import Sighting, Verdict, incarnation_id, is_new_learner, verdict
+from cartpole_dqn.metrics import MetricsReporter, http_sender, profilings_url
 from cartpole_dqn.report import line, write_progress
 from cartpole_dqn.roles import pick_role, world_size
 from cartpole_dqn.settings import Settings
@@ -90,6 +94,55 @@ def test_settings_read_the_gate_and_the_extra_weight() -> None:
     settings = Settings.from_environ(environ, node_id=0)
     assert (settings.learner_fresh, settings.learner_wait) == (2.5, 0.0)
     assert (settings.extra_params, settings.train_iter_budget) == (1690000, 500)
+
+
+def test_settings_read_a_sweeps_trial() -> None:
+    environ = {"DIHERA_PARAM_LR": "0.0005", "DIHERA_SEED": "3", "DIHERA_TRIAL": "7",
+               "DI_SERVER_URL": "http://srv:8081", "DI_JOB_ID": "ns/job-t07"}  # fmt: skip
+    settings = Settings.from_environ(environ, node_id=1)
+    assert (settings.learning_rate, settings.seed, settings.trial) == (0.0005, 3, 7)
+    assert (settings.server_url, settings.job_id) == ("http://srv:8081", "ns/job-t07")
+    with pytest.raises(ValueError, match="DIHERA_PARAM_LR='-1': want a number > 0; DIHERA_SEED='x': want an integer"):
+        Settings.from_environ({"DIHERA_PARAM_LR": "-1", "DIHERA_SEED": "x"}, node_id=0)
+
+
+class _Profilings(http.server.BaseHTTPRequestHandler):
+    received: list[tuple[str, str | None, dict[str, object]]] = []
+    fail = False
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).received.append((self.path, self.headers.get("Authorization"), body))
+        self.send_response(500 if type(self).fail else 200)
+        self.end_headers()
+        self.wfile.write(b"{}")
+
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+def test_the_evaluator_reports_its_returns_to_the_di_server(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Profilings)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    token = tmp_path / "token"
+    token.write_text("secret\n")
+    url = profilings_url(f"http://127.0.0.1:{server.server_port}/", "ns/job-t07")
+    assert url.endswith("/v2alpha1/job/ns.job-t07/profilings")
+    try:
+        reporter = MetricsReporter(http_sender(url, token))
+        for value, iteration in ((20.0, 10), (180.0, 40), (150.0, 60)):
+            reporter.evaluated(value, iteration)
+        reporter.close()
+        *_, last = _Profilings.received
+        assert last == ("/v2alpha1/job/ns.job-t07/profilings", "Bearer secret",
+                        {"evalReturn": 150.0, "evalReturnBest": 180.0, "evalIteration": 60})  # fmt: skip
+        _Profilings.fail = True
+        failing = MetricsReporter(http_sender(url, token))
+        failing.evaluated(1.0, 1)
+        failing.close()
+        assert "dihera-metrics-failed error=HTTPError detail=HTTP_Error_500" in capsys.readouterr().out
+    finally:
+        server.shutdown()
 
 
 def test_settings_report_every_invalid_variable_with_what_is_valid() -> None:
@@ -210,6 +263,9 @@ assert Task._wrap_event_name(task, "dihera_learner") == "task.dihera_learner"
 assert callable(ContextExchanger.fetch) and callable(ModelExchanger._send_model)
 assert callable(Parallel.emit)
 import cartpole_dqn.main  # every import of the example resolves
+from cartpole_dqn.settings import Settings
+cfg = cartpole_dqn.main._config(Settings(rank=0, world=1, learning_rate=0.5, seed=7))
+assert (cfg.policy.learn.learning_rate, cfg.seed) == (0.5, 7), (cfg.policy.learn.learning_rate, cfg.seed)
 print("ok")
 """
 

@@ -67,7 +67,12 @@ DI_RANK and DI_NODES): `DI_RANK` (the per-process seed), `DI_NODES` (the world s
 `DIHERA_LEARNER_FRESH` (seconds, default 10), `DIHERA_LEARNER_WAIT` (seconds, default 600; 0 never
 holds a batch), `DIHERA_EXTRA_PARAMS` (default 0: off; e.g. 1690000 adds an unused 1300 x 1300 weight,
 an Atari DQN's size, to the exchanged model), `DIHERA_TRAIN_ITER_BUDGET`, `ARGO_PROGRESS_FILE`,
-`DI_CHECKPOINT_DIR` and `DIHERA_CHECKPOINT_EVERY` (iterations, default 100). Output goes to
+`DI_CHECKPOINT_DIR` and `DIHERA_CHECKPOINT_EVERY` (iterations, default 100); in a sweep's trial
+(docs/experiments.md) `DIHERA_PARAM_LR` (the learning rate), `DIHERA_SEED` (the config's seed, each
+process adding its rank) and `DIHERA_TRIAL`: with it, the evaluator reports `evalReturn`,
+`evalReturnBest` and `evalIteration` after each evaluation to the di-server (`DI_SERVER_URL`,
+`DI_JOB_ID`, the pod's ServiceAccount token), into the DIJob's `status.profilings` (metrics.py; a
+failed report logs `dihera-metrics-failed error=<type> detail=<text>`). Output goes to
 `./cartpole_dqn_dist/` in the working directory, which must be writable; the learner writes the
 config files there once subscribed.
 """

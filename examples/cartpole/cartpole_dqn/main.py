@@ -37,6 +37,7 @@ from .bigmodel import attach_extra, extra_digest, parameter_count, state_bytes
 from .checkpoint import checkpointer, resumable_logger
 from .gate import incarnation_id
 from .link import LearnerBeacon, collector_gate, kick
+from .metrics import MetricsReporter, http_sender, profilings_url
 from .middleware import collector_model_report, collector_report, evaluator_report, learner_progress
 from .report import emit
 from .roles import pick_role
@@ -48,12 +49,16 @@ PROGRESS_EVERY = 20
 ROLE_OF = {"learner": "LEARNER", "evaluator": "EVALUATOR", "collector": "COLLECTOR"}
 
 
-def _config() -> Any:
+def _config(settings: Settings) -> Any:
     main_config.exp_name = EXP_NAME
     main_config.env.stop_value = STOP_VALUE
+    if settings.learning_rate is not None:  # a sweep's trial (DIHERA_PARAM_LR)
+        main_config.policy.learn.learning_rate = settings.learning_rate
+    # a sweep's trial sets the seed (DIHERA_SEED; each process adds its rank); compile_config writes cfg.seed
     # No process formats and saves the config here (yapf: 5-40 s before the learner could subscribe);
     # the learner writes it once its subscriptions exist (_write_config).
-    return compile_config(main_config, create_cfg=create_config, auto=True, save_cfg=False)
+    seed = settings.seed if settings.seed is not None else 0
+    return compile_config(main_config, create_cfg=create_config, auto=True, save_cfg=False, seed=seed)
 
 
 def _write_config(cfg: Any) -> threading.Thread:
@@ -82,7 +87,7 @@ def _model(cfg: Any, settings: Settings) -> DQN:
     return model
 
 
-def _pipeline(cfg: Any, settings: Settings, model: DQN) -> tuple[Any, Any]:
+def _pipeline(cfg: Any, settings: Settings, model: DQN, metrics: MetricsReporter | None) -> tuple[Any, Any]:
     """Register the middlewares (each a no-op on a process without its role); return the exchangers."""
     buffer_ = DequeBuffer(size=cfg.policy.other.replay_buffer.replay_buffer_size)
     policy = DQNPolicy(cfg.policy, model=model)
@@ -94,7 +99,7 @@ def _pipeline(cfg: Any, settings: Settings, model: DQN) -> tuple[Any, Any]:
     task.use(context_exchanger)
     task.use(model_exchanger)
     task.use(interaction_evaluator(cfg, policy.eval_mode, _envs(cfg.env.evaluator_env_num, cfg)))
-    task.use(evaluator_report(STOP_VALUE))
+    task.use(evaluator_report(STOP_VALUE, metrics))
     task.use(eps_greedy_handler(cfg))
     task.use(StepCollector(cfg, policy.collect_mode, _envs(cfg.env.collector_env_num, cfg)))
     task.use(collector_report(PROGRESS_EVERY))
@@ -122,20 +127,31 @@ def _announce_learner(cfg: Any, settings: Settings, model: DQN, exchangers: tupl
     return _write_config(cfg)
 
 
+def _metrics(settings: Settings) -> MetricsReporter | None:
+    """In a sweep's trial (DIHERA_TRIAL) with a di-server: the evaluator's reporter (metrics)."""
+    if settings.trial is None or not settings.server_url or not settings.job_id:
+        return None
+    return MetricsReporter(http_sender(profilings_url(settings.server_url, settings.job_id)))
+
+
 def main() -> None:
     logging.getLogger().setLevel(logging.INFO)
     settings = Settings.from_environ(os.environ, task.router.node_id or 0)
-    cfg = _config()
+    cfg = _config(settings)
     ding_init(cfg)
     writer: threading.Thread | None = None
+    metrics: MetricsReporter | None = None
     with task.start(async_mode=False, ctx=OnlineRLContext()):
         role = pick_role(task.router.labels or (), task.router.node_id or 0)
         task.add_role(getattr(task.role, ROLE_OF[role]))
         emit("role", role=role, node=task.router.node_id, world=settings.world)
         set_pkg_seed(cfg.seed + settings.rank, use_cuda=cfg.policy.cuda)
         model = _model(cfg, settings)
-        exchangers = _pipeline(cfg, settings, model)
+        metrics = _metrics(settings) if role == "evaluator" else None
+        exchangers = _pipeline(cfg, settings, model, metrics)
         writer = _announce_learner(cfg, settings, model, exchangers) if role == "learner" else None
         task.run()
+    if metrics is not None:  # the last return reaches the DIJob's status before the evaluator exits
+        metrics.close()
     if writer is not None:  # after the task stopped (its finish sent): the config files complete
         writer.join(timeout=120)

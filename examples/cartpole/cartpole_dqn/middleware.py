@@ -12,6 +12,7 @@ from ding.framework import task
 from torch import nn
 
 from .bigmodel import extra_digest, parameter_count
+from .metrics import MetricsReporter
 from .report import emit, write_progress
 
 Middleware = Callable[[Any], Any]
@@ -56,8 +57,9 @@ def collector_report(every: int) -> Middleware:
     return _report
 
 
-def evaluator_report(stop_value: float) -> Middleware:
-    """On the evaluator: `dihera-eval` after each evaluation, `dihera-stop-value-reached` once."""
+def evaluator_report(stop_value: float, metrics: MetricsReporter | None = None) -> Middleware:
+    """On the evaluator: `dihera-eval` after each evaluation, `dihera-stop-value-reached` once; each return
+    also to `metrics` (a sweep's trial: the di-server)."""
     if not task.has_role(task.role.EVALUATOR):
         return task.void()
     seen = -1
@@ -70,6 +72,8 @@ def evaluator_report(stop_value: float) -> Middleware:
         seen = ctx.last_eval_iter
         value = float(ctx.eval_value)
         emit("eval", **{"return": value, "iter": ctx.train_iter})
+        if metrics is not None:
+            metrics.evaluated(value, int(ctx.train_iter))
         # The same condition as DI-engine's interaction_evaluator, which then sets task.finish.
         if value >= stop_value and ctx.train_iter > 0 and not reached:
             reached = True

@@ -18,6 +18,9 @@ class Settings:
     `extra_params`: > 0 adds an unused weight of about this many parameters to the model (see bigmodel);
     `checkpoint_dir`: the replica's directory in the job's checkpoint volume (`DI_CHECKPOINT_DIR`), where the
     learner resumes from and saves to every `checkpoint_every` iterations (see checkpoint); None: no checkpoints.
+    In a sweep's trial (docs/experiments.md): `learning_rate` (`DIHERA_PARAM_LR`) and `seed` (`DIHERA_SEED`)
+    override the config's; `trial` (`DIHERA_TRIAL`) set: the evaluator reports its returns to the di-server
+    (`server_url`, `job_id`: `DI_SERVER_URL`, `DI_JOB_ID`; see metrics).
     """
 
     rank: int
@@ -28,6 +31,11 @@ class Settings:
     extra_params: int = 0
     checkpoint_dir: str | None = None
     checkpoint_every: int = 100
+    learning_rate: float | None = None
+    seed: int | None = None
+    trial: int | None = None
+    server_url: str | None = None
+    job_id: str | None = None
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str], node_id: int) -> Settings:
@@ -49,6 +57,15 @@ class Settings:
                 return default
             return value
 
+        def optional(key: str, *, integer: bool, minimum: float, exclusive: bool) -> float | None:
+            if not environ.get(key, "").strip():
+                return None
+            value = number(key, math.nan, integer=integer, minimum=minimum, exclusive=exclusive)
+            return None if math.isnan(value) else value
+
+        lr = optional("DIHERA_PARAM_LR", integer=False, minimum=0, exclusive=True)
+        seed = optional("DIHERA_SEED", integer=True, minimum=0, exclusive=False)
+        trial = optional("DIHERA_TRIAL", integer=True, minimum=0, exclusive=False)
         settings = cls(
             rank=int(number("DI_RANK", node_id, integer=True, minimum=0, exclusive=False)),
             world=world_size(environ.get("DI_NODES", "")),
@@ -58,6 +75,11 @@ class Settings:
             extra_params=int(number("DIHERA_EXTRA_PARAMS", 0, integer=True, minimum=0, exclusive=False)),
             checkpoint_dir=environ.get("DI_CHECKPOINT_DIR", "").strip() or None,
             checkpoint_every=int(number("DIHERA_CHECKPOINT_EVERY", 100, integer=True, minimum=0, exclusive=True)),
+            learning_rate=lr,
+            seed=None if seed is None else int(seed),
+            trial=None if trial is None else int(trial),
+            server_url=environ.get("DI_SERVER_URL", "").strip() or None,
+            job_id=environ.get("DI_JOB_ID", "").strip() or None,
         )
         if problems:
             raise ValueError("invalid environment: " + "; ".join(problems))

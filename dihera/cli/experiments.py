@@ -1,0 +1,171 @@
+"""``dihera experiment``: render, submit and follow a sweep defined in Python; summarize its trials.
+
+    dihera experiment render FILE.py        the sweep's Workflow as YAML
+    dihera experiment submit FILE.py        create it; --wait follows it to its end
+    dihera experiment status NS/NAME        trials done / running / failed, best so far
+    dihera experiment summarize ...         the summary step (in the Workflow): the results table and the best
+
+FILE.py builds the sweep with :func:`dihera.experiment.sweep` and names it ``experiment`` (or holds one
+sweep at module level).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import runpy
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dihera.sweeps import Sweep, TrialResult
+
+__all__ = ["load_sweep", "register"]
+
+FINAL = ("Succeeded", "Failed", "Error")
+
+
+def load_sweep(path: str) -> Sweep:
+    """The sweep ``path`` defines: its ``experiment`` global, else its only :class:`Sweep`."""
+    from dihera.sweeps import Sweep
+
+    scope = runpy.run_path(path)
+    if isinstance(scope.get("experiment"), Sweep):
+        return scope["experiment"]  # type: ignore[no-any-return]
+    found = [v for k, v in scope.items() if isinstance(v, Sweep) and not k.startswith("_")]
+    if len(found) != 1:
+        raise ValueError(f"{path}: name the sweep `experiment` (found {len(found)} sweeps at module level)")
+    return found[0]
+
+
+def _manifest(sweep: Sweep) -> dict[str, Any]:
+    from dihera.sweeps.workflow import build_sweep_workflow
+
+    return build_sweep_workflow(sweep).to_dict()  # type: ignore[no-any-return]
+
+
+def _cmd_render(args: argparse.Namespace) -> int:
+    import yaml
+
+    try:
+        sweep = load_sweep(args.file)
+    except ValueError as err:
+        print(err, file=sys.stderr)
+        return 1
+    sys.stdout.write(yaml.safe_dump(_manifest(sweep), sort_keys=False))
+    return 0
+
+
+def _progress(results: list[TrialResult], total: int, metric: str, goal: str) -> str:
+    from dihera.sweeps.results import Goal, best, by_configuration
+
+    done = sum(r.phase == "Succeeded" for r in results)
+    failed = sum(r.phase == "Failed" for r in results)
+    running = len(results) - done - failed
+    top = best(by_configuration(results), Goal(goal))
+    so_far = "none yet" if top is None else f"{json.dumps(dict(top.values), sort_keys=True)} ({metric} {top.mean:.4g})"
+    waiting = total - len(results)
+    return f"trials {done} done, {running} running, {failed} failed, {waiting} waiting of {total}; best: {so_far}"
+
+
+def _follow(api: Any, namespace: str, name: str, wait: bool, timeout: float) -> int:
+    from dihera.kube.experiments import read_workflow, trial_results
+    from dihera.sweeps.sweep import LABEL_GOAL, LABEL_METRIC
+
+    deadline = time.monotonic() + timeout
+    while True:
+        wf = read_workflow(api, namespace, name)
+        spec = wf["spec"]["templates"][0]["dag"]["tasks"]
+        labels = wf["metadata"].get("labels") or {}
+        metric, goal = labels.get(LABEL_METRIC, "evalReturn"), labels.get(LABEL_GOAL, "maximize")
+        results = trial_results(api, namespace, name, metric)
+        phase = (wf.get("status") or {}).get("phase") or "Pending"
+        print(f"{namespace}/{name} {phase}: {_progress(results, len(spec) - 1, metric, goal)}", flush=True)
+        if not wait or phase in FINAL:
+            return 0 if phase != "Failed" and phase != "Error" else 1
+        if time.monotonic() > deadline:
+            print(f"{namespace}/{name}: still {phase} after {timeout:.0f}s", file=sys.stderr)
+            return 1
+        time.sleep(5)
+
+
+def _cmd_submit(args: argparse.Namespace) -> int:
+    from kubernetes.client.exceptions import ApiException
+
+    from dihera.kube import api_client
+    from dihera.kube.errors import describe_api_error
+    from dihera.kube.experiments import create_workflow
+
+    try:
+        sweep = load_sweep(args.file)
+        api = api_client(args.kubeconfig, args.context)
+        create_workflow(api, _manifest(sweep))
+    except ValueError as err:
+        print(err, file=sys.stderr)
+        return 1
+    except ApiException as err:
+        print(f"the API server refused the Workflow: {describe_api_error(err)}", file=sys.stderr)
+        return 1
+    print(f"workflow {sweep.namespace}/{sweep.name} created: {len(sweep.trials)} trials, {sweep.parallelism} at a time")
+    return _follow(api, sweep.namespace, sweep.name, True, args.timeout) if args.wait else 0
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from dihera.kube import api_client
+
+    namespace, _, name = args.name.rpartition("/")
+    return _follow(api_client(args.kubeconfig, args.context), namespace or "default", name, args.wait, args.timeout)
+
+
+def _cmd_summarize(args: argparse.Namespace) -> int:
+    from dihera.kube import api_client
+    from dihera.kube.experiments import trial_results
+    from dihera.sweeps.results import Goal, best, by_configuration, csv_table, markdown_table
+
+    goal = Goal(args.goal)
+    results = trial_results(api_client(args.kubeconfig, None), args.namespace, args.experiment, args.metric)
+    if not results:
+        print(f"no DIJob of experiment {args.namespace}/{args.experiment} (label diengine/experiment)", file=sys.stderr)
+        return 1
+    table = markdown_table(results, args.metric, goal)
+    top = best(by_configuration(results), goal)
+    chosen: dict[str, Any] = {} if top is None else {
+        "values": dict(top.values), args.metric: top.mean, "halfWidth": top.half_width, "seeds": top.reported,
+    }  # fmt: skip
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.md").write_text(table)
+    (out / "results.csv").write_text(csv_table(results, args.metric))
+    (out / "best.json").write_text(json.dumps(chosen, sort_keys=True))
+    sys.stdout.write(table)
+    return 0
+
+
+def register(sub: Any) -> None:
+    """Add ``experiment`` (render, submit, status, summarize) to the ``dihera`` command."""
+    p = sub.add_parser("experiment", help="sweeps defined in Python: render, submit, status; the summary step")
+    verbs = p.add_subparsers(dest="verb", required=True, metavar="VERB")
+    render = verbs.add_parser("render", help="the sweep's Workflow as YAML")
+    render.add_argument("file", metavar="FILE.py")
+    render.set_defaults(func=_cmd_render)
+    submit = verbs.add_parser("submit", help="create the sweep's Workflow; --wait follows it")
+    submit.add_argument("file", metavar="FILE.py")
+    status = verbs.add_parser("status", help="a sweep's trials: done, running, failed; the best so far")
+    status.add_argument("name", metavar="NAMESPACE/NAME")
+    for q in (submit, status):
+        q.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
+        q.add_argument("--context", help="kubeconfig context")
+        q.add_argument("--wait", action="store_true", help="follow until the Workflow ends (progress every 5 s)")
+        q.add_argument("--timeout", type=float, default=3600.0, help="seconds to wait (default 3600)")
+    submit.set_defaults(func=_cmd_submit)
+    status.set_defaults(func=_cmd_status)
+    summ = verbs.add_parser("summarize", help="(the summary step) the results table, CSV and best values")
+    summ.add_argument("--namespace", required=True)
+    summ.add_argument("--experiment", required=True, help="the sweep's name (label diengine/experiment)")
+    summ.add_argument("--metric", required=True, help="the key of status.profilings the sweep ranks by")
+    summ.add_argument("--goal", choices=("maximize", "minimize"), default="maximize")
+    summ.add_argument("--out", required=True, help="directory for results.md, results.csv and best.json")
+    summ.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, $KUBECONFIG)")
+    summ.set_defaults(func=_cmd_summarize)

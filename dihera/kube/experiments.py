@@ -1,0 +1,77 @@
+"""An experiment's Workflow and its trials' DIJobs through the Kubernetes API (``dihera experiment``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any, cast
+
+from kubernetes import client
+
+from dihera.kube.objects import WORKFLOW_GROUP, WORKFLOW_PLURAL, WORKFLOW_VERSION
+from dihera.schema import GROUP, PLURAL, VERSION
+from dihera.sweeps.results import TrialResult
+from dihera.sweeps.sweep import ANNOTATION_PARAM_PREFIX, ANNOTATION_SEED, LABEL_EXPERIMENT, LABEL_TRIAL, parse_value
+
+__all__ = ["create_workflow", "read_workflow", "trial_result", "trial_results"]
+
+_WORKFLOWS = (WORKFLOW_GROUP, WORKFLOW_VERSION, WORKFLOW_PLURAL)
+
+
+def create_workflow(api: client.ApiClient, manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """Create the experiment's Workflow (an existing one of the same name: ApiException 409)."""
+    custom = client.CustomObjectsApi(api)
+    namespace = manifest["metadata"]["namespace"]
+    created = custom.create_namespaced_custom_object(*_WORKFLOWS[:2], namespace, WORKFLOW_PLURAL, dict(manifest))
+    return cast(dict[str, Any], created)
+
+
+def read_workflow(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
+    custom = client.CustomObjectsApi(api)
+    return cast(dict[str, Any], custom.get_namespaced_custom_object(*_WORKFLOWS[:2], namespace, WORKFLOW_PLURAL, name))
+
+
+def _seconds(start: str | None, end: str | None) -> float | None:
+    if not start or not end:
+        return None
+    return (_time(end) - _time(start)).total_seconds()
+
+
+def _time(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def trial_result(job: Mapping[str, Any], metric: str) -> TrialResult:
+    """A trial's DIJob as a :class:`TrialResult`: its values and seed from its annotations, the metric
+    from ``status.profilings``."""
+    meta, status = job.get("metadata") or {}, job.get("status") or {}
+    annotations = meta.get("annotations") or {}
+    values = {
+        k.removeprefix(ANNOTATION_PARAM_PREFIX): parse_value(v)
+        for k, v in annotations.items()
+        if k.startswith(ANNOTATION_PARAM_PREFIX)
+    }
+    raw = (status.get("profilings") or {}).get(metric)
+    try:
+        value = None if raw is None or isinstance(raw, bool) else float(raw)
+    except (TypeError, ValueError):
+        value = None
+    return TrialResult(
+        index=int((meta.get("labels") or {}).get(LABEL_TRIAL, "0")),
+        job=str(meta.get("name")),
+        values=values,
+        seed=int(annotations.get(ANNOTATION_SEED, "0")),
+        phase=str(status.get("phase") or "Pending"),
+        metric=value,
+        seconds=_seconds(status.get("startTime"), status.get("completionTimestamp")),
+    )
+
+
+def trial_results(api: client.ApiClient, namespace: str, experiment: str, metric: str) -> list[TrialResult]:
+    """Every trial DIJob of ``experiment`` (by its label), in trial order."""
+    custom = client.CustomObjectsApi(api)
+    selector = f"{LABEL_EXPERIMENT}={experiment}"
+    listed = cast(
+        dict[str, Any], custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, label_selector=selector)
+    )
+    return sorted((trial_result(j, metric) for j in listed.get("items", [])), key=lambda r: r.index)

@@ -1,0 +1,168 @@
+"""A sweep (pure): one DIJob template run once per trial, each trial a DIJob of its own.
+
+How a trial's values reach its processes: **environment variables** on every container of every task,
+``DIHERA_PARAM_<NAME>`` (the value as text: ``0.001``, ``3``, ``true``, ``adam``), ``DIHERA_SEED`` and
+``DIHERA_TRIAL``. Environment variables need no file or ConfigMap to create and clean up, every program
+and language reads them, ``kubectl describe`` and the Argo UI show them, and Kubernetes expands
+``$(DIHERA_PARAM_LR)`` in a container's ``command``/``args`` for programs that take flags. DI-engine's
+configs are Python: a main reads ``os.environ`` to override e.g. ``policy.learn.learning_rate``
+(workflows/python/cartpole_sweep.py).
+
+Each trial's DIJob is named ``<sweep>-t<index>``, labelled ``diengine/experiment: <sweep>`` and
+``diengine/trial: <index>`` (and Kueue's queue label when the sweep names a queue), and annotated with its
+values (``diengine/param.<name>``) and seed (``diengine/seed``): ``kubectl get dijob -l
+diengine/experiment=NAME`` lists a sweep's trials, and its summary reads them back from there.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from dihera.constants import LABEL_QUEUE_NAME
+from dihera.model import DIJob
+from dihera.sweeps.results import Goal
+from dihera.sweeps.space import Dimension, Grid, Search, SweepSpaceError, Trial, Value, plan_trials
+from dihera.validation import load_job
+
+__all__ = [
+    "ANNOTATION_PARAM_PREFIX",
+    "ANNOTATION_SEED",
+    "ENV_PARAM_PREFIX",
+    "LABEL_EXPERIMENT",
+    "LABEL_GOAL",
+    "LABEL_METRIC",
+    "LABEL_TRIAL",
+    "Sweep",
+    "parse_value",
+    "value_text",
+]
+
+LABEL_EXPERIMENT = "diengine/experiment"
+LABEL_TRIAL = "diengine/trial"
+#: On the sweep's Workflow: the metric it ranks by and whether higher is better (`dihera experiment status`).
+LABEL_METRIC = "diengine/metric"
+LABEL_GOAL = "diengine/goal"
+ANNOTATION_PARAM_PREFIX = "diengine/param."
+ANNOTATION_SEED = "diengine/seed"
+ENV_PARAM_PREFIX = "DIHERA_PARAM_"
+ENV_SEED = "DIHERA_SEED"
+ENV_TRIAL = "DIHERA_TRIAL"
+#: A sweep's name: the Workflow's, and the prefix of its trials' DIJob names.
+SWEEP_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$")
+#: A metric: a key of the trials' ``status.profilings`` (what their processes report to the di-server).
+METRIC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
+#: What a string value may hold: it is substituted by Argo into a JSON document.
+_SAFE_TEXT = re.compile(r'^[^"\\\'{}\n\r\t]{0,200}$')
+
+
+def value_text(value: Value) -> str:
+    """A value as its processes see it (``DIHERA_PARAM_*``) and as its DIJob's annotation records it."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def parse_value(text: str) -> Value:
+    """:func:`value_text`'s inverse for numbers and bools; any other text stays a string."""
+    if text in ("true", "false"):
+        return text == "true"
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """``job`` once per trial of ``space`` under ``search``, repeated over ``seeds``, at most ``parallelism``
+    trials at a time, ranked by ``status.profilings.<metric>`` of the trials' DIJobs (``goal``).
+
+    ``queue``: the Kueue LocalQueue of the trials. ``image``: dihera's image, which runs the summary step.
+    ``service_account``, ``node_selector``, ``tolerations``: of the experiment's own pods (the trials' creators
+    and the summary); the ServiceAccount may create, get and list DIJobs (docs/experiments.md).
+    """
+
+    name: str
+    job: DIJob
+    space: Mapping[str, Dimension]
+    image: str
+    search: Search = field(default_factory=Grid)
+    seeds: Sequence[int] = (0,)
+    parallelism: int = 1
+    metric: str = "evalReturn"
+    goal: Goal = Goal.MAXIMIZE
+    queue: str | None = None
+    service_account: str | None = None
+    node_selector: Mapping[str, str] | None = None
+    tolerations: Sequence[Mapping[str, Any]] = ()
+
+    def __post_init__(self) -> None:
+        if not SWEEP_NAME.match(self.name):
+            raise SweepSpaceError(f"name: {self.name!r} must match {SWEEP_NAME.pattern} (trials: <name>-t<index>)")
+        if not METRIC_NAME.match(self.metric):
+            raise SweepSpaceError(f"metric: {self.metric!r} must match {METRIC_NAME.pattern} (a status.profilings key)")
+        if self.queue is not None and not LABEL_VALUE.match(self.queue):
+            raise SweepSpaceError(f"queue: {self.queue!r} is not a label value (a Kueue LocalQueue's name)")
+        if self.parallelism < 1:
+            raise SweepSpaceError(f"parallelism: {self.parallelism} must be at least 1")
+        object.__setattr__(self, "goal", Goal(self.goal))
+        for trial in self.trials:
+            for name, value in trial.values.items():
+                if isinstance(value, str) and not _SAFE_TEXT.match(value):
+                    raise SweepSpaceError(f"space.{name}: {value!r}: quotes, braces, backslashes, newlines are refused")
+            load_job(self.trial_manifest(trial), source=f"sweep {self.name}, trial {trial.index}")
+
+    @cached_property
+    def trials(self) -> list[Trial]:
+        return plan_trials(self.space, self.search, list(self.seeds))
+
+    @property
+    def namespace(self) -> str:
+        return self.job.namespace
+
+    def trial_name(self, index: int) -> str:
+        width = max(2, len(str(len(self.trials) - 1)))
+        return f"{self.name}-t{index:0{width}d}"
+
+    def trial_manifest(self, trial: Trial) -> dict[str, Any]:
+        """The DIJob of ``trial``: ``job`` with the trial's name, labels, annotations and environment."""
+        texts = {name: value_text(v) for name, v in trial.values.items()}
+        return self._manifest(self.trial_name(trial.index), str(trial.index), texts, str(trial.seed))
+
+    def _manifest(self, job_name: str, index: str, texts: Mapping[str, str], seed: str) -> dict[str, Any]:
+        """``job`` for one trial; the arguments may be Argo placeholders (the Workflow's one trial template)."""
+        manifest = copy.deepcopy(self.job.to_manifest())
+        meta = manifest["metadata"]
+        meta["name"] = job_name
+        meta["labels"] = {**meta.get("labels", {}), LABEL_EXPERIMENT: self.name, LABEL_TRIAL: index}
+        if self.queue is not None:
+            meta["labels"][LABEL_QUEUE_NAME] = self.queue
+        annotations = {f"{ANNOTATION_PARAM_PREFIX}{name}": text for name, text in texts.items()}
+        meta["annotations"] = {**meta.get("annotations", {}), **annotations, ANNOTATION_SEED: seed}
+        env = [
+            *({"name": f"{ENV_PARAM_PREFIX}{name.upper()}", "value": text} for name, text in texts.items()),
+            {"name": ENV_SEED, "value": seed},
+            {"name": ENV_TRIAL, "value": index},
+        ]
+        ours = {e["name"] for e in env}
+        for task in manifest["spec"]["tasks"]:
+            for container in task["template"]["spec"]["containers"]:
+                given = [e for e in container.get("env", []) if e["name"] not in ours]
+                container["env"] = [*given, *env]
+        return manifest
+
+    def template_manifest(self, placeholders: Mapping[str, str]) -> dict[str, Any]:
+        """The trial DIJob with Argo input placeholders: ``placeholders`` maps ``job``, ``trial``, ``seed`` and
+        each parameter's name to the text Argo substitutes."""
+        texts = {name: placeholders[name] for name in self.space}
+        return self._manifest(placeholders["job"], placeholders["trial"], texts, placeholders["seed"])

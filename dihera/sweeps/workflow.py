@@ -1,0 +1,151 @@
+"""Render a :class:`~dihera.sweeps.sweep.Sweep` into an Argo Workflow with Hera (pure, deterministic).
+
+Shape: a DAG of one node per trial, ``t<index>-<values>-s<seed>`` (the Argo UI labels each trial with
+its values), over one ``trial`` resource template that creates the trial's DIJob (owned by the
+Workflow: deleting the experiment deletes its DIJobs) and ends with it: Succeeded when the DIJob's
+``status.phase`` is ``Succeeded``, Failed when it is ``Failed``; its outputs are the DIJob's phase and
+``status.profilings.<metric>``. ``spec.parallelism`` bounds the trials live at a time. A failed trial
+does not stop the sweep (``continueOn.failed``); when every trial has ended, the ``summary`` node runs
+``dihera experiment summarize`` in dihera's image: it reads the trials' DIJobs and outputs the results
+table (Markdown) and the best values (JSON) as parameters, shown in the UI on its node.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from hera.workflows import Workflow
+from hera.workflows import models as m
+
+from dihera.constants import ANNOTATION_WORKFLOW_DESCRIPTION, ANNOTATION_WORKFLOW_TITLE, MANAGED_BY
+from dihera.sweeps.space import Trial
+from dihera.sweeps.sweep import LABEL_EXPERIMENT, LABEL_GOAL, LABEL_METRIC, Sweep, value_text
+
+__all__ = ["RESULTS_DIR", "SUMMARY", "TRIAL", "build_sweep_workflow", "task_name"]
+
+ENTRYPOINT = "sweep"
+TRIAL = "trial"
+SUMMARY = "summary"
+#: Where the summary step writes its files (an emptyDir: the container's root filesystem is read-only).
+RESULTS_DIR = "/tmp/results"
+_RESTRICTED = m.SecurityContext(
+    allow_privilege_escalation=False,
+    capabilities=m.Capabilities(drop=["ALL"]),
+    read_only_root_filesystem=True,
+    run_as_non_root=True,
+    seccomp_profile=m.SeccompProfile(type="RuntimeDefault"),
+)
+
+
+def _slug(text: str, limit: int = 16) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower().replace(".", "p")).strip("-")[:limit].strip("-") or "x"
+
+
+def task_name(sweep: Sweep, trial: Trial) -> str:
+    """The trial's DAG task: ``t<index>-<name>-<value>...-s<seed>`` (≤ 63 characters)."""
+    width = len(sweep.trial_name(trial.index)) - len(sweep.name) - 2
+    parts = [f"t{trial.index:0{width}d}"]
+    for name, value in trial.values.items():
+        parts += [_slug(name, 12), _slug(value_text(value))]
+    return "-".join([*parts, f"s{trial.seed}"])[:57].strip("-")
+
+
+def _trial_template(sweep: Sweep) -> m.Template:
+    metric = sweep.metric
+    inputs = ["job", "trial", "seed", *(f"param_{name}" for name in sweep.space)]
+    holders = {name: f"{{{{inputs.parameters.{name}}}}}" for name in ("job", "trial", "seed")}
+    holders.update({name: f"{{{{inputs.parameters.param_{name}}}}}" for name in sweep.space})
+    manifest = sweep.template_manifest(holders)
+    return m.Template(
+        name=TRIAL,
+        inputs=m.Inputs(parameters=[m.Parameter(name=n) for n in inputs]),
+        resource=m.ResourceTemplate(
+            action="create",
+            set_owner_reference=True,
+            success_condition="status.phase == Succeeded",
+            failure_condition="status.phase == Failed",
+            manifest=json.dumps(manifest, indent=2, sort_keys=True),
+        ),
+        outputs=m.Outputs(
+            parameters=[
+                m.Parameter(name="phase", value_from=m.ValueFrom(json_path="{.status.phase}")),
+                m.Parameter(name=sweep.metric, value_from=m.ValueFrom(json_path=f"{{.status.profilings.{metric}}}")),
+            ]
+        ),
+    )
+
+
+def _summary_template(sweep: Sweep) -> m.Template:
+    command = [
+        "dihera", "experiment", "summarize",
+        "--namespace", sweep.namespace, "--experiment", sweep.name,
+        "--metric", sweep.metric, "--goal", sweep.goal.value, "--out", RESULTS_DIR,
+    ]  # fmt: skip
+    return m.Template(
+        name=SUMMARY,
+        container=m.Container(
+            image=sweep.image,
+            command=command,
+            security_context=_RESTRICTED,
+            volume_mounts=[m.VolumeMount(name="results", mount_path=RESULTS_DIR)],
+        ),
+        volumes=[m.Volume(name="results", empty_dir=m.EmptyDirVolumeSource())],
+        outputs=m.Outputs(
+            parameters=[
+                m.Parameter(name="best", value_from=m.ValueFrom(path=f"{RESULTS_DIR}/best.json")),
+                m.Parameter(name="results", value_from=m.ValueFrom(path=f"{RESULTS_DIR}/results.md")),
+                m.Parameter(name="results-csv", value_from=m.ValueFrom(path=f"{RESULTS_DIR}/results.csv")),
+            ]
+        ),
+    )
+
+
+def _dag(sweep: Sweep) -> m.Template:
+    tasks = []
+    for trial in sweep.trials:
+        arguments = [
+            m.Parameter(name="job", value=sweep.trial_name(trial.index)),
+            m.Parameter(name="trial", value=str(trial.index)),
+            m.Parameter(name="seed", value=str(trial.seed)),
+            *(m.Parameter(name=f"param_{k}", value=value_text(v)) for k, v in trial.values.items()),
+        ]
+        tasks.append(
+            m.DAGTask(
+                name=task_name(sweep, trial),
+                template=TRIAL,
+                arguments=m.Arguments(parameters=arguments),
+                continue_on=m.ContinueOn(failed=True),
+            )
+        )
+    summary = m.DAGTask(name=SUMMARY, template=SUMMARY, dependencies=[t.name for t in tasks])
+    return m.Template(name=ENTRYPOINT, dag=m.DAGTemplate(tasks=[*tasks, summary]))
+
+
+def build_sweep_workflow(sweep: Sweep) -> Workflow:
+    """The Hera ``Workflow`` that runs ``sweep``."""
+    trials = sweep.trials
+    names = ", ".join(sweep.space)
+    description = (
+        f"{len(trials)} trials of DIJob {sweep.job.name} over {names} x {len(sweep.seeds)} seeds, "
+        f"{sweep.parallelism} at a time; ranked by {sweep.metric} ({sweep.goal.value})"
+    )
+    tolerations = [m.Toleration(**{_snake(k): v for k, v in t.items()}) for t in sweep.tolerations]
+    return Workflow(
+        api_version="argoproj.io/v1alpha1",
+        kind="Workflow",
+        name=sweep.name,
+        namespace=sweep.namespace,
+        labels={**MANAGED_BY, LABEL_EXPERIMENT: sweep.name, LABEL_METRIC: sweep.metric, LABEL_GOAL: sweep.goal.value},
+        annotations={ANNOTATION_WORKFLOW_TITLE: f"Sweep {sweep.name}", ANNOTATION_WORKFLOW_DESCRIPTION: description},
+        entrypoint=ENTRYPOINT,
+        parallelism=sweep.parallelism,
+        service_account_name=sweep.service_account,
+        node_selector=dict(sweep.node_selector) if sweep.node_selector else None,
+        tolerations=tolerations or None,
+        templates=[_dag(sweep), _trial_template(sweep), _summary_template(sweep)],
+    )
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"([A-Z])", lambda x: "_" + x.group(1).lower(), key)

@@ -1,0 +1,75 @@
+"""A sweep's trial reports its evaluator's returns to the di-server, which merges them into the DIJob's
+`status.profilings` (`POST $DI_SERVER_URL/v2alpha1/job/<namespace>.<name>/profilings`, authorised by the
+pod's ServiceAccount token: it may `patch` DIJobs). The sweep ranks its trials by them
+(docs/experiments.md). Best effort, off the training loop: a report that fails is logged
+(`dihera-metrics-failed`) and the next one is tried; training never waits for one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import queue
+import threading
+import urllib.request
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from .report import emit
+
+TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+Send = Callable[[Mapping[str, Any]], None]
+
+
+def profilings_url(server_url: str, job_id: str) -> str:
+    """The di-server's profilings route of the job `DI_JOB_ID` (`<namespace>/<name>`)."""
+    return f"{server_url.rstrip('/')}/v2alpha1/job/{job_id.replace('/', '.', 1)}/profilings"
+
+
+def http_sender(url: str, token_file: Path = TOKEN, timeout: float = 10.0) -> Send:
+    """POST a JSON body to `url` with the token read from `token_file` at each call (kubelet rotates it)."""
+
+    def send(body: Mapping[str, Any]) -> None:
+        headers = {"Content-Type": "application/json"}
+        if token_file.exists():
+            headers["Authorization"] = f"Bearer {token_file.read_text().strip()}"
+        request = urllib.request.Request(url, json.dumps(dict(body)).encode(), headers, method="POST")
+        with urllib.request.urlopen(request, timeout=timeout) as answer:
+            answer.read()
+
+    return send
+
+
+class MetricsReporter:
+    """Reports `{evalReturn, evalReturnBest, evalIteration}` after each evaluation, from a thread of its own;
+    only the newest report waiting is kept (a slow di-server gets the latest, not a backlog)."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self._best: float | None = None
+        self._pending: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=1)
+        self._thread = threading.Thread(target=self._run, name="dihera-metrics", daemon=True)
+        self._thread.start()
+
+    def evaluated(self, value: float, iteration: int) -> None:
+        self._best = value if self._best is None else max(self._best, value)
+        report = {"evalReturn": value, "evalReturnBest": self._best, "evalIteration": iteration}
+        with contextlib.suppress(queue.Empty):
+            self._pending.get_nowait()  # drop a report not sent yet: this one is newer
+        self._pending.put_nowait(report)
+
+    def close(self, timeout: float = 15.0) -> None:
+        """Send what waits, then stop (the evaluator calls it before it exits: the last return is kept)."""
+        try:
+            self._pending.put(None, timeout=timeout)
+        except queue.Full:
+            return
+        self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while (report := self._pending.get()) is not None:
+            try:
+                self._send(report)
+            except Exception as err:  # any failure: logged, training goes on
+                emit("metrics-failed", error=type(err).__name__, detail=str(err)[:200].replace(" ", "_"))

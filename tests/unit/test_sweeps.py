@@ -1,0 +1,212 @@
+"""Sweeps: the search space, the trials' DIJobs, the Workflow, and the results table (pure)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import statistics
+
+import pytest
+import yaml
+
+from dihera import experiment as ex
+from dihera.kube.experiments import trial_result
+from dihera.sweeps import Goal, SweepSpaceError, TrialResult
+from dihera.sweeps.results import best, by_configuration, csv_table, markdown_table, t975
+from dihera.sweeps.space import configurations, plan_trials
+from dihera.sweeps.sweep import parse_value, value_text
+
+IMAGE = "dihera:0.1.0"
+
+
+def job(name: str = "probe", namespace: str = "exp") -> ex.DIJob:
+    return ex.dijob(name, [ex.task("learner", image="py:3", command=["python3", "-c", "1"], env={"A": "1"})],
+                    namespace=namespace)  # fmt: skip
+
+
+def test_a_grid_is_every_combination_the_last_parameter_fastest() -> None:
+    space = {"lr": ex.choice(0.1, 0.01), "layers": ex.int_range(1, 4, 2)}
+    assert configurations(space, ex.grid()) == [
+        {"lr": 0.1, "layers": 1}, {"lr": 0.1, "layers": 3}, {"lr": 0.01, "layers": 1}, {"lr": 0.01, "layers": 3},
+    ]  # fmt: skip
+
+
+def test_trials_repeat_each_configuration_over_the_seeds() -> None:
+    trials = plan_trials({"lr": ex.choice(0.1, 0.01)}, ex.grid(), [7, 8])
+    assert [(t.index, dict(t.values), t.seed) for t in trials] == [
+        (0, {"lr": 0.1}, 7), (1, {"lr": 0.1}, 8), (2, {"lr": 0.01}, 7), (3, {"lr": 0.01}, 8),
+    ]  # fmt: skip
+
+
+def test_random_search_is_the_same_for_the_same_seed_and_stays_in_bounds() -> None:
+    space = {"lr": ex.loguniform(1e-5, 1e-1), "gamma": ex.uniform(0.9, 0.999), "n": ex.int_range(1, 10),
+             "opt": ex.choice("adam", "sgd")}  # fmt: skip
+    first, again = configurations(space, ex.random_search(200, seed=3)), configurations(space, ex.random_search(200, 3))
+    assert first == again and first != configurations(space, ex.random_search(200, seed=4))
+    for c in first:
+        assert 1e-5 <= c["lr"] <= 1e-1 and 0.9 <= c["gamma"] <= 0.999 and c["n"] in range(1, 10)
+        assert c["opt"] in ("adam", "sgd")
+    # log-uniform: about as many draws in each decade
+    decades = [math.floor(math.log10(c["lr"])) for c in first]
+    assert all(25 <= decades.count(d) <= 75 for d in (-5, -4, -3, -2)), decades
+
+
+@pytest.mark.parametrize(
+    ("space", "search", "seeds", "message"),
+    [
+        ({"lr": ex.uniform(0.1, 0.2)}, ex.grid(), [0], "space.lr: uniform is continuous: a grid needs choice"),
+        ({"LR": ex.choice(1)}, ex.grid(), [0], "space.LR: a parameter's name must match"),
+        ({}, ex.grid(), [0], "space: name at least one parameter"),
+        ({"lr": ex.choice(1)}, ex.grid(), [], "seeds: give at least one seed"),
+        ({"lr": ex.choice(1)}, ex.grid(), [1, 1], "seeds: [1, 1] repeats a seed"),
+    ],
+)
+def test_a_space_that_cannot_make_trials_is_refused_naming_the_field(
+    space: dict[str, object], search: object, seeds: list[int], message: str
+) -> None:
+    with pytest.raises(SweepSpaceError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        plan_trials(space, search, seeds)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda: ex.choice(), "choice: give at least one value"),
+        (lambda: ex.choice(float("nan")), "choice: nan is not a finite number"),
+        (lambda: ex.int_range(3, 3), r"int_range\(3, 3, 1\): need start < stop"),
+        (lambda: ex.uniform(1, 0), r"uniform\(1, 0\): need finite low < high"),
+        (lambda: ex.loguniform(0, 1), r"loguniform\(0, 1\): need 0 < low < high"),
+        (lambda: ex.random_search(0), "random: count 0 must be at least 1"),
+    ],
+)
+def test_a_bad_dimension_is_refused_naming_it(build: object, message: str) -> None:
+    with pytest.raises(SweepSpaceError, match=message):
+        build()  # type: ignore[operator]
+
+
+def test_values_reach_the_trials_as_env_labels_and_annotations() -> None:
+    sweep = ex.sweep("lr-sweep", job(), {"lr": ex.choice(0.001), "opt": ex.choice("adam"), "big": ex.choice(True)},
+                     seeds=[5], image=IMAGE, queue="team-a")  # fmt: skip
+    (trial,) = sweep.trials
+    manifest = sweep.trial_manifest(trial)
+    meta = manifest["metadata"]
+    assert meta["name"] == "lr-sweep-t00" and meta["namespace"] == "exp"
+    assert meta["labels"] == {"diengine/experiment": "lr-sweep", "diengine/trial": "0",
+                              "kueue.x-k8s.io/queue-name": "team-a"}  # fmt: skip
+    assert meta["annotations"] == {"diengine/param.lr": "0.001", "diengine/param.opt": "adam",
+                                   "diengine/param.big": "true", "diengine/seed": "5"}  # fmt: skip
+    env = manifest["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["env"]
+    assert env == [
+        {"name": "A", "value": "1"}, {"name": "DIHERA_PARAM_LR", "value": "0.001"},
+        {"name": "DIHERA_PARAM_OPT", "value": "adam"}, {"name": "DIHERA_PARAM_BIG", "value": "true"},
+        {"name": "DIHERA_SEED", "value": "5"}, {"name": "DIHERA_TRIAL", "value": "0"},
+    ]  # fmt: skip
+    assert job().to_manifest()["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["env"] == [
+        {"name": "A", "value": "1"}
+    ], "the template job is not changed"
+
+
+@pytest.mark.parametrize("value", [True, 3, -2, 0.001, 1e-05, 2.5e10, "adam", "a/b:c"])
+def test_a_value_survives_its_text(value: object) -> None:
+    assert parse_value(value_text(value)) == value  # type: ignore[arg-type]
+
+
+def test_a_sweep_is_refused_before_anything_is_made_naming_the_field() -> None:
+    with pytest.raises(SweepSpaceError, match="name: 'Bad_Name' must match"):
+        ex.sweep("Bad_Name", job(), {"lr": ex.choice(1)}, image=IMAGE)
+    with pytest.raises(SweepSpaceError, match="metric: 'eval-return' must match"):
+        ex.sweep("s", job(), {"lr": ex.choice(1)}, image=IMAGE, metric="eval-return")
+    with pytest.raises(SweepSpaceError, match="parallelism: 0 must be at least 1"):
+        ex.sweep("s", job(), {"lr": ex.choice(1)}, image=IMAGE, parallelism=0)
+    with pytest.raises(SweepSpaceError, match=re.escape("space.opt: 'a\"b': quotes")):
+        ex.sweep("s", job(), {"opt": ex.choice('a"b')}, image=IMAGE)
+    with pytest.raises(ValueError, match="'best'"):
+        ex.sweep("s", job(), {"lr": ex.choice(1)}, image=IMAGE, goal="best")
+    with pytest.raises(SweepSpaceError, match="queue: 'not a label!' is not a label value"):
+        ex.sweep("s", job(), {"lr": ex.choice(1)}, image=IMAGE, queue="not a label!")
+
+
+def test_the_workflow_has_one_resource_node_per_trial_bounded_by_parallelism_then_the_summary() -> None:
+    sweep = ex.sweep("lr-sweep", job(), {"lr": ex.choice(0.01, 0.5)}, seeds=[0, 1], parallelism=2, image=IMAGE,
+                     service_account="sweeper", node_selector={"a": "b"},
+                     tolerations=[{"key": "k", "operator": "Exists"}])  # fmt: skip
+    wf = ex.sweep_workflow(sweep).to_dict()
+    assert wf["metadata"]["name"] == "lr-sweep" and wf["metadata"]["namespace"] == "exp"
+    spec = wf["spec"]
+    assert spec["parallelism"] == 2 and spec["serviceAccountName"] == "sweeper"
+    assert spec["nodeSelector"] == {"a": "b"} and spec["tolerations"] == [{"key": "k", "operator": "Exists"}]
+    dag, trial, summary = spec["templates"]
+    tasks = dag["dag"]["tasks"]
+    names = [t["name"] for t in tasks]
+    assert names == ["t00-lr-0p01-s0", "t01-lr-0p01-s1", "t02-lr-0p5-s0", "t03-lr-0p5-s1", "summary"], names
+    assert all(t["continueOn"] == {"failed": True} for t in tasks[:4])
+    assert tasks[4]["dependencies"] == names[:4]
+    args = {p["name"]: p["value"] for p in tasks[3]["arguments"]["parameters"]}
+    assert args == {"job": "lr-sweep-t03", "trial": "3", "seed": "1", "param_lr": "0.5"}
+    resource = trial["resource"]
+    assert resource["action"] == "create" and resource["setOwnerReference"] is True
+    assert resource["successCondition"] == "status.phase == Succeeded"
+    assert resource["failureCondition"] == "status.phase == Failed"
+    # the template, its placeholders substituted as Argo does, is trial 3's DIJob exactly
+    text = resource["manifest"]
+    for name, value in args.items():
+        text = text.replace(f"{{{{inputs.parameters.{name}}}}}", value)
+    assert json.loads(text) == sweep.trial_manifest(sweep.trials[3])
+    assert [p["valueFrom"]["jsonPath"] for p in trial["outputs"]["parameters"]] == [
+        "{.status.phase}", "{.status.profilings.evalReturn}"
+    ]  # fmt: skip
+    command = summary["container"]["command"]
+    assert command[:3] == ["dihera", "experiment", "summarize"] and summary["container"]["image"] == IMAGE
+    assert summary["container"]["securityContext"]["readOnlyRootFilesystem"] is True
+
+
+def test_the_workflow_is_deterministic() -> None:
+    def build() -> str:
+        sweep = ex.sweep("r", job(), {"lr": ex.loguniform(1e-4, 1e-1)}, search=ex.random_search(5, seed=1),
+                         seeds=[0, 1, 2], image=IMAGE)  # fmt: skip
+        return yaml.safe_dump(ex.sweep_workflow(sweep).to_dict())
+
+    assert build() == build()
+
+
+def results() -> list[TrialResult]:
+    rows = [(0, 0.01, 0, 99.0), (1, 0.01, 1, 100.0), (2, 0.5, 0, 50.0), (3, 0.5, 1, None)]
+    return [
+        TrialResult(i, f"s-t{i}", {"lr": lr}, seed, "Failed" if metric is None else "Succeeded", metric, 10.0 + i)
+        for i, lr, seed, metric in rows
+    ]
+
+
+def test_the_interval_is_students_t_over_the_seeds() -> None:
+    low, high = by_configuration(results())
+    assert (low.reported, low.trials, low.mean) == (2, 2, 99.5)
+    assert low.half_width == pytest.approx(12.706 * statistics.stdev([99, 100]) / math.sqrt(2))
+    assert (high.reported, high.mean, high.half_width) == (1, 50.0, None), "one seed: no interval"
+    assert t975(1) == 12.706 and t975(30) == 2.042 and t975(100) == 1.96
+    assert best([low, high], Goal.MAXIMIZE) is low and best([low, high], Goal.MINIMIZE) is high
+    assert best(by_configuration(results()[3:]), Goal.MAXIMIZE) is None
+
+
+def test_the_tables() -> None:
+    assert csv_table(results(), "evalReturn").splitlines() == [
+        "trial,job,lr,seed,evalReturn,phase,seconds",
+        "0,s-t0,0.01,0,99,Succeeded,10", "1,s-t1,0.01,1,100,Succeeded,11",
+        "2,s-t2,0.5,0,50,Succeeded,12", "3,s-t3,0.5,1,,Failed,13",
+    ]  # fmt: skip
+    table = markdown_table(results(), "evalReturn", Goal.MAXIMIZE)
+    assert "| 3 | 0.5 | 1 |  | Failed | 13 |" in table
+    assert "| 0.01 | 2/2 | 99.5 | 93.15 .. 105.9 |" in table and "| 0.5 | 1/2 | 50 |  |" in table
+    assert table.endswith('best (maximize mean evalReturn): {"lr": 0.01}\n')
+
+
+def test_a_trial_is_read_back_from_its_dijob() -> None:
+    dijob = {
+        "metadata": {"name": "s-t2", "labels": {"diengine/trial": "2"},
+                     "annotations": {"diengine/param.lr": "0.5", "diengine/param.opt": "adam", "diengine/seed": "1"}},
+        "status": {"phase": "Succeeded", "profilings": {"evalReturn": 187, "other": "x"},
+                   "startTime": "2026-11-27T10:00:00Z", "completionTimestamp": "2026-11-27T10:01:30Z"},
+    }  # fmt: skip
+    assert trial_result(dijob, "evalReturn") == TrialResult(2, "s-t2", {"lr": 0.5, "opt": "adam"}, 1, "Succeeded",
+                                                            187.0, 90.0)  # fmt: skip
+    assert trial_result(dijob, "other").metric is None and trial_result({"metadata": {}}, "m").phase == "Pending"

@@ -1,0 +1,60 @@
+"""A learning-rate sweep of the CartPole DQN example (workflows/cartpole-dqn.yaml), as one Argo Workflow.
+
+    dihera experiment render workflows/python/cartpole_sweep.py           # the Workflow (YAML)
+    dihera experiment submit workflows/python/cartpole_sweep.py --wait    # run it, with progress
+    dihera experiment status default/cartpole-lr                          # trials done / running / failed
+
+Two learning rates (1e-3, DI-engine's default for this config, learns; 0.5 does not) times two seeds,
+two trials at a time: four DIJobs, each the example's learner, evaluator and two collectors. A trial's
+processes get DIHERA_PARAM_LR, DIHERA_SEED and DIHERA_TRIAL; the example's main takes the learning rate
+and the seed from them, and its evaluator reports `evalReturn` (after each evaluation) to the di-server,
+into the trial DIJob's status.profilings, which the sweep ranks by. A trial that never reaches the stop
+value ends at `activeDeadlineSeconds` (Failed, its last return kept). The summary node outputs the
+results table (mean and 95 % interval over the seeds per learning rate) and the best learning rate.
+
+Needs: the chart installed (its di-server reachable from pods at DI_SERVER_URL), the DI-engine image
+(ci/images/di-engine) and dihera's image, and the ServiceAccount `dijob-sweeper` in the namespace with the
+Role of docs/experiments.md (create, get, list, watch, patch DIJobs; Argo's workflowtaskresults).
+
+Not run in CI as is: four CartPole trainings of four processes each cost more of CI's two cores than it
+has. CI runs a sweep of the same shape through the chart on the real node with one-line trials
+(tests/integration/test_real_node_chart.py, `test_a_sweep_...`), this file's rendering is golden
+(workflows/rendered/cartpole_sweep.yaml), and the example's parameter and report handling is unit-tested
+(tests/unit/test_cartpole_example.py).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from dihera import experiment as ex
+from dihera.sweeps import Sweep
+from dihera.validation import load_job
+
+EXAMPLE = Path(__file__).resolve().parents[1] / "cartpole-dqn.yaml"
+ACCOUNT = "dijob-sweeper"
+
+
+def build(namespace: str = "default", dihera_image: str = "dihera:0.1.0") -> Sweep:
+    """The sweep; ``dihera_image`` runs its summary (dihera.local/dihera:<version> on the local control plane)."""
+    manifest = yaml.safe_load(EXAMPLE.read_text(encoding="utf-8"))
+    manifest["spec"]["activeDeadlineSeconds"] = 1200  # a trial's budget: a learning rate that never learns
+    for task in manifest["spec"]["tasks"]:  # the evaluator's token may report to the di-server
+        task["template"]["spec"]["serviceAccountName"] = ACCOUNT
+    job = load_job(manifest, namespace=namespace)
+    return ex.sweep(
+        "cartpole-lr",
+        job,
+        {"lr": ex.choice(0.001, 0.5)},
+        seeds=[0, 1],
+        parallelism=2,
+        metric="evalReturn",
+        goal="maximize",
+        image=dihera_image,
+        service_account=ACCOUNT,
+    )
+
+
+experiment = build()
