@@ -29,6 +29,7 @@ from dihera.render.workflow import build_workflow
 from dihera.schema import API_VERSION, KIND
 from dihera.sweeps import Choice, Goal, Grid, IntRange, LogUniform, Random, Sweep, Uniform
 from dihera.sweeps.space import Dimension, Search, Value
+from dihera.sweeps.stopping import MedianStopping
 from dihera.sweeps.workflow import build_sweep_workflow
 from dihera.validation import load_job
 
@@ -39,6 +40,7 @@ __all__ = [
     "grid",
     "int_range",
     "loguniform",
+    "median_stopping",
     "random_search",
     "sweep",
     "sweep_workflow",
@@ -155,6 +157,12 @@ def random_search(count: int, seed: int = 0) -> Random:
     return Random(count, seed)
 
 
+def median_stopping(min_iterations: int = 0, min_trials: int = 2) -> MedianStopping:
+    """Stop a trial whose best metric up to its latest iteration is worse than the median of the other trials'
+    best up to that iteration (at least ``min_trials`` of them got there; never before ``min_iterations``)."""
+    return MedianStopping(min_iterations, min_trials)
+
+
 def sweep(
     name: str,
     job: DIJob,
@@ -170,11 +178,13 @@ def sweep(
     service_account: str | None = None,
     node_selector: Mapping[str, str] | None = None,
     tolerations: Sequence[Mapping[str, Any]] = (),
+    early_stopping: MedianStopping | None = None,
 ) -> Sweep:
     """``job`` once per trial: each configuration of ``space`` under ``search`` (default: the grid) times
     each of ``seeds``; at most ``parallelism`` trials at a time; ranked by ``status.profilings.<metric>``
     (what the trials report to the di-server). A trial's processes get ``DIHERA_PARAM_<NAME>``,
-    ``DIHERA_SEED`` and ``DIHERA_TRIAL``. ``image``: dihera's, for the summary step.
+    ``DIHERA_SEED`` and ``DIHERA_TRIAL``. ``image``: dihera's, for the summary step (and the early-stopping
+    daemon). ``early_stopping``: :func:`median_stopping`, from the trials' ``<metric>History``.
 
     Raises :class:`~dihera.sweeps.SweepSpaceError` or :class:`~dihera.errors.InvalidJobError` naming the field.
     """
@@ -192,6 +202,7 @@ def sweep(
         service_account=service_account,
         node_selector=node_selector,
         tolerations=tuple(tolerations),
+        early_stopping=early_stopping,
     )
 
 

@@ -4,6 +4,7 @@
     dihera experiment submit FILE.py        create it; --wait follows it to its end
     dihera experiment status NS/NAME        trials done / running / failed, best so far
     dihera experiment summarize ...         the summary step (in the Workflow): the results table and the best
+    dihera experiment stop-trials ...       the early-stopping daemon (in the Workflow): suspends hopeless trials
 
 FILE.py builds the sweep with :func:`dihera.experiment.sweep` and names it ``experiment`` (or holds one
 sweep at module level).
@@ -63,26 +64,31 @@ def _progress(results: list[TrialResult], total: int, metric: str, goal: str) ->
 
     done = sum(r.phase == "Succeeded" for r in results)
     failed = sum(r.phase == "Failed" for r in results)
-    running = len(results) - done - failed
+    stopped = sum(r.phase == "Stopped" for r in results)
+    running = len(results) - done - failed - stopped
     top = best(by_configuration(results), Goal(goal))
     so_far = "none yet" if top is None else f"{json.dumps(dict(top.values), sort_keys=True)} ({metric} {top.mean:.4g})"
     waiting = total - len(results)
-    return f"trials {done} done, {running} running, {failed} failed, {waiting} waiting of {total}; best: {so_far}"
+    counts = f"{done} done, {running} running, {failed} failed, {stopped} stopped, {waiting} waiting"
+    return f"trials {counts} of {total}; best: {so_far}"
 
 
 def _follow(api: Any, namespace: str, name: str, wait: bool, timeout: float) -> int:
     from dihera.kube.experiments import read_workflow, trial_results
     from dihera.sweeps.sweep import LABEL_GOAL, LABEL_METRIC
+    from dihera.sweeps.workflow import TRIALS
 
     deadline = time.monotonic() + timeout
     while True:
         wf = read_workflow(api, namespace, name)
-        spec = wf["spec"]["templates"][0]["dag"]["tasks"]
+        (trials,) = [t for t in wf["spec"]["templates"] if t["name"] == TRIALS]
         labels = wf["metadata"].get("labels") or {}
         metric, goal = labels.get(LABEL_METRIC, "evalReturn"), labels.get(LABEL_GOAL, "maximize")
         results = trial_results(api, namespace, name, metric)
         phase = (wf.get("status") or {}).get("phase") or "Pending"
-        print(f"{namespace}/{name} {phase}: {_progress(results, len(spec) - 1, metric, goal)}", flush=True)
+        print(
+            f"{namespace}/{name} {phase}: {_progress(results, len(trials['dag']['tasks']), metric, goal)}", flush=True
+        )
         if not wait or phase in FINAL:
             return 0 if phase != "Failed" and phase != "Error" else 1
         if time.monotonic() > deadline:
@@ -143,6 +149,26 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_stop_trials(args: argparse.Namespace) -> int:
+    from dihera.kube import api_client
+    from dihera.kube.experiments import stop_trial, trial_jobs
+    from dihera.sweeps.results import Goal
+    from dihera.sweeps.stopping import MedianStopping, trials_to_stop
+
+    api = api_client(args.kubeconfig, None)
+    rule, goal = MedianStopping(args.min_iterations, args.min_trials), Goal(args.goal)
+    key = f"{args.metric}History"
+    print(f"early stopping {args.namespace}/{args.experiment}: {rule} on {key} ({goal.value})", flush=True)
+    while True:
+        jobs = {j["metadata"]["name"]: j for j in trial_jobs(api, args.namespace, args.experiment)}
+        for name, decision in sorted(trials_to_stop(jobs, args.metric, rule, goal).items()):
+            if stop_trial(api, jobs[name], decision.reason(args.metric)):
+                print(f"stopped {name}: {decision.reason(args.metric)}", flush=True)
+        if args.once:
+            return 0
+        time.sleep(args.interval)
+
+
 def register(sub: Any) -> None:
     """Add ``experiment`` (render, submit, status, summarize) to the ``dihera`` command."""
     p = sub.add_parser("experiment", help="sweeps defined in Python: render, submit, status; the summary step")
@@ -162,10 +188,17 @@ def register(sub: Any) -> None:
     submit.set_defaults(func=_cmd_submit)
     status.set_defaults(func=_cmd_status)
     summ = verbs.add_parser("summarize", help="(the summary step) the results table, CSV and best values")
-    summ.add_argument("--namespace", required=True)
-    summ.add_argument("--experiment", required=True, help="the sweep's name (label diengine/experiment)")
-    summ.add_argument("--metric", required=True, help="the key of status.profilings the sweep ranks by")
-    summ.add_argument("--goal", choices=("maximize", "minimize"), default="maximize")
     summ.add_argument("--out", required=True, help="directory for results.md, results.csv and best.json")
-    summ.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, $KUBECONFIG)")
     summ.set_defaults(func=_cmd_summarize)
+    stop = verbs.add_parser("stop-trials", help="(the early-stopping daemon) suspend the trials that cannot win")
+    for q in (summ, stop):
+        q.add_argument("--namespace", required=True)
+        q.add_argument("--experiment", required=True, help="the sweep's name (label diengine/experiment)")
+        q.add_argument("--metric", required=True, help="the key of status.profilings the sweep ranks by")
+        q.add_argument("--goal", choices=("maximize", "minimize"), default="maximize")
+        q.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, $KUBECONFIG)")
+    stop.add_argument("--min-iterations", type=int, default=0, help="never stop a trial before this iteration")
+    stop.add_argument("--min-trials", type=int, default=2, help="other trials to compare with at an iteration")
+    stop.add_argument("--interval", type=float, default=5.0, help="seconds between two looks (default 5)")
+    stop.add_argument("--once", action="store_true", help="look once, then exit")
+    stop.set_defaults(func=_cmd_stop_trials)

@@ -11,11 +11,19 @@ from kubernetes import client
 from dihera.kube.objects import WORKFLOW_GROUP, WORKFLOW_PLURAL, WORKFLOW_VERSION
 from dihera.schema import GROUP, PLURAL, VERSION
 from dihera.sweeps.results import TrialResult
-from dihera.sweeps.sweep import ANNOTATION_PARAM_PREFIX, ANNOTATION_SEED, LABEL_EXPERIMENT, LABEL_TRIAL, parse_value
+from dihera.sweeps.sweep import (
+    ANNOTATION_PARAM_PREFIX,
+    ANNOTATION_SEED,
+    ANNOTATION_STOPPED,
+    LABEL_EXPERIMENT,
+    LABEL_TRIAL,
+    parse_value,
+)
 
-__all__ = ["create_workflow", "read_workflow", "trial_result", "trial_results"]
+__all__ = ["create_workflow", "read_workflow", "stop_trial", "trial_jobs", "trial_result", "trial_results"]
 
 _WORKFLOWS = (WORKFLOW_GROUP, WORKFLOW_VERSION, WORKFLOW_PLURAL)
+FIELD_MANAGER = "dihera-experiment"
 
 
 def create_workflow(api: client.ApiClient, manifest: Mapping[str, Any]) -> dict[str, Any]:
@@ -61,17 +69,41 @@ def trial_result(job: Mapping[str, Any], metric: str) -> TrialResult:
         job=str(meta.get("name")),
         values=values,
         seed=int(annotations.get(ANNOTATION_SEED, "0")),
-        phase=str(status.get("phase") or "Pending"),
+        phase="Stopped" if ANNOTATION_STOPPED in annotations else str(status.get("phase") or "Pending"),
         metric=value,
         seconds=_seconds(status.get("startTime"), status.get("completionTimestamp")),
     )
 
 
-def trial_results(api: client.ApiClient, namespace: str, experiment: str, metric: str) -> list[TrialResult]:
-    """Every trial DIJob of ``experiment`` (by its label), in trial order."""
+def trial_jobs(api: client.ApiClient, namespace: str, experiment: str) -> list[dict[str, Any]]:
+    """Every trial DIJob of ``experiment`` (by its label)."""
     custom = client.CustomObjectsApi(api)
     selector = f"{LABEL_EXPERIMENT}={experiment}"
     listed = cast(
         dict[str, Any], custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, label_selector=selector)
     )
-    return sorted((trial_result(j, metric) for j in listed.get("items", [])), key=lambda r: r.index)
+    return list(listed.get("items", []))
+
+
+def trial_results(api: client.ApiClient, namespace: str, experiment: str, metric: str) -> list[TrialResult]:
+    """Every trial DIJob of ``experiment`` as a result, in trial order."""
+    return sorted((trial_result(j, metric) for j in trial_jobs(api, namespace, experiment)), key=lambda r: r.index)
+
+
+def stop_trial(api: client.ApiClient, job: Mapping[str, Any], reason: str) -> bool:
+    """Suspend a trial's DIJob and record why (``diengine/stopped``), if it is still the version read
+    (``resourceVersion`` precondition); False when it changed or is gone (the next round decides again)."""
+    meta = job["metadata"]
+    patch = {
+        "metadata": {"resourceVersion": meta["resourceVersion"], "annotations": {ANNOTATION_STOPPED: reason}},
+        "spec": {"suspend": True},
+    }
+    try:
+        client.CustomObjectsApi(api).patch_namespaced_custom_object(
+            GROUP, VERSION, meta["namespace"], PLURAL, meta["name"], patch, field_manager=FIELD_MANAGER
+        )
+    except client.ApiException as err:
+        if err.status in (404, 409):
+            return False
+        raise
+    return True

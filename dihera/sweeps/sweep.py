@@ -27,11 +27,13 @@ from dihera.constants import LABEL_QUEUE_NAME
 from dihera.model import DIJob
 from dihera.sweeps.results import Goal
 from dihera.sweeps.space import Dimension, Grid, Search, SweepSpaceError, Trial, Value, plan_trials
+from dihera.sweeps.stopping import ANNOTATION_STOPPED, MedianStopping
 from dihera.validation import load_job
 
 __all__ = [
     "ANNOTATION_PARAM_PREFIX",
     "ANNOTATION_SEED",
+    "ANNOTATION_STOPPED",
     "ENV_PARAM_PREFIX",
     "LABEL_EXPERIMENT",
     "LABEL_GOAL",
@@ -85,7 +87,8 @@ def parse_value(text: str) -> Value:
 @dataclass(frozen=True)
 class Sweep:
     """``job`` once per trial of ``space`` under ``search``, repeated over ``seeds``, at most ``parallelism``
-    trials at a time, ranked by ``status.profilings.<metric>`` of the trials' DIJobs (``goal``).
+    trials at a time, ranked by ``status.profilings.<metric>`` of the trials' DIJobs (``goal``);
+    ``early_stopping``: stop (suspend) the trials that cannot win, from their ``<metric>History``.
 
     ``queue``: the Kueue LocalQueue of the trials. ``image``: dihera's image, which runs the summary step.
     ``service_account``, ``node_selector``, ``tolerations``: of the experiment's own pods (the trials' creators
@@ -105,6 +108,7 @@ class Sweep:
     service_account: str | None = None
     node_selector: Mapping[str, str] | None = None
     tolerations: Sequence[Mapping[str, Any]] = ()
+    early_stopping: MedianStopping | None = None
 
     def __post_init__(self) -> None:
         if not SWEEP_NAME.match(self.name):

@@ -1,13 +1,16 @@
 """Render a :class:`~dihera.sweeps.sweep.Sweep` into an Argo Workflow with Hera (pure, deterministic).
 
-Shape: a DAG of one node per trial, ``t<index>-<values>-s<seed>`` (the Argo UI labels each trial with
-its values), over one ``trial`` resource template that creates the trial's DIJob (owned by the
-Workflow: deleting the experiment deletes its DIJobs) and ends with it: Succeeded when the DIJob's
-``status.phase`` is ``Succeeded``, Failed when it is ``Failed``; its outputs are the DIJob's phase and
-``status.profilings.<metric>``. ``spec.parallelism`` bounds the trials live at a time. A failed trial
-does not stop the sweep (``continueOn.failed``); when every trial has ended, the ``summary`` node runs
-``dihera experiment summarize`` in dihera's image: it reads the trials' DIJobs and outputs the results
-table (Markdown) and the best values (JSON) as parameters, shown in the UI on its node.
+Shape: the DAG ``sweep`` runs the DAG ``trials``, one node per trial, ``t<index>-<values>-s<seed>``
+(the Argo UI labels each trial with its values), at most ``parallelism`` at a time (the ``trials``
+template's parallelism), over one ``trial`` resource template that creates the trial's DIJob (owned by
+the Workflow: deleting the experiment deletes its DIJobs) and ends with it: Succeeded when the DIJob's
+``status.phase`` is ``Succeeded``, Failed when it is ``Failed`` or ``Suspended`` (stopped early, or by
+hand); its outputs are the DIJob's phase and ``status.profilings.<metric>``. A failed trial does not stop
+the sweep (``continueOn.failed``). With early stopping, the daemon node ``early-stopping`` runs ``dihera
+experiment stop-trials`` beside the trials (its log says why it stopped each). When every trial has ended,
+the ``summary`` node runs ``dihera experiment summarize`` in dihera's image: it reads the trials' DIJobs
+and outputs the results table (Markdown, CSV) and the best values (JSON) as parameters, shown in the UI
+on its node.
 """
 
 from __future__ import annotations
@@ -20,13 +23,16 @@ from hera.workflows import models as m
 
 from dihera.constants import ANNOTATION_WORKFLOW_DESCRIPTION, ANNOTATION_WORKFLOW_TITLE, MANAGED_BY
 from dihera.sweeps.space import Trial
+from dihera.sweeps.stopping import MedianStopping
 from dihera.sweeps.sweep import LABEL_EXPERIMENT, LABEL_GOAL, LABEL_METRIC, Sweep, value_text
 
-__all__ = ["RESULTS_DIR", "SUMMARY", "TRIAL", "build_sweep_workflow", "task_name"]
+__all__ = ["RESULTS_DIR", "STOPPER", "SUMMARY", "TRIAL", "TRIALS", "build_sweep_workflow", "task_name"]
 
 ENTRYPOINT = "sweep"
+TRIALS = "trials"
 TRIAL = "trial"
 SUMMARY = "summary"
+STOPPER = "early-stopping"
 #: Where the summary step writes its files (an emptyDir: the container's root filesystem is read-only).
 RESULTS_DIR = "/tmp/results"
 _RESTRICTED = m.SecurityContext(
@@ -64,7 +70,7 @@ def _trial_template(sweep: Sweep) -> m.Template:
             action="create",
             set_owner_reference=True,
             success_condition="status.phase == Succeeded",
-            failure_condition="status.phase == Failed",
+            failure_condition="status.phase in (Failed,Suspended)",
             manifest=json.dumps(manifest, indent=2, sort_keys=True),
         ),
         outputs=m.Outputs(
@@ -76,12 +82,25 @@ def _trial_template(sweep: Sweep) -> m.Template:
     )
 
 
-def _summary_template(sweep: Sweep) -> m.Template:
-    command = [
-        "dihera", "experiment", "summarize",
-        "--namespace", sweep.namespace, "--experiment", sweep.name,
-        "--metric", sweep.metric, "--goal", sweep.goal.value, "--out", RESULTS_DIR,
+def _experiment_args(sweep: Sweep) -> list[str]:
+    return [
+        "--namespace", sweep.namespace, "--experiment", sweep.name, "--metric", sweep.metric,
+        "--goal", sweep.goal.value,
     ]  # fmt: skip
+
+
+def _stopper_template(sweep: Sweep, rule: MedianStopping) -> m.Template:
+    """The daemon that stops hopeless trials (``dihera experiment stop-trials``): no files, no outputs."""
+    command = ["dihera", "experiment", "stop-trials", *_experiment_args(sweep), *rule.to_args()]
+    return m.Template(
+        name=STOPPER,
+        daemon=True,
+        container=m.Container(image=sweep.image, command=command, security_context=_RESTRICTED),
+    )
+
+
+def _summary_template(sweep: Sweep) -> m.Template:
+    command = ["dihera", "experiment", "summarize", *_experiment_args(sweep), "--out", RESULTS_DIR]
     return m.Template(
         name=SUMMARY,
         container=m.Container(
@@ -101,7 +120,7 @@ def _summary_template(sweep: Sweep) -> m.Template:
     )
 
 
-def _dag(sweep: Sweep) -> m.Template:
+def _trials(sweep: Sweep) -> m.Template:
     tasks = []
     for trial in sweep.trials:
         arguments = [
@@ -118,8 +137,17 @@ def _dag(sweep: Sweep) -> m.Template:
                 continue_on=m.ContinueOn(failed=True),
             )
         )
-    summary = m.DAGTask(name=SUMMARY, template=SUMMARY, dependencies=[t.name for t in tasks])
-    return m.Template(name=ENTRYPOINT, dag=m.DAGTemplate(tasks=[*tasks, summary]))
+    return m.Template(name=TRIALS, parallelism=sweep.parallelism, dag=m.DAGTemplate(tasks=tasks))
+
+
+def _dag(sweep: Sweep) -> m.Template:
+    tasks = [
+        m.DAGTask(name=TRIALS, template=TRIALS),
+        m.DAGTask(name=SUMMARY, template=SUMMARY, dependencies=[TRIALS]),
+    ]
+    if sweep.early_stopping is not None:
+        tasks.insert(0, m.DAGTask(name=STOPPER, template=STOPPER))
+    return m.Template(name=ENTRYPOINT, dag=m.DAGTemplate(tasks=tasks))
 
 
 def build_sweep_workflow(sweep: Sweep) -> Workflow:
@@ -139,11 +167,16 @@ def build_sweep_workflow(sweep: Sweep) -> Workflow:
         labels={**MANAGED_BY, LABEL_EXPERIMENT: sweep.name, LABEL_METRIC: sweep.metric, LABEL_GOAL: sweep.goal.value},
         annotations={ANNOTATION_WORKFLOW_TITLE: f"Sweep {sweep.name}", ANNOTATION_WORKFLOW_DESCRIPTION: description},
         entrypoint=ENTRYPOINT,
-        parallelism=sweep.parallelism,
         service_account_name=sweep.service_account,
         node_selector=dict(sweep.node_selector) if sweep.node_selector else None,
         tolerations=tolerations or None,
-        templates=[_dag(sweep), _trial_template(sweep), _summary_template(sweep)],
+        templates=[
+            _dag(sweep),
+            _trials(sweep),
+            _trial_template(sweep),
+            _summary_template(sweep),
+            *([_stopper_template(sweep, sweep.early_stopping)] if sweep.early_stopping is not None else []),
+        ],
     )
 
 

@@ -14,11 +14,13 @@ RoleBinding is all Argo's init and wait containers get (the job's pods run as `d
 
 A sweep runs through the same release (one install for both): `dihera experiment submit` creates the
 sweep's Workflow; its trial nodes create DIJobs (Argo resource templates) that run on the real node through
-the chart's controller, report their metric to the chart's di-server (``POST .../profilings``, with their
-ServiceAccount's token) and end; the summary node (dihera's image) reads the trials back and outputs the
-results table and the best values. Each trial's "training" is a line of Python whose return is set by
-its values, ``100 · (1 - lr) + seed``, so the best is known (lr 0.01: mean 99.5 over seeds 0 and 1, 95 %
-interval ± 6.353); trial 3 (lr 0.5, seed 1) reports, then exits 1: a failed trial does not stop the sweep.
+the chart's controller, report their metric and its history to the chart's di-server (``POST
+.../profilings``, with their ServiceAccount's token); the early-stopping daemon suspends the hopeless
+ones; the summary node (dihera's image) reads the trials back and outputs the results table and the best
+values. Each trial's "training" is 20 one-second iterations whose return climbs to ``100 · (1 - lr) +
+seed``, so the best is known (lr 0.01: mean 99.5 over seeds 0 and 1, 95 % interval ± 6.353), and the
+lr 0.5 trials, run after the lr 0.01 ones (parallelism 2), fall below the median at matching iterations;
+trial 1 (lr 0.01, seed 1) reports, then exits 1: a failed trial does not stop the sweep.
 """
 
 from __future__ import annotations
@@ -185,16 +187,22 @@ RULES = [
     {"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["create", "get", "list", "watch", "patch"]},
     {"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"], "verbs": ["create", "patch"]},
 ]
+ITERATIONS = 20
 TRAIN = """
-import json, os, sys, urllib.request
+import json, os, sys, time, urllib.request
 lr, seed = float(os.environ["DIHERA_PARAM_LR"]), int(os.environ["DIHERA_SEED"])
 token = open("/var/run/secrets/kubernetes.io/serviceaccount/token").read()
 url = f"{os.environ['DI_SERVER_URL']}/v2alpha1/job/{os.environ['DI_JOB_ID'].replace('/', '.', 1)}/profilings"
-body = json.dumps({"evalReturn": 100 * (1 - lr) + seed}).encode()
 headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-print(urllib.request.urlopen(urllib.request.Request(url, body, headers, method="POST"), timeout=20).read().decode())
-sys.exit(1 if os.environ["DIHERA_TRIAL"] == "3" else 0)
-"""
+history = []
+for it in range(1, ITERATIONS + 1):  # a "training" whose return climbs to 100 * (1 - lr) + seed
+    history.append([it, (100 * (1 - lr) + seed) * it / ITERATIONS])
+    body = json.dumps({"evalReturn": history[-1][1], "evalReturnHistory": history}).encode()
+    urllib.request.urlopen(urllib.request.Request(url, body, headers, method="POST"), timeout=20).read()
+    print("reported", it, flush=True)
+    time.sleep(1)
+sys.exit(1 if os.environ["DIHERA_TRIAL"] == "1" else 0)
+""".replace("ITERATIONS", str(ITERATIONS))
 SWEEP = """
 from dihera import experiment as ex
 container = {{"name": "main", "image": {image!r}, "imagePullPolicy": "Never", "command": ["python3", "-c", {train!r}]}}
@@ -203,7 +211,8 @@ job = ex.dijob("probe", [ex.task("learner", template={{"spec": spec}})], namespa
                backoffLimit=0, cleanPodPolicy="None")
 experiment = ex.sweep("probe-sweep", job, {{"lr": ex.choice(0.01, 0.5)}}, seeds=[0, 1], parallelism=2,
                       image={dihera!r}, service_account={account!r},
-                      node_selector={placement[nodeSelector]!r}, tolerations={placement[tolerations]!r})
+                      node_selector={placement[nodeSelector]!r}, tolerations={placement[tolerations]!r},
+                      early_stopping=ex.median_stopping(min_iterations=4, min_trials=2))
 """
 
 
@@ -248,35 +257,48 @@ def test_a_sweep_runs_each_trial_as_a_dijob_and_ranks_them(
     nodes = wf["status"].get("nodes", {})
     failed = {n["displayName"]: n.get("message") for n in nodes.values() if n["phase"] in ("Failed", "Error")}
     assert run.returncode == 0 and wf["status"]["phase"] == "Succeeded", (run.stdout[-2000:], run.stderr[-999:], failed)
-    assert "trials 3 done, 0 running, 1 failed, 0 waiting of 4" in run.stdout, run.stdout
+    assert "trials 1 done, 0 running, 1 failed, 2 stopped, 0 waiting of 4" in run.stdout, run.stdout
 
     jobs = client.CustomObjectsApi(cluster).list_namespaced_custom_object(
         GROUP, VERSION, namespace, PLURAL, label_selector="diengine/experiment=probe-sweep"
     )["items"]
     by_name = {j["metadata"]["name"]: j for j in jobs}
     assert sorted(by_name) == [f"probe-sweep-t0{i}" for i in range(4)], sorted(by_name)
-    expected = {0: (0.01, 0, 99.0), 1: (0.01, 1, 100.0), 2: (0.5, 0, 50.0), 3: (0.5, 1, 51.0)}
-    for i, (lr, seed, ret) in expected.items():
+    expected = {0: (0.01, 0, "Succeeded"), 1: (0.01, 1, "Failed"), 2: (0.5, 0, "Suspended"), 3: (0.5, 1, "Suspended")}
+    for i, (lr, seed, phase) in expected.items():
         job = by_name[f"probe-sweep-t0{i}"]
         env_vars = {e["name"]: e["value"] for e in job["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["env"]}
         assert env_vars == {"DIHERA_PARAM_LR": repr(lr), "DIHERA_SEED": str(seed), "DIHERA_TRIAL": str(i)}, env_vars
-        assert job["status"]["phase"] == ("Failed" if i == 3 else "Succeeded"), (i, job["status"])
-        assert job["status"]["profilings"] == {"evalReturn": ret}, job["status"]
+        assert job["status"]["phase"] == phase, (i, job["status"])
+        history = job["status"]["profilings"]["evalReturnHistory"]
+        climbed = (100 * (1 - lr) + seed) * len(history) / ITERATIONS
+        assert job["status"]["profilings"]["evalReturn"] == history[-1][1] == climbed, job["status"]
         (owner,) = job["metadata"]["ownerReferences"]
         assert (owner["kind"], owner["name"], owner["uid"]) == ("Workflow", "probe-sweep", wf["metadata"]["uid"])
-    # parallelism 2: never more than two trials' DIJobs alive at once, and two ran together
-    spans = [(j["status"]["startTime"], j["status"]["completionTimestamp"]) for j in jobs]
-    assert _overlap(spans) <= 2, spans
+        if phase == "Suspended":  # early stopping: past min_iterations, well before the trial's budget
+            reason = job["metadata"]["annotations"]["diengine/stopped"]
+            assert reason.startswith("median stopping rule at iteration "), reason
+            assert 4 <= len(history) < ITERATIONS, (i, len(history), reason)
+        else:
+            assert len(history) == ITERATIONS, (i, history)
+    # parallelism 2 (the early-stopping daemon aside): never more than two trials alive at once, and two were
     trial_nodes = [n for n in nodes.values() if n.get("templateName") == "trial"]
     assert _overlap([(n["startedAt"], n["finishedAt"]) for n in trial_nodes]) == 2, trial_nodes
     # each trial node labelled with its values and seed, its outputs the DIJob's phase and metric
     shown = {n["displayName"]: {p["name"]: p["value"] for p in n["outputs"].get("parameters", [])} for n in trial_nodes}
-    for name, ret in (("t00-lr-0p01-s0", 99.0), ("t02-lr-0p5-s0", 50.0)):
-        out = shown.get(name) or {}
-        assert out.get("phase") == "Succeeded" and float(out.get("evalReturn") or "nan") == ret, shown
-    (failed_trial,) = [n for n in trial_nodes if n["phase"] == "Failed"]
-    assert failed_trial["displayName"] == "t03-lr-0p5-s1", failed_trial
-    assert "failure condition '{status.phase == [Failed]}' evaluated true" in failed_trial["message"], failed_trial
+    out = shown.get("t00-lr-0p01-s0") or {}
+    assert out.get("phase") == "Succeeded" and float(out.get("evalReturn") or "nan") == 99.0, shown
+    failed_trials = sorted(n["displayName"] for n in trial_nodes if n["phase"] == "Failed")
+    assert failed_trials == ["t01-lr-0p01-s1", "t02-lr-0p5-s0", "t03-lr-0p5-s1"], failed_trials
+    assert all("failure condition" in n["message"] for n in trial_nodes if n["phase"] == "Failed"), trial_nodes
+    (stopper,) = [n for n in nodes.values() if n.get("templateName") == "early-stopping"]
+    core = client.CoreV1Api(cluster)
+    (pod,) = [p for p in core.list_namespaced_pod(namespace).items
+              if (p.metadata.annotations or {}).get("workflows.argoproj.io/node-name") == stopper["name"]]  # fmt: skip
+    log = core.read_namespaced_pod_log(pod.metadata.name, namespace, container="main")
+    assert sorted(line.split(":")[0] for line in log.splitlines() if line.startswith("stopped ")) == [
+        "stopped probe-sweep-t02", "stopped probe-sweep-t03"
+    ], log
 
     (summary,) = [n for n in nodes.values() if n.get("templateName") == "summary"]
     outputs = {p["name"]: p["value"] for p in summary["outputs"]["parameters"]}
@@ -284,7 +306,8 @@ def test_a_sweep_runs_each_trial_as_a_dijob_and_ranks_them(
     assert best["values"] == {"lr": 0.01} and best["evalReturn"] == 99.5, best
     assert abs(best["halfWidth"] - 6.353) < 1e-3 and best["seeds"] == 2, best
     table = outputs["results"]
-    assert "| 3 | 0.5 | 1 | 51 | Failed |" in table and "| 0.01 | 2/2 | 99.5 | 93.15 .. 105.9 |" in table, table
+    assert "| 1 | 0.01 | 1 | 100 | Failed |" in table and "| 0.01 | 2/2 | 99.5 | 93.15 .. 105.9 |" in table, table
+    assert "| 2 | 0.5 | 0 |" in table and "| Stopped |" in table, table
     assert outputs["results-csv"].splitlines()[0] == "trial,job,lr,seed,evalReturn,phase,seconds", outputs
 
     # deleting the experiment deletes its trials (they are owned by its Workflow)

@@ -135,7 +135,8 @@ def test_the_evaluator_reports_its_returns_to_the_di_server(tmp_path: Path, caps
         reporter.close()
         *_, last = _Profilings.received
         assert last == ("/v2alpha1/job/ns.job-t07/profilings", "Bearer secret",
-                        {"evalReturn": 150.0, "evalReturnBest": 180.0, "evalIteration": 60})  # fmt: skip
+                        {"evalReturn": 150.0, "evalReturnBest": 180.0, "evalIteration": 60,
+                         "evalReturnHistory": [[10, 20.0], [40, 180.0], [60, 150.0]]})  # fmt: skip
         _Profilings.fail = True
         failing = MetricsReporter(http_sender(url, token))
         failing.evaluated(1.0, 1)

@@ -134,20 +134,23 @@ def test_the_workflow_has_one_resource_node_per_trial_bounded_by_parallelism_the
     wf = ex.sweep_workflow(sweep).to_dict()
     assert wf["metadata"]["name"] == "lr-sweep" and wf["metadata"]["namespace"] == "exp"
     spec = wf["spec"]
-    assert spec["parallelism"] == 2 and spec["serviceAccountName"] == "sweeper"
+    assert spec["serviceAccountName"] == "sweeper" and "parallelism" not in spec
     assert spec["nodeSelector"] == {"a": "b"} and spec["tolerations"] == [{"key": "k", "operator": "Exists"}]
-    dag, trial, summary = spec["templates"]
-    tasks = dag["dag"]["tasks"]
+    dag, trials, trial, summary = spec["templates"]
+    assert dag["dag"]["tasks"] == [
+        {"name": "trials", "template": "trials"}, {"name": "summary", "template": "summary", "dependencies": ["trials"]}
+    ]  # fmt: skip
+    assert trials["parallelism"] == 2, "the trials' DAG bounds the trials live at a time"
+    tasks = trials["dag"]["tasks"]
     names = [t["name"] for t in tasks]
-    assert names == ["t00-lr-0p01-s0", "t01-lr-0p01-s1", "t02-lr-0p5-s0", "t03-lr-0p5-s1", "summary"], names
-    assert all(t["continueOn"] == {"failed": True} for t in tasks[:4])
-    assert tasks[4]["dependencies"] == names[:4]
+    assert names == ["t00-lr-0p01-s0", "t01-lr-0p01-s1", "t02-lr-0p5-s0", "t03-lr-0p5-s1"], names
+    assert all(t["continueOn"] == {"failed": True} for t in tasks)
     args = {p["name"]: p["value"] for p in tasks[3]["arguments"]["parameters"]}
     assert args == {"job": "lr-sweep-t03", "trial": "3", "seed": "1", "param_lr": "0.5"}
     resource = trial["resource"]
     assert resource["action"] == "create" and resource["setOwnerReference"] is True
     assert resource["successCondition"] == "status.phase == Succeeded"
-    assert resource["failureCondition"] == "status.phase == Failed"
+    assert resource["failureCondition"] == "status.phase in (Failed,Suspended)"
     # the template, its placeholders substituted as Argo does, is trial 3's DIJob exactly
     text = resource["manifest"]
     for name, value in args.items():
@@ -210,3 +213,70 @@ def test_a_trial_is_read_back_from_its_dijob() -> None:
     assert trial_result(dijob, "evalReturn") == TrialResult(2, "s-t2", {"lr": 0.5, "opt": "adam"}, 1, "Succeeded",
                                                             187.0, 90.0)  # fmt: skip
     assert trial_result(dijob, "other").metric is None and trial_result({"metadata": {}}, "m").phase == "Pending"
+
+
+def test_early_stopping_is_a_daemon_beside_the_trials() -> None:
+    sweep = ex.sweep("s", job(), {"lr": ex.choice(0.01, 0.5)}, seeds=[0, 1], parallelism=2, image=IMAGE,
+                     early_stopping=ex.median_stopping(min_iterations=5, min_trials=2))  # fmt: skip
+    templates = {t["name"]: t for t in ex.sweep_workflow(sweep).to_dict()["spec"]["templates"]}
+    assert [t["name"] for t in templates["sweep"]["dag"]["tasks"]] == ["early-stopping", "trials", "summary"]
+    stopper = templates["early-stopping"]
+    assert stopper["daemon"] is True and stopper["container"]["image"] == IMAGE
+    assert stopper["container"]["command"] == [
+        "dihera", "experiment", "stop-trials", "--namespace", "exp", "--experiment", "s", "--metric", "evalReturn",
+        "--goal", "maximize", "--min-iterations", "5", "--min-trials", "2",
+    ]  # fmt: skip
+    with pytest.raises(ValueError, match="min_trials 0 >= 1"):
+        ex.median_stopping(min_trials=0)
+
+
+GOOD = [(10, 50.0), (20, 120.0), (30, 190.0), (40, 200.0)]
+BETTER = [(10, 60.0), (20, 150.0), (30, 195.0), (40, 200.0)]
+
+
+@pytest.mark.parametrize(
+    ("trial", "others", "stop_at"),
+    [
+        ([(10, 10.0), (20, 15.0)], [GOOD, BETTER], 20),  # worse than both at iteration 20: median 135
+        ([(10, 10.0), (20, 130.0)], [GOOD, BETTER], 20),  # 130 < median(120, 150) = 135
+        ([(10, 10.0), (20, 140.0)], [GOOD, BETTER], None),  # better than the median at 20
+        ([(10, 10.0), (20, 15.0)], [GOOD], None),  # one other trial: fewer than min_trials
+        ([(10, 10.0), (20, 15.0)], [GOOD, [(10, 80.0)]], None),  # the second did not reach iteration 20
+        ([(2, 1.0)], [GOOD, BETTER], None),  # before min_iterations
+        ([], [GOOD, BETTER], None),  # nothing reported yet
+        ([(10, 100.0), (20, 15.0)], [GOOD, [(10, 20.0), (20, 30.0)]], None),  # best so far 100 > median 75
+    ],
+)
+def test_the_median_stopping_rule_compares_best_values_at_matching_iterations(
+    trial: list[tuple[int, float]], others: list[list[tuple[int, float]]], stop_at: int | None
+) -> None:
+    from dihera.sweeps.stopping import MedianStopping
+
+    decision = MedianStopping(min_iterations=5, min_trials=2).decide(trial, others, Goal.MAXIMIZE)
+    assert (decision.iteration if decision else None) == stop_at, decision
+
+
+def test_trials_to_stop_from_their_dijobs() -> None:
+    from dihera.sweeps.stopping import MedianStopping, trials_to_stop
+
+    def dijob(phase: str, history: list[list[float]], stopped: bool = False) -> dict[str, object]:
+        annotations = {"diengine/stopped": "earlier"} if stopped else {}
+        return {"metadata": {"annotations": annotations},
+                "status": {"phase": phase, "profilings": {"evalReturnHistory": history}}}  # fmt: skip
+
+    jobs = {
+        "t0": dijob("Succeeded", [[10, 50], [20, 120]]),
+        "t1": dijob("Failed", [[10, 60], [20, 150]]),
+        "t2": dijob("Running", [[10, 5], [20, 9]]),
+        "t3": dijob("Running", [[10, 5], [20, 9]], stopped=True),
+        "t4": dijob("Suspended", [[10, 5], [20, 9]]),
+        "t5": dijob("Running", [[10, 55], [20, "x"], [True, 3]]),  # malformed points are skipped
+    }
+    decisions = trials_to_stop(jobs, "evalReturn", MedianStopping(min_iterations=5), Goal.MAXIMIZE)
+    # t2 against every trial that reached iteration 20 (t5's point there is malformed: it reached 10 only);
+    # t5 at 10 beats the median of 50, 60, 5, 5, 5; t3 is stopped already, t4 suspended
+    assert sorted(decisions) == ["t2"], decisions
+    assert decisions["t2"].reason("evalReturn") == (
+        "median stopping rule at iteration 20: best evalReturn 9 is worse than the median 64.5 of 4 other trials"
+        " at that iteration"
+    )

@@ -9,8 +9,10 @@ two trials at a time: four DIJobs, each the example's learner, evaluator and two
 processes get DIHERA_PARAM_LR, DIHERA_SEED and DIHERA_TRIAL; the example's main takes the learning rate
 and the seed from them, and its evaluator reports `evalReturn` (after each evaluation) to the di-server,
 into the trial DIJob's status.profilings, which the sweep ranks by. A trial that never reaches the stop
-value ends at `activeDeadlineSeconds` (Failed, its last return kept). The summary node outputs the
-results table (mean and 95 % interval over the seeds per learning rate) and the best learning rate.
+value is stopped (suspended) by the early-stopping node once its best return is below the median of the
+other trials' at the same iteration, or ends at `activeDeadlineSeconds` (Failed, its last return kept).
+The summary node outputs the results table (mean and 95 % interval over the seeds per learning rate) and
+the best learning rate.
 
 Needs: the chart installed (its di-server reachable from pods at DI_SERVER_URL), the DI-engine image
 (ci/images/di-engine) and dihera's image, and the ServiceAccount `dijob-sweeper` in the namespace with the
@@ -54,6 +56,9 @@ def build(namespace: str = "default", dihera_image: str = "dihera:0.1.0") -> Swe
         goal="maximize",
         image=dihera_image,
         service_account=ACCOUNT,
+        # stop a trial whose best return is below the other trials' median at the same iteration (from
+        # iteration 200 on: DI-engine's evaluator runs every 40 learner iterations in this config)
+        early_stopping=ex.median_stopping(min_iterations=200, min_trials=2),
     )
 
 

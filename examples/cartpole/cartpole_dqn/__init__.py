@@ -70,9 +70,9 @@ an Atari DQN's size, to the exchanged model), `DIHERA_TRAIN_ITER_BUDGET`, `ARGO_
 `DI_CHECKPOINT_DIR` and `DIHERA_CHECKPOINT_EVERY` (iterations, default 100); in a sweep's trial
 (docs/experiments.md) `DIHERA_PARAM_LR` (the learning rate), `DIHERA_SEED` (the config's seed, each
 process adding its rank) and `DIHERA_TRIAL`: with it, the evaluator reports `evalReturn`,
-`evalReturnBest` and `evalIteration` after each evaluation to the di-server (`DI_SERVER_URL`,
-`DI_JOB_ID`, the pod's ServiceAccount token), into the DIJob's `status.profilings` (metrics.py; a
-failed report logs `dihera-metrics-failed error=<type> detail=<text>`). Output goes to
-`./cartpole_dqn_dist/` in the working directory, which must be writable; the learner writes the
-config files there once subscribed.
+`evalReturnBest`, `evalIteration` and `evalReturnHistory` (the last 100) after each evaluation to the
+di-server (`DI_SERVER_URL`, `DI_JOB_ID`, the pod's ServiceAccount token), into the DIJob's
+`status.profilings` (metrics.py; a failed report logs `dihera-metrics-failed error=<type>
+detail=<text>`). Output goes to `./cartpole_dqn_dist/` in the working directory, which must be
+writable; the learner writes the config files there once subscribed.
 """

@@ -41,20 +41,32 @@ def http_sender(url: str, token_file: Path = TOKEN, timeout: float = 10.0) -> Se
     return send
 
 
+#: Evaluations kept in `evalReturnHistory` (a sweep's early stopping compares trials at matching iterations).
+HISTORY = 100
+
+
 class MetricsReporter:
-    """Reports `{evalReturn, evalReturnBest, evalIteration}` after each evaluation, from a thread of its own;
-    only the newest report waiting is kept (a slow di-server gets the latest, not a backlog)."""
+    """Reports `{evalReturn, evalReturnBest, evalIteration, evalReturnHistory}` after each evaluation, from a
+    thread of its own; only the newest report waiting is kept (a slow di-server gets the latest, not a
+    backlog). The history is `[[iteration, return], ...]`, the last HISTORY evaluations."""
 
     def __init__(self, send: Send) -> None:
         self._send = send
         self._best: float | None = None
+        self._history: list[list[float]] = []
         self._pending: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=1)
         self._thread = threading.Thread(target=self._run, name="dihera-metrics", daemon=True)
         self._thread.start()
 
     def evaluated(self, value: float, iteration: int) -> None:
         self._best = value if self._best is None else max(self._best, value)
-        report = {"evalReturn": value, "evalReturnBest": self._best, "evalIteration": iteration}
+        self._history = [*self._history, [iteration, value]][-HISTORY:]
+        report = {
+            "evalReturn": value,
+            "evalReturnBest": self._best,
+            "evalIteration": iteration,
+            "evalReturnHistory": self._history,
+        }
         with contextlib.suppress(queue.Empty):
             self._pending.get_nowait()  # drop a report not sent yet: this one is newer
         self._pending.put_nowait(report)
