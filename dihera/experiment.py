@@ -157,7 +157,7 @@ def random_search(count: int, seed: int = 0) -> Random:
     return Random(count, seed)
 
 
-def median_stopping(min_iterations: int = 0, min_trials: int = 2) -> MedianStopping:
+def median_stopping(min_iterations: int = 1, min_trials: int = 2) -> MedianStopping:
     """Stop a trial whose best metric up to its latest iteration is worse than the median of the other trials'
     best up to that iteration (at least ``min_trials`` of them got there; never before ``min_iterations``)."""
     return MedianStopping(min_iterations, min_trials)

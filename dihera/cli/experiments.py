@@ -84,7 +84,7 @@ def _follow(api: Any, namespace: str, name: str, wait: bool, timeout: float) -> 
         (trials,) = [t for t in wf["spec"]["templates"] if t["name"] == TRIALS]
         labels = wf["metadata"].get("labels") or {}
         metric, goal = labels.get(LABEL_METRIC, "evalReturn"), labels.get(LABEL_GOAL, "maximize")
-        results = trial_results(api, namespace, name, metric)
+        results = trial_results(api, namespace, name, metric, wf["metadata"]["uid"])
         phase = (wf.get("status") or {}).get("phase") or "Pending"
         print(
             f"{namespace}/{name} {phase}: {_progress(results, len(trials['dag']['tasks']), metric, goal)}", flush=True
@@ -131,7 +131,8 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     from dihera.sweeps.results import Goal, best, by_configuration, csv_table, markdown_table
 
     goal = Goal(args.goal)
-    results = trial_results(api_client(args.kubeconfig, None), args.namespace, args.experiment, args.metric)
+    api = api_client(args.kubeconfig, None)
+    results = trial_results(api, args.namespace, args.experiment, args.metric, args.workflow_uid)
     if not results:
         print(f"no DIJob of experiment {args.namespace}/{args.experiment} (label diengine/experiment)", file=sys.stderr)
         return 1
@@ -160,10 +161,17 @@ def _cmd_stop_trials(args: argparse.Namespace) -> int:
     key = f"{args.metric}History"
     print(f"early stopping {args.namespace}/{args.experiment}: {rule} on {key} ({goal.value})", flush=True)
     while True:
-        jobs = {j["metadata"]["name"]: j for j in trial_jobs(api, args.namespace, args.experiment)}
-        for name, decision in sorted(trials_to_stop(jobs, args.metric, rule, goal).items()):
-            if stop_trial(api, jobs[name], decision.reason(args.metric)):
-                print(f"stopped {name}: {decision.reason(args.metric)}", flush=True)
+        try:
+            jobs = {
+                j["metadata"]["name"]: j for j in trial_jobs(api, args.namespace, args.experiment, args.workflow_uid)
+            }
+            for name, decision in sorted(trials_to_stop(jobs, args.metric, rule, goal).items()):
+                if stop_trial(api, jobs[name], decision.reason(args.metric)):
+                    print(f"stopped {name}: {decision.reason(args.metric)}", flush=True)
+        except Exception as err:  # an API server outage or refusal: logged, the next round tries again
+            print(
+                f"this round failed ({type(err).__name__}: {str(err)[:300]}); next in {args.interval:.0f}s", flush=True
+            )
         if args.once:
             return 0
         time.sleep(args.interval)
@@ -194,6 +202,7 @@ def register(sub: Any) -> None:
     for q in (summ, stop):
         q.add_argument("--namespace", required=True)
         q.add_argument("--experiment", required=True, help="the sweep's name (label diengine/experiment)")
+        q.add_argument("--workflow-uid", help="only the trials this Workflow owns (the sweep passes its own)")
         q.add_argument("--metric", required=True, help="the key of status.profilings the sweep ranks by")
         q.add_argument("--goal", choices=("maximize", "minimize"), default="maximize")
         q.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, $KUBECONFIG)")

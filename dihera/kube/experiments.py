@@ -12,6 +12,7 @@ from dihera.kube.objects import WORKFLOW_GROUP, WORKFLOW_PLURAL, WORKFLOW_VERSIO
 from dihera.schema import GROUP, PLURAL, VERSION
 from dihera.sweeps.results import TrialResult
 from dihera.sweeps.sweep import (
+    ANNOTATION_CONFIGURATION,
     ANNOTATION_PARAM_PREFIX,
     ANNOTATION_SEED,
     ANNOTATION_STOPPED,
@@ -72,22 +73,32 @@ def trial_result(job: Mapping[str, Any], metric: str) -> TrialResult:
         phase="Stopped" if ANNOTATION_STOPPED in annotations else str(status.get("phase") or "Pending"),
         metric=value,
         seconds=_seconds(status.get("startTime"), status.get("completionTimestamp")),
+        configuration=int(annotations[ANNOTATION_CONFIGURATION]) if ANNOTATION_CONFIGURATION in annotations else None,
     )
 
 
-def trial_jobs(api: client.ApiClient, namespace: str, experiment: str) -> list[dict[str, Any]]:
-    """Every trial DIJob of ``experiment`` (by its label)."""
+def trial_jobs(
+    api: client.ApiClient, namespace: str, experiment: str, owner_uid: str | None = None
+) -> list[dict[str, Any]]:
+    """Every trial DIJob of ``experiment`` (by its label); with ``owner_uid``, only those that Workflow owns (an
+    earlier namesake's trials still being deleted are not this sweep's)."""
     custom = client.CustomObjectsApi(api)
     selector = f"{LABEL_EXPERIMENT}={experiment}"
     listed = cast(
         dict[str, Any], custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, label_selector=selector)
     )
-    return list(listed.get("items", []))
+    items = list(listed.get("items", []))
+    if owner_uid is None:
+        return items
+    return [j for j in items if any(o.get("uid") == owner_uid for o in j["metadata"].get("ownerReferences") or [])]
 
 
-def trial_results(api: client.ApiClient, namespace: str, experiment: str, metric: str) -> list[TrialResult]:
-    """Every trial DIJob of ``experiment`` as a result, in trial order."""
-    return sorted((trial_result(j, metric) for j in trial_jobs(api, namespace, experiment)), key=lambda r: r.index)
+def trial_results(
+    api: client.ApiClient, namespace: str, experiment: str, metric: str, owner_uid: str | None = None
+) -> list[TrialResult]:
+    """Every trial DIJob of ``experiment`` (of the Workflow ``owner_uid``) as a result, in trial order."""
+    jobs = trial_jobs(api, namespace, experiment, owner_uid)
+    return sorted((trial_result(j, metric) for j in jobs), key=lambda r: r.index)
 
 
 def stop_trial(api: client.ApiClient, job: Mapping[str, Any], reason: str) -> bool:

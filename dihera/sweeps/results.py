@@ -21,7 +21,8 @@ from dihera.sweeps.space import Value
 
 __all__ = ["ConfigSummary", "Goal", "TrialResult", "best", "by_configuration", "csv_table", "markdown_table", "t975"]
 
-#: t(0.975, df) for df = 1..30 (Student's t, two-sided 95 %); above 30 the normal 1.96 is within 2 %.
+#: t(0.975, df) for df = 1..30 (Student's t, two-sided 95 %); above 30 the normal 1.96 (about 4 % narrow at
+#: df 31, 2 % at 60: sweeps rarely have 30 seeds per configuration).
 _T975 = (
     12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
     2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
@@ -52,6 +53,8 @@ class TrialResult:
     phase: str
     metric: float | None
     seconds: float | None
+    #: the index of its configuration (None: grouped by its values)
+    configuration: int | None = None
 
 
 @dataclass(frozen=True)
@@ -65,15 +68,18 @@ class ConfigSummary:
     half_width: float | None
 
 
-def _key(values: Mapping[str, Value]) -> str:
-    return json.dumps(dict(values), sort_keys=True)
+def _key(result: TrialResult) -> str:
+    if result.configuration is not None:
+        return str(result.configuration)
+    return json.dumps(dict(result.values), sort_keys=True)
 
 
 def by_configuration(results: Sequence[TrialResult]) -> list[ConfigSummary]:
-    """Per configuration (in the order of their first trial), the mean metric and its 95 % interval."""
+    """Per configuration (in the order of their first trial), the mean metric and its 95 % interval. A
+    stopped or failed trial counts with the last value it reported."""
     groups: dict[str, list[TrialResult]] = {}
     for r in sorted(results, key=lambda r: r.index):
-        groups.setdefault(_key(r.values), []).append(r)
+        groups.setdefault(_key(r), []).append(r)
     out = []
     for rows in groups.values():
         metrics = [r.metric for r in rows if r.metric is not None and math.isfinite(r.metric)]

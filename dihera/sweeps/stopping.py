@@ -55,6 +55,11 @@ def _last(history: History) -> int | None:
     return max((i for i, _ in history), default=None)
 
 
+def _reached(history: History, iteration: int) -> bool:
+    last = _last(history)
+    return last is not None and last >= iteration
+
+
 def _best_until(history: History, iteration: int, goal: Goal) -> float | None:
     values = [v for i, v in history if i <= iteration]
     if not values:
@@ -82,14 +87,14 @@ class StopDecision:
 class MedianStopping:
     """Stop a trial that cannot win; ``min_iterations``: never before; ``min_trials``: others to compare with."""
 
-    min_iterations: int = 0
+    min_iterations: int = 1
     min_trials: int = 2
 
     def __post_init__(self) -> None:
-        if self.min_iterations < 0 or self.min_trials < 1:
+        if self.min_iterations < 1 or self.min_trials < 1:
             raise ValueError(
-                f"early stopping: min_iterations {self.min_iterations} must be >= 0 and min_trials "
-                f"{self.min_trials} >= 1"
+                f"early stopping: min_iterations {self.min_iterations} and min_trials {self.min_trials} must be >= 1 "
+                "(at iteration 0 every trial is its untrained policy)"
             )
 
     def decide(self, trial: History, others: Sequence[History], goal: Goal) -> StopDecision | None:
@@ -97,7 +102,7 @@ class MedianStopping:
         iteration = _last(trial)
         if iteration is None or iteration < self.min_iterations:
             return None
-        bests = [_best_until(h, iteration, goal) for h in others if (_last(h) or -1) >= iteration]
+        bests = [_best_until(h, iteration, goal) for h in others if _reached(h, iteration)]
         peers = [b for b in bests if b is not None]
         own = _best_until(trial, iteration, goal)
         if own is None or len(peers) < self.min_trials:

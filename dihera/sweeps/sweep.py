@@ -31,6 +31,7 @@ from dihera.sweeps.stopping import ANNOTATION_STOPPED, MedianStopping
 from dihera.validation import load_job
 
 __all__ = [
+    "ANNOTATION_CONFIGURATION",
     "ANNOTATION_PARAM_PREFIX",
     "ANNOTATION_SEED",
     "ANNOTATION_STOPPED",
@@ -51,13 +52,18 @@ LABEL_METRIC = "diengine/metric"
 LABEL_GOAL = "diengine/goal"
 ANNOTATION_PARAM_PREFIX = "diengine/param."
 ANNOTATION_SEED = "diengine/seed"
+#: On a trial's DIJob: the index of its configuration (trials of one configuration differ by seed only).
+ANNOTATION_CONFIGURATION = "diengine/configuration"
 ENV_PARAM_PREFIX = "DIHERA_PARAM_"
 ENV_SEED = "DIHERA_SEED"
 ENV_TRIAL = "DIHERA_TRIAL"
 #: A sweep's name: the Workflow's, and the prefix of its trials' DIJob names.
 SWEEP_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,30}[a-z0-9])?$")
-#: A metric: a key of the trials' ``status.profilings`` (what their processes report to the di-server).
-METRIC_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
+#: A metric: a key of the trials' ``status.profilings`` (what their processes report to the di-server); also
+#: a label value on the Workflow (``diengine/metric``) and an output parameter of each trial node.
+METRIC_NAME = re.compile(r"^[A-Za-z]([A-Za-z0-9_]{0,60}[A-Za-z0-9])?$")
+#: The trial node's own output parameter: not a metric's name.
+_RESERVED_METRICS = frozenset({"phase"})
 LABEL_VALUE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$")
 #: What a string value may hold: it is substituted by Argo into a JSON document.
 _SAFE_TEXT = re.compile(r'^[^"\\\'{}\n\r\t]{0,200}$')
@@ -72,15 +78,18 @@ def value_text(value: Value) -> str:
     return str(value)
 
 
+_INT = re.compile(r"^-?[0-9]+$")
+_FLOAT = re.compile(r"^-?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)(e[-+]?[0-9]+)?$")
+
+
 def parse_value(text: str) -> Value:
-    """:func:`value_text`'s inverse for numbers and bools; any other text stays a string."""
+    """:func:`value_text`'s inverse for numbers and bools; any other text (``1_000``, ``nan``) stays a string."""
     if text in ("true", "false"):
         return text == "true"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
+    if _INT.match(text):
+        return int(text)
+    if _FLOAT.match(text):
+        return float(text)
     return text
 
 
@@ -113,10 +122,15 @@ class Sweep:
     def __post_init__(self) -> None:
         if not SWEEP_NAME.match(self.name):
             raise SweepSpaceError(f"name: {self.name!r} must match {SWEEP_NAME.pattern} (trials: <name>-t<index>)")
-        if not METRIC_NAME.match(self.metric):
+        if not METRIC_NAME.match(self.metric) or self.metric in _RESERVED_METRICS:
             raise SweepSpaceError(f"metric: {self.metric!r} must match {METRIC_NAME.pattern} (a status.profilings key)")
         if self.queue is not None and not LABEL_VALUE.match(self.queue):
             raise SweepSpaceError(f"queue: {self.queue!r} is not a label value (a Kueue LocalQueue's name)")
+        if self.queue is not None and self.early_stopping is not None:
+            raise SweepSpaceError(
+                f"early_stopping with queue {self.queue!r}: a stopped trial is suspended, and a suspended job keeps "
+                "its Kueue quota (docs/queueing.md): later trials could wait for ever; give one or the other"
+            )
         if self.parallelism < 1:
             raise SweepSpaceError(f"parallelism: {self.parallelism} must be at least 1")
         object.__setattr__(self, "goal", Goal(self.goal))
@@ -141,9 +155,10 @@ class Sweep:
     def trial_manifest(self, trial: Trial) -> dict[str, Any]:
         """The DIJob of ``trial``: ``job`` with the trial's name, labels, annotations and environment."""
         texts = {name: value_text(v) for name, v in trial.values.items()}
-        return self._manifest(self.trial_name(trial.index), str(trial.index), texts, str(trial.seed))
+        config = str(trial.index // len(self.seeds))
+        return self._manifest(self.trial_name(trial.index), str(trial.index), texts, str(trial.seed), config)
 
-    def _manifest(self, job_name: str, index: str, texts: Mapping[str, str], seed: str) -> dict[str, Any]:
+    def _manifest(self, job_name: str, index: str, texts: Mapping[str, str], seed: str, config: str) -> dict[str, Any]:
         """``job`` for one trial; the arguments may be Argo placeholders (the Workflow's one trial template)."""
         manifest = copy.deepcopy(self.job.to_manifest())
         meta = manifest["metadata"]
@@ -152,7 +167,13 @@ class Sweep:
         if self.queue is not None:
             meta["labels"][LABEL_QUEUE_NAME] = self.queue
         annotations = {f"{ANNOTATION_PARAM_PREFIX}{name}": text for name, text in texts.items()}
-        meta["annotations"] = {**meta.get("annotations", {}), **annotations, ANNOTATION_SEED: seed}
+        meta["annotations"] = {
+            **meta.get("annotations", {}),
+            **annotations,
+            ANNOTATION_SEED: seed,
+            ANNOTATION_CONFIGURATION: config,
+        }
+        manifest["spec"].pop("suspend", None)  # a trial starts at once (a suspended trial counts as stopped)
         env = [
             *({"name": f"{ENV_PARAM_PREFIX}{name.upper()}", "value": text} for name, text in texts.items()),
             {"name": ENV_SEED, "value": seed},
@@ -160,13 +181,16 @@ class Sweep:
         ]
         ours = {e["name"] for e in env}
         for task in manifest["spec"]["tasks"]:
-            for container in task["template"]["spec"]["containers"]:
+            spec = task["template"]["spec"]
+            for container in [*spec.get("initContainers", []), *spec["containers"]]:
                 given = [e for e in container.get("env", []) if e["name"] not in ours]
                 container["env"] = [*given, *env]
         return manifest
 
     def template_manifest(self, placeholders: Mapping[str, str]) -> dict[str, Any]:
-        """The trial DIJob with Argo input placeholders: ``placeholders`` maps ``job``, ``trial``, ``seed`` and
-        each parameter's name to the text Argo substitutes."""
+        """The trial DIJob with Argo input placeholders: ``placeholders`` maps ``job``, ``trial``, ``seed``,
+        ``configuration`` and each parameter's name to the text Argo substitutes."""
         texts = {name: placeholders[name] for name in self.space}
-        return self._manifest(placeholders["job"], placeholders["trial"], texts, placeholders["seed"])
+        return self._manifest(
+            placeholders["job"], placeholders["trial"], texts, placeholders["seed"], placeholders["configuration"]
+        )

@@ -59,8 +59,8 @@ def task_name(sweep: Sweep, trial: Trial) -> str:
 
 def _trial_template(sweep: Sweep) -> m.Template:
     metric = sweep.metric
-    inputs = ["job", "trial", "seed", *(f"param_{name}" for name in sweep.space)]
-    holders = {name: f"{{{{inputs.parameters.{name}}}}}" for name in ("job", "trial", "seed")}
+    inputs = ["job", "trial", "seed", "configuration", *(f"param_{name}" for name in sweep.space)]
+    holders = {name: f"{{{{inputs.parameters.{name}}}}}" for name in ("job", "trial", "seed", "configuration")}
     holders.update({name: f"{{{{inputs.parameters.param_{name}}}}}" for name in sweep.space})
     manifest = sweep.template_manifest(holders)
     return m.Template(
@@ -82,10 +82,16 @@ def _trial_template(sweep: Sweep) -> m.Template:
     )
 
 
+#: A trial that failed, or whose node errored (its pod deleted or evicted), does not stop the sweep.
+_CONTINUE = m.ContinueOn(failed=True, error=True)
+
+
 def _experiment_args(sweep: Sweep) -> list[str]:
+    """Which DIJobs are the sweep's: its label and, among those, the ones this Workflow owns (a namesake's
+    leftovers are not read or stopped)."""
     return [
-        "--namespace", sweep.namespace, "--experiment", sweep.name, "--metric", sweep.metric,
-        "--goal", sweep.goal.value,
+        "--namespace", sweep.namespace, "--experiment", sweep.name, "--workflow-uid", "{{workflow.uid}}",
+        "--metric", sweep.metric, "--goal", sweep.goal.value,
     ]  # fmt: skip
 
 
@@ -127,6 +133,7 @@ def _trials(sweep: Sweep) -> m.Template:
             m.Parameter(name="job", value=sweep.trial_name(trial.index)),
             m.Parameter(name="trial", value=str(trial.index)),
             m.Parameter(name="seed", value=str(trial.seed)),
+            m.Parameter(name="configuration", value=str(trial.index // len(sweep.seeds))),
             *(m.Parameter(name=f"param_{k}", value=value_text(v)) for k, v in trial.values.items()),
         ]
         tasks.append(
@@ -134,7 +141,7 @@ def _trials(sweep: Sweep) -> m.Template:
                 name=task_name(sweep, trial),
                 template=TRIAL,
                 arguments=m.Arguments(parameters=arguments),
-                continue_on=m.ContinueOn(failed=True),
+                continue_on=_CONTINUE,
             )
         )
     return m.Template(name=TRIALS, parallelism=sweep.parallelism, dag=m.DAGTemplate(tasks=tasks))
@@ -145,8 +152,8 @@ def _dag(sweep: Sweep) -> m.Template:
         m.DAGTask(name=TRIALS, template=TRIALS),
         m.DAGTask(name=SUMMARY, template=SUMMARY, dependencies=[TRIALS]),
     ]
-    if sweep.early_stopping is not None:
-        tasks.insert(0, m.DAGTask(name=STOPPER, template=STOPPER))
+    if sweep.early_stopping is not None:  # best effort: a daemon that failed fails no trial and not the sweep
+        tasks.insert(0, m.DAGTask(name=STOPPER, template=STOPPER, continue_on=_CONTINUE))
     return m.Template(name=ENTRYPOINT, dag=m.DAGTemplate(tasks=tasks))
 
 

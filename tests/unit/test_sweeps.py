@@ -95,7 +95,8 @@ def test_values_reach_the_trials_as_env_labels_and_annotations() -> None:
     assert meta["labels"] == {"diengine/experiment": "lr-sweep", "diengine/trial": "0",
                               "kueue.x-k8s.io/queue-name": "team-a"}  # fmt: skip
     assert meta["annotations"] == {"diengine/param.lr": "0.001", "diengine/param.opt": "adam",
-                                   "diengine/param.big": "true", "diengine/seed": "5"}  # fmt: skip
+                                   "diengine/param.big": "true", "diengine/seed": "5",
+                                   "diengine/configuration": "0"}  # fmt: skip
     env = manifest["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["env"]
     assert env == [
         {"name": "A", "value": "1"}, {"name": "DIHERA_PARAM_LR", "value": "0.001"},
@@ -107,16 +108,29 @@ def test_values_reach_the_trials_as_env_labels_and_annotations() -> None:
     ], "the template job is not changed"
 
 
-@pytest.mark.parametrize("value", [True, 3, -2, 0.001, 1e-05, 2.5e10, "adam", "a/b:c"])
+@pytest.mark.parametrize("value", [True, 3, -2, 0.001, 1e-05, 2.5e10, -0.5, "adam", "a/b:c", "1_000", "nan", "inf"])
 def test_a_value_survives_its_text(value: object) -> None:
-    assert parse_value(value_text(value)) == value  # type: ignore[arg-type]
+    back = parse_value(value_text(value))  # type: ignore[arg-type]
+    assert back == value and type(back) is type(value)
+
+
+def test_a_trial_starts_even_if_the_template_job_is_suspended_and_init_containers_get_the_values() -> None:
+    template = {"spec": {"initContainers": [{"name": "prep", "image": "py:3"}],
+                         "containers": [{"name": "main", "image": "py:3"}]}}  # fmt: skip
+    suspended = ex.dijob("probe", [ex.task("learner", template=template)], namespace="exp", suspend=True)
+    sweep = ex.sweep("s", suspended, {"lr": ex.choice(0.5)}, image=IMAGE)
+    manifest = sweep.trial_manifest(sweep.trials[0])
+    assert "suspend" not in manifest["spec"]
+    spec = manifest["spec"]["tasks"][0]["template"]["spec"]
+    assert {"name": "DIHERA_PARAM_LR", "value": "0.5"} in spec["initContainers"][0]["env"]
 
 
 def test_a_sweep_is_refused_before_anything_is_made_naming_the_field() -> None:
     with pytest.raises(SweepSpaceError, match="name: 'Bad_Name' must match"):
         ex.sweep("Bad_Name", job(), {"lr": ex.choice(1)}, image=IMAGE)
-    with pytest.raises(SweepSpaceError, match="metric: 'eval-return' must match"):
-        ex.sweep("s", job(), {"lr": ex.choice(1)}, image=IMAGE, metric="eval-return")
+    for metric in ("eval-return", "_x", "phase"):
+        with pytest.raises(SweepSpaceError, match=f"metric: '{metric}' must match"):
+            ex.sweep("s", job(), {"lr": ex.choice(1)}, image=IMAGE, metric=metric)
     with pytest.raises(SweepSpaceError, match="parallelism: 0 must be at least 1"):
         ex.sweep("s", job(), {"lr": ex.choice(1)}, image=IMAGE, parallelism=0)
     with pytest.raises(SweepSpaceError, match=re.escape("space.opt: 'a\"b': quotes")):
@@ -144,9 +158,9 @@ def test_the_workflow_has_one_resource_node_per_trial_bounded_by_parallelism_the
     tasks = trials["dag"]["tasks"]
     names = [t["name"] for t in tasks]
     assert names == ["t00-lr-0p01-s0", "t01-lr-0p01-s1", "t02-lr-0p5-s0", "t03-lr-0p5-s1"], names
-    assert all(t["continueOn"] == {"failed": True} for t in tasks)
+    assert all(t["continueOn"] == {"failed": True, "error": True} for t in tasks)
     args = {p["name"]: p["value"] for p in tasks[3]["arguments"]["parameters"]}
-    assert args == {"job": "lr-sweep-t03", "trial": "3", "seed": "1", "param_lr": "0.5"}
+    assert args == {"job": "lr-sweep-t03", "trial": "3", "seed": "1", "configuration": "1", "param_lr": "0.5"}
     resource = trial["resource"]
     assert resource["action"] == "create" and resource["setOwnerReference"] is True
     assert resource["successCondition"] == "status.phase == Succeeded"
@@ -191,6 +205,11 @@ def test_the_interval_is_students_t_over_the_seeds() -> None:
     assert best(by_configuration(results()[3:]), Goal.MAXIMIZE) is None
 
 
+def test_configurations_are_grouped_by_their_index_not_their_values() -> None:
+    twice = [TrialResult(i, f"s-t{i}", {"n": 1}, 0, "Succeeded", float(i), 1.0, configuration=i) for i in range(2)]
+    assert [(c.trials, c.mean) for c in by_configuration(twice)] == [(1, 0.0), (1, 1.0)]
+
+
 def test_the_tables() -> None:
     assert csv_table(results(), "evalReturn").splitlines() == [
         "trial,job,lr,seed,evalReturn,phase,seconds",
@@ -220,14 +239,18 @@ def test_early_stopping_is_a_daemon_beside_the_trials() -> None:
                      early_stopping=ex.median_stopping(min_iterations=5, min_trials=2))  # fmt: skip
     templates = {t["name"]: t for t in ex.sweep_workflow(sweep).to_dict()["spec"]["templates"]}
     assert [t["name"] for t in templates["sweep"]["dag"]["tasks"]] == ["early-stopping", "trials", "summary"]
+    assert templates["sweep"]["dag"]["tasks"][0]["continueOn"] == {"failed": True, "error": True}
     stopper = templates["early-stopping"]
     assert stopper["daemon"] is True and stopper["container"]["image"] == IMAGE
     assert stopper["container"]["command"] == [
-        "dihera", "experiment", "stop-trials", "--namespace", "exp", "--experiment", "s", "--metric", "evalReturn",
-        "--goal", "maximize", "--min-iterations", "5", "--min-trials", "2",
+        "dihera", "experiment", "stop-trials", "--namespace", "exp", "--experiment", "s",
+        "--workflow-uid", "{{workflow.uid}}", "--metric", "evalReturn", "--goal", "maximize",
+        "--min-iterations", "5", "--min-trials", "2",
     ]  # fmt: skip
-    with pytest.raises(ValueError, match="min_trials 0 >= 1"):
+    with pytest.raises(ValueError, match="min_iterations 1 and min_trials 0 must be >= 1"):
         ex.median_stopping(min_trials=0)
+    with pytest.raises(SweepSpaceError, match="early_stopping with queue 'q': a stopped trial is suspended"):
+        ex.sweep("s", job(), {"lr": ex.choice(1)}, image=IMAGE, queue="q", early_stopping=ex.median_stopping())
 
 
 GOOD = [(10, 50.0), (20, 120.0), (30, 190.0), (40, 200.0)]
@@ -245,6 +268,7 @@ BETTER = [(10, 60.0), (20, 150.0), (30, 195.0), (40, 200.0)]
         ([(2, 1.0)], [GOOD, BETTER], None),  # before min_iterations
         ([], [GOOD, BETTER], None),  # nothing reported yet
         ([(10, 100.0), (20, 15.0)], [GOOD, [(10, 20.0), (20, 30.0)]], None),  # best so far 100 > median 75
+        ([(0, 1.0), (10, 2.0)], [[(0, 5.0), (10, 50.0)], [(0, 9.0), (10, 60.0)]], 10),  # reports from iteration 0
     ],
 )
 def test_the_median_stopping_rule_compares_best_values_at_matching_iterations(
