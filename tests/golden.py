@@ -23,7 +23,13 @@ SETTINGS = RenderSettings()
 
 
 def examples() -> list[Path]:
-    return [*sorted(EXAMPLES.glob("*.yaml")), *sorted(EXAMPLES.glob("python/*_sweep.py"))]
+    """The example DIJobs (workflows/*.yaml)."""
+    return sorted(EXAMPLES.glob("*.yaml"))
+
+
+def sweep_examples() -> list[Path]:
+    """The example sweeps (workflows/python/*_sweep.py)."""
+    return sorted(EXAMPLES.glob("python/*_sweep.py"))
 
 
 def golden_path(example: Path) -> Path:
@@ -47,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true")
     args = parser.parse_args(argv)
     stale = []
-    for example in examples():
+    for example in [*examples(), *sweep_examples()]:
         text, path = rendered_text(example), golden_path(example)
         if path.exists() and path.read_text(encoding="utf-8") == text:
             continue

@@ -163,8 +163,15 @@ def test_b_removing_a_task_and_its_pod(run: Callable[..., Run], retry: bool) -> 
         f"removed task's node {removed.get('type')} {removed.get('phase')} {removed.get('message', '')!r}",
     )
     # b1 (why dihera never removes a task): the Retry node is abandoned Running and the Workflow never ends.
-    # b2: Argo v3 marked the pod node `Error: pod deleted` and finished; v4 leaves it Pending: it never ends either.
-    assert phase == ("Running" if retry or pair()[1].startswith("v4.") else "Succeeded")
+    # b2: Argo v3 marks the pod node `Error: pod deleted` and finishes; v4 mostly leaves it Pending (the
+    # Workflow never ends either), but when it sees the pod's deletion before the DAG's change it ends as v3
+    # does (seen once in CI, under load): either way the removed task's fate depends on timing.
+    if retry:
+        assert phase == "Running"
+    elif pair()[1].startswith("v4.") and phase == "Running":
+        assert removed.get("phase") == "Pending", removed
+    else:
+        assert phase == "Succeeded" and (removed.get("phase"), removed.get("message")) == ("Error", "pod deleted")
 
 
 def test_b3_deleting_the_pod_alone_retries_it(run: Callable[..., Run]) -> None:

@@ -156,6 +156,15 @@ def scenario_controller(api: client.ApiClient, namespace: str, server: str, toke
     ):
         resp = call()
         assert resp.status_code == 200, resp.text
+    # A hand edit made while the spec is older than the membership is overwritten by design (docs/scaling.md,
+    # dihera/scaling/spec_edit.py: CATCH_UP): wait until the spec has caught up with the di-server's scales.
+    def caught_up() -> bool:
+        body = jobs.get(namespace, "elastic") or {}
+        stamp = (body.get("metadata", {}).get("annotations") or {}).get("diengine/membership-generation")
+        counts = {t.get("name") or t["type"]: t["replicas"] for t in body.get("spec", {}).get("tasks", [])}
+        return stamp == str(body.get("status", {}).get("membershipGeneration")) and counts.get("collector") == 2
+
+    poll(caught_up, 60, "the spec caught up with the di-server's scales")
     edit_replicas(api, namespace, "elastic", collector=1)  # the controller removes one by itself
     failed = phase_is(jobs, namespace, "failing", "Failed")  # or already deleted by its TTL on a busy machine
     poll(lambda: failed() or jobs.get(namespace, "failing") is None, 120, "failing Failed (cleanPodPolicy stops it)")

@@ -6,14 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.golden import examples, golden_path, rendered_text
+from tests.golden import examples, golden_path, rendered_text, sweep_examples
 
 
 def test_there_are_examples() -> None:
     assert {p.stem for p in examples()} >= {"job-with-tasks", "atari-dqn", "serial"}
+    assert {p.stem for p in sweep_examples()} >= {"cartpole_sweep"}
 
 
-@pytest.mark.parametrize("example", examples(), ids=lambda p: p.stem)
+@pytest.mark.parametrize("example", [*examples(), *sweep_examples()], ids=lambda p: p.stem)
 def test_golden(example: Path) -> None:
     golden = golden_path(example)
     assert golden.exists(), f"{golden} missing: run `make generate`"
