@@ -300,6 +300,8 @@ def test_a_sweep_runs_each_trial_as_a_dijob_and_ranks_them(
         "stopped probe-sweep-t02", "stopped probe-sweep-t03"
     ], log
 
+    stopped = [line for line in log.splitlines() if line.startswith("stopped ")]
+    print(f"\n[sweep] {wf['status']['startedAt']} .. {wf['status']['finishedAt']}; " + "; ".join(stopped))
     (summary,) = [n for n in nodes.values() if n.get("templateName") == "summary"]
     outputs = {p["name"]: p["value"] for p in summary["outputs"]["parameters"]}
     best = json.loads(outputs["best"])
