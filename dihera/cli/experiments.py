@@ -186,7 +186,9 @@ def register(sub: Any) -> None:
     render.set_defaults(func=_cmd_render)
     submit = verbs.add_parser("submit", help="create the sweep's Workflow; --wait follows it")
     submit.add_argument("file", metavar="FILE.py")
-    status = verbs.add_parser("status", help="a sweep's trials: done, running, failed; the best so far")
+    status = verbs.add_parser(
+        "status", help="a sweep's trials: done, running, failed, stopped, waiting; the best so far"
+    )
     status.add_argument("name", metavar="NAMESPACE/NAME")
     for q in (submit, status):
         q.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, ~/.kube/config)")
@@ -206,7 +208,7 @@ def register(sub: Any) -> None:
         q.add_argument("--metric", required=True, help="the key of status.profilings the sweep ranks by")
         q.add_argument("--goal", choices=("maximize", "minimize"), default="maximize")
         q.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, $KUBECONFIG)")
-    stop.add_argument("--min-iterations", type=int, default=0, help="never stop a trial before this iteration")
+    stop.add_argument("--min-iterations", type=int, default=1, help="never stop a trial before this iteration")
     stop.add_argument("--min-trials", type=int, default=2, help="other trials to compare with at an iteration")
     stop.add_argument("--interval", type=float, default=5.0, help="seconds between two looks (default 5)")
     stop.add_argument("--once", action="store_true", help="look once, then exit")

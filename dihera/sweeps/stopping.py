@@ -7,13 +7,15 @@ than the **median of the other trials' best values up to ``i``**, taken over the
 at or beyond ``i`` — and at least ``min_trials`` of them have (Google Vizier's median stopping rule, on the
 best value so far rather than the running mean: RL returns are noisy, and a trial that once did well is not
 stopped for a bad evaluation). Comparing at matching iterations is what makes a late trial comparable with
-the finished ones.
+the finished ones. A trial that Succeeded (an RL job ends so when it reaches its stop value, often before
+another trial's iteration ``i``) counts at every later iteration with its final best: its best so far can
+no longer change.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +23,7 @@ from dihera.sweeps.results import Goal
 
 __all__ = [
     "ANNOTATION_STOPPED",
+    "COMPLETE_PHASE",
     "LIVE_PHASES",
     "History",
     "MedianStopping",
@@ -32,6 +35,8 @@ __all__ = [
 
 #: A trial's DIJob phases in which it may be stopped: not ended, not suspended or queued.
 LIVE_PHASES = ("Pending", "Starting", "Running", "Restarting", "Rescheduling")
+#: A trial's DIJob phase after which its best so far is final (compared at any later iteration).
+COMPLETE_PHASE = "Succeeded"
 #: On a trial's DIJob stopped early (and suspended): why.
 ANNOTATION_STOPPED = "diengine/stopped"
 
@@ -97,12 +102,16 @@ class MedianStopping:
                 "(at iteration 0 every trial is its untrained policy)"
             )
 
-    def decide(self, trial: History, others: Sequence[History], goal: Goal) -> StopDecision | None:
-        """Whether to stop the trial whose history is ``trial``, given the other trials' histories."""
+    def decide(
+        self, trial: History, others: Sequence[History], goal: Goal, complete: Sequence[History] = ()
+    ) -> StopDecision | None:
+        """Whether to stop the trial whose history is ``trial``, given the other trials' histories: ``others``
+        still running or ended short of their goal, ``complete`` Succeeded (their best is final)."""
         iteration = _last(trial)
         if iteration is None or iteration < self.min_iterations:
             return None
-        bests = [_best_until(h, iteration, goal) for h in others if _reached(h, iteration)]
+        compared = [h for h in others if _reached(h, iteration)] + [h for h in complete if _last(h) is not None]
+        bests = [_best_until(h, iteration, goal) for h in compared]
         peers = [b for b in bests if b is not None]
         own = _best_until(trial, iteration, goal)
         if own is None or len(peers) < self.min_trials:
@@ -116,13 +125,19 @@ class MedianStopping:
 
 
 def stop_decisions(
-    histories: Mapping[str, History], running: Sequence[str], rule: MedianStopping, goal: Goal
+    histories: Mapping[str, History],
+    running: Sequence[str],
+    rule: MedianStopping,
+    goal: Goal,
+    complete: Collection[str] = (),
 ) -> dict[str, StopDecision]:
-    """For each running trial (by name), the decision to stop it, compared with every other trial."""
+    """For each running trial (by name), the decision to stop it, compared with every other trial (those in
+    ``complete`` Succeeded)."""
     out = {}
     for name in running:
-        others = [h for other, h in histories.items() if other != name]
-        decision = rule.decide(histories.get(name, ()), others, goal)
+        others = [h for other, h in histories.items() if other != name and other not in complete]
+        done = [h for other, h in histories.items() if other != name and other in complete]
+        decision = rule.decide(histories.get(name, ()), others, goal, done)
         if decision is not None:
             out[name] = decision
     return out
@@ -135,10 +150,13 @@ def trials_to_stop(
     every other trial's ``status.profilings.<metric>History``."""
     histories: dict[str, History] = {}
     running = []
+    complete = set()
     for name, job in jobs.items():
         status = job.get("status") or {}
         histories[name] = parse_history((status.get("profilings") or {}).get(f"{metric}History"))
         stopped = ANNOTATION_STOPPED in ((job.get("metadata") or {}).get("annotations") or {})
         if status.get("phase") in LIVE_PHASES and not stopped:
             running.append(name)
-    return stop_decisions(histories, running, rule, goal)
+        elif status.get("phase") == COMPLETE_PHASE:
+            complete.add(name)
+    return stop_decisions(histories, running, rule, goal, complete)

@@ -20,17 +20,21 @@ ones; the summary node (dihera's image) reads the trials back and outputs the re
 values. Each trial's "training" is 20 one-second iterations whose return climbs to ``100 · (1 - lr) +
 seed``, so the best is known (lr 0.01: mean 99.5 over seeds 0 and 1, 95 % interval ± 6.353), and the
 lr 0.5 trials, run after the lr 0.01 ones (parallelism 2), fall below the median at matching iterations;
-trial 1 (lr 0.01, seed 1) reports, then exits 1: a failed trial does not stop the sweep.
+trial 1 (lr 0.01, seed 1) reports, then exits 1: a failed trial does not stop the sweep. Then the
+example itself, workflows/python/cartpole_sweep.py: four real CartPole DQN trainings (in the DI-engine
+image built here), two at a time, the hopeless learning rate stopped early.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import uuid
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -216,14 +220,14 @@ experiment = ex.sweep("probe-sweep", job, {{"lr": ex.choice(0.01, 0.5)}}, seeds=
 """
 
 
-def _account(cluster: client.ApiClient, namespace: str) -> None:
+def _account(cluster: client.ApiClient, namespace: str, name: str = ACCOUNT) -> None:
     rbac = client.RbacAuthorizationV1Api(cluster)
-    client.CoreV1Api(cluster).create_namespaced_service_account(namespace, {"metadata": {"name": ACCOUNT}})
-    rbac.create_namespaced_role(namespace, {"metadata": {"name": ACCOUNT}, "rules": RULES})
+    client.CoreV1Api(cluster).create_namespaced_service_account(namespace, {"metadata": {"name": name}})
+    rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": RULES})
     rbac.create_namespaced_role_binding(namespace, {
-        "metadata": {"name": ACCOUNT},
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ACCOUNT},
-        "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": namespace}],
+        "metadata": {"name": name},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": namespace}],
     })  # fmt: skip
 
 
@@ -319,3 +323,139 @@ def test_a_sweep_runs_each_trial_as_a_dijob_and_ranks_them(
     poll(lambda: not client.CustomObjectsApi(cluster).list_namespaced_custom_object(
         GROUP, VERSION, namespace, PLURAL, label_selector="diengine/experiment=probe-sweep")["items"],
         90, "the sweep's DIJobs to be deleted with its Workflow")  # fmt: skip
+
+
+EXAMPLE_SWEEP = Path(__file__).resolve().parents[2] / "workflows" / "python" / "cartpole_sweep.py"
+#: The example, built for the local control plane: its images and its own pods on the real node.
+CARTPOLE_SWEEP = """
+import importlib.util
+spec = importlib.util.spec_from_file_location("cartpole_sweep", {path!r})
+example = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(example)
+experiment = example.build({namespace!r}, dihera_image={dihera!r}, engine_image={engine!r}, placement={placement!r})
+"""
+#: The stop value the example's evaluator ends a job at; its evaluator's iterations are 40 apart.
+STOP_VALUE = 195.0
+BUDGET_SECONDS = 1200
+#: The example's ServiceAccount (its Role: RULES).
+EXAMPLE_ACCOUNT = "dijob-sweeper"
+
+
+def _trial_nodes(wf: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    nodes = wf["status"].get("nodes", {}).values()
+    return {n["displayName"]: n for n in nodes if n.get("templateName") == "trial"}
+
+
+def test_the_cartpole_sweep_example_learns_with_one_rate_and_stops_the_other(
+    real_release: Release,
+    jobs_namespace: str,
+    cluster: client.ApiClient,
+    kubeconfig: Path,
+    ding_image: str,
+    poll: Poll,
+    tmp_path: Path,
+) -> None:
+    """workflows/python/cartpole_sweep.py for real: the CartPole DQN, lr 0.001 and 0.5 over seeds 0 and 1,
+    two trials at a time. The lr 0.001 trials reach the stop value (Succeeded); the lr 0.5 ones, run after
+    them, are stopped by the median rule from iteration 200, long before their budget; the summary ranks
+    the trials from the returns their evaluators reported."""
+    namespace = jobs_namespace
+    _account(cluster, namespace, EXAMPLE_ACCOUNT)
+    tag = package_version(Settings.from_environ())
+    file = tmp_path / "cartpole_sweep.py"
+    file.write_text(CARTPOLE_SWEEP.format(
+        path=str(EXAMPLE_SWEEP), namespace=namespace, dihera=f"dihera.local/dihera:{tag}", engine=ding_image,
+        placement=ON_REAL_NODE,
+    ))  # fmt: skip
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    run = subprocess.run(
+        [sys.executable, "-m", "dihera", "experiment", "submit", str(file), "--wait", "--timeout", "900"],
+        env=env, capture_output=True, text=True, timeout=930,
+    )  # fmt: skip
+    wf = read_workflow(cluster, namespace, "cartpole-lr")
+    trials = _trial_nodes(wf)
+    failed = {n["displayName"]: n.get("message") for n in wf["status"].get("nodes", {}).values()
+              if n["phase"] in ("Failed", "Error")}  # fmt: skip
+    ok = run.returncode == 0 and wf["status"]["phase"] == "Succeeded"
+    assert ok, (run.stdout[-1500:], run.stderr[-999:], failed, _sweep_state(cluster, namespace, wf))
+    assert "trials 2 done, 0 running, 0 failed, 2 stopped, 0 waiting of 4" in run.stdout, run.stdout[-3000:]
+
+    jobs = client.CustomObjectsApi(cluster).list_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, label_selector="diengine/experiment=cartpole-lr"
+    )["items"]
+    by_name = {j["metadata"]["name"]: j for j in jobs}
+    assert sorted(by_name) == [f"cartpole-lr-t0{i}" for i in range(4)], sorted(by_name)
+    report = []
+    for i, (lr, phase) in enumerate([(0.001, "Succeeded")] * 2 + [(0.5, "Suspended")] * 2):
+        job = by_name[f"cartpole-lr-t0{i}"]
+        status, annotations = job["status"], job["metadata"].get("annotations") or {}
+        assert annotations["diengine/param.lr"] == repr(lr) and annotations["diengine/seed"] == str(i % 2), annotations
+        assert status["phase"] == phase, (i, status)
+        profile = status["profilings"]
+        history = profile["evalReturnHistory"]
+        assert profile["evalReturn"] == history[-1][1], profile
+        node = trials[next(n for n in trials if n.startswith(f"t0{i}-lr-"))]
+        if phase == "Succeeded":  # the evaluator ended the job at the stop value; the node outputs its return
+            out = {p["name"]: p["value"] for p in node["outputs"].get("parameters", [])}
+            assert out.get("phase") == phase and float(out["evalReturn"]) == profile["evalReturn"], (out, profile)
+            assert profile["evalReturn"] >= STOP_VALUE, profile
+            report.append(f"t0{i} reached {profile['evalReturn']:.0f} at iteration {history[-1][0]}")
+        else:  # stopped from iteration 200 on, against the two Succeeded trials, long before its budget
+            assert node["phase"] == "Failed" and "failure condition" in node["message"], node
+            reason = annotations["diengine/stopped"]
+            at = int(reason.split("iteration ")[1].split(":")[0])
+            assert reason.startswith("median stopping rule at iteration ") and at >= 200, reason
+            # against the two Succeeded trials, and the other lr 0.5 trial if it had reported that far
+            compared = re.search("of [23] other trials", reason)
+            assert profile["evalReturnBest"] < STOP_VALUE and compared, (reason, profile)
+            ran = _seconds(node["startedAt"], node["finishedAt"])
+            assert ran < BUDGET_SECONDS / 2, (i, ran, reason)
+            report.append(f"t0{i} stopped at iteration {at} after {ran:.0f}s (best {profile['evalReturnBest']:.0f})")
+    assert _overlap([(n["startedAt"], n["finishedAt"]) for n in trials.values()]) == 2, trials
+
+    (summary,) = [n for n in wf["status"]["nodes"].values() if n.get("templateName") == "summary"]
+    outputs = {p["name"]: p["value"] for p in summary["outputs"]["parameters"]}
+    best = json.loads(outputs["best"])
+    assert best["values"] == {"lr": 0.001} and best["seeds"] == 2, best
+    returns = sorted(by_name[f"cartpole-lr-t0{i}"]["status"]["profilings"]["evalReturn"] for i in (0, 1))
+    assert best["evalReturn"] == pytest.approx(sum(returns) / 2), (best, returns)
+    rows = outputs["results-csv"].splitlines()
+    assert len(rows) == 5 and [r.split(",")[5] for r in rows[1:]] == ["Succeeded"] * 2 + ["Stopped"] * 2, rows
+    print(f"\n[cartpole sweep] {wf['status']['startedAt']} .. {wf['status']['finishedAt']}: " + "; ".join(report))
+
+
+def _sweep_state(cluster: client.ApiClient, namespace: str, wf: dict[str, Any]) -> dict[str, Any]:
+    """What a failed sweep test shows: each trial DIJob's phase, reports and pods, and the daemon's log."""
+    core = client.CoreV1Api(cluster)
+    jobs = client.CustomObjectsApi(cluster).list_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, label_selector=f"diengine/experiment={wf['metadata']['name']}"
+    )["items"]
+    pods = core.list_namespaced_pod(namespace).items
+    state: dict[str, Any] = {}
+    for job in jobs:
+        name, status = job["metadata"]["name"], job.get("status") or {}
+        profile = status.get("profilings") or {}
+        state[name] = {
+            "phase": status.get("phase"),
+            "stopped": (job["metadata"].get("annotations") or {}).get("diengine/stopped"),
+            "evalIteration": profile.get("evalIteration"),
+            "history": (profile.get("evalReturnHistory") or [])[-4:],
+            "conditions": [(c.get("type"), c.get("message", "")[:160]) for c in status.get("conditions", [])][-3:],
+            "pods": {
+                p.metadata.name: (p.status.phase, {c.name: c.restart_count for c in p.status.container_statuses or ()})
+                for p in pods
+                if p.metadata.name.startswith(name + "-")
+            },
+        }
+    for node in wf["status"].get("nodes", {}).values():
+        if node.get("templateName") != "early-stopping":
+            continue
+        for pod in pods:
+            if (pod.metadata.annotations or {}).get("workflows.argoproj.io/node-name") == node["name"]:
+                log = core.read_namespaced_pod_log(pod.metadata.name, namespace, container="main")
+                state["early-stopping"] = (node["phase"], log.splitlines()[-12:])
+    return state
+
+
+def _seconds(start: str, end: str) -> float:
+    return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()

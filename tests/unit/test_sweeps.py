@@ -280,6 +280,32 @@ def test_the_median_stopping_rule_compares_best_values_at_matching_iterations(
     assert (decision.iteration if decision else None) == stop_at, decision
 
 
+@pytest.mark.parametrize(
+    ("trial", "complete", "others", "stop_at"),
+    [
+        # both peers Succeeded (reached their stop value) before iteration 40: their final bests count there
+        ([(20, 10.0), (40, 12.0)], [[(10, 60.0), (20, 196.0)], [(10, 50.0), (30, 197.0)]], [], 40),
+        ([(20, 10.0), (40, 199.0)], [[(10, 60.0), (20, 196.0)], [(10, 50.0), (30, 197.0)]], [], None),
+        # a Succeeded peer's best up to the trial's iteration only, when it went beyond it
+        ([(10, 55.0)], [[(10, 50.0), (20, 196.0)], [(10, 60.0), (20, 197.0)]], [], None),
+        # a Failed peer that ended short of iteration 40 is not compared there: one complete peer is too few
+        ([(20, 10.0), (40, 12.0)], [[(20, 196.0)]], [[(10, 80.0)]], None),
+        ([(20, 10.0), (40, 12.0)], [[(20, 196.0)]], [[(10, 80.0), (40, 90.0)]], 40),
+        ([(20, 10.0), (40, 12.0)], [[]], [[(10, 80.0), (40, 90.0)]], None),  # a complete peer that never reported
+    ],
+)
+def test_a_succeeded_trial_counts_with_its_final_best_after_it_ended(
+    trial: list[tuple[int, float]],
+    complete: list[list[tuple[int, float]]],
+    others: list[list[tuple[int, float]]],
+    stop_at: int | None,
+) -> None:
+    from dihera.sweeps.stopping import MedianStopping
+
+    decision = MedianStopping(min_iterations=5, min_trials=2).decide(trial, others, Goal.MAXIMIZE, complete)
+    assert (decision.iteration if decision else None) == stop_at, decision
+
+
 def test_trials_to_stop_from_their_dijobs() -> None:
     from dihera.sweeps.stopping import MedianStopping, trials_to_stop
 
@@ -295,12 +321,14 @@ def test_trials_to_stop_from_their_dijobs() -> None:
         "t3": dijob("Running", [[10, 5], [20, 9]], stopped=True),
         "t4": dijob("Suspended", [[10, 5], [20, 9]]),
         "t5": dijob("Running", [[10, 55], [20, "x"], [True, 3]]),  # malformed points are skipped
+        "t6": dijob("Running", [[10, 70], [20, 80], [30, 90]]),
     }
     decisions = trials_to_stop(jobs, "evalReturn", MedianStopping(min_iterations=5), Goal.MAXIMIZE)
     # t2 against every trial that reached iteration 20 (t5's point there is malformed: it reached 10 only);
-    # t5 at 10 beats the median of 50, 60, 5, 5, 5; t3 is stopped already, t4 suspended
+    # t5 at 10 beats the median of 50, 60, 5, 5, 5, 70; t3 is stopped already, t4 suspended; t6 at 30 against
+    # t0 (Succeeded: its final best 120) alone, fewer than min_trials (t1 Failed at 20, the rest short of 30)
     assert sorted(decisions) == ["t2"], decisions
     assert decisions["t2"].reason("evalReturn") == (
-        "median stopping rule at iteration 20: best evalReturn 9 is worse than the median 64.5 of 4 other trials"
+        "median stopping rule at iteration 20: best evalReturn 9 is worse than the median 80 of 5 other trials"
         " at that iteration"
     )
