@@ -29,7 +29,7 @@ from dihera.render.workflow import build_workflow
 from dihera.schema import API_VERSION, KIND
 from dihera.sweeps import Choice, Goal, Grid, IntRange, LogUniform, Random, Sweep, Uniform
 from dihera.sweeps.space import Dimension, Search, Value
-from dihera.sweeps.stopping import MedianStopping
+from dihera.sweeps.stopping import MedianStopping, StoppingRule, SuccessiveHalving
 from dihera.sweeps.workflow import build_sweep_workflow
 from dihera.validation import load_job
 
@@ -42,6 +42,7 @@ __all__ = [
     "loguniform",
     "median_stopping",
     "random_search",
+    "successive_halving",
     "sweep",
     "sweep_workflow",
     "task",
@@ -163,6 +164,13 @@ def median_stopping(min_iterations: int = 1, min_trials: int = 2) -> MedianStopp
     return MedianStopping(min_iterations, min_trials)
 
 
+def successive_halving(min_iterations: int = 1, reduction: int = 3, min_trials: int = 2) -> SuccessiveHalving:
+    """Asynchronous successive halving: at each rung (``min_iterations · reduction^k`` iterations), stop a
+    trial whose best metric up to the rung is outside the best ``1/reduction`` of the trials that reached it
+    (at least ``min_trials`` others did)."""
+    return SuccessiveHalving(min_iterations, reduction, min_trials)
+
+
 def sweep(
     name: str,
     job: DIJob,
@@ -178,13 +186,14 @@ def sweep(
     service_account: str | None = None,
     node_selector: Mapping[str, str] | None = None,
     tolerations: Sequence[Mapping[str, Any]] = (),
-    early_stopping: MedianStopping | None = None,
+    early_stopping: StoppingRule | None = None,
 ) -> Sweep:
     """``job`` once per trial: each configuration of ``space`` under ``search`` (default: the grid) times
     each of ``seeds``; at most ``parallelism`` trials at a time; ranked by ``status.profilings.<metric>``
     (what the trials report to the di-server). A trial's processes get ``DIHERA_PARAM_<NAME>``,
     ``DIHERA_SEED`` and ``DIHERA_TRIAL``. ``image``: dihera's, for the summary step (and the early-stopping
-    daemon). ``early_stopping``: :func:`median_stopping`, from the trials' ``<metric>History``.
+    daemon). ``early_stopping``: :func:`median_stopping` or :func:`successive_halving`, from the trials'
+    ``<metric>History``.
 
     Raises :class:`~dihera.sweeps.SweepSpaceError` or :class:`~dihera.errors.InvalidJobError` naming the field.
     """

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dihera.sweeps import Sweep, TrialResult
+    from dihera.sweeps.stopping import StoppingRule
 
 __all__ = ["load_sweep", "register"]
 
@@ -150,14 +151,23 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     return 0
 
 
+def stopping_rule(args: argparse.Namespace) -> StoppingRule:
+    """The early-stopping rule ``stop-trials`` was given (what :meth:`StoppingRule.to_args` renders)."""
+    from dihera.sweeps.stopping import MedianStopping, SuccessiveHalving
+
+    if args.rule == "halving":
+        return SuccessiveHalving(args.min_iterations, args.reduction, args.min_trials)
+    return MedianStopping(args.min_iterations, args.min_trials)
+
+
 def _cmd_stop_trials(args: argparse.Namespace) -> int:
     from dihera.kube import api_client
     from dihera.kube.experiments import stop_trial, trial_jobs
     from dihera.sweeps.results import Goal
-    from dihera.sweeps.stopping import MedianStopping, trials_to_stop
+    from dihera.sweeps.stopping import trials_to_stop
 
     api = api_client(args.kubeconfig, None)
-    rule, goal = MedianStopping(args.min_iterations, args.min_trials), Goal(args.goal)
+    rule, goal = stopping_rule(args), Goal(args.goal)
     key = f"{args.metric}History"
     print(f"early stopping {args.namespace}/{args.experiment}: {rule} on {key} ({goal.value})", flush=True)
     while True:
@@ -208,7 +218,9 @@ def register(sub: Any) -> None:
         q.add_argument("--metric", required=True, help="the key of status.profilings the sweep ranks by")
         q.add_argument("--goal", choices=("maximize", "minimize"), default="maximize")
         q.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, $KUBECONFIG)")
+    stop.add_argument("--rule", choices=("median", "halving"), default="median", help="the rule (default median)")
     stop.add_argument("--min-iterations", type=int, default=1, help="never stop a trial before this iteration")
+    stop.add_argument("--reduction", type=int, default=3, help="halving: keep the best 1/reduction at a rung")
     stop.add_argument("--min-trials", type=int, default=2, help="other trials to compare with at an iteration")
     stop.add_argument("--interval", type=float, default=5.0, help="seconds between two looks (default 5)")
     stop.add_argument("--once", action="store_true", help="look once, then exit")

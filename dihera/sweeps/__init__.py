@@ -5,7 +5,7 @@
 - :mod:`~dihera.sweeps.sweep`: :class:`Sweep`, each trial's DIJob (its values as environment variables)
 - :mod:`~dihera.sweeps.workflow`: the Workflow (one resource node per trial, then the summary)
 - :mod:`~dihera.sweeps.results`: the results table, the mean and 95 % interval over seeds, the best
-- :mod:`~dihera.sweeps.stopping`: early stopping, the median stopping rule over the trials' histories
+- :mod:`~dihera.sweeps.stopping`: early stopping, the median rule or successive halving over the trials' histories
 
 Everything here is pure; reading the trials back from a cluster is :mod:`dihera.kube.experiments`.
 Users build sweeps with :func:`dihera.experiment.sweep`.

@@ -1,15 +1,22 @@
-"""Early stopping of a sweep's hopeless trials (pure): the median stopping rule.
+"""Early stopping of a sweep's hopeless trials (pure): the median stopping rule and successive halving.
 
 A trial reports its metric's history, ``<metric>History``: ``[[iteration, value], ...]`` in its DIJob's
-``status.profilings`` (the example's evaluator sends its last 100 evaluations). A running trial whose
-newest report is at iteration ``i >= min_iterations`` is stopped when its best value up to ``i`` is worse
-than the **median of the other trials' best values up to ``i``**, taken over the trials that have reported
-at or beyond ``i`` — and at least ``min_trials`` of them have (Google Vizier's median stopping rule, on the
-best value so far rather than the running mean: RL returns are noisy, and a trial that once did well is not
-stopped for a bad evaluation). Comparing at matching iterations is what makes a late trial comparable with
-the finished ones. A trial that Succeeded (an RL job ends so when it reaches its stop value, often before
-another trial's iteration ``i``) counts at every later iteration with its final best: its best so far can
-no longer change.
+``status.profilings`` (the example's evaluator sends its last 100 evaluations). Both rules compare best
+values so far at matching iterations (RL returns are noisy: a trial that once did well is not stopped for a
+bad evaluation; matching iterations make a late trial comparable with finished ones), over the other trials
+that reported at or beyond that iteration, at least ``min_trials`` of them. A trial that Succeeded (an RL
+job ends so when it reaches its stop value, often before another trial's iteration) counts at every later
+iteration with its final best: its best so far can no longer change.
+
+- **Median stopping** (Google Vizier's), :class:`MedianStopping`: a running trial whose newest report is at
+  iteration ``i >= min_iterations`` is stopped when its best up to ``i`` is worse than the median of the
+  other trials' bests up to ``i``.
+- **Successive halving**, asynchronous (ASHA, Li et al. 2020; Ray Tune's ``ASHAScheduler`` stops trials
+  the same way), :class:`SuccessiveHalving`: rungs at ``min_iterations · reduction^k``; a trial at or past
+  a rung is stopped when its best up to that rung is worse than the cutoff of the best
+  ``1/reduction`` of the trials that reached the rung (itself included): it keeps a third of the trials at
+  each rung with ``reduction`` 3. The daemon holds no state, so a trial is judged at its highest rung again
+  as more trials reach it.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ __all__ = [
     "History",
     "MedianStopping",
     "StopDecision",
+    "StoppingRule",
+    "SuccessiveHalving",
     "parse_history",
     "stop_decisions",
     "trials_to_stop",
@@ -74,18 +83,41 @@ def _best_until(history: History, iteration: int, goal: Goal) -> float | None:
 
 @dataclass(frozen=True)
 class StopDecision:
-    """Stop this trial: its best value and the others' median at ``iteration``, over ``compared`` trials."""
+    """Stop this trial: its ``best`` value at ``iteration``, worse than ``threshold`` (the median of the other
+    trials', or successive halving's cutoff at a rung: ``reduction`` set), over ``compared`` trials."""
 
     iteration: int
     best: float
-    median: float
+    threshold: float
     compared: int
+    reduction: int | None = None
 
     def reason(self, metric: str) -> str:
+        if self.reduction is None:
+            return (
+                f"median stopping rule at iteration {self.iteration}: best {metric} {self.best:.4g} is worse than "
+                f"the median {self.threshold:.4g} of {self.compared} other trials at that iteration"
+            )
         return (
-            f"median stopping rule at iteration {self.iteration}: best {metric} {self.best:.4g} is worse than "
-            f"the median {self.median:.4g} of {self.compared} other trials at that iteration"
+            f"successive halving at rung {self.iteration}: best {metric} {self.best:.4g} is worse than "
+            f"{self.threshold:.4g}, the cutoff of the best 1/{self.reduction} of the {self.compared} trials at "
+            "that rung"
         )
+
+
+def _peers(iteration: int, others: Sequence[History], complete: Sequence[History], goal: Goal) -> list[float]:
+    """The other trials' best values up to ``iteration``: those that reached it, and every Succeeded one."""
+    compared = [h for h in others if _reached(h, iteration)] + [h for h in complete if _last(h) is not None]
+    return [b for b in (_best_until(h, iteration, goal) for h in compared) if b is not None]
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    """The ``q`` quantile, linear between the closest ranks (numpy's default)."""
+    ordered = sorted(values)
+    position = q * (len(ordered) - 1)
+    low = int(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
 @dataclass(frozen=True)
@@ -110,9 +142,7 @@ class MedianStopping:
         iteration = _last(trial)
         if iteration is None or iteration < self.min_iterations:
             return None
-        compared = [h for h in others if _reached(h, iteration)] + [h for h in complete if _last(h) is not None]
-        bests = [_best_until(h, iteration, goal) for h in compared]
-        peers = [b for b in bests if b is not None]
+        peers = _peers(iteration, others, complete, goal)
         own = _best_until(trial, iteration, goal)
         if own is None or len(peers) < self.min_trials:
             return None
@@ -124,10 +154,66 @@ class MedianStopping:
         return ["--min-iterations", str(self.min_iterations), "--min-trials", str(self.min_trials)]
 
 
+@dataclass(frozen=True)
+class SuccessiveHalving:
+    """Stop a trial outside the best ``1/reduction`` at a rung (``min_iterations · reduction^k``);
+    ``min_trials``: other trials at the rung before it decides."""
+
+    min_iterations: int = 1
+    reduction: int = 3
+    min_trials: int = 2
+
+    def __post_init__(self) -> None:
+        if self.min_iterations < 1 or self.min_trials < 1:
+            raise ValueError(
+                f"early stopping: min_iterations {self.min_iterations} and min_trials {self.min_trials} must be >= 1 "
+                "(the first rung: at iteration 0 every trial is its untrained policy)"
+            )
+        if self.reduction < 2:
+            raise ValueError(f"early stopping: reduction {self.reduction} must be >= 2 (keep the best 1/reduction)")
+
+    def rung(self, iteration: int) -> int | None:
+        """The highest rung at or below ``iteration`` (None before the first)."""
+        if iteration < self.min_iterations:
+            return None
+        rung = self.min_iterations
+        while rung * self.reduction <= iteration:
+            rung *= self.reduction
+        return rung
+
+    def decide(
+        self, trial: History, others: Sequence[History], goal: Goal, complete: Sequence[History] = ()
+    ) -> StopDecision | None:
+        """Whether to stop the trial whose history is ``trial`` at its highest rung (as :class:`MedianStopping`)."""
+        last = _last(trial)
+        rung = None if last is None else self.rung(last)
+        if rung is None:
+            return None
+        peers = _peers(rung, others, complete, goal)
+        own = _best_until(trial, rung, goal)
+        if own is None or len(peers) < self.min_trials:
+            return None
+        values = [*peers, own]
+        keep = 1 / self.reduction
+        cutoff = _quantile(values, 1 - keep if goal is Goal.MAXIMIZE else keep)
+        worse = own < cutoff if goal is Goal.MAXIMIZE else own > cutoff
+        return StopDecision(rung, own, cutoff, len(values), self.reduction) if worse else None
+
+    def to_args(self) -> list[str]:
+        return [
+            "--rule", "halving", "--min-iterations", str(self.min_iterations), "--reduction", str(self.reduction),
+            "--min-trials", str(self.min_trials),
+        ]  # fmt: skip
+
+
+#: An early-stopping rule of a sweep.
+StoppingRule = MedianStopping | SuccessiveHalving
+
+
 def stop_decisions(
     histories: Mapping[str, History],
     running: Sequence[str],
-    rule: MedianStopping,
+    rule: StoppingRule,
     goal: Goal,
     complete: Collection[str] = (),
 ) -> dict[str, StopDecision]:
@@ -144,7 +230,7 @@ def stop_decisions(
 
 
 def trials_to_stop(
-    jobs: Mapping[str, Mapping[str, Any]], metric: str, rule: MedianStopping, goal: Goal
+    jobs: Mapping[str, Mapping[str, Any]], metric: str, rule: StoppingRule, goal: Goal
 ) -> dict[str, StopDecision]:
     """Of a sweep's trial DIJobs (by name), those to stop now: each live trial not stopped yet, compared with
     every other trial's ``status.profilings.<metric>History``."""

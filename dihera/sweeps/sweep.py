@@ -27,7 +27,7 @@ from dihera.constants import LABEL_QUEUE_NAME
 from dihera.model import DIJob
 from dihera.sweeps.results import Goal
 from dihera.sweeps.space import Dimension, Grid, Search, SweepSpaceError, Trial, Value, plan_trials
-from dihera.sweeps.stopping import ANNOTATION_STOPPED, MedianStopping
+from dihera.sweeps.stopping import ANNOTATION_STOPPED, StoppingRule
 from dihera.validation import load_job
 
 __all__ = [
@@ -117,7 +117,7 @@ class Sweep:
     service_account: str | None = None
     node_selector: Mapping[str, str] | None = None
     tolerations: Sequence[Mapping[str, Any]] = ()
-    early_stopping: MedianStopping | None = None
+    early_stopping: StoppingRule | None = None
 
     def __post_init__(self) -> None:
         if not SWEEP_NAME.match(self.name):

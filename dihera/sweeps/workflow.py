@@ -23,7 +23,7 @@ from hera.workflows import models as m
 
 from dihera.constants import ANNOTATION_WORKFLOW_DESCRIPTION, ANNOTATION_WORKFLOW_TITLE, MANAGED_BY
 from dihera.sweeps.space import Trial
-from dihera.sweeps.stopping import MedianStopping
+from dihera.sweeps.stopping import StoppingRule
 from dihera.sweeps.sweep import LABEL_EXPERIMENT, LABEL_GOAL, LABEL_METRIC, Sweep, value_text
 
 __all__ = ["RESULTS_DIR", "STOPPER", "SUMMARY", "TRIAL", "TRIALS", "build_sweep_workflow", "task_name"]
@@ -95,7 +95,7 @@ def _experiment_args(sweep: Sweep) -> list[str]:
     ]  # fmt: skip
 
 
-def _stopper_template(sweep: Sweep, rule: MedianStopping) -> m.Template:
+def _stopper_template(sweep: Sweep, rule: StoppingRule) -> m.Template:
     """The daemon that stops hopeless trials (``dihera experiment stop-trials``): no files, no outputs."""
     command = ["dihera", "experiment", "stop-trials", *_experiment_args(sweep), *rule.to_args()]
     return m.Template(

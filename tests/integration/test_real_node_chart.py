@@ -19,7 +19,8 @@ the chart's controller, report their metric and its history to the chart's di-se
 ones; the summary node (dihera's image) reads the trials back and outputs the results table and the best
 values. Each trial's "training" is 20 one-second iterations whose return climbs to ``100 · (1 - lr) +
 seed``, so the best is known (lr 0.01: mean 99.5 over seeds 0 and 1, 95 % interval ± 6.353), and the
-lr 0.5 trials, run after the lr 0.01 ones (parallelism 2), fall below the median at matching iterations;
+lr 0.5 trials, run after the lr 0.01 ones (parallelism 2), fall out of the best third at a rung of
+successive halving (4 and 12 iterations);
 trial 1 (lr 0.01, seed 1) reports, then exits 1: a failed trial does not stop the sweep. Then the
 example itself, workflows/python/cartpole_sweep.py: four real CartPole DQN trainings (in the DI-engine
 image built here), two at a time, the hopeless learning rate stopped early.
@@ -216,7 +217,7 @@ job = ex.dijob("probe", [ex.task("learner", template={{"spec": spec}})], namespa
 experiment = ex.sweep("probe-sweep", job, {{"lr": ex.choice(0.01, 0.5)}}, seeds=[0, 1], parallelism=2,
                       image={dihera!r}, service_account={account!r},
                       node_selector={placement[nodeSelector]!r}, tolerations={placement[tolerations]!r},
-                      early_stopping=ex.median_stopping(min_iterations=4, min_trials=2))
+                      early_stopping=ex.successive_halving(min_iterations=4, reduction=3, min_trials=2))
 """
 
 
@@ -281,7 +282,7 @@ def test_a_sweep_runs_each_trial_as_a_dijob_and_ranks_them(
         assert (owner["kind"], owner["name"], owner["uid"]) == ("Workflow", "probe-sweep", wf["metadata"]["uid"])
         if phase == "Suspended":  # early stopping: past min_iterations, well before the trial's budget
             reason = job["metadata"]["annotations"]["diengine/stopped"]
-            assert reason.startswith("median stopping rule at iteration "), reason
+            assert re.match("successive halving at rung (4|12): best evalReturn ", reason), reason
             assert 4 <= len(history) < ITERATIONS, (i, len(history), reason)
         else:
             assert len(history) == ITERATIONS, (i, history)

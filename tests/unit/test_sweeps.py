@@ -253,6 +253,72 @@ def test_early_stopping_is_a_daemon_beside_the_trials() -> None:
         ex.sweep("s", job(), {"lr": ex.choice(1)}, image=IMAGE, queue="q", early_stopping=ex.median_stopping())
 
 
+def test_successive_halving_renders_its_rule_and_the_daemon_reads_it_back() -> None:
+    from dihera.cli import build_parser
+    from dihera.cli.experiments import stopping_rule
+    from dihera.sweeps.stopping import MedianStopping, SuccessiveHalving
+
+    for rule in (ex.successive_halving(min_iterations=40, reduction=2, min_trials=3), ex.median_stopping(7, 3)):
+        sweep = ex.sweep("s", job(), {"lr": ex.choice(0.01, 0.5)}, image=IMAGE, early_stopping=rule)
+        templates = {t["name"]: t for t in ex.sweep_workflow(sweep).to_dict()["spec"]["templates"]}
+        command = templates["early-stopping"]["container"]["command"]
+        assert stopping_rule(build_parser().parse_args(command[1:])) == rule, command
+    assert ex.successive_halving(40, 2, 3).to_args() == [
+        "--rule", "halving", "--min-iterations", "40", "--reduction", "2", "--min-trials", "3",
+    ]  # fmt: skip
+    assert isinstance(ex.successive_halving(), SuccessiveHalving) and isinstance(ex.median_stopping(), MedianStopping)
+    with pytest.raises(ValueError, match="reduction 1 must be >= 2"):
+        ex.successive_halving(reduction=1)
+    with pytest.raises(ValueError, match="min_iterations 0 and min_trials 2 must be >= 1"):
+        ex.successive_halving(min_iterations=0)
+
+
+def test_successive_halving_rungs_grow_by_the_reduction() -> None:
+    from dihera.sweeps.stopping import SuccessiveHalving
+
+    rule = SuccessiveHalving(min_iterations=10, reduction=3)
+    assert [rule.rung(i) for i in (0, 9, 10, 29, 30, 89, 90, 1000)] == [None, None, 10, 10, 30, 30, 90, 810]
+
+
+AT_30 = [[(30, 50.0)], [(30, 60.0), (40, 61.0)], [(20, 99.0)]]  # the last did not reach iteration 30
+
+
+@pytest.mark.parametrize(
+    ("trial", "others", "complete", "goal", "decision"),
+    [
+        # at rung 10 among 50, 60: the cutoff of the best third of 20, 50, 60 is 53.33; 20 is below it
+        ([(10, 20.0)], [[(10, 50.0)], [(10, 60.0)]], [], Goal.MAXIMIZE, (10, 53.33, 3)),
+        ([(10, 55.0)], [[(10, 50.0)], [(10, 60.0)]], [], Goal.MAXIMIZE, (10, 56.67, 3)),  # not the best third
+        ([(10, 65.0)], [[(10, 50.0)], [(10, 60.0)]], [], Goal.MAXIMIZE, None),  # the best: goes on
+        # at iteration 35 judged at rung 30 on its best up to 30, against trials that reached 30
+        ([(10, 5.0), (30, 70.0), (35, 1.0)], AT_30, [], Goal.MAXIMIZE, None),
+        ([(10, 5.0), (30, 55.0), (35, 99.0)], AT_30, [], Goal.MAXIMIZE, (30, 56.67, 3)),
+        # minimizing: the best third is the lowest
+        ([(10, 20.0)], [[(10, 50.0)], [(10, 60.0)]], [], Goal.MINIMIZE, None),
+        ([(10, 70.0)], [[(10, 50.0)], [(10, 60.0)]], [], Goal.MINIMIZE, (10, 56.67, 3)),
+        # one other trial at the rung: fewer than min_trials; a Succeeded trial counts with its final best
+        ([(10, 20.0)], [[(10, 50.0)]], [], Goal.MAXIMIZE, None),
+        ([(30, 20.0)], [[(30, 50.0)]], [[(10, 196.0)]], Goal.MAXIMIZE, (30, 98.67, 3)),
+        ([(5, 1.0)], [[(10, 50.0)], [(10, 60.0)]], [], Goal.MAXIMIZE, None),  # before the first rung
+    ],
+)
+def test_successive_halving_keeps_the_best_fraction_at_each_rung(
+    trial: list[tuple[int, float]],
+    others: list[list[tuple[int, float]]],
+    complete: list[list[tuple[int, float]]],
+    goal: Goal,
+    decision: tuple[int, float, int] | None,
+) -> None:
+    from dihera.sweeps.stopping import SuccessiveHalving
+
+    got = SuccessiveHalving(min_iterations=10, reduction=3, min_trials=2).decide(trial, others, goal, complete)
+    assert (None if got is None else (got.iteration, round(got.threshold, 2), got.compared)) == decision, got
+    if got is not None:
+        reason = got.reason("evalReturn")
+        assert reason.startswith(f"successive halving at rung {got.iteration}: best evalReturn "), reason
+        assert reason.endswith(f"the cutoff of the best 1/3 of the {got.compared} trials at that rung"), reason
+
+
 GOOD = [(10, 50.0), (20, 120.0), (30, 190.0), (40, 200.0)]
 BETTER = [(10, 60.0), (20, 150.0), (30, 195.0), (40, 200.0)]
 
