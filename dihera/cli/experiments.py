@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from dihera.sweeps import Sweep, TrialResult
     from dihera.sweeps.stopping import StoppingRule
 
-__all__ = ["load_sweep", "register"]
+__all__ = ["load_sweep", "register", "stopping_rule"]
 
 FINAL = ("Succeeded", "Failed", "Error")
 

@@ -4,9 +4,11 @@ A trial reports its metric's history, ``<metric>History``: ``[[iteration, value]
 ``status.profilings`` (the example's evaluator sends its last 100 evaluations). Both rules compare best
 values so far at matching iterations (RL returns are noisy: a trial that once did well is not stopped for a
 bad evaluation; matching iterations make a late trial comparable with finished ones), over the other trials
-that reported at or beyond that iteration, at least ``min_trials`` of them. A trial that Succeeded (an RL
-job ends so when it reaches its stop value, often before another trial's iteration) counts at every later
-iteration with its final best: its best so far can no longer change.
+that reported at or beyond that iteration, at least ``min_trials`` of them. A trial that ended (Succeeded —
+an RL job ends so at its stop value, often before another trial's iteration —, Failed, or stopped by the
+rule) counts at every later iteration with its final best: its best so far can no longer change (Vizier
+compares with completed trials so). A trial is judged on the reports it kept (the example's evaluator
+keeps its last 100; a restarted evaluator starts again).
 
 - **Median stopping** (Google Vizier's), :class:`MedianStopping`: a running trial whose newest report is at
   iteration ``i >= min_iterations`` is stopped when its best up to ``i`` is worse than the median of the
@@ -15,8 +17,8 @@ iteration with its final best: its best so far can no longer change.
   the same way), :class:`SuccessiveHalving`: rungs at ``min_iterations · reduction^k``; a trial at or past
   a rung is stopped when its best up to that rung is worse than the cutoff of the best
   ``1/reduction`` of the trials that reached the rung (itself included): it keeps a third of the trials at
-  each rung with ``reduction`` 3. The daemon holds no state, so a trial is judged at its highest rung again
-  as more trials reach it.
+  each rung with ``reduction`` 3. The daemon holds no state, so a trial is judged at every rung it passed,
+  again as more trials reach them (ASHA decides once, on arrival; this can only stop more).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from dihera.sweeps.results import Goal
 
 __all__ = [
     "ANNOTATION_STOPPED",
-    "COMPLETE_PHASE",
+    "ENDED_PHASES",
     "LIVE_PHASES",
     "History",
     "MedianStopping",
@@ -44,8 +46,9 @@ __all__ = [
 
 #: A trial's DIJob phases in which it may be stopped: not ended, not suspended or queued.
 LIVE_PHASES = ("Pending", "Starting", "Running", "Restarting", "Rescheduling")
-#: A trial's DIJob phase after which its best so far is final (compared at any later iteration).
-COMPLETE_PHASE = "Succeeded"
+#: A trial's DIJob phases after which its best so far is final (compared at any later iteration); so is a
+#: trial stopped by the rule (ANNOTATION_STOPPED).
+ENDED_PHASES = ("Succeeded", "Failed")
 #: On a trial's DIJob stopped early (and suspended): why.
 ANNOTATION_STOPPED = "diengine/stopped"
 
@@ -96,7 +99,7 @@ class StopDecision:
         if self.reduction is None:
             return (
                 f"median stopping rule at iteration {self.iteration}: best {metric} {self.best:.4g} is worse than "
-                f"the median {self.threshold:.4g} of {self.compared} other trials at that iteration"
+                f"the median {self.threshold:.4g} of {self.compared} other trials' best values up to that iteration"
             )
         return (
             f"successive halving at rung {self.iteration}: best {metric} {self.best:.4g} is worse than "
@@ -105,9 +108,9 @@ class StopDecision:
         )
 
 
-def _peers(iteration: int, others: Sequence[History], complete: Sequence[History], goal: Goal) -> list[float]:
-    """The other trials' best values up to ``iteration``: those that reached it, and every Succeeded one."""
-    compared = [h for h in others if _reached(h, iteration)] + [h for h in complete if _last(h) is not None]
+def _peers(iteration: int, others: Sequence[History], ended: Sequence[History], goal: Goal) -> list[float]:
+    """The other trials' best values up to ``iteration``: the running ones that reached it, every ended one."""
+    compared = [h for h in others if _reached(h, iteration)] + [h for h in ended if _last(h) is not None]
     return [b for b in (_best_until(h, iteration, goal) for h in compared) if b is not None]
 
 
@@ -135,14 +138,14 @@ class MedianStopping:
             )
 
     def decide(
-        self, trial: History, others: Sequence[History], goal: Goal, complete: Sequence[History] = ()
+        self, trial: History, others: Sequence[History], goal: Goal, ended: Sequence[History] = ()
     ) -> StopDecision | None:
         """Whether to stop the trial whose history is ``trial``, given the other trials' histories: ``others``
-        still running or ended short of their goal, ``complete`` Succeeded (their best is final)."""
+        still running (or waiting), ``ended`` Succeeded, Failed or stopped (their best is final)."""
         iteration = _last(trial)
         if iteration is None or iteration < self.min_iterations:
             return None
-        peers = _peers(iteration, others, complete, goal)
+        peers = _peers(iteration, others, ended, goal)
         own = _best_until(trial, iteration, goal)
         if own is None or len(peers) < self.min_trials:
             return None
@@ -172,24 +175,31 @@ class SuccessiveHalving:
         if self.reduction < 2:
             raise ValueError(f"early stopping: reduction {self.reduction} must be >= 2 (keep the best 1/reduction)")
 
-    def rung(self, iteration: int) -> int | None:
-        """The highest rung at or below ``iteration`` (None before the first)."""
-        if iteration < self.min_iterations:
-            return None
+    def rungs(self, iteration: int) -> list[int]:
+        """The rungs at or below ``iteration``, lowest first (none before the first)."""
+        out = []
         rung = self.min_iterations
-        while rung * self.reduction <= iteration:
+        while rung <= iteration:
+            out.append(rung)
             rung *= self.reduction
-        return rung
+        return out
 
     def decide(
-        self, trial: History, others: Sequence[History], goal: Goal, complete: Sequence[History] = ()
+        self, trial: History, others: Sequence[History], goal: Goal, ended: Sequence[History] = ()
     ) -> StopDecision | None:
-        """Whether to stop the trial whose history is ``trial`` at its highest rung (as :class:`MedianStopping`)."""
+        """Whether to stop the trial whose history is ``trial``: at the lowest rung it passed where it is
+        outside the best ``1/reduction`` (the other histories as in :meth:`MedianStopping.decide`)."""
         last = _last(trial)
-        rung = None if last is None else self.rung(last)
-        if rung is None:
-            return None
-        peers = _peers(rung, others, complete, goal)
+        for rung in [] if last is None else self.rungs(last):
+            decision = self._at(rung, trial, others, goal, ended)
+            if decision is not None:
+                return decision
+        return None
+
+    def _at(
+        self, rung: int, trial: History, others: Sequence[History], goal: Goal, ended: Sequence[History]
+    ) -> StopDecision | None:
+        peers = _peers(rung, others, ended, goal)
         own = _best_until(trial, rung, goal)
         if own is None or len(peers) < self.min_trials:
             return None
@@ -215,14 +225,14 @@ def stop_decisions(
     running: Sequence[str],
     rule: StoppingRule,
     goal: Goal,
-    complete: Collection[str] = (),
+    ended: Collection[str] = (),
 ) -> dict[str, StopDecision]:
     """For each running trial (by name), the decision to stop it, compared with every other trial (those in
-    ``complete`` Succeeded)."""
+    ``ended`` with their final best)."""
     out = {}
     for name in running:
-        others = [h for other, h in histories.items() if other != name and other not in complete]
-        done = [h for other, h in histories.items() if other != name and other in complete]
+        others = [h for other, h in histories.items() if other != name and other not in ended]
+        done = [h for other, h in histories.items() if other != name and other in ended]
         decision = rule.decide(histories.get(name, ()), others, goal, done)
         if decision is not None:
             out[name] = decision
@@ -236,13 +246,13 @@ def trials_to_stop(
     every other trial's ``status.profilings.<metric>History``."""
     histories: dict[str, History] = {}
     running = []
-    complete = set()
+    ended = set()
     for name, job in jobs.items():
         status = job.get("status") or {}
         histories[name] = parse_history((status.get("profilings") or {}).get(f"{metric}History"))
         stopped = ANNOTATION_STOPPED in ((job.get("metadata") or {}).get("annotations") or {})
-        if status.get("phase") in LIVE_PHASES and not stopped:
+        if stopped or status.get("phase") in ENDED_PHASES:
+            ended.add(name)
+        elif status.get("phase") in LIVE_PHASES:
             running.append(name)
-        elif status.get("phase") == COMPLETE_PHASE:
-            complete.add(name)
-    return stop_decisions(histories, running, rule, goal, complete)
+    return stop_decisions(histories, running, rule, goal, ended)

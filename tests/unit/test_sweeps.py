@@ -277,14 +277,14 @@ def test_successive_halving_rungs_grow_by_the_reduction() -> None:
     from dihera.sweeps.stopping import SuccessiveHalving
 
     rule = SuccessiveHalving(min_iterations=10, reduction=3)
-    assert [rule.rung(i) for i in (0, 9, 10, 29, 30, 89, 90, 1000)] == [None, None, 10, 10, 30, 30, 90, 810]
+    assert [rule.rungs(i) for i in (0, 9, 10, 29, 30, 90)] == [[], [], [10], [10], [10, 30], [10, 30, 90]]
 
 
 AT_30 = [[(30, 50.0)], [(30, 60.0), (40, 61.0)], [(20, 99.0)]]  # the last did not reach iteration 30
 
 
 @pytest.mark.parametrize(
-    ("trial", "others", "complete", "goal", "decision"),
+    ("trial", "others", "ended", "goal", "decision"),
     [
         # at rung 10 among 50, 60: the cutoff of the best third of 20, 50, 60 is 53.33; 20 is below it
         ([(10, 20.0)], [[(10, 50.0)], [(10, 60.0)]], [], Goal.MAXIMIZE, (10, 53.33, 3)),
@@ -296,22 +296,24 @@ AT_30 = [[(30, 50.0)], [(30, 60.0), (40, 61.0)], [(20, 99.0)]]  # the last did n
         # minimizing: the best third is the lowest
         ([(10, 20.0)], [[(10, 50.0)], [(10, 60.0)]], [], Goal.MINIMIZE, None),
         ([(10, 70.0)], [[(10, 50.0)], [(10, 60.0)]], [], Goal.MINIMIZE, (10, 56.67, 3)),
-        # one other trial at the rung: fewer than min_trials; a Succeeded trial counts with its final best
+        # one other trial at the rung: fewer than min_trials; an ended trial counts with its final best
         ([(10, 20.0)], [[(10, 50.0)]], [], Goal.MAXIMIZE, None),
         ([(30, 20.0)], [[(30, 50.0)]], [[(10, 196.0)]], Goal.MAXIMIZE, (30, 98.67, 3)),
         ([(5, 1.0)], [[(10, 50.0)], [(10, 60.0)]], [], Goal.MAXIMIZE, None),  # before the first rung
+        # past rung 30 before anyone else: still judged at rung 10, which others reached
+        ([(10, 1.0), (30, 2.0)], [[(10, 50.0)], [(10, 60.0)], [(10, 70.0)]], [], Goal.MAXIMIZE, (10, 60.0, 4)),
     ],
 )
 def test_successive_halving_keeps_the_best_fraction_at_each_rung(
     trial: list[tuple[int, float]],
     others: list[list[tuple[int, float]]],
-    complete: list[list[tuple[int, float]]],
+    ended: list[list[tuple[int, float]]],
     goal: Goal,
     decision: tuple[int, float, int] | None,
 ) -> None:
     from dihera.sweeps.stopping import SuccessiveHalving
 
-    got = SuccessiveHalving(min_iterations=10, reduction=3, min_trials=2).decide(trial, others, goal, complete)
+    got = SuccessiveHalving(min_iterations=10, reduction=3, min_trials=2).decide(trial, others, goal, ended)
     assert (None if got is None else (got.iteration, round(got.threshold, 2), got.compared)) == decision, got
     if got is not None:
         reason = got.reason("evalReturn")
@@ -347,28 +349,30 @@ def test_the_median_stopping_rule_compares_best_values_at_matching_iterations(
 
 
 @pytest.mark.parametrize(
-    ("trial", "complete", "others", "stop_at"),
+    ("trial", "ended", "others", "stop_at"),
     [
-        # both peers Succeeded (reached their stop value) before iteration 40: their final bests count there
+        # both peers ended (at their stop value) before iteration 40: their final bests count there
         ([(20, 10.0), (40, 12.0)], [[(10, 60.0), (20, 196.0)], [(10, 50.0), (30, 197.0)]], [], 40),
         ([(20, 10.0), (40, 199.0)], [[(10, 60.0), (20, 196.0)], [(10, 50.0), (30, 197.0)]], [], None),
-        # a Succeeded peer's best up to the trial's iteration only, when it went beyond it
+        # an ended peer's best up to the trial's iteration only, when it went beyond it
         ([(10, 55.0)], [[(10, 50.0), (20, 196.0)], [(10, 60.0), (20, 197.0)]], [], None),
-        # a Failed peer that ended short of iteration 40 is not compared there: one complete peer is too few
+        # a running peer short of iteration 40 is not compared there: one ended peer is too few
         ([(20, 10.0), (40, 12.0)], [[(20, 196.0)]], [[(10, 80.0)]], None),
         ([(20, 10.0), (40, 12.0)], [[(20, 196.0)]], [[(10, 80.0), (40, 90.0)]], 40),
-        ([(20, 10.0), (40, 12.0)], [[]], [[(10, 80.0), (40, 90.0)]], None),  # a complete peer that never reported
+        ([(20, 10.0), (40, 12.0)], [[]], [[(10, 80.0), (40, 90.0)]], None),  # an ended peer that never reported
+        # a slower seed of a good setting, past where the fast ones ended: the stopped trials count too
+        ([(400, 150.0), (720, 190.0)], [[(680, 200.0)], [(685, 199.0)], [(300, 10.0)], [(480, 34.0)]], [], None),
     ],
 )
-def test_a_succeeded_trial_counts_with_its_final_best_after_it_ended(
+def test_an_ended_trial_counts_with_its_final_best_after_it_ended(
     trial: list[tuple[int, float]],
-    complete: list[list[tuple[int, float]]],
+    ended: list[list[tuple[int, float]]],
     others: list[list[tuple[int, float]]],
     stop_at: int | None,
 ) -> None:
     from dihera.sweeps.stopping import MedianStopping
 
-    decision = MedianStopping(min_iterations=5, min_trials=2).decide(trial, others, Goal.MAXIMIZE, complete)
+    decision = MedianStopping(min_iterations=5, min_trials=2).decide(trial, others, Goal.MAXIMIZE, ended)
     assert (decision.iteration if decision else None) == stop_at, decision
 
 
@@ -390,11 +394,12 @@ def test_trials_to_stop_from_their_dijobs() -> None:
         "t6": dijob("Running", [[10, 70], [20, 80], [30, 90]]),
     }
     decisions = trials_to_stop(jobs, "evalReturn", MedianStopping(min_iterations=5), Goal.MAXIMIZE)
-    # t2 against every trial that reached iteration 20 (t5's point there is malformed: it reached 10 only);
-    # t5 at 10 beats the median of 50, 60, 5, 5, 5, 70; t3 is stopped already, t4 suspended; t6 at 30 against
-    # t0 (Succeeded: its final best 120) alone, fewer than min_trials (t1 Failed at 20, the rest short of 30)
-    assert sorted(decisions) == ["t2"], decisions
+    # t2 against the ended t0, t1, t3 and the others that reached iteration 20 (t4, t6; t5's point there is
+    # malformed: it reached 10 only); t5 at 10 beats the median of 50, 60, 5, 5, 5, 70; t3 is stopped
+    # already, t4 suspended; t6 at 30 against the ended t0, t1, t3 (their final bests 120, 150, 9)
+    assert sorted(decisions) == ["t2", "t6"], decisions
     assert decisions["t2"].reason("evalReturn") == (
-        "median stopping rule at iteration 20: best evalReturn 9 is worse than the median 80 of 5 other trials"
-        " at that iteration"
+        "median stopping rule at iteration 20: best evalReturn 9 is worse than the median 80 of 5 other trials'"
+        " best values up to that iteration"
     )
+    assert (decisions["t6"].iteration, decisions["t6"].threshold, decisions["t6"].compared) == (30, 120, 3)

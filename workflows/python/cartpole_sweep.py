@@ -11,7 +11,7 @@ DIHERA_TRIAL; the example's main takes the learning rate and the seed from them,
 `evalReturn` (after each evaluation) and its history to the di-server, into the trial DIJob's
 status.profilings, which the sweep ranks by. A trial ends Succeeded at the stop value (195). One that
 does not learn is stopped (suspended) by the early-stopping node once, from iteration 200 on, its best
-return is below the median of the other trials' at the same iteration (a Succeeded trial counts with its
+return is below the median of the other trials' at the same iteration (an ended trial counts with its
 final best), or ends at `activeDeadlineSeconds` (Failed, its last return kept). The summary node outputs
 the results table (mean and 95 % interval over the seeds per learning rate) and the best learning rate.
 
