@@ -7,8 +7,10 @@ sentence says the replicas per task alone; the task table after it shows in the 
 drawer (GitHub-flavoured markdown). Columns read annotations the renderer writes and scaling updates
 (annotations, not labels: a label value allows no spaces or commas and at most 63 characters).
 
-Links: ``workflow`` scope opens the job in the di-server, ``pod`` scope the replica running that pod.
-Argo substitutes ``${metadata.namespace}``, ``${metadata.name}`` (the Workflow's, or the pod's name)
+Links: ``workflow`` scope opens the job in the di-server, ``pod`` scope the replica running that pod and,
+on a sweep's trial node (its pod creates the trial's DIJob, labelled with the pod's name: dihera.sweeps),
+the trial's DIJob. Argo shows every pod link on every pod node; each view says when the pod is not one it
+knows. Argo substitutes ``${metadata.namespace}``, ``${metadata.name}`` (the Workflow's, or the pod's name)
 and ``${workflow.metadata.labels.<key>}``. The same values go into the dev cluster's ConfigMap
 (``ci/devcluster``), argo-helm's ``controller.columns`` / ``controller.links`` (docs/argo-ui.md) and
 the tests.
@@ -33,6 +35,7 @@ from dihera.constants import (
 __all__ = [
     "JOB_VIEW_PATH",
     "POD_VIEW_PATH",
+    "TRIAL_VIEW_PATH",
     "UI_COLUMNS",
     "argo_config",
     "columns",
@@ -53,6 +56,8 @@ UI_COLUMNS: tuple[tuple[str, str], ...] = (
 #: The di-server's read-only views the links open (``dihera.server.routes.views``), before substitution.
 JOB_VIEW_PATH = "/ui/namespaces/{namespace}/dijobs/{name}"
 POD_VIEW_PATH = "/ui/namespaces/{namespace}/dijobs/{name}/pods/{pod}"
+#: Redirects to the job view of the DIJob a sweep's trial pod created (``diengine/trial-pod``).
+TRIAL_VIEW_PATH = "/ui/namespaces/{namespace}/trials/{pod}"
 _JOB_OF_WORKFLOW = f"${{workflow.metadata.labels.{LABEL_JOB}}}"
 _URL = re.compile(r"^https?://[^/\s?#]+(/[^\s?#]*)?$")
 
@@ -101,9 +106,11 @@ def links(server_url: str) -> list[dict[str, str]]:
     base = server_url.rstrip("/")
     job = JOB_VIEW_PATH.format(namespace="${metadata.namespace}", name=_JOB_OF_WORKFLOW)
     pod = POD_VIEW_PATH.format(namespace="${metadata.namespace}", name=_JOB_OF_WORKFLOW, pod="${metadata.name}")
+    trial = TRIAL_VIEW_PATH.format(namespace="${metadata.namespace}", pod="${metadata.name}")
     return [
         {"name": "DIJob (di-server)", "scope": "workflow", "url": base + job},
         {"name": "Replica (di-server)", "scope": "pod", "url": base + pod},
+        {"name": "Trial DIJob (di-server)", "scope": "pod", "url": base + trial},
     ]
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "LABEL_QUEUE_NAME",
     "LABEL_TASK_NAME",
     "LABEL_TASK_TYPE",
+    "LABEL_TRIAL_POD",
     "MANAGED_BY",
     "MAX_ENV_STRING",
     "PEER_WAIT_CONTAINER",
@@ -170,6 +171,9 @@ ANNOTATION_WORKFLOW_DESCRIPTION = "workflows.argoproj.io/description"
 WORKFLOW_ENTRYPOINT = "dijob"
 #: Argo's annotation on a pod: the Workflow node it runs (``<workflow>.<dag task>(<attempt>)``).
 ANNOTATION_NODE_NAME = "workflows.argoproj.io/node-name"
+#: On a sweep trial's DIJob: the pod of the Workflow node that created it (Argo's ``{{pod.name}}``), which
+#: the Argo UI's pod link names: the di-server finds the trial's DIJob by it (dihera.argo_ui).
+LABEL_TRIAL_POD = "diengine/trial-pod"
 
 # -- Kueue (docs/queueing.md) ---------------------------------------------------------------------------
 #: On a DIJob: the Kueue LocalQueue the job is queued in (Kueue's own label); without it Kueue is not involved.

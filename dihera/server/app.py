@@ -50,6 +50,6 @@ def create_app(settings: ServerSettings, backend: Backend) -> FastAPI:
     app.add_middleware(RememberedReads, context=lambda: app.state.dihera)
     app.add_middleware(ObserveRequests, metrics=metrics)
     install_error_handlers(app)
-    for router in (routes.operations, routes.v2alpha1, routes.v1, routes.ui):
+    for router in (routes.operations, routes.v2alpha1, routes.v1, routes.ui, routes.trials):
         app.include_router(router)
     return app

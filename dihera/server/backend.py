@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from dihera.constants import LABEL_TRIAL_POD
 from dihera.kube.auth import Authenticator, Identity
 from dihera.kube.key_annotations import AnnotationKeyStore
 from dihera.kube.profilings import write_profilings
@@ -33,6 +34,10 @@ class Backend(Protocol):
     def ready(self) -> bool: ...
 
     def job(self, namespace: str, name: str) -> JobSnapshot | None: ...
+
+    def trial_job(self, namespace: str, pod: str) -> str | None:
+        """The name of the DIJob a sweep's trial pod created (labelled ``diengine/trial-pod``), if cached."""
+        ...
 
     def scale(self, namespace: str, name: str, request: ScaleRequest) -> ScaleResult: ...
 
@@ -89,6 +94,10 @@ class KubeBackend:
             return None
         configmap = self._store.get("ConfigMap", namespace, membership_configmap_name(name))
         return JobSnapshot(body, configmap, tuple(self._store.pods(namespace, name)))
+
+    def trial_job(self, namespace: str, pod: str) -> str | None:
+        found = self._store.labelled("DIJob", namespace, LABEL_TRIAL_POD, pod)
+        return str(found[0]["metadata"]["name"]) if found else None
 
     def scale(self, namespace: str, name: str, request: ScaleRequest) -> ScaleResult:
         return self._scaler.scale(namespace, name, request)

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Header, Path, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from dihera.constants import LABEL_TRIAL_POD
 from dihera.kube.snapshot import JobSnapshot
 from dihera.scaling import ScaleError, ScaleRequest
 from dihera.server import views
@@ -30,6 +31,7 @@ __all__ = [
     "JSON",
     "NAMESPACE_PATTERN",
     "NAME_PATTERN",
+    "TRIAL_PATH",
     "V1_PATH",
     "V2_PATH",
     "Context",
@@ -38,6 +40,7 @@ __all__ = [
     "JobRef",
     "Reader",
     "ServerContext",
+    "TrialViewer",
     "Viewer",
     "Writer",
     "answer",
@@ -58,6 +61,7 @@ JobId = Annotated[
 ]
 Namespace = Annotated[str, Path(pattern=rf"^{_NS}$", max_length=63, description="the job's namespace")]
 Name = Annotated[str, Path(pattern=rf"^{_NAME}$", max_length=253, description="the DIJob's name")]
+PodName = Annotated[str, Path(pattern=rf"^{_NAME}$", max_length=253, description="a pod's name")]
 IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)]
 bearer = HTTPBearer(auto_error=False, description="a Kubernetes bearer token (e.g. a service account token)")
 
@@ -87,7 +91,11 @@ async def _v1_path(namespace: Namespace, name: Name) -> None:
     """Declares and validates the path of a ``/v1`` job route (the guard reads it, after the token)."""
 
 
-V2_PATH, V1_PATH = [Depends(_v2_path)], [Depends(_v1_path)]
+async def _trial_path(namespace: Namespace, pod: PodName) -> None:
+    """Declares and validates the path of a trial's view (the guard reads it, after the token)."""
+
+
+V2_PATH, V1_PATH, TRIAL_PATH = [Depends(_v2_path)], [Depends(_v1_path)], [Depends(_trial_path)]
 
 
 @dataclass(frozen=True)
@@ -117,8 +125,31 @@ class JobCall:
     ctx: ServerContext
 
 
-def _guard(verb: str, view: bool = False) -> Callable[..., Awaitable[JobCall]]:
-    """``view``: a read-only view (``/ui``), served without a token when ``anonymous_views`` is on."""
+def _trial_ref(request: Request, ctx: ServerContext) -> JobRef:
+    """The DIJob a sweep's trial pod created (``/ui/namespaces/{namespace}/trials/{pod}``), from the cache."""
+    namespace, pod = str(request.path_params["namespace"]), str(request.path_params["pod"])
+    if not ctx.settings.watches(namespace):
+        raise ApiError(404, f"pod {namespace}/{pod}: this di-server serves {ctx.settings.scope()} only")
+    name = ctx.backend.trial_job(namespace, pod)
+    if name is None:
+        raise ApiError(
+            404,
+            f"pod {namespace}/{pod} created no DIJob (a sweep's trial pod labels the DIJob it creates "
+            f"{LABEL_TRIAL_POD}={pod}; not this pod, or that DIJob was deleted)",
+        )
+    return JobRef(namespace, name)
+
+
+RefOf = Callable[[Request, ServerContext], JobRef]
+
+
+def _path_ref(request: Request, _: ServerContext) -> JobRef:
+    return _job_ref(request)
+
+
+def _guard(verb: str, view: bool = False, ref_of: RefOf = _path_ref) -> Callable[..., Awaitable[JobCall]]:
+    """``view``: a read-only view (``/ui``), served without a token when ``anonymous_views`` is on.
+    ``ref_of``: which job the request is about (after the token is checked, so an unknown caller learns nothing)."""
 
     async def check(
         request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
@@ -126,13 +157,13 @@ def _guard(verb: str, view: bool = False) -> Callable[..., Awaitable[JobCall]]:
         ctx: ServerContext = request.app.state.dihera  # not a sub-dependency: one fewer to solve per request
         anonymous = credentials is None or not credentials.credentials
         if not ctx.settings.auth or (view and anonymous and ctx.settings.anonymous_views):
-            return JobCall(_job_ref(request), ctx)
+            return JobCall(ref_of(request, ctx), ctx)
         if credentials is None or not credentials.credentials:
             raise ApiError(401, "missing bearer token (header 'Authorization: Bearer <token>')")
         identity = await ctx.access.identity(credentials.credentials)
         if identity is None:
             raise ApiError(401, "the bearer token was not accepted by the Kubernetes API server")
-        ref = _job_ref(request)
+        ref = ref_of(request, ctx)
         if not await ctx.access.allowed(identity, verb, ref.namespace, ref.name):
             raise ApiError(
                 403, f"{identity.username} may not {verb} dijobs.diengine.opendilab.org in namespace {ref.namespace}"
@@ -147,6 +178,8 @@ def _guard(verb: str, view: bool = False) -> Callable[..., Awaitable[JobCall]]:
 Reader = Annotated[JobCall, Depends(_guard("get"))]
 Writer = Annotated[JobCall, Depends(_guard("patch"))]
 Viewer = Annotated[JobCall, Depends(_guard("get", view=True))]
+#: A view of the DIJob a sweep's trial pod created: the same rights as :data:`Viewer` on that DIJob.
+TrialViewer = Annotated[JobCall, Depends(_guard("get", view=True, ref_of=_trial_ref))]
 
 
 def cached(call: JobCall) -> JobSnapshot:

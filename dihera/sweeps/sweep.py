@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from dihera.constants import LABEL_QUEUE_NAME
+from dihera.constants import LABEL_QUEUE_NAME, LABEL_TRIAL_POD
 from dihera.model import DIJob
 from dihera.sweeps.results import Goal
 from dihera.sweeps.space import Dimension, Grid, Search, SweepSpaceError, Trial, Value, plan_trials
@@ -158,12 +158,17 @@ class Sweep:
         config = str(trial.index // len(self.seeds))
         return self._manifest(self.trial_name(trial.index), str(trial.index), texts, str(trial.seed), config)
 
-    def _manifest(self, job_name: str, index: str, texts: Mapping[str, str], seed: str, config: str) -> dict[str, Any]:
-        """``job`` for one trial; the arguments may be Argo placeholders (the Workflow's one trial template)."""
+    def _manifest(
+        self, job_name: str, index: str, texts: Mapping[str, str], seed: str, config: str, pod: str | None = None
+    ) -> dict[str, Any]:
+        """``job`` for one trial; the arguments may be Argo placeholders (the Workflow's one trial template).
+        ``pod``: the creating pod's name (labelled :data:`LABEL_TRIAL_POD`; only the Workflow knows it)."""
         manifest = copy.deepcopy(self.job.to_manifest())
         meta = manifest["metadata"]
         meta["name"] = job_name
         meta["labels"] = {**meta.get("labels", {}), LABEL_EXPERIMENT: self.name, LABEL_TRIAL: index}
+        if pod is not None:
+            meta["labels"][LABEL_TRIAL_POD] = pod
         if self.queue is not None:
             meta["labels"][LABEL_QUEUE_NAME] = self.queue
         annotations = {f"{ANNOTATION_PARAM_PREFIX}{name}": text for name, text in texts.items()}
@@ -189,8 +194,13 @@ class Sweep:
 
     def template_manifest(self, placeholders: Mapping[str, str]) -> dict[str, Any]:
         """The trial DIJob with Argo input placeholders: ``placeholders`` maps ``job``, ``trial``, ``seed``,
-        ``configuration`` and each parameter's name to the text Argo substitutes."""
+        ``configuration``, each parameter's name and, optionally, ``pod`` to the text Argo substitutes."""
         texts = {name: placeholders[name] for name in self.space}
         return self._manifest(
-            placeholders["job"], placeholders["trial"], texts, placeholders["seed"], placeholders["configuration"]
+            placeholders["job"],
+            placeholders["trial"],
+            texts,
+            placeholders["seed"],
+            placeholders["configuration"],
+            placeholders.get("pod"),
         )

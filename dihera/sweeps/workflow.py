@@ -3,7 +3,8 @@
 Shape: the DAG ``sweep`` runs the DAG ``trials``, one node per trial, ``t<index>-<values>-s<seed>``
 (the Argo UI labels each trial with its values), at most ``parallelism`` at a time (the ``trials``
 template's parallelism), over one ``trial`` resource template that creates the trial's DIJob (owned by
-the Workflow: deleting the experiment deletes its DIJobs) and ends with it: Succeeded when the DIJob's
+the Workflow: deleting the experiment deletes its DIJobs; labelled with the creating pod's name, which
+the Argo UI's pod link names: dihera.argo_ui) and ends with it: Succeeded when the DIJob's
 ``status.phase`` is ``Succeeded``, Failed when it is ``Failed`` or ``Suspended`` (stopped early, or by
 hand); its outputs are the DIJob's phase and ``status.profilings.<metric>``. A failed trial does not stop
 the sweep (``continueOn.failed``). With early stopping, the daemon node ``early-stopping`` runs ``dihera
@@ -62,6 +63,7 @@ def _trial_template(sweep: Sweep) -> m.Template:
     inputs = ["job", "trial", "seed", "configuration", *(f"param_{name}" for name in sweep.space)]
     holders = {name: f"{{{{inputs.parameters.{name}}}}}" for name in ("job", "trial", "seed", "configuration")}
     holders.update({name: f"{{{{inputs.parameters.param_{name}}}}}" for name in sweep.space})
+    holders["pod"] = "{{pod.name}}"  # the Argo UI's pod link finds the trial's DIJob by it (dihera.argo_ui)
     manifest = sweep.template_manifest(holders)
     return m.Template(
         name=TRIAL,

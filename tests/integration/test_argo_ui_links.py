@@ -22,8 +22,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
-from dihera.constants import LABEL_JOB
+from dihera.constants import LABEL_JOB, LABEL_TRIAL_POD
 from dihera.kube.jobs import JobStore
+from dihera.schema import GROUP, PLURAL, VERSION
 from tests.integration.conftest import Poll
 from tests.integration.controllers import Controller
 from tests.integration.jobs import job_pods, manifest, phase_is, task
@@ -102,8 +103,11 @@ def test_columns_and_links_of_a_running_dijob_land_on_the_di_server(
         "Generation": "1",
     }
     assert wf["metadata"]["labels"][LABEL_JOB] == name
-    by_scope = {link["scope"]: link for link in config["links"]}
-    assert set(by_scope) == {"workflow", "pod"}
+    links = {link["name"]: link for link in config["links"]}
+    assert {(link["name"], link["scope"]) for link in links.values()} == {
+        ("DIJob (di-server)", "workflow"), ("Replica (di-server)", "pod"), ("Trial DIJob (di-server)", "pod")
+    }  # fmt: skip
+    by_scope = {"workflow": links["DIJob (di-server)"], "pod": links["Replica (di-server)"]}
 
     job_url = process_url(by_scope["workflow"]["url"], link_object(wf))
     assert job_url == f"{ui_server}/ui/namespaces/{namespace}/dijobs/{name}"
@@ -120,6 +124,21 @@ def test_columns_and_links_of_a_running_dijob_land_on_the_di_server(
         assert resp.status_code == 200, resp.text
         replica = resp.json()["replica"]
         assert (f"{name}-{replica['name']}", replica["pod"], resp.json()["current"]) == (host, pod, True)
+
+    # a sweep's trial pod (its node's pod link): the DIJob that pod created, found by the label the sweep's
+    # trial template sets to Argo's {{pod.name}} (that Argo does: the real node's sweep test)
+    trial_link = links["Trial DIJob (di-server)"]["url"]
+    assert follow(process_url(trial_link, link_object(wf, "ui-trial-1"))).status_code == 404
+    client.CustomObjectsApi(cluster).patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, name, {"metadata": {"labels": {LABEL_TRIAL_POD: "ui-trial-1"}}},
+        _content_type="application/merge-patch+json",
+    )  # fmt: skip
+    resp = poll(
+        lambda: (r := httpx.get(process_url(trial_link, link_object(wf, "ui-trial-1")), timeout=30,
+                                follow_redirects=True)).status_code == 200 and r,
+        30, "the trial link answering 200",
+    )  # fmt: skip
+    assert resp.url.path == f"/ui/namespaces/{namespace}/dijobs/{name}" and resp.json()["job"]["name"] == name
 
     # the views are open; the API is not
     put = f"{ui_server}/v1/namespaces/{namespace}/dijobs/{name}/tasks/collector/replicas"

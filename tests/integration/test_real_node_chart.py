@@ -46,7 +46,7 @@ from ci.devcluster import realnode
 from ci.devcluster.images import PYTHON_IMAGE, package_version
 from ci.devcluster.manifests import RESTRICTED
 from ci.devcluster.settings import Settings
-from dihera.constants import PEER_WAIT_CONTAINER
+from dihera.constants import LABEL_TRIAL_POD, PEER_WAIT_CONTAINER
 from dihera.kube.experiments import read_workflow
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import WORKFLOW_GROUP, WORKFLOW_PLURAL, WORKFLOW_VERSION
@@ -304,6 +304,14 @@ def test_a_sweep_runs_each_trial_as_a_dijob_and_ranks_them(
     assert sorted(line.split(":")[0] for line in log.splitlines() if line.startswith("stopped ")) == [
         "stopped probe-sweep-t02", "stopped probe-sweep-t03"
     ], log
+
+    # each trial's DIJob is labelled with the name of the pod that created it (Argo's {{pod.name}}), which the
+    # Argo UI's pod link on the trial node names (test_argo_ui_links follows that link to the di-server)
+    creators = {(p.metadata.annotations or {}).get("workflows.argoproj.io/node-name"): p.metadata.name
+                for p in core.list_namespaced_pod(namespace).items}  # fmt: skip
+    for n in trial_nodes:
+        job_of_node = {p["name"]: p["value"] for p in n["inputs"]["parameters"]}["job"]
+        assert by_name[job_of_node]["metadata"]["labels"][LABEL_TRIAL_POD] == creators[n["name"]], (n, creators)
 
     stopped = [line for line in log.splitlines() if line.startswith("stopped ")]
     print(f"\n[sweep] {wf['status']['startedAt']} .. {wf['status']['finishedAt']}; " + "; ".join(stopped))

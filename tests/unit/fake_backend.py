@@ -13,6 +13,7 @@ from typing import Any
 import jsonpatch  # type: ignore[import-untyped]
 
 from dihera import load_job
+from dihera.constants import LABEL_TRIAL_POD
 from dihera.kube.auth import Identity
 from dihera.kube.scale_executor import ScaleResult
 from dihera.kube.snapshot import JobSnapshot
@@ -56,6 +57,14 @@ class FakeBackend:
     def job(self, namespace: str, name: str) -> JobSnapshot | None:
         entry = self.jobs.get((namespace, name))
         return JobSnapshot(entry["body"], entry["configmap"], ()) if entry else None
+
+    def trial_job(self, namespace: str, pod: str) -> str | None:
+        labelled = [
+            name
+            for (ns, name), entry in sorted(self.jobs.items())
+            if ns == namespace and entry["body"]["metadata"].get("labels", {}).get(LABEL_TRIAL_POD) == pod
+        ]
+        return labelled[0] if labelled else None
 
     def scale(self, namespace: str, name: str, request: ScaleRequest) -> ScaleResult:
         with self.lock:

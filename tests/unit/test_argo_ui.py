@@ -38,11 +38,12 @@ def test_every_column_reads_an_annotation_the_workflow_carries() -> None:
 
 
 def test_links_point_at_the_di_server_with_argos_substitutions() -> None:
-    workflow, pod = links("http://127.0.0.1:8081/")
-    assert (workflow["scope"], pod["scope"]) == ("workflow", "pod")
+    workflow, pod, trial = links("http://127.0.0.1:8081/")
+    assert (workflow["scope"], pod["scope"], trial["scope"]) == ("workflow", "pod", "pod")
     job_url = "http://127.0.0.1:8081/ui/namespaces/${metadata.namespace}/dijobs/${workflow.metadata.labels.diengine/job}"
     assert workflow["url"] == job_url
     assert pod["url"] == job_url + "/pods/${metadata.name}"
+    assert trial["url"] == "http://127.0.0.1:8081/ui/namespaces/${metadata.namespace}/trials/${metadata.name}"
 
 
 @pytest.mark.parametrize("url", ["127.0.0.1:8081", "ftp://host", "http://host/x?y=1", "http://", "http://a b"])

@@ -47,6 +47,18 @@ def test_pods_are_found_by_their_job_label() -> None:
     assert cache.pods("ns", "a") == [] and cache.sizes()["Pod"] == 2
 
 
+def test_objects_are_found_by_any_label_in_their_namespace() -> None:
+    cache = Store()
+    for name, uid, pod in (("t1", "u1", "pod-1"), ("t0", "u0", "pod-0"), ("t2", "u2", "pod-1")):
+        doc = obj(name, uid)
+        doc["metadata"]["labels"] = {"diengine/trial-pod": pod}
+        cache.put("DIJob", doc)
+    cache.put("DIJob", obj("plain", "u3"))
+    assert [j["metadata"]["name"] for j in cache.labelled("DIJob", "ns", "diengine/trial-pod", "pod-1")] == ["t1", "t2"]
+    assert cache.labelled("DIJob", "other", "diengine/trial-pod", "pod-1") == []
+    assert cache.labelled("DIJob", "ns", "diengine/trial-pod", "pod-9") == []
+
+
 def test_a_recreated_object_survives_the_late_delete_of_its_predecessor() -> None:
     cache = Store()
     cache.put("Workflow", obj("j", "old", "5", job="j", created="2026-01-01T00:00:00Z"))

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from dihera.argo_ui import JOB_VIEW_PATH, POD_VIEW_PATH, links
-from dihera.constants import LABEL_JOB
+from dihera.argo_ui import JOB_VIEW_PATH, POD_VIEW_PATH, TRIAL_VIEW_PATH, links
+from dihera.constants import LABEL_JOB, LABEL_TRIAL_POD
 from dihera.kube.snapshot import JobSnapshot
 from dihera.server import ServerSettings, create_app
 from tests.builders import PodBuilder, task
@@ -112,7 +112,9 @@ def test_views_need_a_token_unless_anonymous_views_and_writes_always_do(backend:
 
 
 def test_the_argo_links_land_on_these_views(backend: PodsBackend) -> None:
-    """Each link's URL, with Argo's substitutions done for this job's Workflow and pod, answers 200."""
+    """Each link's URL, with Argo's substitutions done for this job's Workflow and pod, answers 200 (the
+    trial link: for a pod that created a DIJob, as a sweep's trial pod does)."""
+    backend.jobs[("team-a", "dqn")]["body"]["metadata"]["labels"] = {LABEL_TRIAL_POD: "dqn-learner-0-x"}
     http = client(backend, ADMIN)
     values = {
         "${metadata.namespace}": "team-a",
@@ -127,3 +129,30 @@ def test_the_argo_links_land_on_these_views(backend: PodsBackend) -> None:
             url = url.replace(key, value)
         assert "${" not in url
         assert http.get(url).status_code == 200, (link, url)
+
+
+def test_a_trial_pods_link_redirects_to_the_dijob_it_created(backend: PodsBackend) -> None:
+    """A sweep's trial node runs a pod that creates the trial's DIJob, labelled with the pod's name."""
+    backend.add(job_doc(task("learner"), name="sweep-t03"))
+    backend.jobs[("team-a", "sweep-t03")]["body"]["metadata"]["labels"] = {LABEL_TRIAL_POD: "sweep-trial-123"}
+    trial_url = TRIAL_VIEW_PATH.format(namespace="team-a", pod="sweep-trial-123")
+    http = client(backend, VIEWER)
+    resp = http.get(trial_url, follow_redirects=False)
+    assert (resp.status_code, resp.headers["location"]) == (307, "../dijobs/sweep-t03")
+    followed = http.get(trial_url)
+    assert followed.url.path == JOB_VIEW_PATH.format(namespace="team-a", name="sweep-t03")
+    assert followed.json()["job"]["name"] == "sweep-t03"
+    other = http.get(TRIAL_VIEW_PATH.format(namespace="team-a", pod="dqn-learner-0-x"))
+    assert other.status_code == 404 and "pod team-a/dqn-learner-0-x created no DIJob" in other.text
+    assert "diengine/trial-pod=dqn-learner-0-x" in other.text
+
+
+def test_a_trial_link_tells_an_unknown_caller_nothing(backend: PodsBackend) -> None:
+    """The token is checked before the DIJob is looked up; anonymous views follow the redirect."""
+    backend.jobs[("team-a", "dqn")]["body"]["metadata"]["labels"] = {LABEL_TRIAL_POD: "p1"}
+    for pod in ("p1", "unknown"):
+        url = TRIAL_VIEW_PATH.format(namespace="team-a", pod=pod)
+        assert client(backend).get(url).status_code == 401
+        assert client(backend, "not-a-token").get(url).status_code == 401
+    open_views = client(backend, anonymous_views=True)
+    assert open_views.get(TRIAL_VIEW_PATH.format(namespace="team-a", pod="p1")).json()["job"]["name"] == "dqn"

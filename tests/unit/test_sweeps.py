@@ -165,11 +165,14 @@ def test_the_workflow_has_one_resource_node_per_trial_bounded_by_parallelism_the
     assert resource["action"] == "create" and resource["setOwnerReference"] is True
     assert resource["successCondition"] == "status.phase == Succeeded"
     assert resource["failureCondition"] == "status.phase in (Failed,Suspended)"
-    # the template, its placeholders substituted as Argo does, is trial 3's DIJob exactly
-    text = resource["manifest"]
+    # the template, its placeholders substituted as Argo does, is trial 3's DIJob exactly, labelled with the
+    # name of the pod that creates it (the Argo UI's pod link on the trial node finds the DIJob by it)
+    text = resource["manifest"].replace("{{pod.name}}", "lr-sweep-trial-3141")
     for name, value in args.items():
         text = text.replace(f"{{{{inputs.parameters.{name}}}}}", value)
-    assert json.loads(text) == sweep.trial_manifest(sweep.trials[3])
+    expected = sweep.trial_manifest(sweep.trials[3])
+    expected["metadata"]["labels"]["diengine/trial-pod"] = "lr-sweep-trial-3141"
+    assert json.loads(text) == expected
     assert [p["valueFrom"]["jsonPath"] for p in trial["outputs"]["parameters"]] == [
         "{.status.phase}", "{.status.profilings.evalReturn}"
     ]  # fmt: skip

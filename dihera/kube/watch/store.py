@@ -165,6 +165,18 @@ class Store:
                 return None
             return max(same_name.values(), key=_age)
 
+    def labelled(self, kind: str, namespace: str, label: str, value: str) -> list[dict[str, Any]]:
+        """The ``kind`` objects of the namespace whose label ``label`` is ``value``, in name order (a scan of
+        the namespace's objects of that kind: for rare look-ups, such as a followed link)."""
+        with self._lock:
+            return [
+                obj
+                for (ns, _), same_name in sorted(self._objects[kind].items())
+                if ns == namespace
+                for obj in same_name.values()
+                if ((obj.get("metadata") or {}).get("labels") or {}).get(label) == value
+            ]
+
     def pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
         """The pods labelled ``diengine/job=<job>`` in the namespace, in name order."""
         return self.of_job("Pod", namespace, job)
