@@ -34,6 +34,8 @@ __all__ = [
     "click_graph_node",
     "expect_text",
     "follow_link",
+    "graph_labels",
+    "graph_node_id",
     "graph_node_ids",
     "html_tables",
     "list_table",
@@ -168,6 +170,16 @@ def graph_node_ids(page: Page) -> list[str]:
         "() => [...document.querySelectorAll('svg g > title')].map(t => t.textContent.trim())"
     )
     return titles
+
+
+def graph_labels(page: Page) -> set[str]:
+    """The labels of the nodes the graph draws (titles ``<id> (<label>)``)."""
+    return {t.split(" (", 1)[1][:-1] for t in graph_node_ids(page) if " (" in t}
+
+
+def graph_node_id(page: Page, label: str) -> str | None:
+    """The id of the graph's node labelled ``label`` (None: not drawn)."""
+    return next((t.split(" (", 1)[0] for t in graph_node_ids(page) if t.endswith(f" ({label})")), None)
 
 
 def follow_link(page: Page, name: str, timeout: float = 30.0) -> Page:

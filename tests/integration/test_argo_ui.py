@@ -20,7 +20,6 @@ from typing import Any
 import httpx
 import pytest
 from kubernetes import client
-from playwright.sync_api import Page
 
 from ci.devcluster import Cluster, Settings
 from dihera.argo_ui import UI_COLUMNS
@@ -31,6 +30,7 @@ from tests.integration.argo_ui import (
     click_graph_node,
     expect_text,
     follow_link,
+    graph_labels,
     graph_node_ids,
     html_tables,
     list_table,
@@ -140,11 +140,6 @@ def columns_of(wf: dict[str, Any]) -> dict[str, str]:
 
 def job_row(table: ListTable, title: str) -> list[str] | None:
     return next((row for row in table.rows if row and row[0].startswith(title)), None)
-
-
-def graph_labels(page: Page) -> set[str]:
-    """The labels of the nodes the graph draws (titles ``<id> (<label>)``)."""
-    return {t.split(" (", 1)[1][:-1] for t in graph_node_ids(page) if " (" in t}
 
 
 @pytest.fixture

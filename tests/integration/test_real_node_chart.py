@@ -38,11 +38,12 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from kubernetes import client
 
-from ci.devcluster import realnode
+from ci.devcluster import Cluster, realnode
 from ci.devcluster.images import PYTHON_IMAGE, package_version
 from ci.devcluster.manifests import RESTRICTED
 from ci.devcluster.settings import Settings
@@ -51,10 +52,23 @@ from dihera.kube.experiments import read_workflow
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import WORKFLOW_GROUP, WORKFLOW_PLURAL, WORKFLOW_VERSION
 from dihera.schema import GROUP, PLURAL, VERSION
+from dihera.server import ServerSettings
 from tests.chart.helm import CHART
+from tests.integration.argo_ui import (
+    browser_page,
+    click_graph_node,
+    expect_text,
+    follow_link,
+    graph_labels,
+    graph_node_id,
+    graph_node_ids,
+    screenshot,
+    wait_for,
+)
 from tests.integration.conftest import Poll
 from tests.integration.realjobs import ON_REAL_NODE
 from tests.integration.releases import DIJOB_CRD, TIMEOUT, Release, read_crd, restore_crds
+from tests.integration.servers import argo_ui_config, running_server
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
@@ -242,9 +256,32 @@ def _overlap(intervals: list[tuple[str, str]]) -> int:
     return most
 
 
+def _sweep_in_the_argo_ui(cluster: client.ApiClient, namespace: str, server_kubeconfig: Path) -> None:
+    """The experiment in a real browser: its graph labels the trial nodes with their values (the middle two
+    of four siblings folded), and the first trial's pod link opens its DIJob's view in a di-server on the
+    port Argo's links name (anonymous views, serving the sweep's namespace)."""
+    dev = Cluster(Settings.from_environ())
+    argo_url = dev.argo_ui_url()
+    assert argo_url, "the local control plane's default pair runs the Argo UI"
+    port = urlsplit(argo_ui_config(cluster)["links"][0]["url"]).port
+    settings = ServerSettings(namespaces=(namespace,), anonymous_views=True, auth_cache_seconds=0.0)
+    with running_server(settings, server_kubeconfig, port or 0) as ui_server, browser_page() as page:
+        page.goto(f"{argo_url}/workflows/{namespace}/probe-sweep")
+        first, last = "t00-lr-0p01-s0", "t03-lr-0p5-s1"
+        wait_for(page, lambda: {first, last} <= graph_labels(page) or None, "the first and last trial nodes")
+        screenshot(page, dev.state.screenshots, "sweep-graph")
+        node = graph_node_id(page, first)
+        assert node and click_graph_node(page, node), graph_node_ids(page)
+        view = follow_link(page, "Trial DIJob (di-server)")
+        assert view.url == f"{ui_server}/ui/namespaces/{namespace}/dijobs/probe-sweep-t00", view.url
+        expect_text(view, [f"DIJob {namespace}/probe-sweep-t00", "Succeeded"], "the trial DIJob's view")
+        view.close()
+
+
 def test_a_sweep_runs_each_trial_as_a_dijob_and_ranks_them(
-    real_release: Release, jobs_namespace: str, cluster: client.ApiClient, kubeconfig: Path, poll: Poll, tmp_path: Path
-) -> None:
+    real_release: Release, jobs_namespace: str, cluster: client.ApiClient, kubeconfig: Path, poll: Poll,
+    tmp_path: Path, server_kubeconfig: Path,
+) -> None:  # fmt: skip
     namespace = jobs_namespace
     _account(cluster, namespace)
     file = tmp_path / "sweep.py"
@@ -324,6 +361,8 @@ def test_a_sweep_runs_each_trial_as_a_dijob_and_ranks_them(
     assert "| 1 | 0.01 | 1 | 100 | Failed |" in table and "| 0.01 | 2/2 | 99.5 | 93.15 .. 105.9 |" in table, table
     assert "| 2 | 0.5 | 0 |" in table and "| Stopped |" in table, table
     assert outputs["results-csv"].splitlines()[0] == "trial,job,lr,seed,evalReturn,phase,seconds", outputs
+
+    _sweep_in_the_argo_ui(cluster, namespace, server_kubeconfig)
 
     # deleting the experiment deletes its trials (they are owned by its Workflow)
     client.CustomObjectsApi(cluster).delete_namespaced_custom_object(
