@@ -101,6 +101,19 @@ BENCHES = (
         realnode=True,
     ),
     Bench(
+        "bench_sweep.py",
+        ("--trials", "100", "--parallelism", "10", "--run-seconds", "3"),
+        (
+            # issue 40's sweep on kwok nodes at full size: exactly 10 trials alive at a time, in the
+            # Workflow's trial nodes and in the DIJobs they created; the ratio is printed, not judged
+            r"Argo Workflow \(dihera.experiment.sweep\)\s+{n} s\s+most alive: 10 trial nodes, 10 DIJobs$",
+            r"plain script \(same DIJobs\)\s+{n} s\s+most alive: 10 DIJobs$",
+            r"ratio sweep / plain script\s+{n}",
+        ),
+        realnode=True,
+        timeout=900,
+    ),
+    Bench(
         "bench_peer_wait.py",
         ("--runs", "2"),
         (r"with the wait: p50 {n}s", r"without: p50 {n}s", r"cost of 'with the wait' \(difference of the medians\)"),
