@@ -98,7 +98,7 @@ fuzz: setup ## the fuzz tests at 5,000 examples each (CI runs a few hundred): va
 argo-behaviour: setup ## re-measure what Argo does with scaling's changes to a running Workflow (docs/scaling.md); DIHERA_ARGO_VERSION / DIHERA_KUBERNETES_VERSION pick the pair
 	$(VENV)/bin/pytest -s -rA tests/integration/test_argo_behaviour.py
 
-bench: setup ## benchmarks (print figures): CLI start-up, rendering, the di-server's CPU per request, then the controller and the di-server on the local control plane
+bench: setup ## benchmarks (print figures): CLI start-up, rendering, the di-server's CPU per request, then the controller and the di-server on the local control plane, a 100-trial sweep
 	$(PYTHON) bench/bench_cli.py
 	$(PYTHON) bench/bench_render.py
 	$(PYTHON) bench/bench_server_app.py
@@ -108,6 +108,7 @@ bench: setup ## benchmarks (print figures): CLI start-up, rendering, the di-serv
 	$(PYTHON) bench/bench_realnode.py
 	$(PYTHON) bench/bench_peer_wait.py
 	$(PYTHON) bench/bench_bigjob.py
+	$(PYTHON) bench/bench_sweep.py
 
 soak: setup ## the soak benchmark at full size: 30 minutes of random operations over 200 DIJobs (CI runs 60 s over 20)
 	@if [ -z "$$KUBECONFIG" ]; then $(MAKE) --no-print-directory cluster-up; fi

@@ -43,6 +43,7 @@ from tests.integration.controllers import (  # noqa: E402
     SA_NAME,
     SA_NAMESPACE,
     Controller,
+    denied,
     helm_path,
     kubectl,
 )
@@ -366,7 +367,7 @@ def controller(controller_kubeconfig: Path, dijob_crd: None, namespace: str, tmp
     finally:
         ctl.kill(signal.SIGTERM)
         print(ctl.logs()[-6000:])  # shown by pytest when the test failed
-        errors = [line for line in ctl.logs().splitlines() if "level=ERROR" in line and "403" in line]
+        errors = denied(ctl.logs())
         assert not errors, f"the controller lacked a permission:\n{errors[0]}"
 
 

@@ -31,6 +31,7 @@ __all__ = [
     "Controller",
     "Replica",
     "controller_env",
+    "denied",
     "free_port",
     "helm_path",
     "kubectl",
@@ -152,3 +153,10 @@ class Replica:
 
     def writes(self) -> float:
         return sum(v for k, v in self.metrics().items() if k not in ("reconciles", "requests"))
+
+
+def denied(logs: str) -> list[str]:
+    """The controller's ERROR lines of a request the API server refused (``403 Forbidden``, as
+    dihera.kube.errors words it): a permission the chart lacks. Not any line with "403" in it: a
+    timestamp's milliseconds can read 403."""
+    return [line for line in logs.splitlines() if "level=ERROR" in line and "403 Forbidden" in line]

@@ -35,7 +35,7 @@ from ci.devcluster import Cluster, Settings
 from dihera.kube.jobs import JobStore
 from dihera.schema import GROUP, PLURAL, VERSION
 from tests.integration.conftest import Poll
-from tests.integration.controllers import Controller
+from tests.integration.controllers import Controller, denied
 from tests.integration.elastic import NAME, live_pods, settled, status_of
 from tests.integration.jobs import edit_replicas, job_pods, manifest, task
 from tests.integration.lifecycle import set_suspend
@@ -74,8 +74,7 @@ def controller(controller_kubeconfig: Path, dijob_crd: None, namespace: str, tmp
     finally:
         ctl.kill(signal.SIGTERM)
         print(ctl.logs()[-6000:])
-        denied = [line for line in ctl.logs().splitlines() if "level=ERROR" in line and "403" in line]
-        late = [line for line in denied if not any(a <= logged_at(line) <= b for a, b in API_SERVER_DOWN)]
+        late = [line for line in denied(ctl.logs()) if not any(a <= logged_at(line) <= b for a, b in API_SERVER_DOWN)]
         assert not late, f"the controller lacked a permission:\n{late[0]}"
 
 

@@ -28,7 +28,7 @@ from dihera.queueing import KueueSettings
 from dihera.server import ServerSettings
 from tests.chart import helm
 from tests.integration.conftest import Poll
-from tests.integration.controllers import DIHERA, RBAC_KINDS, SA_NAME, Controller, controller_env, kubectl
+from tests.integration.controllers import DIHERA, RBAC_KINDS, SA_NAME, Controller, controller_env, denied, kubectl
 from tests.integration.jobs import job_pods, manifest, task
 from tests.integration.kueue import GROUP, QUEUE_LABEL, VERSION, Queues, condition
 from tests.integration.lifecycle import FOREVER, current_message, has_event, live_pods, status_where
@@ -111,7 +111,7 @@ def setup(
         for ctl in started:
             ctl.kill(signal.SIGTERM)
             print(ctl.logs()[-8000:])  # shown by pytest when the test failed
-            errors = [line for line in ctl.logs().splitlines() if "level=ERROR" in line and "403" in line]
+            errors = denied(ctl.logs())
             assert not errors, f"the controller lacked a permission:\n{errors[0]}"
 
 
