@@ -114,12 +114,20 @@ class JobWatch:
         self.phases: dict[str, str] = {}
         self.changed = threading.Condition()
         self._watch = watch.Watch()
+        self._stopped = False
         custom = client.CustomObjectsApi(api)
         args = (custom.list_namespaced_custom_object, GROUP, VERSION, ns, PLURAL)
         self._thread = threading.Thread(target=self._run, args=args, daemon=True)
         self._thread.start()
 
     def _run(self, *args: Any) -> None:
+        try:
+            self._follow(*args)
+        except Exception as err:
+            if not self._stopped:
+                print(f"[bench_sweep] DIJob watch ended: {err!r}", file=sys.stderr)
+
+    def _follow(self, *args: Any) -> None:
         for event in self._watch.stream(*args, timeout_seconds=3600):
             obj, now = event["object"], time.monotonic()
             name, phase = obj["metadata"]["name"], (obj.get("status") or {}).get("phase", "")
@@ -144,6 +152,7 @@ class JobWatch:
         return most
 
     def stop(self) -> None:
+        self._stopped = True
         self._watch.stop()
 
 
@@ -199,9 +208,9 @@ def via_sweep(
     cpu, t0 = cpu_seconds(), time.monotonic()
     custom.create_namespaced_custom_object("argoproj.io", "v1alpha1", ns, "workflows", body)
     phase, wf = "", {}
-    stream = watch.Watch().stream(
+    stream = watch.Watch().stream(  # the sweep's Workflow only: each trial's DIJob has a Workflow too
         custom.list_namespaced_custom_object, "argoproj.io", "v1alpha1", ns, "workflows",
-        timeout_seconds=int(timeout),
+        field_selector=f"metadata.name={sweep.name}", timeout_seconds=int(timeout),
     )  # fmt: skip
     for event in stream:
         wf = event["object"]

@@ -163,6 +163,9 @@ def test_the_workflow_has_one_resource_node_per_trial_bounded_by_parallelism_the
     assert args == {"job": "lr-sweep-t03", "trial": "3", "seed": "1", "configuration": "1", "param_lr": "0.5"}
     resource = trial["resource"]
     assert resource["action"] == "create" and resource["setOwnerReference"] is True
+    # Argo's executor checks the DIJob's phase every second (its default: every 5 s)
+    env = json.loads(trial["podSpecPatch"])["containers"][0]["env"]
+    assert env == [{"name": "RESOURCE_STATE_CHECK_INTERVAL", "value": "1s"}]
     assert resource["successCondition"] == "status.phase == Succeeded"
     assert resource["failureCondition"] == "status.phase in (Failed,Suspended)"
     # the template, its placeholders substituted as Argo does, is trial 3's DIJob exactly, labelled with the
