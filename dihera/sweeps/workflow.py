@@ -1,17 +1,17 @@
 """Render a :class:`~dihera.sweeps.sweep.Sweep` into an Argo Workflow with Hera (pure, deterministic).
 
-Shape: the DAG ``sweep`` runs the DAG ``trials``, one node per trial, ``t<index>-<values>-s<seed>``
-(the Argo UI labels each trial with its values), at most ``parallelism`` at a time (the ``trials``
-template's parallelism), over one ``trial`` resource template that creates the trial's DIJob (owned by
-the Workflow: deleting the experiment deletes its DIJobs; labelled with the creating pod's name, which
-the Argo UI's pod link names: dihera.argo_ui) and ends with it (its executor checks every second):
-Succeeded when the DIJob's ``status.phase`` is ``Succeeded``, Failed when it is ``Failed`` or ``Suspended`` (stopped early, or by
-hand); its outputs are the DIJob's phase and ``status.profilings.<metric>``. A failed trial does not stop
-the sweep (``continueOn.failed``). With early stopping, the daemon node ``early-stopping`` runs ``dihera
-experiment stop-trials`` beside the trials (its log says why it stopped each). When every trial has ended,
-the ``summary`` node runs ``dihera experiment summarize`` in dihera's image: it reads the trials' DIJobs
-and outputs the results table (Markdown, CSV) and the best values (JSON) as parameters, shown in the UI
-on its node.
+Shape: the DAG ``sweep`` runs the DAG ``trials``, one node per trial, ``t<index>-<values>-s<seed>`` (the Argo
+UI labels each trial with its values), at most ``parallelism`` at a time (the ``trials`` template's
+parallelism), over one ``trial`` resource template that creates the trial's DIJob (owned by the Workflow:
+deleting the experiment deletes its DIJobs; labelled with the creating pod's name, which the Argo UI's pod
+link names: dihera.argo_ui) and ends with it (its executor checks every second): Succeeded when the DIJob's
+``status.phase`` is ``Succeeded``, Failed when it is ``Failed`` or ``Suspended`` (stopped early, or by hand);
+its outputs are the DIJob's phase and ``status.profilings.<metric>``. A failed trial does not stop the sweep
+(``continueOn.failed``). With early stopping, the daemon node ``early-stopping`` runs ``dihera experiment
+stop-trials`` beside the trials (its log says why it stopped each). When every trial has ended, the
+``summary`` node runs ``dihera experiment summarize`` in dihera's image: it reads the trials' DIJobs and
+outputs the results table (Markdown, CSV) and the best values (JSON) as parameters, shown in the UI on its
+node.
 """
 
 from __future__ import annotations
