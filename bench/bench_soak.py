@@ -97,20 +97,32 @@ class Statuses:
         threading.Thread(target=self._run, daemon=True).start()
 
     def _run(self) -> None:
+        """List, then watch from the list's version; again after the watch ends. The list replaces what
+        is known, so a DIJob deleted while no watch ran is not kept as live (a watch restarted without a
+        list would never hear of it)."""
         custom = client.CustomObjectsApi(self.api)
         while not self.stop.is_set():
             try:
+                listed = custom.list_namespaced_custom_object(GROUP, VERSION, self.ns, PLURAL)
+                with self.cond:
+                    now = {obj["metadata"]["name"]: obj for obj in listed["items"]}
+                    self.latest = {**dict.fromkeys(self.latest), **now}
+                    self.cond.notify_all()
                 for ev in watch.Watch().stream(
-                    custom.list_namespaced_custom_object, GROUP, VERSION, self.ns, PLURAL, timeout_seconds=60
-                ):
+                    custom.list_namespaced_custom_object, GROUP, VERSION, self.ns, PLURAL,
+                    resource_version=listed["metadata"]["resourceVersion"], timeout_seconds=60,
+                ):  # fmt: skip
                     obj = ev["object"]
+                    if ev["type"] not in ("ADDED", "MODIFIED", "DELETED"):
+                        break  # ERROR (e.g. 410 Gone): list again
                     with self.cond:
                         gone = ev["type"] == "DELETED"
                         self.latest[obj["metadata"]["name"]] = None if gone else obj
                         self.cond.notify_all()
                     if self.stop.is_set():
                         return
-            except (ApiException, OSError):
+            except Exception as err:  # a watch cut short (urllib3's ProtocolError is no OSError): list again
+                print(f"[bench_soak] DIJob watch: {err!r}; listing again", file=sys.stderr)
                 time.sleep(0.5)
 
     def wait(self, name: str, holds: Any, timeout: float = 120) -> float | None:
