@@ -60,7 +60,7 @@ packaging: setup ## the wheel installed without extras into a fresh venv runs va
 
 
 # The version matrix: the whole suite on the default pair (ci/versions.env KUBERNETES_VERSION/ARGO_VERSION),
-# then the tests marked `compat` on the compat pair (COMPAT_*), each on its own local control plane.
+# and, beside it, the tests marked `compat` on the compat pair (COMPAT_*), each on its own local control plane.
 # The compat row runs on kwok nodes only (DIHERA_REAL_NODE=0): one real node per machine, and the default row has it.
 COMPAT_PAIR := $(shell . ci/versions.env && echo DIHERA_KUBERNETES_VERSION=$$COMPAT_KUBERNETES_VERSION DIHERA_ARGO_VERSION=$$COMPAT_ARGO_VERSION) DIHERA_REAL_NODE=0
 
@@ -71,22 +71,29 @@ COMPAT_BUILD_LOG := $(DIHERA_CACHE)/compat-build.log
 # Kueue's manager (~15 CPU-minutes cold; the default row's Kueue tests need it) and then the compat
 # pair's programs are built niced in the background while the default row's tests run, on the CPU
 # they leave idle: cold, that hides most of both builds (a Kueue test that comes first waits for the
-# build under way: ci/build-tools.sh builds a program once); warm, both are stamp checks.
+# build under way: ci/build-tools.sh builds a program once); warm, both are stamp checks. The compat
+# row's tests then run beside the default row's, on their own cluster (its own state directory and
+# ports: ci/devcluster/settings.py), into COMPAT_TEST_LOG, shown once the default row has ended.
+COMPAT_TEST_LOG := build/compat-row.log
 test: setup setup-node setup-ui images-bg tools check-generated lint typecheck chart-lint ## everything CI runs: checks, unit, chart and cluster tests on both rows of the version matrix
 	@$(if $(REAL_NODE),bash ci/bg.sh wait images || exit 1;) \
-	  { nice -n 10 bash ci/build-tools.sh kueue && nice -n 10 bash ci/build-tools.sh $(COMPAT_TOOLS); } > $(COMPAT_BUILD_LOG) 2>&1 & bg=$$!; \
-	  echo "[matrix] building Kueue's manager, then the compat pair's programs in the background (log: $(COMPAT_BUILD_LOG))"; \
+	  mkdir -p $(dir $(COMPAT_TEST_LOG)); \
+	  { if ! { nice -n 10 bash ci/build-tools.sh kueue && nice -n 10 bash ci/build-tools.sh $(COMPAT_TOOLS); } > $(COMPAT_BUILD_LOG) 2>&1; then \
+	      tail -n 40 $(COMPAT_BUILD_LOG); echo "[matrix] the background build (Kueue, the compat pair) failed"; exit 1; fi; \
+	    grep -h '^\[build-tools\] built' $(COMPAT_BUILD_LOG) || true; \
+	    $(MAKE) --no-print-directory test-compat; } > $(COMPAT_TEST_LOG) 2>&1 & bg=$$!; \
+	  echo "[matrix] building Kueue's manager, then the compat pair's programs in the background (log: $(COMPAT_BUILD_LOG)); then the compat row's tests beside the default row's (log: $(COMPAT_TEST_LOG))"; \
 	  $(MAKE) --no-print-directory test-default; rc=$$?; \
-	  if ! wait $$bg; then tail -n 40 $(COMPAT_BUILD_LOG); echo "[matrix] the background build (Kueue, the compat pair) failed"; exit 1; fi; \
-	  grep -h '^\[build-tools\] built' $(COMPAT_BUILD_LOG) || true; \
-	  $(MAKE) --no-print-directory test-compat || rc=1; exit $$rc
+	  echo "[matrix] the compat row (running since the default row's start; log: $(COMPAT_TEST_LOG)):"; \
+	  tail -n +1 --pid=$$bg -f $(COMPAT_TEST_LOG); wait $$bg || rc=1; exit $$rc
 
 test-default: setup ## every test (unit, chart, cluster) on the default Kubernetes/Argo pair
 	@start=$$SECONDS; $(VENV)/bin/pytest --durations=20 tests; rc=$$?; \
 	  echo "[matrix] default pair ($$(. ci/versions.env && echo $$KUBERNETES_VERSION / Argo $$ARGO_VERSION)): $$((SECONDS - start))s"; exit $$rc
 
 test-compat: setup ## the `compat` cluster tests on the compat pair (older Kubernetes/Argo; own state dir, built on first use)
-	@start=$$SECONDS; env $(COMPAT_PAIR) $(VENV)/bin/pytest --durations=10 -m "cluster and compat" tests/integration; rc=$$?; \
+	@start=$$SECONDS; env $(COMPAT_PAIR) $(VENV)/bin/pytest --durations=10 -p no:cacheprovider --basetemp=build/pytest-compat \
+	    -m "cluster and compat" tests/integration; rc=$$?; \
 	  echo "[matrix] compat pair ($(COMPAT_PAIR)): $$((SECONDS - start))s"; exit $$rc
 
 test-big: setup ## the large-job test at full size: 1 learner + 2,000 collectors + 1 evaluator on kwok, scaled to 2,100 and 1,900

@@ -1,14 +1,24 @@
 """CPU seconds used by each process of the local control plane, to say where a benchmark's time went.
 
 :func:`cpu_seconds` reads ``/proc`` (user + system time of every process whose executable is one of
-:data:`COMPONENTS`, and of ``dihera controller``); on another cluster it finds nothing and the
-benchmarks print no breakdown. :func:`breakdown` is the difference of two readings, largest first.
+:data:`COMPONENTS` and whose arguments name the dev cluster's state directory, and of ``dihera
+controller``); on another cluster it finds nothing and the benchmarks print no breakdown. The state
+directory tells the default pair's processes from the compat pair's, whose cluster `make test` runs
+beside it (the same kwok binary serves both). :func:`breakdown` is the difference of two readings, largest first.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # `ci` is a top-level folder of the repo, not an installed package
+    sys.path.insert(0, str(REPO))
+
+from ci.devcluster.processes import names_path  # noqa: E402
+from ci.devcluster.settings import Settings  # noqa: E402
 
 __all__ = ["COMPONENTS", "breakdown", "cpu_seconds"]
 
@@ -24,12 +34,13 @@ COMPONENTS = (
     "containerd",
 )
 _TICK = os.sysconf("SC_CLK_TCK")
+_STATE_ROOT = str(Settings.from_environ().state_dir)
 
 
 def _component(argv: list[str]) -> str | None:
     exe = Path(argv[0]).name if argv else ""
     if exe in COMPONENTS:
-        return exe
+        return exe if any(names_path(arg, _STATE_ROOT) for arg in argv[1:]) else None
     if exe.startswith("python"):  # a console script runs as "python .../bin/dihera controller ..."
         argv = argv[1:]
     if argv[:1] and Path(argv[0]).name == "dihera" and argv[1:2] == ["controller"]:

@@ -10,7 +10,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-__all__ = ["alive", "log_tail", "pid_of", "start", "stop", "strays"]
+__all__ = ["alive", "log_tail", "names_path", "pid_of", "start", "stop", "strays"]
 
 
 def _cmdline(pid: int) -> list[str]:
@@ -87,15 +87,27 @@ def strays(state_root: Path, binaries: Sequence[Path]) -> list[int]:
 
     Those are processes this tool started and lost track of (e.g. a deleted pid file).
     """
-    needle, programs = str(state_root), {str(b) for b in binaries}
+    root, programs = str(state_root), {str(b) for b in binaries}
     found = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             pid = int(entry.name)
             argv = _cmdline(pid)
-            if argv and argv[0] in programs and any(needle in arg for arg in argv[1:]) and _running(pid):
+            if argv and argv[0] in programs and any(names_path(arg, root) for arg in argv[1:]) and _running(pid):
                 found.append(pid)
     return found
+
+
+def names_path(arg: str, root: str) -> bool:
+    """Whether a program's argument names `root` or a path inside it: not merely a directory whose name
+    starts the same (`.devcluster` and the compat pair's `.devcluster-v1.35.4_v3.7.18`, which run side by side)."""
+    at = arg.find(root)
+    while at != -1:
+        end = at + len(root)
+        if end == len(arg) or arg[end] in "/,: ":
+            return True
+        at = arg.find(root, at + 1)
+    return False
 
 
 def log_tail(logfile: Path, lines: int = 15) -> str:

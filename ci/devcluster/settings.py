@@ -26,6 +26,10 @@ TOOLS = (
 UI_TOOLS = ("argo-server",)
 # Programs of the real node (and of its images: pause, argoexec).
 REAL_NODE_TOOLS = ("kubelet", "coredns", "netns-forward", "pause", "argoexec")
+#: Where each cluster's loopback ports start: the default pair's, and any other pair's (2,000 higher: far more
+#: than one cluster's ports, still below the ephemeral range, 32768 and up).
+DEFAULT_PAIR_FIRST_PORT = 21000
+OTHER_PAIR_FIRST_PORT = 23000
 
 
 def read_versions(path: Path = VERSIONS_FILE) -> dict[str, str]:
@@ -50,7 +54,10 @@ class Settings:
     cache_dir: Path = Path.home() / ".cache" / "dihera"
     kubectl: str = "kubectl"
     nodes: int = 4
-    first_port: int = 21000  # ports are picked upward from here, below Linux's ephemeral range
+    # Ports are picked upward from here, below Linux's ephemeral range; another pair's cluster starts higher
+    # (OTHER_PAIR_FIRST_PORT), so `make test` runs the compat row's cluster beside the default one and
+    # neither picks a port the other reserved but has not bound yet (the di-server's, Kueue's).
+    first_port: int = DEFAULT_PAIR_FIRST_PORT
     path_env: str = "/usr/local/bin:/usr/bin:/bin"
     build_env: Mapping[str, str] = field(default_factory=dict)  # environment of ci/build-tools.sh (Go settings)
     real_node: bool = True  # a kubelet + containerd node beside kwok's (one per machine)
@@ -79,6 +86,7 @@ class Settings:
             build_env=dict(environ),
             real_node=environ.get("DIHERA_REAL_NODE", "1") != "0",
             argo_ui=environ.get("DIHERA_ARGO_UI", "1") != "0" and argo_server_main(argo).is_file(),
+            first_port=DEFAULT_PAIR_FIRST_PORT if default_pair else OTHER_PAIR_FIRST_PORT,
         )
 
     @property

@@ -11,7 +11,9 @@ if str(REPO) not in sys.path:  # `ci` is a top-level folder of the repo, not an 
     sys.path.insert(0, str(REPO))
 
 from ci.devcluster import Settings  # noqa: E402
+from ci.devcluster.processes import names_path  # noqa: E402
 from ci.devcluster.settings import read_versions  # noqa: E402
+from ci.devcluster.state import PORT_NAMES  # noqa: E402
 
 PINNED = read_versions()
 
@@ -50,3 +52,15 @@ def test_compat_pair_from_the_environment_has_its_own_state_and_programs(tmp_pat
     versions = ["--kubernetes", compat.kubernetes_version, "--argo", compat.argo_version]
     assert compat.pair_dir == build_tools_pair_dir(tmp_path, *versions)
     assert compat.build_command[2:6] == versions
+    # `make test` runs both rows' clusters at once: their port ranges must not meet.
+    assert default.first_port + len(PORT_NAMES) < compat.first_port
+    assert compat.first_port + len(PORT_NAMES) < 32768  # below Linux's ephemeral ports
+
+
+def test_a_stray_is_a_process_of_this_state_directory_not_of_one_whose_name_starts_the_same() -> None:
+    root = "/repo/.devcluster"
+    assert names_path("--data-dir=/repo/.devcluster/etcd", root)
+    assert names_path("/repo/.devcluster", root)
+    assert names_path("--config=/repo/.devcluster/kwok.yaml,/other", root)
+    assert not names_path("--data-dir=/repo/.devcluster-v1.35.4_v3.7.18/etcd", root)
+    assert names_path("/repo/.devcluster-v1.35.4_v3.7.18/a,/repo/.devcluster/b", root)
