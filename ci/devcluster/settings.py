@@ -68,6 +68,7 @@ class Settings:
         """$DIHERA_KUBERNETES_VERSION / $DIHERA_ARGO_VERSION: the pair to run (default: ci/versions.env);
         $DIHERA_CACHE: where ci/build-tools.sh put the programs; $DIHERA_DEVCLUSTER_DIR: the state directory
         (default .devcluster/ for the default pair, .devcluster-<kubernetes>_<argo>/ for another pair);
+        $DIHERA_DEVCLUSTER_FIRST_PORT: where its ports start (a third cluster beside the two rows' clusters);
         $DIHERA_REAL_NODE=0: no real node (kwok's simulated nodes only); $DIHERA_ARGO_UI=0: no argo server
         (a pair whose Argo major has no loopback argo server main, the compat pair's v3, runs none anyway)."""
         pinned = read_versions()
@@ -86,7 +87,10 @@ class Settings:
             build_env=dict(environ),
             real_node=environ.get("DIHERA_REAL_NODE", "1") != "0",
             argo_ui=environ.get("DIHERA_ARGO_UI", "1") != "0" and argo_server_main(argo).is_file(),
-            first_port=DEFAULT_PAIR_FIRST_PORT if default_pair else OTHER_PAIR_FIRST_PORT,
+            first_port=int(
+                environ.get("DIHERA_DEVCLUSTER_FIRST_PORT")
+                or (DEFAULT_PAIR_FIRST_PORT if default_pair else OTHER_PAIR_FIRST_PORT)
+            ),
         )
 
     @property

@@ -9,8 +9,10 @@ test shows:
 2. a DIJob is then handled by the holder only: its log names the job, its ``/metrics`` count the writes
    (objects, status, Events); the standby's log never names the job, it made no write, ran no reconcile
    and listed nothing;
-3. after a SIGKILL of the holder (no goodbye in the Lease) the standby takes the Lease within the lease
-   duration and handles a second DIJob (created right after the kill) to Succeeded; nothing is done twice;
+3. a burst of 20 DIJobs, the holder SIGKILLed in its middle (no goodbye in the Lease): the standby takes the
+   Lease within the lease duration and brings every job to Succeeded; nothing is done twice (one Workflow
+   per job, no Workflow made by both, one JobSucceeded Event each, the standby's creations only what the
+   holder had not made);
 4. a SIGTERM of the new holder gives the Lease up (no holder), as client-go's ReleaseOnCancel;
 5. neither replica logged an ERROR (a namespaced install starts clean).
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -28,6 +31,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from dihera.constants import LABEL_JOB
 from dihera.kube.jobs import JobStore
 from dihera.schema import GROUP, PLURAL, VERSION
 from tests.integration.conftest import Poll
@@ -35,6 +39,10 @@ from tests.integration.controllers import LEASE, RETRY, SA_NAMESPACE, Replica
 from tests.integration.jobs import dijob_events, manifest, phase_is, task
 
 pytestmark = pytest.mark.cluster
+
+#: The burst of step 3, and how many of its jobs ctl-a has started (made objects for) when it is killed.
+BURST, KILL_AFTER = 20, 4
+
 
 @pytest.fixture
 def lease() -> str:
@@ -87,6 +95,30 @@ def succeeded_events(cluster: client.ApiClient, namespace: str, name: str) -> li
     return events if any(reason == "JobSucceeded" for reason, _ in events) else None
 
 
+def create_all(jobs: JobStore, namespace: str, names: list[str]) -> None:
+    """Create the burst's DIJobs one after another, as fast as the API server takes them."""
+    for name in names:
+        jobs.create(manifest(name, namespace, task("learner"), task("collector")))
+
+
+def created_workflows(replica: Replica, namespace: str, names: list[str]) -> set[str]:
+    """The jobs among ``names`` whose Workflow ``replica`` logged it created (its "created ..." line)."""
+    logged = {name: replica.lines(f"job={namespace}/{name}", "created ") for name in names}
+    return {name for name, lines in logged.items() if any("Workflow " in line for line in lines)}
+
+
+def workflows_by_job(cluster: client.ApiClient, namespace: str) -> dict[str, int]:
+    """Job name -> how many Workflows carry its label."""
+    found: Any = client.CustomObjectsApi(cluster).list_namespaced_custom_object(
+        "argoproj.io", "v1alpha1", namespace, "workflows"
+    )
+    counts: dict[str, int] = {}
+    for wf in found["items"]:
+        job = (wf["metadata"].get("labels") or {}).get(LABEL_JOB, "")
+        counts[job] = counts.get(job, 0) + 1
+    return counts
+
+
 def test_only_the_lease_holder_acts_and_a_standby_takes_over_within_the_lease_after_sigkill(
     replicas: tuple[Replica, Replica],
     cluster: client.ApiClient,
@@ -132,28 +164,40 @@ def test_only_the_lease_holder_acts_and_a_standby_takes_over_within_the_lease_af
     standby = b.metrics()
     assert standby["reconciles"] == 0 and standby["requests"] == 0 and b.writes() == 0, f"ctl-b acted: {standby}"
 
-    # 3. SIGKILL ctl-a (the Lease still names it); a second DIJob waits for ctl-b.
+    # 3. A burst of BURST DIJobs; ctl-a is SIGKILLed in its middle (the Lease still names it), once it has
+    # made the objects of a few of them. ctl-b takes the Lease and finishes the rest: every job Succeeded
+    # with one Workflow, no object or terminal Event made twice, ctl-b making only what ctl-a had not.
+    burst = [f"burst-{i:02d}" for i in range(BURST)]
+    creating = threading.Thread(target=create_all, args=(jobs, namespace, burst))
+    creating.start()
+    poll(lambda: len(created_workflows(a, namespace, burst)) >= KILL_AFTER, 60, f"ctl-a to start {KILL_AFTER} jobs")
     killed = time.monotonic()
     a.kill(signal.SIGKILL)
-    second = "second"
-    jobs.create(manifest(second, namespace, task("learner"), task("collector")))
+    by_killed = created_workflows(a, namespace, burst)
+    creating.join(timeout=60)
+    assert not creating.is_alive(), "the burst's creations did not finish"
     poll(b.leading, LEASE + 30, "ctl-b to take the Lease after ctl-a died")
     timings["takeover after SIGKILL"] = time.monotonic() - killed
     assert timings["takeover after SIGKILL"] <= LEASE + 2 * RETRY + 2, timings
     assert holder(cluster, lease) == "ctl-b"
-    poll(phase_is(jobs, namespace, second, "Succeeded"), 120, f"{second} Succeeded")
-    timings["second job to Succeeded (after kill)"] = time.monotonic() - killed
-    tag2 = f"job={namespace}/{second}"
-    assert b.lines(tag2, "created ConfigMap") and b.lines(tag2, "-> Succeeded"), "ctl-b did not handle it"
-    assert not a.lines(tag2)
-    events = poll(lambda: succeeded_events(cluster, namespace, second), 30, f"{second}'s JobSucceeded Event")
-    by_b = b.metrics()
-    # nothing twice: ctl-b made the second job's objects only; the first (finished) job got no new ones
-    assert by_b.get("create Workflow") == 1 and by_b.get("create ConfigMap") == 1, by_b
-    assert by_b.get("patch DIJob/status", 0) >= 2, by_b
-    assert by_b.get("create Event") == len(events), f"Events not all from ctl-b: {events} vs {by_b}"
-    assert (jobs.get(namespace, first) or {})["status"]["phase"] == "Succeeded"
-    assert sum(1 for reason, _ in dijob_events(cluster, namespace, first) if reason == "JobSucceeded") == 1
+    for name in burst:
+        poll(phase_is(jobs, namespace, name, "Succeeded"), 120, f"{name} Succeeded")
+    timings[f"{BURST} jobs to Succeeded (ctl-a killed after starting {len(by_killed)})"] = time.monotonic() - killed
+    assert KILL_AFTER <= len(by_killed) < BURST, f"ctl-a was not killed mid-burst: it started {sorted(by_killed)}"
+    a_made, b_made = created_workflows(a, namespace, burst), created_workflows(b, namespace, burst)
+    assert not a_made & b_made, f"a Workflow created by both replicas: {sorted(a_made & b_made)}"
+    assert not b.lines(f"job={namespace}/{first}"), "ctl-b acted on the first (finished) job"
+    workflows = workflows_by_job(cluster, namespace)
+    doubled = {job: n for job, n in workflows.items() if n != 1}
+    assert not doubled and set(workflows) == {first, *burst}, f"Workflows per job: {workflows}"
+    for name in (first, *burst):
+        ended = poll(lambda name=name: succeeded_events(cluster, namespace, name), 30, f"{name}'s JobSucceeded")
+        assert [r for r, _ in ended].count("JobSucceeded") == 1, f"{name}: {ended}"
+    # ctl-b's writes: the Workflows ctl-a had not made (the ones it made, by its log, or made unlogged
+    # before its death: those ctl-b found existing), never one more
+    made_by_b = b.metrics().get("create Workflow", 0)
+    assert made_by_b == len(b_made) and len(a_made) + made_by_b <= BURST, (sorted(a_made), b.metrics())
+    assert made_by_b >= 1, "ctl-b made none of the burst's Workflows: the kill came after the burst"
 
     # 4. a graceful stop gives the Lease up at once.
     assert b.kill(signal.SIGTERM) == 0
