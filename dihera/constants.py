@@ -31,6 +31,7 @@ __all__ = [
     "EVENT_WARNING",
     "FIELD_MANAGER_CONTROLLER",
     "FIELD_MANAGER_SERVER",
+    "HEADER_IDEMPOTENCY_KEY",
     "KUEUE_API_VERSION",
     "KUEUE_GROUP",
     "KUEUE_VERSION",
@@ -162,6 +163,8 @@ ANNOTATION_REPLICAS = "diengine/replicas"
 ANNOTATION_GENERATION = "diengine/membership-generation"
 #: On the DIJob: the di-server's recent ``Idempotency-Key`` answers (JSON), shared by its replicas.
 ANNOTATION_IDEMPOTENCY = "diengine/idempotency-keys"
+#: The request header naming a write's key (the di-server answers a key once; `dihera scale --server` sends one).
+HEADER_IDEMPOTENCY_KEY = "Idempotency-Key"
 #: On the Workflow: its live replicas per task, ``learner 1, collector 2`` (an Argo UI column, dihera.argo_ui).
 ANNOTATION_TASK_REPLICAS = "diengine/task-replicas"
 #: Argo UI's title and description of a Workflow.

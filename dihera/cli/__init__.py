@@ -11,7 +11,8 @@
     dihera argo-ui-config       the Argo UI's columns and links for DIJobs (Argo's ConfigMap or argo-helm values)
     dihera experiment VERB      a sweep defined in Python: render, submit, status; summarize (its summary step)
 
-- ``jobs``: validate, render, crd; ``convert``; ``submit``; ``scale``: scale and status
+- ``jobs``: validate, render, crd; ``convert``; ``submit``; ``scale``: scale and status (``server_calls``:
+  its calls to a di-server, sent again with their Idempotency-Key while no final answer comes)
 - ``controller``, ``server``: the operator's two programs (``service``: what they share)
 - ``peers``: wait-peers; ``argo_ui``: argo-ui-config; ``experiments``: experiment
 

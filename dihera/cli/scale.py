@@ -4,12 +4,15 @@
     dihera status NS/NAME [--watch]
 
 ``scale`` talks to the Kubernetes API directly with the same code the server runs, or to a
-di-server with ``--server URL`` (and ``--token``, or ``$DIHERA_TOKEN`` read here, at the entry point).
+di-server with ``--server URL`` (and ``--token``, or ``$DIHERA_TOKEN`` read here, at the entry point),
+sending its request with an Idempotency-Key and again with the same key while no final answer comes
+(dihera.cli.server_calls).
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import sys
@@ -49,19 +52,27 @@ def _request(args: argparse.Namespace) -> ScaleRequest:
 def _scale_via_server(args: argparse.Namespace, request: ScaleRequest) -> int:
     import httpx
 
+    from dihera.cli.server_calls import Retry, new_key, send
+
     namespace, name = args.job
     token = args.token or os.environ.get("DIHERA_TOKEN")
     headers = {"Authorization": f"Bearer {token}"} if token else {}
+    key = args.idempotency_key or new_key()
+    call = functools.partial(send, key=key, headers=headers, retry=Retry(seconds=args.retry_seconds))
     base = f"{args.server.rstrip('/')}/v1/namespaces/{namespace}/dijobs/{name}"
-    if request.names:
-        resp = httpx.post(f"{base}/replicas:remove", json={"replicas": list(request.names)}, headers=headers)
-    elif request.action.value == "set":
-        resp = httpx.put(f"{base}/tasks/{request.task}/replicas", json={"replicas": request.count}, headers=headers)
-    else:  # add / remove n: DI-orchestrator's routes
-        url = f"{args.server.rstrip('/')}/v2alpha1/job/{namespace}.{name}/replicas"
-        method = "POST" if request.action.value == "add" else "DELETE"
-        body = {"replicas": request.count}
-        resp = httpx.request(method, url, params={"task": request.task}, json=body, headers=headers)
+    try:
+        if request.names:
+            resp = call("POST", f"{base}/replicas:remove", json={"replicas": list(request.names)})
+        elif request.action.value == "set":
+            resp = call("PUT", f"{base}/tasks/{request.task}/replicas", json={"replicas": request.count})
+        else:  # add / remove n: DI-orchestrator's routes
+            url = f"{args.server.rstrip('/')}/v2alpha1/job/{namespace}.{name}/replicas"
+            method = "POST" if request.action.value == "add" else "DELETE"
+            resp = call(method, url, params={"task": request.task or ""}, json={"replicas": request.count})
+    except httpx.TransportError as err:
+        lost = f"no answer from {args.server} in {args.retry_seconds:g}s ({type(err).__name__}: {err})"
+        print(f"{lost}; it may have been applied: send it again with --idempotency-key {key}", file=sys.stderr)
+        return 1
     answer = resp.json() if resp.headers.get("content-type", "").startswith("application/json") else {}
     if resp.status_code != 200:
         print(f"{resp.status_code}: {answer.get('detail') or answer.get('message') or resp.text}", file=sys.stderr)
@@ -154,6 +165,18 @@ def register(sub: Any) -> None:
     how.add_argument("--remove-replica", nargs="+", metavar="NAME", help="remove these replicas (<task>-<index>)")
     p.add_argument("--server", help="di-server URL; default: the Kubernetes API directly")
     p.add_argument("--token", help="bearer token for --server (default $DIHERA_TOKEN)")
+    p.add_argument(
+        "--idempotency-key",
+        help="with --server: the request's key (default: a new one); the same key is applied once, "
+        "so a request sent again with it cannot scale twice",
+    )
+    p.add_argument(
+        "--retry-seconds",
+        type=float,
+        default=60.0,
+        help="with --server: keep sending the request (same key) this long while no final answer comes "
+        "(connection refused or lost, 502/503/504/429)",
+    )
     p.add_argument("--kubeconfig", help="kubeconfig file")
     p.add_argument("--cluster-domain", default="cluster.local", help="cluster DNS domain")
     p.set_defaults(func=_cmd_scale)

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Header, Path, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from dihera.constants import LABEL_TRIAL_POD
+from dihera.constants import HEADER_IDEMPOTENCY_KEY, LABEL_TRIAL_POD
 from dihera.kube.snapshot import JobSnapshot
 from dihera.scaling import ScaleError, ScaleRequest
 from dihera.server import views
@@ -62,7 +62,7 @@ JobId = Annotated[
 Namespace = Annotated[str, Path(pattern=rf"^{_NS}$", max_length=63, description="the job's namespace")]
 Name = Annotated[str, Path(pattern=rf"^{_NAME}$", max_length=253, description="the DIJob's name")]
 PodName = Annotated[str, Path(pattern=rf"^{_NAME}$", max_length=253, description="a pod's name")]
-IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", max_length=200)]
+IdempotencyKey = Annotated[str | None, Header(alias=HEADER_IDEMPOTENCY_KEY, max_length=200)]
 bearer = HTTPBearer(auto_error=False, description="a Kubernetes bearer token (e.g. a service account token)")
 
 

@@ -1,0 +1,85 @@
+"""Calls from the CLI to a di-server that survive the server going away mid-call.
+
+A write carries an ``Idempotency-Key`` made once per command (or given with ``--idempotency-key``), and
+is sent again, with the same key, when no answer came back (the connection was refused, reset or timed
+out: a di-server pod deleted or restarted) or the answer says to come back later (502, 503, 504, 429).
+The di-server keeps each key's first answer on the DIJob itself (dihera.server.idempotency), so a retry
+that reaches another replica, or the replacement of the one that died after scaling, gets that answer:
+the job is scaled once. Any other answer, success or refusal, is final.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from dihera.constants import HEADER_IDEMPOTENCY_KEY
+
+__all__ = ["RETRY_STATUSES", "Retry", "new_key", "send"]
+
+#: Answers that mean "not done, come back": a gateway's (the Service had no ready endpoint), overload.
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class Retry:
+    """How long to keep trying (``seconds`` from the first attempt) and how long to wait between attempts
+    (``first_wait``, doubled after each failure up to ``max_wait``; a ``Retry-After`` in seconds wins)."""
+
+    seconds: float = 60.0
+    first_wait: float = 0.5
+    max_wait: float = 5.0
+    timeout: float = 30.0  # one attempt's: connect, and each read of the answer
+
+
+def new_key() -> str:
+    """A fresh key: random, so two commands never share one by accident."""
+    return f"dihera-cli-{uuid.uuid4().hex}"
+
+
+def _wait_for(resp: httpx.Response | None, wait: float, retry: Retry) -> float:
+    after = resp.headers.get("retry-after", "") if resp is not None else ""
+    return min(float(after), retry.max_wait) if after.isdigit() else wait
+
+
+def send(
+    method: str,
+    url: str,
+    *,
+    key: str,
+    headers: Mapping[str, str],
+    json: Any = None,
+    params: Mapping[str, str] | None = None,
+    retry: Retry = Retry(),
+    say: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
+    transport: httpx.BaseTransport | None = None,
+) -> httpx.Response:
+    """Send the request until an answer that is final comes back, then return it; raise the last transport
+    error (httpx.TransportError) when ``retry.seconds`` pass without one. ``say`` gets a line per retry."""
+    headers = {**headers, HEADER_IDEMPOTENCY_KEY: key}
+    deadline, wait, attempt = time.monotonic() + retry.seconds, retry.first_wait, 1
+    with httpx.Client(timeout=retry.timeout, transport=transport) as client:
+        while True:
+            resp: httpx.Response | None = None
+            try:
+                resp = client.request(method, url, headers=headers, json=json, params=params)
+                if resp.status_code not in RETRY_STATUSES:
+                    return resp
+                why = f"{resp.status_code} {resp.reason_phrase}"
+            except httpx.TransportError as err:
+                why = f"{type(err).__name__}: {err or 'no answer'}"
+                if time.monotonic() + wait > deadline:
+                    raise
+            if time.monotonic() + wait > deadline:
+                assert resp is not None
+                return resp
+            pause = _wait_for(resp, wait, retry)
+            say(f"attempt {attempt} got no final answer ({why}); sending it again in {pause:.1f}s with {key}")
+            time.sleep(pause)
+            wait, attempt = min(wait * 2, retry.max_wait), attempt + 1
