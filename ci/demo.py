@@ -16,9 +16,10 @@ without the local node's placement.
 On the local control plane the Argo UI (argo server, on 127.0.0.1) shows the job's Workflow: its URL is
 printed and written to .devcluster/argo-ui-url.
 
-The di-server is reached through `kubectl port-forward` on 127.0.0.1 (pid in .devcluster/, its URL in
-.devcluster/di-server-url, a 24 h bearer token of ServiceAccount `dihera-demo` in
-.devcluster/di-server-token). On the local control plane that is the port the Argo UI's links point at
+The di-server is reached through `kubectl port-forward` on 127.0.0.1, started again whenever it ends
+(it ends with the pod it forwards to: the URL outlives a di-server pod's replacement). Its pid is in
+.devcluster/, its URL in .devcluster/di-server-url, a 24 h bearer token of ServiceAccount `dihera-demo`
+in .devcluster/di-server-token. On the local control plane that is the port the Argo UI's links point at
 (Argo's ConfigMap, docs/argo-ui.md), and the di-server's read-only views open without a token. The
 controller watches only the demo's namespace (default dihera-demo), so the tests' own controllers keep
 theirs.
@@ -34,6 +35,7 @@ import copy
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -161,29 +163,37 @@ def reserved_port(local_node: bool) -> int | None:
     return (StateDir(STATE).load_ports() or {}).get("di-server")
 
 
+def supervised_forward(kubeconfig: str, namespace: str, service: str, port: int, log: Path) -> subprocess.Popen[bytes]:
+    """`kubectl port-forward` of ``service``'s port ``http`` to 127.0.0.1:``port``, started again a second after
+    it exits. It exits when the pod it picked goes away (a di-server pod deleted, evicted or replaced by a
+    rollout), and the next one picks a pod of the Service again: the URL outlives the pod. One process
+    group (a new session): stop it with os.killpg."""
+    forward = shlex.join(["kubectl", f"--kubeconfig={kubeconfig}", "-n", namespace, "port-forward",
+                          "--address=127.0.0.1", f"svc/{service}", f"{port}:http"])  # fmt: skip
+    loop = f'while :; do {forward}; echo "port-forward ended ($?); again in 1s"; sleep 1; done'
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with log.open("ab") as out:
+        return subprocess.Popen(["bash", "-c", loop], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+
 def forward_server(kubeconfig: str, port: int | None = None) -> str:
-    """`kubectl port-forward` of the di-server's Service to 127.0.0.1:``port`` (default: a free one; the
-    API server dials the pod)."""
+    """The di-server's Service on 127.0.0.1:``port`` (default: a free one; the API server dials the pod)
+    through :func:`supervised_forward`."""
     if forward_pid() and SERVER_URL.is_file():
         return SERVER_URL.read_text().strip()
-    FORWARD_LOG.parent.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
-    argv = ["kubectl", f"--kubeconfig={kubeconfig}", "-n", RELEASE_NAMESPACE, "port-forward",
-            "--address=127.0.0.1", f"svc/{RELEASE}-server", f"{port}:http"]  # fmt: skip
-    with FORWARD_LOG.open("ab") as log:
-        proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc = supervised_forward(kubeconfig, RELEASE_NAMESPACE, f"{RELEASE}-server", port, FORWARD_LOG)
     FORWARD_PIDFILE.write_text(f"{proc.pid}\n")
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"demo: kubectl port-forward exited ({proc.returncode}); see {FORWARD_LOG}")
         try:
             with urllib.request.urlopen(f"{url}/readyz", timeout=2):
                 SERVER_URL.write_text(url + "\n")
                 return url
         except OSError:
             time.sleep(0.5)
+    os.killpg(proc.pid, signal.SIGTERM)
     raise SystemExit(f"demo: the di-server did not answer through the port-forward; see {FORWARD_LOG}")
 
 
@@ -249,7 +259,7 @@ def ask_server(url: str, token: str, namespace: str, name: str) -> None:
 def stop(kubeconfig: str | None, uninstall: bool) -> int:
     pid = forward_pid()
     if pid:
-        os.kill(pid, signal.SIGTERM)
+        os.killpg(pid, signal.SIGTERM)  # the loop and its kubectl (supervised_forward)
         say(f"port-forward stopped (pid {pid})")
     for path in (FORWARD_PIDFILE, SERVER_URL, SERVER_TOKEN):
         path.unlink(missing_ok=True)

@@ -43,6 +43,7 @@ __all__ = [
     "delete",
     "identity_kubeconfig",
     "install_server_rbac",
+    "long_task",
     "membership",
     "pods",
     "running",
@@ -60,7 +61,8 @@ LONG = {"metadata": {"annotations": {"sim.dihera.io/run-seconds": "600"}}}
 ARGO = ("argoproj.io", "v1alpha1")
 
 
-def _task(type_: str, replicas: int) -> dict[str, Any]:
+def long_task(type_: str, replicas: int) -> dict[str, Any]:
+    """A task whose pods run 600 s on kwok nodes (a job that stays Running)."""
     entry = task(type_, replicas=replicas)
     entry["template"]["spec"]["containers"][0]["command"] = ["sleep", "600"]  # Argo needs a command
     entry["template"].update(LONG)
@@ -69,7 +71,7 @@ def _task(type_: str, replicas: int) -> dict[str, Any]:
 
 def start_job(api: client.ApiClient, namespace: str, name: str, collectors: int, **spec: Any) -> None:
     """Create the DIJob, then its ConfigMap, Service and Workflow (owned by the DIJob)."""
-    start_doc(api, namespace, job_doc(_task("learner", 1), _task("collector", collectors), name=name, **spec))
+    start_doc(api, namespace, job_doc(long_task("learner", 1), long_task("collector", collectors), name=name, **spec))
 
 
 def start_doc(api: client.ApiClient, namespace: str, doc: dict[str, Any]) -> None:

@@ -12,6 +12,11 @@ control plane's dihera-system does (issue 42): a pod of the chart that did not m
 It watches one namespace of its own, where the chart's executor
 RoleBinding is all Argo's init and wait containers get (the job's pods run as `default`).
 
+The di-server's pod is deleted, and a scale request sent at once through the port-forward `make demo`
+uses (ci/demo.py: started again whenever it ends): the request is answered, by the old pod or by the new
+one after `dihera scale --server` sent it again with its Idempotency-Key, the job is scaled once, and the
+URL answers again with the new pod.
+
 A sweep runs through the same release (one install for both): `dihera experiment submit` creates the
 sweep's Workflow; its trial nodes create DIJobs (Argo resource templates) that run on the real node through
 the chart's controller, report their metric and its history to the chart's di-server (``POST
@@ -31,8 +36,11 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
+import urllib.request
 import uuid
 from collections.abc import Iterator
 from datetime import datetime
@@ -43,6 +51,7 @@ from urllib.parse import urlsplit
 import pytest
 from kubernetes import client
 
+from ci.demo import supervised_forward
 from ci.devcluster import Cluster, realnode
 from ci.devcluster.images import PYTHON_IMAGE, package_version
 from ci.devcluster.manifests import RESTRICTED
@@ -53,6 +62,7 @@ from dihera.kube.jobs import JobStore
 from dihera.kube.objects import WORKFLOW_GROUP, WORKFLOW_PLURAL, WORKFLOW_VERSION
 from dihera.schema import GROUP, PLURAL, VERSION
 from dihera.server import ServerSettings
+from tests.builders import job as job_doc
 from tests.chart.helm import CHART
 from tests.integration.argo_ui import (
     browser_page,
@@ -66,9 +76,11 @@ from tests.integration.argo_ui import (
     wait_for,
 )
 from tests.integration.conftest import Poll
+from tests.integration.controllers import DIHERA, free_port
+from tests.integration.jobs import phase_is
 from tests.integration.realjobs import ON_REAL_NODE
 from tests.integration.releases import DIJOB_CRD, TIMEOUT, Release, read_crd, restore_crds
-from tests.integration.servers import argo_ui_config, running_server
+from tests.integration.servers import argo_ui_config, long_task, membership, running_server, sa_token, spec_replicas
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
@@ -199,6 +211,71 @@ def check_job(cluster: client.ApiClient, namespace: str, status: dict[str, Any])
         # v4's emissary also logs before it).
         own = [line for line in log.splitlines() if line and "argo=true" not in line]
         assert own == [f"real-serial-0.di-real.{namespace}.svc.cluster.local 0"], log
+
+def ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(f"{url}/readyz", timeout=2) as rsp:
+            return bool(rsp.status == 200)
+    except OSError:
+        return False
+
+
+def server_pod(cluster: client.ApiClient, release: Release) -> client.V1Pod | None:
+    """The release's di-server pod that is Running, ready and not being deleted, if there is one."""
+    for pod in component_pods(cluster, release):
+        statuses = pod.status.container_statuses or []
+        if (
+            pod.metadata.labels["app.kubernetes.io/component"] == "server"
+            and pod.metadata.deletion_timestamp is None
+            and statuses
+            and all(c.ready for c in statuses)
+        ):
+            return pod
+    return None
+
+
+def test_the_di_servers_pod_replaced_mid_request_scales_once_through_a_forward_that_outlives_it(
+    real_release: Release, cluster: client.ApiClient, kubeconfig: Path, jobs_namespace: str, poll: Poll, tmp_path: Path
+) -> None:
+    namespace, name = jobs_namespace, "replaced"
+    jobs = JobStore(cluster)
+    jobs.create(job_doc(long_task("learner", 1), long_task("collector", 1), name=name, namespace=namespace,
+                        maxReplicas=4))  # fmt: skip
+    token = sa_token(cluster, namespace, "scaler", ["get", "patch"])
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    service = f"{real_release.name}-server"
+    forward = supervised_forward(str(kubeconfig), real_release.namespace, service, port, tmp_path / "forward.log")
+    try:
+        poll(phase_is(jobs, namespace, name, "Running"), 120, f"DIJob {name} Running")
+        poll(lambda: ready(url), 60, "the di-server through the port-forward")
+        old = server_pod(cluster, real_release)
+        assert old is not None
+        generation = membership(cluster, namespace, name)[0].generation
+        client.CoreV1Api(cluster).delete_namespaced_pod(old.metadata.name, real_release.namespace)
+        t = time.monotonic()
+        cli = subprocess.run(
+            [DIHERA, "scale", f"{namespace}/{name}", "--task", "collector", "--add", "1",
+             "--server", url, "--token", token, "--retry-seconds", "120"],
+            capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+        answered = time.monotonic() - t
+        new = poll(lambda: server_pod(cluster, real_release), 120, "a new di-server pod, ready")
+        poll(lambda: ready(url), 60, "the same URL to answer again, through the new pod")
+        again = time.monotonic() - t
+    finally:
+        os.killpg(forward.pid, signal.SIGTERM)
+        forward.wait(10)
+        jobs.delete(namespace, name)
+        poll(lambda: jobs.get(namespace, name) is None, 90, f"DIJob {name} to be deleted")
+    print(f"pod {old.metadata.name} deleted: the scale answered after {answered:.1f}s, the URL through "
+          f"{new.metadata.name} after {again:.1f}s; the CLI's stderr: {cli.stderr.strip() or '-'}")  # fmt: skip
+    assert new.metadata.name != old.metadata.name
+    assert cli.returncode == 0, (cli.stdout, cli.stderr, (tmp_path / "forward.log").read_text()[-2000:])
+    assert json.loads(cli.stdout)["changed"] is True
+    assert membership(cluster, namespace, name)[0].generation == generation + 1  # scaled once
+    assert spec_replicas(cluster, namespace, name)["collector"] == 2
+
 
 ACCOUNT = "sweeper"
 #: What the experiment's pods (the trials' creators, the summary) and the trials' replicas do with it.

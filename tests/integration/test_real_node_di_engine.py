@@ -7,7 +7,9 @@ log lines only (no project code runs in these processes):
 - ``stock``: the README's Python example (workflows/python/cartpole_dqn_stock.py): DI-engine's DQN example,
   ``ditask --platform k8s --topology mesh --main ding.example.dqn.main``, learner, evaluator, two collectors.
   Once it trains, its headless Service is deleted and kept away 10 s (deleted again whenever the controller
-  puts it back); then the controller's copy stays, and training goes on to the stop value.
+  puts it back); then the controller's copy stays. At the same moment its second collector's network is cut
+  for 30 s (its pod's cable unplugged on the node's bridge, ci/devcluster/nodehost.py). Training goes on
+  to the stop value: the job Succeeds, the cut collector ending by itself or stopped after DI-engine's end.
 - ``star``: the same program in star topology (every rank dials rank 0 only), its one collector replica
   running two DI-engine workers (``--parallel-workers 2``: node ids 4 and 5, both collectors).
 - ``redis``: workflows/cartpole-dqn-redis.yaml, DI-engine's DQN example over Redis (``--mq-type redis``,
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import re
 import runpy
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -42,6 +45,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from ci.devcluster import nodehost
 from ci.devcluster.images import REDIS_IMAGE
 from dihera.kube.jobs import JobStore
 from dihera.naming import service_name
@@ -75,6 +79,8 @@ CONTEXT_TIMEOUT = "Timeout when waiting for new context"
 TIME_BOUND = 900
 #: How long the stock job's Service is kept deleted while it trains (issue 43).
 SERVICE_OUTAGE = 10.0
+#: How long the stock job's second collector's network is cut, from the Service's deletion (issue 42).
+CUT_SECONDS = 30.0
 #: How often the side work of a job reads its pods' logs.
 LOG_EVERY = 3.0
 
@@ -209,6 +215,30 @@ def stock_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfig:
             time.sleep(0.2)
         seen["released at"] = time.monotonic()
 
+    def evaluations() -> int | None:
+        try:
+            pod = pod_of(job_pods(cluster, namespace, name), "evaluator")
+            logs = job_logs(cluster, namespace, name)
+        except client.ApiException:  # a pod gone between the list and its log
+            return None
+        return len(returns(logs.get(pod["metadata"]["name"], ""))) if pod else 0
+
+    def cut_cable(seen: dict[str, Any]) -> None:
+        """Collector 1's cable unplugged for CUT_SECONDS; how many evaluations the evaluator logged meanwhile."""
+        pod = pod_of(job_pods(cluster, namespace, name), "collector", 1)
+        assert pod is not None
+        before = evaluations()
+        nodehost.pod_link(pod["metadata"]["uid"], up=False)
+        seen["cut at"] = side.now()
+        time.sleep(CUT_SECONDS)
+        try:
+            nodehost.pod_link(pod["metadata"]["uid"], up=True)
+            seen["cut ended at"] = side.now()
+        except (RuntimeError, subprocess.CalledProcessError) as err:  # its processes ended meanwhile
+            seen["cut ended at"] = f"{side.now()} (the pod's processes had ended: {str(err)[:80]})"
+        after = evaluations()
+        seen["evaluations during the cut"] = after - before if after is not None and before is not None else "?"
+
     def tick(seen: dict[str, Any], status: dict[str, Any]) -> None:
         if "service deleted" in seen:
             if "released at" in seen and "service back" not in seen:
@@ -229,6 +259,8 @@ def stock_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfig:
         core.delete_namespaced_service(service_name(name), namespace)
         seen["service deleted"] = side.now()
         threading.Thread(target=hold_deleted, args=(seen,), daemon=True).start()
+        seen["cut"] = threading.Thread(target=cut_cable, args=(seen,), daemon=True)
+        seen["cut"].start()
 
     return Job(name, doc, tick)
 
@@ -491,15 +523,29 @@ def test_redis_as_message_queue_trains_and_a_collector_added_at_the_end_does_not
     )
 
 
-def test_di_engines_own_dqn_example_trains_to_the_stop_value_and_survives_its_service_deleted(
+def test_di_engines_own_dqn_example_trains_to_the_stop_value_and_survives_its_service_deleted_and_a_cut(
     outcomes: dict[str, Outcome],
 ) -> None:
-    """The README's Python example: every pod exits 0 and DI-engine's evaluator logs a return >= 195; its
-    Service, deleted while it trained and kept away for 10 s (deleted again whenever it came back), was made
-    again by the controller within 10 s each time (a new object)."""
+    """The README's Python example: DI-engine's evaluator logs a return >= 195 and every pod but the cut
+    collector's exits 0; its Service, deleted while it trained and kept away for 10 s (deleted again whenever
+    it came back), was made again by the controller within 10 s each time (a new object). With its second
+    collector's network cut for 30 s from the same moment, the job still Succeeded: that collector exited 0
+    by itself, or was stopped after DI-engine's end (the job's message says so), never keeping the job
+    Running."""
     outcome = outcomes["cartpole-dqn-stock"]
-    evaluations = assert_trained(outcome, {"learner": 1, "evaluator": 1, "collector": 2})
+    evaluations = assert_trained(outcome, {"learner": 1, "evaluator": 1, "collector": 1})
     seen = outcome.seen
+    seen["cut"].join(CUT_SECONDS + 30)
+    assert "cut at" in seen and "cut ended at" in seen, outcome.summary()
+    cut = pod_of(outcome.pods, "collector", 1)
+    ended_itself = cut is not None and cut["status"]["phase"] == "Succeeded" and set(exit_codes(cut).values()) == {0}
+    message = (outcome.run.status.get("conditions") or [{}])[-1].get("message", "")
+    assert ended_itself or "DI-engine's end" in message, (message, outcome.summary())
+    print(
+        f"\n[di-engine] stock: collector 1's network cut at {seen['cut at']} s for {CUT_SECONDS:.0f} s (back at "
+        f"{seen['cut ended at']} s); the evaluator logged {seen.get('evaluations during the cut')} evaluations "
+        f"meanwhile; the collector {'exited 0 by itself' if ended_itself else 'was stopped: ' + message}"
+    )
     # DI-engine's start-up: collectors that sent before the learner subscribed lost that data, and waited
     timeouts = {i: outcome.log_of("collector", i).count(CONTEXT_TIMEOUT) for i in range(2)}
     first_trained = next(i for i, (it, _) in enumerate(evaluations) if it > 0)
