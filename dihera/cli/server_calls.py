@@ -35,7 +35,10 @@ class Retry:
     seconds: float = 60.0
     first_wait: float = 0.5
     max_wait: float = 5.0
-    timeout: float = 30.0  # one attempt's: connect, and each read of the answer
+    #: One attempt's, to connect and for each read of the answer: above the 15 s a scale-up of a queued job
+    #: may wait for Kueue's admission (dihera.queueing.KueueSettings.scale_wait), so such an answer still
+    #: comes; a connection the di-server's pod took away with it (a port-forward keeps it open) ends here.
+    timeout: float = 20.0
 
 
 def new_key() -> str:

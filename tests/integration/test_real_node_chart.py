@@ -62,7 +62,6 @@ from dihera.kube.jobs import JobStore
 from dihera.kube.objects import WORKFLOW_GROUP, WORKFLOW_PLURAL, WORKFLOW_VERSION
 from dihera.schema import GROUP, PLURAL, VERSION
 from dihera.server import ServerSettings
-from tests.builders import job as job_doc
 from tests.chart.helm import CHART
 from tests.integration.argo_ui import (
     browser_page,
@@ -77,7 +76,7 @@ from tests.integration.argo_ui import (
 )
 from tests.integration.conftest import Poll
 from tests.integration.controllers import DIHERA, free_port
-from tests.integration.jobs import phase_is
+from tests.integration.jobs import manifest, phase_is
 from tests.integration.realjobs import ON_REAL_NODE
 from tests.integration.releases import DIJOB_CRD, TIMEOUT, Release, read_crd, restore_crds
 from tests.integration.servers import argo_ui_config, long_task, membership, running_server, sa_token, spec_replicas
@@ -239,8 +238,7 @@ def test_the_di_servers_pod_replaced_mid_request_scales_once_through_a_forward_t
 ) -> None:
     namespace, name = jobs_namespace, "replaced"
     jobs = JobStore(cluster)
-    jobs.create(job_doc(long_task("learner", 1), long_task("collector", 1), name=name, namespace=namespace,
-                        maxReplicas=4))  # fmt: skip
+    jobs.create(manifest(name, namespace, long_task("learner", 1), long_task("collector", 1), maxReplicas=4))
     token = sa_token(cluster, namespace, "scaler", ["get", "patch"])
     port = free_port()
     url = f"http://127.0.0.1:{port}"
@@ -263,6 +261,7 @@ def test_the_di_servers_pod_replaced_mid_request_scales_once_through_a_forward_t
         new = poll(lambda: server_pod(cluster, real_release), 120, "a new di-server pod, ready")
         poll(lambda: ready(url), 60, "the same URL to answer again, through the new pod")
         again = time.monotonic() - t
+        scaled = (membership(cluster, namespace, name)[0].generation, spec_replicas(cluster, namespace, name))
     finally:
         os.killpg(forward.pid, signal.SIGTERM)
         forward.wait(10)
@@ -273,8 +272,7 @@ def test_the_di_servers_pod_replaced_mid_request_scales_once_through_a_forward_t
     assert new.metadata.name != old.metadata.name
     assert cli.returncode == 0, (cli.stdout, cli.stderr, (tmp_path / "forward.log").read_text()[-2000:])
     assert json.loads(cli.stdout)["changed"] is True
-    assert membership(cluster, namespace, name)[0].generation == generation + 1  # scaled once
-    assert spec_replicas(cluster, namespace, name)["collector"] == 2
+    assert scaled[0] == generation + 1 and scaled[1]["collector"] == 2, scaled  # scaled once
 
 
 ACCOUNT = "sweeper"
