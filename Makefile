@@ -30,7 +30,7 @@ images-bg: setup setup-node ## start building the real node's images in the back
 	@$(if $(REAL_NODE),bash ci/bg.sh start images $(PYTHON) -m ci.devcluster images,true)
 
 tools: ## build the control-plane programs from the Go module proxy (cached in $DIHERA_CACHE), the real node's too
-	bash ci/build-tools.sh default $(if $(REAL_NODE),kubelet coredns netns-forward pause argoexec)
+	bash ci/build-tools.sh default $(if $(REAL_NODE),kubelet coredns netns-forward pause argoexec seaweedfs)
 
 generate: setup ## regenerate files derived from schemas/ and examples
 	$(PYTHON) -m dihera.schema.generate

@@ -418,6 +418,18 @@ require sigs.k8s.io/kueue $v" "$moddir")
   [[ -n $prefetch ]] || install -m 644 "$moddir/config/components/webhook/manifests.yaml" "$bin/kueue-$v/webhooks.yaml"
 }
 
+build_seaweedfs() { # build_seaweedfs VERSION: `weed`, the object store (S3 gateway) of the real node's artifacts
+  local v=$1 moddir copy
+  built "$bin/seaweedfs-$v/weed" "$v static" && return 0
+  moddir=$(module_file github.com/seaweedfs/seaweedfs "$v" Dir)
+  [[ -n $prefetch ]] && { prefetch_modules "$moddir" ./weed; return 0; }
+  # its go.mod has replace directives, which `go install PKG@VERSION` refuses: build in a copy of the module
+  copy="$src/seaweedfs-$v"
+  rm -rf "$copy"; cp -r "$moddir" "$copy"; chmod -R u+w "$copy"
+  go_build "$copy" "$bin/seaweedfs-$v/weed" ./weed "$v static"
+  rm -rf "$copy" # ~0.1 GB; copied from the module cache again when needed
+}
+
 own_program() { # own_program NAME: a small program of this repository (ci/tools/NAME), rebuilt when its source changes
   go_build "$here/tools/$1" "$bin/$1" . "src-$(cat "$here/tools/$1"/*.go | sha256sum | cut -c1-16)"
 }
@@ -483,6 +495,7 @@ for i in "${!tools[@]}"; do
     kueue) build_kueue "$KUEUE_VERSION"; link "$bin/kueue-$KUEUE_VERSION/kueue" kueue
       link "$bin/kueue-$KUEUE_VERSION/crds" kueue-crds
       link "$bin/kueue-$KUEUE_VERSION/webhooks.yaml" kueue-webhooks.yaml ;;
+    seaweedfs) build_seaweedfs "$SEAWEEDFS_VERSION"; link "$bin/seaweedfs-$SEAWEEDFS_VERSION/weed" seaweedfs ;;
     pause|netns-forward) own_program "$tool"; link "$bin/$tool" "$tool" ;;
     *) log "unknown tool: $tool"; exit 2 ;;
   esac

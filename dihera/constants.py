@@ -9,6 +9,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 __all__ = [
+    "ANNOTATION_ARTIFACT_COLLECTOR",
     "ANNOTATION_FINISH_GRACE",
     "ANNOTATION_GENERATION",
     "ANNOTATION_IDEMPOTENCY",
@@ -21,6 +22,8 @@ __all__ = [
     "ANNOTATION_WORKFLOW_DESCRIPTION",
     "ANNOTATION_WORKFLOW_TITLE",
     "ANNOTATION_WORKLOAD_SLICE",
+    "ARCHIVED_LOG_ARTIFACT",
+    "ARGO_MAIN_CONTAINER",
     "CHECKPOINT_DIR_ENV",
     "CHECKPOINT_VOLUME",
     "DEFAULT_FINISH_GRACE",
@@ -158,6 +161,9 @@ MANAGED_BY = {LABEL_MANAGED_BY: "dihera"}
 ANNOTATION_RANK = "diengine/rank"
 ANNOTATION_TASK_RANK = "diengine/task-rank"
 ANNOTATION_REPLICAS = "diengine/replicas"
+#: On a replica's pod: the name of the container dihera added to collect its artifacts (dihera/render/outputs.py),
+#: which the controller skips like Argo's own when it judges the user's containers.
+ANNOTATION_ARTIFACT_COLLECTOR = "diengine/artifact-collector"
 #: On the Workflow: the membership generation its DAG was last converged to. On the DIJob: the
 #: membership generation its ``spec.tasks[].replicas`` were last written or synced at (its stamp).
 ANNOTATION_GENERATION = "diengine/membership-generation"
@@ -236,3 +242,8 @@ CHECKPOINT_VOLUME = "dihera-checkpoints"
 #: A mounting replica's own directory in it, ``<mountPath>/<task>-<index>`` (the same across its restarts
 #: and the job's resumes; the program creates it).
 CHECKPOINT_DIR_ENV = "DI_CHECKPOINT_DIR"
+#: Argo's name for a pod's archived log (its artifact repository's ``archiveLogs``): no ``spec.artifacts[]``
+#: may take it.
+ARCHIVED_LOG_ARTIFACT = "main-logs"
+#: The container whose outputs Argo's executor saves (dihera/render/outputs.py).
+ARGO_MAIN_CONTAINER = "main"

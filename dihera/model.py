@@ -12,6 +12,7 @@ from typing import Any
 from dihera.schema import API_VERSION, KIND
 
 __all__ = [
+    "Artifact",
     "Checkpoint",
     "CleanPodPolicy",
     "DIJob",
@@ -114,6 +115,19 @@ class Checkpoint:
         return out
 
 
+@dataclass(frozen=True)
+class Artifact:
+    """``spec.artifacts[]``: a file or directory the replicas of ``task`` leave in Argo's artifact repository
+    (docs/artifacts.md), its task defaulted."""
+
+    name: str
+    path: str
+    task: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"name": self.name, "path": self.path, "task": self.task}
+
+
 def task_env_name(task_name: str) -> str:
     """``DI_<TASK>_NODES`` for a task name: upper-cased, ``-`` becomes ``_``."""
     return f"DI_{task_name.upper().replace('-', '_')}_NODES"
@@ -193,6 +207,8 @@ class DIJob:
     suspend: bool = False
     #: ``spec.checkpoint``: None, no checkpoint volume.
     checkpoint: Checkpoint | None = None
+    #: ``spec.artifacts``: what the replicas leave in Argo's artifact repository.
+    artifacts: tuple[Artifact, ...] = ()
 
     @property
     def id(self) -> str:
@@ -220,6 +236,17 @@ class DIJob:
         tasks = tuple(dataclasses.replace(t, replicas=replicas) if t.name == task_name else t for t in self.tasks)
         return DIJob(**{**self.__dict__, "tasks": tasks})
 
+    def _optional_spec(self) -> dict[str, Any]:
+        """The spec fields written only when set: replica bounds, volumes, checkpoint, artifacts."""
+        optional: dict[str, Any] = {
+            "minReplicas": self.min_replicas,
+            "maxReplicas": self.max_replicas,
+            "volumes": [copy.deepcopy(dict(v)) for v in self.volumes] or None,
+            "checkpoint": self.checkpoint.to_dict() if self.checkpoint is not None else None,
+            "artifacts": [a.to_dict() for a in self.artifacts] or None,
+        }
+        return {k: v for k, v in optional.items() if v is not None}
+
     def to_manifest(self) -> dict[str, Any]:
         """The DIJob object (defaults written out), ready to create through the Kubernetes API."""
         metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
@@ -243,13 +270,6 @@ class DIJob:
             spec["suspend"] = True
         if self.group is not None:
             spec["group"] = self.group
-        if self.min_replicas is not None:
-            spec["minReplicas"] = self.min_replicas
-        if self.max_replicas is not None:
-            spec["maxReplicas"] = self.max_replicas
-        if self.volumes:
-            spec["volumes"] = [copy.deepcopy(dict(v)) for v in self.volumes]
-        if self.checkpoint is not None:
-            spec["checkpoint"] = self.checkpoint.to_dict()
+        spec |= self._optional_spec()
         spec["tasks"] = [t.to_dict() for t in self.tasks]
         return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}

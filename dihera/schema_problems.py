@@ -67,6 +67,17 @@ def _unknown(err: jsonschema.ValidationError, path: str, what: str) -> list[Prob
     return [unknown_field(f"{path}.{k}" if path else k, k, properties, owner) for k in extra]
 
 
+#: What each pattern of the DIJob schema stands for, in an error's words.
+_PATTERNS = {
+    "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$": (
+        "a DNS label (lower-case letters, digits and '-', starting and ending with a letter or digit)"
+    ),
+    "^/": "an absolute path (starting with /)",
+    "^[0-9]+(\\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$": "a quantity (512Mi, 10Gi)",
+    "^[a-zA-Z0-9][-a-zA-Z0-9_]*$": "a name of letters, digits, '-' and '_', starting with a letter or digit",
+}
+
+
 def _one(err: jsonschema.ValidationError, base: str, what: str) -> list[Problem]:
     path = field_path(base, err.absolute_path)
     if err.validator == "additionalProperties" and err.validator_value is False:
@@ -75,13 +86,8 @@ def _one(err: jsonschema.ValidationError, base: str, what: str) -> list[Problem]
         allowed = ", ".join(str(v) for v in (err.validator_value if isinstance(err.validator_value, list) else []))
         return [Problem(path, f"{format_value(err.instance)} is not valid; valid values: {allowed}")]
     if err.validator == "pattern":
-        return [
-            Problem(
-                path,
-                f"{format_value(err.instance)} is not a DNS label "
-                "(lower-case letters, digits and '-', starting and ending with a letter or digit)",
-            )
-        ]
+        what_it_is = _PATTERNS.get(str(err.validator_value), f"a match of {err.validator_value}")
+        return [Problem(path, f"{format_value(err.instance)} is not {what_it_is}")]
     if err.validator == "type":
         return [Problem(path, f"must be of type {err.validator_value}, got {format_value(err.instance)}")]
     if err.validator == "format" and err.validator_value in _INT_BOUNDS:

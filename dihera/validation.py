@@ -18,6 +18,7 @@ from typing import Any
 
 import jsonschema
 
+from dihera.artifacts import artifact_problems, parse_artifacts
 from dihera.constants import (
     ANNOTATION_FINISH_GRACE,
     ANNOTATION_PEER_WAIT_TIMEOUT,
@@ -488,7 +489,7 @@ def validate(manifest: Any) -> list[Problem]:
     problems += provider_problems(_arr(spec.get("tasks")))
     problems += _seconds_annotation_problems(manifest) + _reserved_name_problems(spec.get("tasks"))
     problems += _template_problems(_arr(spec.get("tasks")))
-    problems += _volume_problems(_arr(spec.get("volumes")))
+    problems += _volume_problems(_arr(spec.get("volumes"))) + artifact_problems(spec, checkpoint_tasks(spec))
     return sorted(set(problems))
 
 
@@ -558,4 +559,5 @@ def load_job(manifest: Any, namespace: str | None = None, source: str = "DIJob")
         ttl_seconds_after_finished=spec.get("ttlSecondsAfterFinished"),
         suspend=bool(spec.get("suspend", False)),
         checkpoint=_checkpoint(spec),
+        artifacts=parse_artifacts(spec),
     )

@@ -215,7 +215,7 @@ class Cluster:
 
     def _install_objects(self, api: kube.Api) -> None:
         files = []
-        argo = manifests.argo_objects(di_server_url(self.state.load_ports() or {}))
+        argo = manifests.argo_objects(di_server_url(self.state.load_ports() or {}), self.settings.real_node)
         storage = manifests.storage_objects(realnode.NODE_NAME, str(self.state.root / "volumes"), images.PYTHON_IMAGE)
         groups = (
             ("nodes", manifests.nodes(self.settings.nodes)),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from . import realnode
+from . import objectstore, realnode
 from .manifests import ARGO_NAMESPACE, KWOK_NODE_ANNOTATION, STORAGE_NAMESPACE
 from .settings import Settings
 from .state import StateDir
@@ -59,7 +59,7 @@ def components(settings: Settings, state: StateDir, ports: dict[str, int]) -> li
     """All processes, in start order."""
     real = _real_node(settings, state, ports) if settings.real_node else []
     ui = [_argo_server(settings, state, ports)] if settings.argo_ui else []
-    return [*_control_plane(settings, state, ports), *ui, *real]
+    return [*_control_plane(settings, state, ports), *real, *ui]
 
 
 def argo_ui_url(ports: dict[str, int]) -> str:
@@ -69,8 +69,13 @@ def argo_ui_url(ports: dict[str, int]) -> str:
 
 def _argo_server(settings: Settings, state: StateDir, ports: dict[str, int]) -> Component:
     """Argo's API server and UI in the loopback main (ci/tools/argo/v4/server/main.go): `argo server
-    --auth-mode=server --secure=false` bound to 127.0.0.1; it reads links and columns from Argo's ConfigMap."""
+    --auth-mode=server --secure=false` bound to 127.0.0.1; it reads links and columns from Argo's ConfigMap.
+
+    With the real node it runs inside the node's network namespace, where the object store's endpoint (the
+    one Argo records in a Workflow's artifacts) is, reaching the API server on its loopback port there;
+    netns-forward relays its port from the host's loopback (the same URL for the browser either way)."""
     url = argo_ui_url(ports)
+    real = settings.real_node
     return Component(
         "argo-server",
         [
@@ -81,17 +86,28 @@ def _argo_server(settings: Settings, state: StateDir, ports: dict[str, int]) -> 
             "--loglevel=info",
         ],
         health_url=f"{url}/api/v1/version",
-        env=dict(ARGO_UI_ENV),
+        env={**ARGO_UI_ENV, **(objectstore.CREDENTIALS if real else {})},
+        netns=realnode.NETNS_PATH if real else None,
     )
 
 
 def _real_node(settings: Settings, state: StateDir, ports: dict[str, int]) -> list[Component]:
-    """The real node: forwarders, then containerd, the kubelet and CoreDNS inside its network namespace."""
+    """The real node: forwarders, the object store, then containerd, the kubelet and CoreDNS inside its network
+    namespace."""
     files, binary, ns = realnode.node_files(state), settings.binary, realnode.NETNS_PATH
-    forwards = [f"-f={f}" for f in realnode.forwards(ports["kube-apiserver"])]
+    relayed = [*realnode.forwards(ports["kube-apiserver"]), objectstore.forward(ports)]
+    if settings.argo_ui:  # argo server runs in the namespace (_argo_server)
+        relayed.append(f"host,127.0.0.1:{ports['argo-server']},{ns},127.0.0.1:{ports['argo-server']}")
+    forwards = [f"-f={f}" for f in relayed]
     return [
         Component(
             "netns-forward", [str(binary("netns-forward")), *forwards, f"-connect={realnode.connect_proxy(files)}"]
+        ),
+        Component(
+            "objectstore",
+            objectstore.command(binary("seaweedfs"), state.root / "objectstore", ports),
+            health_url=objectstore.health_url(ports),
+            env=dict(objectstore.CREDENTIALS),
         ),
         Component("containerd", ["/usr/bin/containerd", f"--config={files.containerd_config}"], netns=ns),
         Component(

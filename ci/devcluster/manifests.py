@@ -8,6 +8,8 @@ from typing import Any
 
 from dihera.argo_ui import configmap_data
 
+from . import objectstore
+
 __all__ = [
     "ARGO_NAMESPACE",
     "KWOK_NODE_ANNOTATION",
@@ -92,7 +94,17 @@ def dihera_objects() -> list[dict[str, Any]]:
     return [{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": SYSTEM_NAMESPACE, "labels": RESTRICTED}}]
 
 
-def argo_objects(di_server_url: str) -> list[dict[str, Any]]:
+def argo_config(di_server_url: str, object_store: bool) -> dict[str, str]:
+    """Argo's ConfigMap: ARGO_CONFIG, the UI's links to `di_server_url`, and with the real node's object store its
+    artifact repository, the logs of every pod archived there, and the executors' credentials."""
+    config = {**ARGO_CONFIG, **configmap_data(di_server_url)}
+    if object_store:
+        config |= objectstore.argo_config()
+        config["executor"] += objectstore.executor_env()
+    return config
+
+
+def argo_objects(di_server_url: str, object_store: bool = False) -> list[dict[str, Any]]:
     """The `argo` namespace and the workflow-controller ConfigMap (its UI links open `di_server_url`)."""
     return [
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ARGO_NAMESPACE}},
@@ -100,7 +112,7 @@ def argo_objects(di_server_url: str) -> list[dict[str, Any]]:
             "apiVersion": "v1",
             "kind": "ConfigMap",
             "metadata": {"name": "workflow-controller-configmap", "namespace": ARGO_NAMESPACE},
-            "data": {**ARGO_CONFIG, **configmap_data(di_server_url)},
+            "data": argo_config(di_server_url, object_store),
         },
     ]
 

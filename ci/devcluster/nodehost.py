@@ -105,13 +105,13 @@ def release() -> None:
 
 
 def create_netns() -> None:
-    """NETNS with loopback up, carrying the node's address and the two Service IPs as local addresses."""
+    """NETNS with loopback up, carrying the node's and the object store's addresses and the two Service IPs."""
     if not realnode.NETNS_PATH.exists():
         _run("ip", "netns", "add", realnode.NETNS)
     ns = ("ip", "-n", realnode.NETNS)
     _run(*ns, "link", "set", "lo", "up")
     addresses = subprocess.run([*ns, "-o", "addr", "show", "dev", "lo"], check=True, capture_output=True, text=True)
-    for ip in (realnode.NODE_IP, realnode.API_SERVICE_IP, realnode.DNS_SERVICE_IP):
+    for ip in (realnode.NODE_IP, realnode.OBJECT_STORE_IP, realnode.API_SERVICE_IP, realnode.DNS_SERVICE_IP):
         if f" {ip}/32 " not in addresses.stdout:
             _run(*ns, "addr", "add", f"{ip}/32", "dev", "lo")
 

@@ -24,6 +24,7 @@ __all__ = [
     "NODE_LABEL",
     "NODE_NAME",
     "NODE_TAINT",
+    "OBJECT_STORE_IP",
     "PAUSE_IMAGE",
     "POD_SUBNET",
     "NodeFiles",
@@ -45,7 +46,9 @@ NODE_IP = "10.213.1.1"  # the node's InternalIP, where the kubelet listens (the 
 KUBELET_PORT = 10250
 API_SERVICE_IP = "10.96.0.1"  # first address of the service range: the `kubernetes` Service
 DNS_SERVICE_IP = "10.96.0.10"  # the kubelet's clusterDNS; CoreDNS binds it inside NETNS
-# NODE_IP and both Service IPs are addresses of NETNS's loopback device: pods reach them through the bridge.
+OBJECT_STORE_IP = "10.213.1.2"  # the object store's S3 endpoint (ci/devcluster/objectstore.py), relayed
+# NODE_IP, OBJECT_STORE_IP and both Service IPs are addresses of NETNS's loopback device: pods reach them
+# through the bridge.
 # Real workloads tolerate the taint and select the label; everything else lands on kwok's nodes.
 NODE_LABEL = ("dihera.io/real-node", "true")
 NODE_TAINT = {"key": "dihera.io/real-node", "value": "true", "effect": "NoSchedule"}

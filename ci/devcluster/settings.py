@@ -25,7 +25,7 @@ TOOLS = (
 # The Argo UI: argo server in a loopback main, for the pairs whose Argo major has one (v4; not v3).
 UI_TOOLS = ("argo-server",)
 # Programs of the real node (and of its images: pause, argoexec).
-REAL_NODE_TOOLS = ("kubelet", "coredns", "netns-forward", "pause", "argoexec")
+REAL_NODE_TOOLS = ("kubelet", "coredns", "netns-forward", "pause", "argoexec", "seaweedfs")
 #: Where each cluster's loopback ports start: the default pair's, and any other pair's (2,000 higher: far more
 #: than one cluster's ports, still below the ephemeral range, 32768 and up).
 DEFAULT_PAIR_FIRST_PORT = 21000

@@ -31,6 +31,17 @@ PORT_NAMES = (
     "kueue-webhook",
     "kueue-health",
     "kueue-metrics",
+    # The real node's object store, weed mini (ci/devcluster/objectstore.py PORT_FLAGS)
+    "store-master",
+    "store-master-grpc",
+    "store-volume",
+    "store-volume-grpc",
+    "store-filer",
+    "store-filer-grpc",
+    "store-s3",
+    "store-s3-grpc",
+    "store-admin",
+    "store-admin-grpc",
 )
 
 

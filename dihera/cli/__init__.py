@@ -6,13 +6,14 @@
     dihera convert FILE         an older DI-orchestrator DIJob (v1alpha1, the 1.0 shape) as today's v2alpha1
     dihera submit FILE          create the companion objects, then the DIJobs; optionally wait
     dihera scale | status       change or show a running job's replicas
+    dihera outputs              the artifacts a job's replicas stored; download them through argo server
     dihera controller | server  the operator (needs ``pip install 'dihera[operator]'``)
     dihera wait-peers           every replica's init container: wait until its peers' FQDNs resolve
     dihera argo-ui-config       the Argo UI's columns and links for DIJobs (Argo's ConfigMap or argo-helm values)
     dihera experiment VERB      a sweep defined in Python: render, submit, status; summarize (its summary step)
 
 - ``jobs``: validate, render, crd; ``convert``; ``submit``; ``scale``: scale and status (``server_calls``:
-  its calls to a di-server, sent again with their Idempotency-Key while no final answer comes)
+  its calls to a di-server, sent again with their Idempotency-Key while no final answer comes); ``outputs``
 - ``controller``, ``server``: the operator's two programs (``service``: what they share)
 - ``peers``: wait-peers; ``argo_ui``: argo-ui-config; ``experiments``: experiment
 
@@ -39,6 +40,7 @@ COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     "dihera.cli.convert": ("convert",),
     "dihera.cli.submit": ("submit",),
     "dihera.cli.scale": ("scale", "status"),
+    "dihera.cli.outputs": ("outputs",),
     "dihera.cli.controller": ("controller",),
     "dihera.cli.server": ("server",),
     "dihera.cli.peers": ("wait-peers",),

@@ -5,9 +5,10 @@ Importing this package is cheap; Hera is loaded by the first :func:`render`.
 
 - ``workflow``: the Argo Workflow (Hera), one DAG node per replica; ``objects``: the headless Service,
   the membership ConfigMap and the checkpoint claim; ``checkpoint``: the checkpoint volume in the pods that
-  mount it; ``env``: every container's ``DI_*`` environment (``providers``: a framework's
-  own); ``peer_wait``: the init container that waits for the peers; ``strict``: Hera models from the
-  user's dicts; ``settings``: what rendering needs besides the job
+  mount it; ``outputs``: a task's spec.artifacts as its replicas' output artifacts; ``env``: every
+  container's ``DI_*`` environment (``providers``: a framework's own); ``peer_wait``: the init container that
+  waits for the peers; ``strict``: Hera models from the user's dicts; ``settings``: what rendering needs
+  besides the job
 """
 
 from __future__ import annotations

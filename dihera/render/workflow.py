@@ -23,11 +23,13 @@ from hera.workflows.protocol import Templatable
 
 from dihera.argo_ui import describe, ui_annotations
 from dihera.constants import (
+    ANNOTATION_ARTIFACT_COLLECTOR,
     ANNOTATION_RANK,
     ANNOTATION_REPLICAS,
     ANNOTATION_TASK_RANK,
     ANNOTATION_WORKFLOW_DESCRIPTION,
     ANNOTATION_WORKFLOW_TITLE,
+    ARGO_MAIN_CONTAINER,
     LABEL_JOB,
     LABEL_POD,
     LABEL_TASK_NAME,
@@ -51,6 +53,7 @@ from dihera.podtemplate import normalize_pod_spec
 from dihera.render.checkpoint import checkpoint_mounts, checkpoint_volumes
 from dihera.render.env import INDEX, RANK, di_env, shorten_fqdn
 from dihera.render.objects import owner_references
+from dihera.render.outputs import artifact_collector, outputs
 from dihera.render.peer_wait import peer_wait_container
 from dihera.render.providers import provider_ports
 from dihera.render.settings import RenderSettings
@@ -127,7 +130,9 @@ def _dns_config(user: Mapping[str, Any] | None, domain: str) -> dict[str, Any]:
     return {**config, "searches": [*searches, domain]}
 
 
-def _pod_metadata(job: DIJob, task: Task, replicas: int) -> m.Metadata:
+def _pod_metadata(job: DIJob, task: Task, replicas: int, collector: bool = False) -> m.Metadata:
+    """The replica pod's labels and annotations; ``collector``: it has the ``main`` container that collects its
+    artifacts (dihera/render/outputs.py), which the controller does not count as the user's."""
     meta = task.template.get("metadata") or {}
     labels = {
         **dict(meta.get("labels") or {}),
@@ -139,6 +144,7 @@ def _pod_metadata(job: DIJob, task: Task, replicas: int) -> m.Metadata:
         ANNOTATION_RANK: RANK,
         ANNOTATION_TASK_RANK: INDEX,
         ANNOTATION_REPLICAS: str(replicas),
+        **({ANNOTATION_ARTIFACT_COLLECTOR: ARGO_MAIN_CONTAINER} if collector else {}),
     }
     return m.Metadata(labels=labels, annotations=annotations)
 
@@ -164,22 +170,22 @@ def _task_template(job: DIJob, task: Task, replicas: int, settings: RenderSettin
         *checkpoint_volumes(job, task),
     ]
     mounts = checkpoint_mounts(job, task)
+    containers = _with_ports(
+        [_container(c, env, settings.membership_dir, mounts) for c in spec["containers"]], provider_ports(task)
+    )
+    collector = artifact_collector(job, task, containers, settings)
     return m.Template(
         name=short_template_name(task.name) if short else task.name,
         inputs=m.Inputs(parameters=[m.Parameter(name="index"), m.Parameter(name="rank")]),
-        metadata=_pod_metadata(job, task, replicas),
+        metadata=_pod_metadata(job, task, replicas, collector is not None),
         container_set=m.ContainerSetTemplate(
             containers=strict_list(
-                m.ContainerNode,
-                _with_ports(
-                    [_container(c, env, settings.membership_dir, mounts) for c in spec["containers"]],
-                    provider_ports(task),
-                ),
-                "spec.containers",
+                m.ContainerNode, [*containers, *([collector] if collector else [])], "spec.containers"
             )
         ),
         init_containers=_init_containers(job, spec, env, settings, mounts),
         volumes=strict_list(m.Volume, volumes, "spec.volumes"),
+        outputs=outputs(job, task),
         pod_spec_patch=json.dumps(patch, sort_keys=True, separators=(",", ":")),
         retry_strategy=(
             m.RetryStrategy(limit=m.IntOrString(job.backoff_limit), retry_policy="Always")

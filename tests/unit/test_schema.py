@@ -66,7 +66,8 @@ def test_crd_shape() -> None:
         r["rule"]
         for r in spec["x-kubernetes-validations"] + task["x-kubernetes-validations"] + root["x-kubernetes-validations"]
     ]
-    assert len(rules) == 11
+    assert len(rules) == 12
+    assert any("artifacts" in r and "a.task" in r for r in rules)
     assert spec["properties"]["checkpoint"]["x-kubernetes-validations"][0]["rule"].startswith("isQuantity(self.size)")
     assert any("checkpoint.tasks" in r for r in rules)
     assert any("exists" in r or "filter" in r for r in rules)

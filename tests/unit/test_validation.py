@@ -277,7 +277,7 @@ def test_task_types_are_typed() -> None:
         pytest.param(
             ("spec", "zzz"),
             1,
-            "spec.zzz: unknown field of the DIJob spec; valid fields: activeDeadlineSeconds, backoffLimit, ",
+            "spec.zzz: unknown field of the DIJob spec; valid fields: activeDeadlineSeconds, artifacts, backoffLimit, ",
             id="no-near-field",
         ),
     ],

@@ -5,7 +5,8 @@
 - ``facts``: what is worked out of the view once per pass (replica states, drops, restarts, deadline)
 - ``decision``: what decisions answer (a phase with its message and cause; an Event)
 - ``phase``: the ordered table of phase policies
-- ``status``: the new status, its Events and the drops to apply (``conditions``, ``progress``: its parts)
+- ``status``: the new status, its Events and the drops to apply (``conditions``, ``progress``, ``outputs``:
+  its parts)
 - ``converge``: what to create, release or sync before the status
 - ``outside``: what was done to the job's objects from outside dihera (the Argo UI's actions on its Workflow,
   its Service or membership ConfigMap deleted or edited), undone or repaired

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
-from dihera.constants import ANNOTATION_NODE_NAME, LABEL_POD
+from dihera.constants import ANNOTATION_ARTIFACT_COLLECTOR, ANNOTATION_NODE_NAME, LABEL_POD
 from dihera.controller.decide.stuck import pod_problem
 from dihera.membership import Membership, Replica
 from dihera.naming import dag_task_name, hostname
@@ -40,6 +40,16 @@ __all__ = [
 NODE_NAME_ANNOTATION = ANNOTATION_NODE_NAME
 _ATTEMPT = re.compile(r"\((\d+)\)$")
 _ARGO_CONTAINERS = frozenset({"wait", "init"})
+
+
+def _user_statuses(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The statuses of the user's containers: not Argo's own, nor the one dihera added to collect artifacts."""
+    collector = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_ARTIFACT_COLLECTOR)
+    return [
+        cs
+        for cs in (pod.get("status") or {}).get("containerStatuses") or []
+        if cs.get("name") not in _ARGO_CONTAINERS and cs.get("name") != collector
+    ]
 
 
 @dataclass(frozen=True)
@@ -93,9 +103,7 @@ def attempt_of(node_name: str) -> int:
 def exit_code(pod: Mapping[str, Any]) -> int | None:
     """The first non-zero exit code of the user's containers (Argo's own are skipped), else 0 or None."""
     codes = []
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        if cs.get("name") in _ARGO_CONTAINERS:
-            continue
+    for cs in _user_statuses(pod):
         term = (cs.get("state") or {}).get("terminated")
         if term is not None and term.get("exitCode") is not None:
             codes.append(int(term["exitCode"]))
@@ -105,9 +113,7 @@ def exit_code(pod: Mapping[str, Any]) -> int | None:
 
 def finished_ok(pod: Mapping[str, Any]) -> bool:
     """Every user container (Argo's own skipped) has terminated with exit code 0."""
-    statuses = [
-        cs for cs in (pod.get("status") or {}).get("containerStatuses") or [] if cs.get("name") not in _ARGO_CONTAINERS
-    ]
+    statuses = _user_statuses(pod)
     return bool(statuses) and all(
         ((cs.get("state") or {}).get("terminated") or {}).get("exitCode") == 0 for cs in statuses
     )
@@ -133,9 +139,7 @@ def failure_reason(pod: Mapping[str, Any]) -> str | None:
 def ended_at(pod: Mapping[str, Any]) -> str | None:
     """When every user container (Argo's own skipped) had terminated: the latest ``finishedAt``; else None."""
     ends = []
-    for cs in (pod.get("status") or {}).get("containerStatuses") or []:
-        if cs.get("name") in _ARGO_CONTAINERS:
-            continue
+    for cs in _user_statuses(pod):
         terminated = (cs.get("state") or {}).get("terminated")
         if terminated is None or not terminated.get("finishedAt"):
             return None

@@ -27,6 +27,7 @@ from dihera.controller.decide.decision import Event, PhaseDecision
 from dihera.controller.decide.facts import Facts, facts
 from dihera.controller.decide.failures import drop_events, restart_events
 from dihera.controller.decide.hold import HELD_PHASES, SuspendPlan
+from dihera.controller.decide.outputs import job_artifacts
 from dihera.controller.decide.phase import decide_phase
 from dihera.controller.decide.progress import task_progress, workflow_progress
 from dihera.controller.decide.replicas import ReplicaState
@@ -67,6 +68,7 @@ OWN_FIELDS = (
     "droppedReplicas",
     "progress",
     "taskProgress",
+    "artifacts",
 )
 
 #: The status fields a pass recomputes from what it observes alone (pod counts, Argo's node progress):
@@ -188,8 +190,10 @@ def compute_status(view: JobView, hold: SuspendPlan, now: str, refused: str | No
     (:func:`~dihera.controller.decide.hold.plan_hold`); ``now``: an RFC 3339 timestamp
     (``2026-01-02T03:04:05Z``); ``refused``: why a hand edit of the replicas was refused (a Warning)."""
     old = view.status
-    if view.finished:
-        return StatusUpdate(dict(old), changed=False)
+    if view.finished:  # final, but for the artifacts stored after the end (dihera/controller/decide/outputs.py)
+        stored = _artifacts(view)
+        status = {**old, "artifacts": stored} if stored else dict(old)
+        return StatusUpdate(status, changed=status != old)
     f = facts(view, hold, now)
     decision, stuck = _decided(f)
     status = _status(f, decision, stuck)
@@ -245,8 +249,16 @@ def _optional(f: Facts, decision: PhaseDecision, stuck: list[dict[str, str]], ge
         "completionTimestamp": f.now if decision.phase in TERMINAL else None,
         "progress": workflow_progress(f.view.ours),
         "taskProgress": task_progress(f.kept) or None,
+        "artifacts": _artifacts(f.view) or None,
     }
     return {k: v for k, v in optional.items() if v is not None}
+
+
+def _artifacts(view: JobView) -> list[dict[str, str]]:
+    """``status.artifacts``: what the replicas of the job's own Workflow stored of ``spec.artifacts``."""
+    if view.job is None or not view.job.artifacts:
+        return []
+    return job_artifacts(view.ours, {a.name for a in view.job.artifacts})
 
 
 def progress_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:

@@ -110,7 +110,10 @@ def _pipeline(cfg: Any, settings: Settings, model: DQN, metrics: MetricsReporter
     task.use(ckpt.around(learner) if ckpt is not None else learner)
     task.use(learner_progress(PROGRESS_EVERY, settings.train_iter_budget))
     task.use(resumable_logger(online_logger(train_show_freq=10)))
-    task.use(CkptSaver(policy, cfg.exp_name, train_freq=100))
+    # DI-engine's own saver keeps the best-evaluated (evaluator) and the final policy (learner and evaluator) in
+    # <exp_name>/ckpt, which spec.artifacts keeps; no periodic saves: it would keep every one of them in the
+    # working directory, and the learner's periodic checkpoints are the checkpointer's (two, in the volume).
+    task.use(CkptSaver(policy, cfg.exp_name))
     # Last: runs after StepCollector and before the backward pass in which ContextExchanger sends.
     task.use(collector_gate(settings.learner_fresh, settings.learner_wait))
     return context_exchanger, model_exchanger

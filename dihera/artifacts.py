@@ -1,0 +1,111 @@
+"""``spec.artifacts`` (docs/artifacts.md): what a task's replicas leave in Argo's artifact repository when they
+end. Checked and defaulted here (pure); rendered as the replicas' output artifacts (dihera/render/workflow.py).
+
+Its task defaults to the learner task, else the first task. The CRD checks the shapes and that a named task
+exists (a CEL rule); this module also refuses a name used twice and Argo's own name for an archived log.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from pathlib import PurePosixPath
+from typing import Any
+
+from dihera.constants import ARCHIVED_LOG_ARTIFACT, ARGO_MAIN_CONTAINER
+from dihera.errors import Problem, format_value
+from dihera.model import Artifact, TaskType
+
+__all__ = ["artifact_problems", "parse_artifacts"]
+
+
+def _tasks(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    tasks = spec.get("tasks")
+    return (
+        [t for t in tasks if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
+        if isinstance(tasks, list)
+        else []
+    )
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _items(spec: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any]]]:
+    items = spec.get("artifacts")
+    return [(i, a) for i, a in enumerate(items) if isinstance(a, Mapping)] if isinstance(items, list) else []
+
+
+def default_task(spec: Mapping[str, Any]) -> str | None:
+    """The task of an artifact that names none: the learner task, else the first task."""
+    tasks = _tasks(spec)
+    names: list[str] = [str(t["name"]) for t in tasks if t.get("type") == TaskType.LEARNER]
+    names = names or [str(t["name"]) for t in tasks]
+    return names[0] if names else None
+
+
+def _mount_paths(spec: Mapping[str, Any], task: Mapping[str, Any], checkpointed: list[str]) -> list[str] | None:
+    """Where the task's first container mounts volumes (the checkpoint volume's too); None when a container
+    is named main (Argo collects from that one, dihera adds nothing)."""
+    containers = [
+        c for c in _list(_map(_map(task.get("template")).get("spec")).get("containers")) if isinstance(c, Mapping)
+    ]
+    if not containers or any(c.get("name") == ARGO_MAIN_CONTAINER for c in containers):
+        return None
+    paths = [_map(v).get("mountPath") for v in _list(containers[0].get("volumeMounts"))]
+    ckpt = spec.get("checkpoint")
+    if task["name"] in checkpointed and isinstance(ckpt, Mapping):
+        paths.append(ckpt.get("mountPath"))
+    return [p for p in paths if isinstance(p, str)]
+
+
+def _path_problem(i: int, path: Any, task: str, mounts: list[str] | None) -> Problem | None:
+    """An artifact's path must lie in a volume of its task's first container (docs/artifacts.md)."""
+    if mounts is None or not isinstance(path, str) or not path.startswith("/"):
+        return None
+    if any(PurePosixPath(path).is_relative_to(m) for m in mounts):
+        return None
+    where = ", ".join(sorted(mounts)) or "none"
+    why = (
+        f"{format_value(path)} is not in a volume of task {task}'s first container, where Argo's executor can "
+        f"collect it; mount a volume there (an emptyDir will do) or choose a path under one of its mounts: {where}"
+    )
+    return Problem(f"spec.artifacts[{i}].path", why)
+
+
+def artifact_problems(spec: Mapping[str, Any], checkpointed: list[str]) -> list[Problem]:
+    """Every problem of a defaulted spec's ``artifacts``: a task that is not the job's, a name used twice or
+    reserved by Argo, a path outside the task's volumes (``checkpointed``: the tasks mounting the checkpoint
+    volume)."""
+    tasks = {t["name"]: t for t in _tasks(spec)}
+    fallback = default_task(spec)
+    counts = Counter(a.get("name") for _, a in _items(spec))
+    problems = []
+    for i, a in _items(spec):
+        task, name = a.get("task"), a.get("name")
+        if isinstance(task, str) and task not in tasks:
+            valid = ", ".join(tasks) or "no task has a name"
+            why = f"{format_value(task)} is not a task of the job; valid: {valid}"
+            problems.append(Problem(f"spec.artifacts[{i}].task", why))
+        if name == ARCHIVED_LOG_ARTIFACT:
+            why = f"{format_value(name)} is Argo's name for a pod's archived log; choose another name"
+            problems.append(Problem(f"spec.artifacts[{i}].name", why))
+        elif isinstance(name, str) and counts[name] > 1:
+            why = f"{format_value(name)} is used by another artifact; names are unique"
+            problems.append(Problem(f"spec.artifacts[{i}].name", why))
+        owner = task if isinstance(task, str) else fallback
+        if owner is not None and owner in tasks:
+            problem = _path_problem(i, a.get("path"), owner, _mount_paths(spec, tasks[owner], checkpointed))
+            problems += [problem] if problem else []
+    return problems
+
+
+def parse_artifacts(spec: Mapping[str, Any]) -> tuple[Artifact, ...]:
+    """The artifacts of a valid, defaulted spec, each with its task."""
+    task = default_task(spec)
+    return tuple(Artifact(name=a["name"], path=a["path"], task=a.get("task") or task or "") for _, a in _items(spec))

@@ -1,0 +1,67 @@
+"""``status.artifacts`` from the job's Workflow (pure; docs/artifacts.md): the ``spec.artifacts`` its replicas'
+nodes stored, the latest attempt's for each replica.
+
+Argo writes a node's outputs once its executor has stored them, which may be after the DIJob's phase is final
+(the pod's wait container uploads after the user's containers ended), so this field is written after the end
+too; :func:`dihera.controller.decide.status.compute_status` keeps every other field of a finished job.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection, Mapping
+from typing import Any
+
+from dihera.scaling.dag import workflow_nodes
+
+__all__ = ["job_artifacts"]
+
+_ATTEMPT = re.compile(r"\((\d+)\)$")
+#: Where an Argo artifact's location keeps its object's name, by the repository's kind.
+_LOCATIONS = ("s3", "gcs", "oss", "azure", "hdfs", "artifactory", "http", "git", "raw", "plugin")
+
+
+def _key(artifact: Mapping[str, Any]) -> str | None:
+    locations = [artifact.get(kind) for kind in _LOCATIONS]
+    for location in (x for x in locations if isinstance(x, Mapping)):
+        for field in ("key", "blob", "path", "url", "repo"):
+            if isinstance(location.get(field), str):
+                return str(location[field])
+    return None
+
+
+def _replica_attempt(node_name: str, prefix: str) -> tuple[str, int]:
+    """``<workflow>.learner-0(2)`` → (``learner-0``, 2); no suffix: attempt 0."""
+    attempt = _ATTEMPT.search(node_name)
+    if attempt is None:
+        return node_name[len(prefix) :], 0
+    return node_name[len(prefix) : attempt.start()], int(attempt.group(1))
+
+
+def _stored(node: Mapping[str, Any], names: Collection[str]) -> list[Mapping[str, Any]]:
+    """The node's output artifacts named in ``names``."""
+    arts = (node.get("outputs") or {}).get("artifacts") or []
+    return [a for a in arts if isinstance(a, Mapping) and a.get("name") in names]
+
+
+def job_artifacts(workflow: Mapping[str, Any] | None, names: Collection[str]) -> list[dict[str, str]]:
+    """Every artifact in ``names`` a replica's node of ``workflow`` stored, its latest attempt's; in replica and
+    artifact order."""
+    if not workflow or not names:
+        return []
+    prefix = f"{workflow['metadata']['name']}."
+    latest: dict[tuple[str, str], tuple[int, dict[str, str]]] = {}
+    for node_id, node in workflow_nodes(workflow).items():
+        name = str(node.get("name", ""))
+        if node.get("type") != "Pod" or not name.startswith(prefix):
+            continue
+        replica, number = _replica_attempt(name, prefix)
+        for art in _stored(node, names):
+            entry = {"name": str(art["name"]), "replica": replica, "node": str(node.get("id") or node_id)}
+            key = _key(art)
+            if key is not None:
+                entry["key"] = key
+            seen = latest.get((replica, entry["name"]))
+            if seen is None or seen[0] < number:
+                latest[(replica, entry["name"])] = (number, entry)
+    return [latest[k][1] for k in sorted(latest)]

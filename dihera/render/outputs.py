@@ -1,0 +1,59 @@
+"""``spec.artifacts`` in a task's template (pure; docs/artifacts.md): the replica's output artifacts and, when
+none of its containers is named ``main``, the container that lets Argo's executor collect them.
+
+Argo's executor saves a template's outputs from its container named ``main`` only (in a container set, the
+others' files are not its business). A DIJob's containers keep their names (``di-container`` in
+DI-orchestrator's examples), so a task with artifacts gets one more container, ``main``: it starts once the
+first container has ended (the set's ``dependencies``), mounts what the first container mounted, and does
+nothing; Argo's emissary in it then tars each artifact's path from those volumes. A path must therefore lie
+in a volume of the first container (validated), as DI-engine's experiment directory does in the examples.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hera.workflows import models as m
+
+from dihera.constants import ARGO_MAIN_CONTAINER
+from dihera.model import DIJob, Task
+from dihera.render.peer_wait import NONROOT_UID, RESOURCES
+from dihera.render.settings import RenderSettings
+
+__all__ = ["artifact_collector", "outputs"]
+
+
+def outputs(job: DIJob, task: Task) -> m.Outputs | None:
+    """The task's artifacts as its replicas' output artifacts, optional: a replica that ends before writing
+    one is not failed for it."""
+    kept = [m.Artifact(name=a.name, path=a.path, optional=True) for a in job.artifacts if a.task == task.name]
+    return m.Outputs(artifacts=kept) if kept else None
+
+
+def artifact_collector(
+    job: DIJob, task: Task, containers: list[dict[str, Any]], settings: RenderSettings
+) -> dict[str, Any] | None:
+    """The ``main`` container of a task with artifacts whose containers have no ``main``; None otherwise."""
+    if not any(a.task == task.name for a in job.artifacts):
+        return None
+    if any(c.get("name") == ARGO_MAIN_CONTAINER for c in containers):
+        return None
+    first = containers[0]
+    return {
+        "name": ARGO_MAIN_CONTAINER,
+        "image": settings.peer_wait_image,
+        "imagePullPolicy": settings.peer_wait_image_pull_policy,
+        "command": ["true"],
+        "dependencies": [first["name"]],
+        "volumeMounts": [{**v, "readOnly": True} for v in first.get("volumeMounts", [])],
+        "resources": RESOURCES,
+        "securityContext": {
+            "runAsNonRoot": True,
+            "runAsUser": NONROOT_UID,
+            "runAsGroup": NONROOT_UID,
+            "readOnlyRootFilesystem": True,
+            "allowPrivilegeEscalation": False,
+            "capabilities": {"drop": ["ALL"]},
+            "seccompProfile": {"type": "RuntimeDefault"},
+        },
+    }

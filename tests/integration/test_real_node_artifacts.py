@@ -1,0 +1,125 @@
+"""A DIJob's results kept in the local control plane's object store (docs/artifacts.md), on the real node.
+
+The job's learner writes a file and a directory into its working directory (an emptyDir) and ends; its
+``spec.artifacts`` name both and a path it never writes. Argo's executor stores what exists in the
+artifact repository (SeaweedFS's S3 gateway, ci/devcluster/objectstore.py) and archives the pod's logs
+there. After the job Succeeded and cleanPodPolicy deleted its pod:
+
+- ``status.artifacts`` lists the two stored (not the missing one), with their Argo node;
+- argo server (the Argo UI's download) serves each; ``dihera outputs --download`` unpacks them and the
+  bytes are the learner's;
+- the learner's log is read back from the archive, its pod gone.
+"""
+
+from __future__ import annotations
+
+import io
+import secrets
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import pytest
+from kubernetes import client
+
+from ci.devcluster import Cluster, Settings
+from ci.devcluster.images import PYTHON_IMAGE
+from dihera.cli import main as dihera
+from dihera.kube.jobs import JobStore
+from tests.integration.conftest import Poll
+from tests.integration.controllers import Controller
+from tests.integration.jobs import job_pods, manifest, phase_is
+from tests.integration.realjobs import ON_REAL_NODE, executor_account
+
+pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
+
+NAME = "kept"
+#: The learner's script: a policy file, a directory of two files, a log line naming the run's secret.
+SCRIPT = (
+    'mkdir -p /work/exp/tb && printf "%s" "$SECRET" > /work/exp/policy.bin '
+    '&& echo "events $SECRET" > /work/exp/tb/events.1 && echo "config" > /work/exp/config.py '
+    '&& echo "dihera-artifacts-test $SECRET"'
+)
+
+
+def learner(account: str, secret: str) -> dict[str, Any]:
+    main = {
+        "name": "di-container",
+        "image": PYTHON_IMAGE,
+        "imagePullPolicy": "Never",
+        "command": ["sh", "-c", SCRIPT],
+        "env": [{"name": "SECRET", "value": secret}],
+        "volumeMounts": [{"name": "work", "mountPath": "/work"}],
+        "securityContext": {"runAsUser": 65532, "runAsGroup": 65532, "runAsNonRoot": True},
+    }
+    spec = {
+        "containers": [main],
+        "volumes": [{"name": "work", "emptyDir": {}}],
+        "serviceAccountName": account,
+        "terminationGracePeriodSeconds": 1,
+        **ON_REAL_NODE,
+    }
+    return {"type": "learner", "replicas": 1, "template": {"spec": spec}}
+
+
+def _argo_url() -> str:
+    url = Cluster(Settings.from_environ()).argo_ui_url()
+    assert url, "the local control plane's default pair runs argo server"
+    return url
+
+
+def _unpacked(body: bytes) -> dict[str, bytes]:
+    with tarfile.open(fileobj=io.BytesIO(body), mode="r:gz") as archive:
+        return {m.name: archive.extractfile(m).read() for m in archive.getmembers() if m.isfile()}  # type: ignore[union-attr]
+
+
+def test_a_jobs_artifacts_and_logs_are_kept_in_the_object_store_and_downloaded(
+    controller: Controller, cluster: client.ApiClient, namespace: str, poll: Poll, kubeconfig: Path, tmp_path: Path
+) -> None:
+    jobs, secret = JobStore(cluster), secrets.token_hex(8)
+    artifacts = [
+        {"name": "policy", "path": "/work/exp/policy.bin"},
+        {"name": "experiment", "path": "/work/exp"},
+        {"name": "never-written", "path": "/work/none"},
+    ]
+    task = learner(executor_account(cluster, namespace), secret)
+    started = time.monotonic()
+    jobs.create(manifest(NAME, namespace, task, cleanPodPolicy="All", artifacts=artifacts))
+    poll(phase_is(jobs, namespace, NAME, "Succeeded"), 180, f"{NAME} Succeeded")
+    succeeded = time.monotonic() - started
+
+    def listed() -> list[dict[str, str]] | None:
+        stored = ((jobs.get(namespace, NAME) or {}).get("status") or {}).get("artifacts") or []
+        return stored if len(stored) >= 2 else None
+
+    stored = poll(listed, 60, "status.artifacts lists what the learner stored")
+    workflow = (jobs.get(namespace, NAME) or {})["status"]["workflowName"]
+    assert [(a["replica"], a["name"]) for a in stored] == [("learner-0", "experiment"), ("learner-0", "policy")]
+    assert all(a["key"].startswith(f"{namespace}/{NAME}/") for a in stored), stored  # the repository's keyFormat
+    poll(lambda: not job_pods(cluster, namespace, NAME) or None, 90, "the pod deleted (cleanPodPolicy All)")
+
+    url, node = _argo_url(), stored[0]["node"]
+    with httpx.Client(base_url=url, timeout=30) as http:
+        got = {}
+        for name in ("policy", "experiment"):
+            resp = http.get(f"/artifacts/{namespace}/{workflow}/{quote(node)}/{name}")
+            assert resp.status_code == 200, (name, resp.status_code, resp.text[:300])
+            got[name] = _unpacked(resp.content)
+        logs = http.get(f"/artifact-files/{namespace}/workflows/{workflow}/{quote(node)}/outputs/di-container-logs")
+    assert got["policy"] == {"policy.bin": secret.encode()}, got["policy"]
+    assert got["experiment"]["exp/policy.bin"] == secret.encode(), sorted(got["experiment"])
+    assert set(got["experiment"]) == {"exp/policy.bin", "exp/tb/events.1", "exp/config.py"}, sorted(got["experiment"])
+    assert logs.status_code == 200 and f"dihera-artifacts-test {secret}" in logs.text, (logs.status_code, logs.text)
+
+    out = tmp_path / "outputs"
+    argv = ["outputs", f"{namespace}/{NAME}", "--kubeconfig", str(kubeconfig), "--argo-server", url, "--download"]
+    assert dihera([*argv, str(out)]) == 0
+    assert (out / "learner-0" / "policy" / "policy.bin").read_bytes() == secret.encode()
+    assert (out / "learner-0" / "experiment" / "exp" / "tb" / "events.1").read_text() == f"events {secret}\n"
+    print(
+        f"\n[artifacts] real node: Succeeded {succeeded:.1f} s after create; {len(stored)} artifacts listed, "
+        f"downloaded through argo server and `dihera outputs`; the log read from the archive, its pod deleted"
+    )
