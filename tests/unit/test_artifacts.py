@@ -130,7 +130,8 @@ def test_a_finished_jobs_status_gains_the_artifacts_stored_after_its_end_and_not
     old = {"phase": "Succeeded", "restarts": 0}
     view = Observed(workflow("Succeeded", NODES), running()).view(old)
     assert view.job is not None
-    view = dataclasses.replace(view, job=dataclasses.replace(view.job, artifacts=(Artifact("policy", "/w", "learner"),)))
+    kept = (Artifact("policy", "/w", "learner"),)
+    view = dataclasses.replace(view, job=dataclasses.replace(view.job, artifacts=kept))
     update = compute_status(view, SuspendPlan(), "2026-01-01T00:05:00Z")
     assert update.changed and update.status == {**old, "artifacts": [job_artifacts(view.workflow, {"policy"})[0]]}
     again = compute_status(dataclasses.replace(view, body={**view.body, "status": update.status}), SuspendPlan(), "t")
