@@ -115,6 +115,86 @@ def prepare_job(doc: dict[str, Any], image: str | None, local_node: bool) -> dic
     return out
 
 
+#: The evaluation step: a stored policy as its input artifact, played in CartPole (docs/artifacts.md).
+EVALUATE = REPO / "workflows" / "argo" / "evaluate-policy.yaml"
+#: Its result line (examples/cartpole/cartpole_dqn/evaluate.py).
+EVALUATED = re.compile(r"dihera-evaluated file=(\S+) episodes=(\d+) mean=([0-9.]+) min=([0-9.]+) params=(\d+)")
+#: Where the demo downloads the job's artifacts.
+OUTPUTS = STATE / "demo-outputs"
+
+
+def evaluation_workflow(
+    namespace: str, key: str, image: str | None, local_node: bool, account: str | None = None
+) -> dict[str, Any]:
+    """workflows/argo/evaluate-policy.yaml for the artifact ``key``: on ``image`` (never pulled on the local
+    node; off it, without the real node's placement), under ServiceAccount ``account`` when given."""
+    doc: dict[str, Any] = yaml.safe_load(EVALUATE.read_text())
+    doc["metadata"]["namespace"] = namespace
+    doc["spec"]["arguments"]["parameters"][0]["value"] = key
+    if account:
+        doc["spec"]["serviceAccountName"] = account
+    (template,) = doc["spec"]["templates"]
+    if image:
+        template["container"]["image"] = image
+        if local_node:
+            template["container"]["imagePullPolicy"] = "Never"
+    if not local_node:
+        template.pop("nodeSelector", None)
+        template.pop("tolerations", None)
+    return doc
+
+
+def stored_policy(kubeconfig: str, namespace: str, name: str, timeout: float = 120) -> dict[str, str] | None:
+    """The learner's ``policy`` in the job's ``status.artifacts`` (written once Argo stored it), else None."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = run("kubectl", f"--kubeconfig={kubeconfig}", "-n", namespace, "get", "dijob", name, "-o", "json",
+                  check=False, quiet=True)  # fmt: skip
+        stored = (json.loads(got.stdout or "{}").get("status") or {}).get("artifacts") or []
+        found = [a for a in stored if a.get("name") == "policy"]
+        if found:
+            return dict(found[0])
+        time.sleep(2)
+    return None
+
+
+def play_policy(kubeconfig: str, namespace: str, name: str, image: str | None, local_node: bool) -> None:
+    """After the job: where its trained policy is, downloaded (through argo server), and played again in CartPole
+    by an Argo step that takes it as its input artifact."""
+    policy = stored_policy(kubeconfig, namespace, name)
+    if policy is None:
+        say("no trained policy in status.artifacts (does the cluster have an Argo artifact repository?)")
+        return
+    say(f"the trained policy: {policy['replica']}'s `policy`, key {policy.get('key')} in the artifact repository")
+    server = argo_ui_url() if local_node else os.environ.get("ARGO_SERVER")
+    if server:
+        shutil.rmtree(OUTPUTS, ignore_errors=True)
+        run(DIHERA, "outputs", f"{namespace}/{name}", "--kubeconfig", kubeconfig, "--argo-server", server,
+            "--download", str(OUTPUTS), check=False)  # fmt: skip
+    doc = evaluation_workflow(namespace, str(policy.get("key")), image, local_node)
+    made = run("kubectl", f"--kubeconfig={kubeconfig}", "create", "-o", "name", "-f", "-", stdin=yaml.safe_dump(doc),
+               check=False, quiet=True)  # fmt: skip
+    workflow = (made.stdout or "").strip()
+    if made.returncode != 0 or not workflow:
+        say(f"could not create the evaluation Workflow: {(made.stderr or '').strip()}")
+        return
+    say(f"playing it again: {workflow} (workflows/argo/evaluate-policy.yaml) loads it into DI-engine's DQN policy")
+    kubectl = ["kubectl", f"--kubeconfig={kubeconfig}", "-n", namespace]
+    run(*kubectl, "wait", workflow, "--for=jsonpath={.status.phase}=Succeeded", "--timeout=300s", check=False,
+        quiet=True)  # fmt: skip
+    logs = run(*kubectl, "logs", "-l", f"workflows.argoproj.io/workflow={workflow.split('/')[-1]}", "-c", "main",
+               check=False, quiet=True).stdout or ""  # fmt: skip
+    lines = [m.group(0) for m in EVALUATED.finditer(logs)]
+    say(lines[-1] if lines else f"no result; kubectl -n {namespace} logs -l workflows.argoproj.io/workflow=...")
+
+
+def argo_ui_url() -> str | None:
+    """The local control plane's argo server (None: this pair runs none)."""
+    from ci.devcluster import Cluster, Settings
+
+    return Cluster(Settings.from_environ()).argo_ui_url()
+
+
 def install_chart(kubeconfig: str, namespace: str, local_node: bool) -> None:
     """The chart, its controller and di-server watching ``namespace`` (local: the image built here, on the
     real node); on a given cluster an existing release is used as it is."""
@@ -272,9 +352,7 @@ def stop(kubeconfig: str | None, uninstall: bool) -> int:
 
 def argo_ui(namespace: str) -> str | None:
     """The local control plane's Argo UI: its workflow list for ``namespace`` (None: this pair runs none)."""
-    from ci.devcluster import Cluster, Settings
-
-    url = Cluster(Settings.from_environ()).argo_ui_url()
+    url = argo_ui_url()
     if url is None:
         return None
     UI_URL.write_text(url + "\n")
@@ -312,7 +390,8 @@ def main() -> int:
     kubectl = ["kubectl", f"--kubeconfig={kubeconfig}", "-n", args.namespace]
     run("kubectl", f"--kubeconfig={kubeconfig}", "create", "namespace", args.namespace, check=False, quiet=True)
     install_chart(kubeconfig, args.namespace, local_node)
-    doc = prepare_job(yaml.safe_load(Path(args.job).read_text()), di_engine_image(local_node), local_node)
+    image = di_engine_image(local_node)
+    doc = prepare_job(yaml.safe_load(Path(args.job).read_text()), image, local_node)
     name = doc["metadata"]["name"]
     container = doc["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["name"]
     url = forward_server(kubeconfig, reserved_port(local_node))
@@ -337,6 +416,8 @@ def main() -> int:
         done.set()
     say("kubectl get dijob")
     run(*kubectl, "get", "dijob", name, check=False)
+    if code == 0:
+        play_policy(kubeconfig, args.namespace, name, image, local_node)
     say(f"its pods: kubectl -n {args.namespace} get pods -l {LABEL_JOB}={name} -o wide")
     run(*kubectl, "get", "pods", "-l", f"{LABEL_JOB}={name}", "-o", "wide", check=False)
     say(f"the di-server's view: GET {url}/v1/namespaces/{args.namespace}/dijobs/{name}")

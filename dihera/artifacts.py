@@ -84,7 +84,7 @@ def artifact_problems(spec: Mapping[str, Any], checkpointed: list[str]) -> list[
     volume)."""
     tasks = {t["name"]: t for t in _tasks(spec)}
     fallback = default_task(spec)
-    counts = Counter(a.get("name") for _, a in _items(spec))
+    counts = Counter(a["name"] for _, a in _items(spec) if isinstance(a.get("name"), str))
     problems = []
     for i, a in _items(spec):
         task, name = a.get("task"), a.get("name")

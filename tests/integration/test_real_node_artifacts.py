@@ -8,7 +8,9 @@ there. After the job Succeeded and cleanPodPolicy deleted its pod:
 - ``status.artifacts`` lists the two stored (not the missing one), with their Argo node;
 - argo server (the Argo UI's download) serves each; ``dihera outputs --download`` unpacks them and the
   bytes are the learner's;
-- the learner's log is read back from the archive, its pod gone.
+- the learner's log is read back from the archive, its pod gone;
+- in the Argo UI (a real browser), the learner's node lists the artifacts and its policy downloads;
+- the Workflow Succeeded: the pod was deleted only once it had stored its outputs and ended.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ci.devcluster import Cluster, Settings
 from ci.devcluster.images import PYTHON_IMAGE
 from dihera.cli import main as dihera
 from dihera.kube.jobs import JobStore
+from tests.integration.argo_ui import browser_page, click_graph_node, screenshot, wait_for
 from tests.integration.conftest import Poll
 from tests.integration.controllers import Controller
 from tests.integration.jobs import job_pods, manifest, phase_is
@@ -76,6 +79,20 @@ def _unpacked(body: bytes) -> dict[str, bytes]:
         return {m.name: archive.extractfile(m).read() for m in archive.getmembers() if m.isfile()}  # type: ignore[union-attr]
 
 
+def _download_in_the_argo_ui(url: str, namespace: str, workflow: str, node: str, shots: Path) -> bytes:
+    """The learner's node in the Argo UI, its INPUTS/OUTPUTS tab, the policy's download link clicked: the bytes."""
+    with browser_page() as page:
+        page.goto(f"{url}/workflows/{namespace}/{workflow}?nodeId={node}")
+        wait_for(page, lambda: click_graph_node(page, node) or None, "the learner's node in the graph")
+        page.get_by_text("INPUTS/OUTPUTS", exact=True).first.click()
+        link = page.locator("a[href*='/outputs/policy']").first
+        wait_for(page, lambda: link.is_visible() or None, "the policy artifact's download link")
+        screenshot(page, shots, "artifacts-node-outputs")
+        with page.expect_download() as info:
+            link.click()
+        return Path(info.value.path()).read_bytes()
+
+
 def test_a_jobs_artifacts_and_logs_are_kept_in_the_object_store_and_downloaded(
     controller: Controller, cluster: client.ApiClient, namespace: str, poll: Poll, kubeconfig: Path, tmp_path: Path
 ) -> None:
@@ -100,6 +117,15 @@ def test_a_jobs_artifacts_and_logs_are_kept_in_the_object_store_and_downloaded(
     assert [(a["replica"], a["name"]) for a in stored] == [("learner-0", "experiment"), ("learner-0", "policy")]
     assert all(a["key"].startswith(f"{namespace}/{NAME}/") for a in stored), stored  # the repository's keyFormat
     poll(lambda: not job_pods(cluster, namespace, NAME) or None, 90, "the pod deleted (cleanPodPolicy All)")
+    # deleted once it had ended: its node Succeeded, not failed by a deletion while it stored its outputs
+    argo = client.CustomObjectsApi(cluster)
+
+    def workflow_ended() -> dict[str, Any] | None:
+        wf = argo.get_namespaced_custom_object("argoproj.io", "v1alpha1", namespace, "workflows", workflow)
+        return wf["status"] if wf.get("status", {}).get("phase") in ("Succeeded", "Failed", "Error") else None
+
+    ended = poll(workflow_ended, 60, f"Workflow {workflow} ended")
+    assert ended["phase"] == "Succeeded", ended.get("message")
 
     url, node = _argo_url(), stored[0]["node"]
     with httpx.Client(base_url=url, timeout=30) as http:
@@ -113,6 +139,11 @@ def test_a_jobs_artifacts_and_logs_are_kept_in_the_object_store_and_downloaded(
     assert got["experiment"]["exp/policy.bin"] == secret.encode(), sorted(got["experiment"])
     assert set(got["experiment"]) == {"exp/policy.bin", "exp/tb/events.1", "exp/config.py"}, sorted(got["experiment"])
     assert logs.status_code == 200 and f"dihera-artifacts-test {secret}" in logs.text, (logs.status_code, logs.text)
+
+    policy = _download_in_the_argo_ui(
+        url, namespace, workflow, node, Cluster(Settings.from_environ()).state.screenshots
+    )
+    assert _unpacked(policy) == {"policy.bin": secret.encode()}
 
     out = tmp_path / "outputs"
     argv = ["outputs", f"{namespace}/{NAME}", "--kubeconfig", str(kubeconfig), "--argo-server", url, "--download"]

@@ -44,9 +44,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from kubernetes import client
 
+from ci.demo import EVALUATED, evaluation_workflow
 from ci.devcluster import Cluster, Settings, nodehost
 from ci.devcluster.images import REDIS_IMAGE
 from dihera.cli import main as dihera
@@ -695,22 +695,6 @@ def test_the_example_survives_its_learner_killed_and_a_suspend_without_losing_tr
     )
 
 
-#: The evaluation Workflow: the stored policy as its input artifact, played in CartPole (docs/artifacts.md).
-EVALUATE = REPO / "workflows" / "argo" / "evaluate-policy.yaml"
-EVALUATED = re.compile(r"dihera-evaluated file=(\S+) episodes=(\d+) mean=([0-9.]+) min=([0-9.]+) params=(\d+)")
-
-
-def evaluate_workflow(namespace: str, key: str, image: str, account: str) -> dict[str, Any]:
-    """workflows/argo/evaluate-policy.yaml for the stored `key`, its image the local DI-engine one."""
-    doc: dict[str, Any] = yaml.safe_load(EVALUATE.read_text())
-    doc["metadata"]["namespace"] = namespace
-    doc["spec"]["serviceAccountName"] = account
-    doc["spec"]["arguments"]["parameters"][0]["value"] = key
-    (template,) = doc["spec"]["templates"]
-    template["container"].update(image=image, imagePullPolicy="Never")
-    return doc
-
-
 def test_the_examples_policy_is_kept_downloaded_and_plays_cartpole_again_in_an_argo_step(
     outcomes: dict[str, Outcome],
     cluster: client.ApiClient,
@@ -723,7 +707,8 @@ def test_the_examples_policy_is_kept_downloaded_and_plays_cartpole_again_in_an_a
     (evaluator) and the learner's experiment directory are in the object store and listed in status.artifacts;
     `dihera outputs` downloads them through argo server (a torch file, TensorBoard events); and a Workflow
     (workflows/argo/evaluate-policy.yaml) takes the policy as its input artifact, loads it into DI-engine's DQN
-    policy and plays CartPole with it far above a random policy's ~22."""
+    policy and plays CartPole with it far above a random policy's ~22 (what `make demo` does after its job: the
+    Workflow is ci/demo.py's)."""
     outcome = outcomes["cartpole-dqn"]
     namespace, jobs = outcome.namespace, JobStore(cluster)
     assert outcome.run.status.get("phase") == "Succeeded", outcome.summary()
@@ -750,7 +735,11 @@ def test_the_examples_policy_is_kept_downloaded_and_plays_cartpole_again_in_an_a
     account = executor_account(cluster, namespace)
     api = client.CustomObjectsApi(cluster)
     made = api.create_namespaced_custom_object(
-        "argoproj.io", "v1alpha1", namespace, "workflows", evaluate_workflow(namespace, key, ding_image, account)
+        "argoproj.io",
+        "v1alpha1",
+        namespace,
+        "workflows",
+        evaluation_workflow(namespace, key, ding_image, True, account),
     )
     name = made["metadata"]["name"]
 

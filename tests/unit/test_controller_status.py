@@ -426,6 +426,31 @@ def test_cleanup_leaves_a_succeeded_workflow_alone_once_every_pod_is_done() -> N
     assert plan.empty
 
 
+@pytest.mark.parametrize("policy", [CleanPodPolicy.RUNNING, CleanPodPolicy.ALL])
+def test_cleanup_lets_a_pod_whose_containers_all_exited_0_store_its_outputs_and_end(policy: CleanPodPolicy) -> None:
+    """Its wait container (and the artifact collector) still run: deleting the pod would lose its artifacts and
+    log and make Argo fail its node. Under All it is deleted once it has ended."""
+    finishing = {
+        "metadata": {"name": "p-0"},
+        "status": {
+            "phase": "Running",
+            "containerStatuses": [
+                {"name": "wait", "state": {"running": {}}},
+                {"name": "di-container", "state": {"terminated": {"exitCode": 0}}},
+            ],
+        },
+    }
+    assert plan_cleanup(policy, "Succeeded", workflow("Running"), [finishing]).empty
+    running = {
+        **finishing,
+        "status": {**finishing["status"], "containerStatuses": [{"name": "x", "state": {"running": {}}}]},
+    }
+    assert plan_cleanup(policy, "Succeeded", workflow("Running"), [running]).delete_pods == ("p-0",)
+    ended = {**finishing, "status": {**finishing["status"], "phase": "Succeeded"}}
+    deleted = ("p-0",) if policy is CleanPodPolicy.ALL else ()
+    assert plan_cleanup(policy, "Succeeded", workflow("Running"), [ended]).delete_pods == deleted
+
+
 @pytest.mark.parametrize(
     ("name", "attempt"), [("job.collector-1", 0), ("job.collector-1(0)", 0), ("job.collector-1(12)", 12)]
 )

@@ -13,7 +13,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from ci.demo import SHOWN, prepare_job, shown  # noqa: E402
+from ci.demo import EVALUATED, SHOWN, evaluation_workflow, prepare_job, shown  # noqa: E402
 from ci.devcluster import realnode  # noqa: E402
 from dihera.validation import load_job, validate  # noqa: E402
 
@@ -55,3 +55,22 @@ def test_the_demo_shows_the_examples_progress_lines_and_leaves_out_di_engines_ow
     ]
     assert list(shown(lines)) == [lines[0].rstrip(), lines[2].rstrip()]
     assert SHOWN.match("dihera-learner-seen role=collector node=2 incarnation=learner-0-7-1764190000123 waited=0.250")
+
+
+def test_the_evaluation_step_takes_the_stored_key_and_runs_where_the_job_ran() -> None:
+    local = evaluation_workflow("ns", "ns/j/p/policy.tgz", "dihera.local/di-engine:0.5.3", True, "executor")
+    (template,) = local["spec"]["templates"]
+    assert local["metadata"]["namespace"] == "ns" and local["spec"]["serviceAccountName"] == "executor"
+    assert local["spec"]["arguments"]["parameters"][0] == {"name": "key", "value": "ns/j/p/policy.tgz"}
+    assert template["inputs"]["artifacts"][0]["s3"] == {"key": "{{inputs.parameters.key}}"}
+    assert template["container"]["image"] == "dihera.local/di-engine:0.5.3"
+    assert template["container"]["imagePullPolicy"] == "Never" and template["nodeSelector"] == dict(
+        [realnode.NODE_LABEL]
+    )
+    away = evaluation_workflow("ns", "k", None, False)
+    (template,) = away["spec"]["templates"]
+    assert "nodeSelector" not in template and "tolerations" not in template and "serviceAccountName" not in away["spec"]
+    assert template["container"]["image"] == "dihera/di-engine:0.5.3"  # the file's own
+    line = "dihera-evaluated file=/tmp/policy episodes=3 mean=200.000 min=200.000 params=1690322"
+    found = EVALUATED.search(f"noise\n{line}\n")
+    assert found is not None and found.group(3) == "200.000" and found.group(5) == "1690322"

@@ -12,6 +12,11 @@ replica is done and Argo is about to mark the Workflow Succeeded itself.
 
 Pods are deleted rather than left to Argo's terminate, which needs ``pods/exec`` into a kubelet.
 The Workflow is stopped first so that Argo's retryStrategy does not replace the deleted pods.
+
+A pod whose user containers have all exited 0 is finishing, not running: Argo's wait container (and the
+container that collects ``spec.artifacts``, docs/artifacts.md) is storing its outputs and its log, and the
+pod ends by itself. It is left to end (deleting it would lose what it stores and make Argo mark its node
+failed); under ``All`` it is deleted once it has.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dihera.constants import TERMINAL_PHASES, Phase
+from dihera.controller.decide.replicas import finished_ok
 from dihera.model import CleanPodPolicy
 from dihera.objects import LIVE_POD_PHASES, PodPhase, WorkflowPhase, deleting, metadata, pod_phase, workflow_phase
 
@@ -48,7 +54,8 @@ def plan_cleanup(
     """What to do for a job in ``phase``; nothing unless it is Succeeded or Failed."""
     if phase not in TERMINAL_PHASES or policy is CleanPodPolicy.NONE:
         return CleanupPlan()
-    phases = {str(metadata(p)["name"]): pod_phase(p) or PodPhase.PENDING for p in pods if not deleting(p)}
+    kept = [p for p in pods if not deleting(p) and not (pod_phase(p) in LIVE_POD_PHASES and finished_ok(p))]
+    phases = {str(metadata(p)["name"]): pod_phase(p) or PodPhase.PENDING for p in kept}
     live = any(p in LIVE_POD_PHASES for p in phases.values())
     doomed = [name for name, p in phases.items() if policy is CleanPodPolicy.ALL or p in LIVE_POD_PHASES]
     shutdown = workflow is not None and (phase == Phase.FAILED or live) and _running(workflow)
