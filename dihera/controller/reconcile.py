@@ -279,13 +279,17 @@ class Reconciler:
         return [p for p in self._live.pods(view.namespace, view.name) if owned_by(p, uid)]
 
     def _finished(self, view: JobView, extra: Mapping[str, str]) -> float | None:
-        """A finished job: cleanPodPolicy for pods still around, Kueue's Finished, then
-        ttlSecondsAfterFinished (idempotent). Returns the seconds until the TTL is due, or None."""
+        """A finished job: the artifacts its replicas stored since (status.artifacts, the one field written
+        after the end), cleanPodPolicy for pods still around, Kueue's Finished, then ttlSecondsAfterFinished
+        (idempotent). Returns the seconds until the TTL is due, or None."""
         self._written_at.pop(view.key, None)
         self._metrics.job_phase(view.key, view.phase)
         job = view.job
         if job is None:
             return None
+        late = compute_status(view, SuspendPlan(), self._clock())
+        if late.changed:
+            self._apply.status(view.body, late, extra)
         if view.ours is not None:
             self._apply.cleanup(job, str(view.phase), view.ours, view.pods, extra)
         if self._queueing is not None:

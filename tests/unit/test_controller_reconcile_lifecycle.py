@@ -10,6 +10,7 @@ import pytest
 from dihera.controller.metrics import Metrics
 from dihera.membership import Membership
 from dihera.scaling import ScaleRequest
+from tests.builders import pod_node
 from tests.unit.controller_doubles import LIVE, NAME, NS, Cluster, LifecycleCluster, pod, workflow
 from tests.unit.controller_doubles import reconciler as make_reconciler
 
@@ -133,3 +134,17 @@ def test_a_dropped_replica_is_recorded_then_scaled_down_by_name() -> None:
     assert cluster.scale_calls == [(NS, NAME, ScaleRequest.remove_named(["collector-1"]), True)]
     assert cluster.statuses[0]["droppedReplicas"][0]["replica"] == "collector-1"
     assert "ReplicaDropped" in [r for r, _ in cluster.events]
+
+
+def test_a_finished_job_gains_the_artifacts_its_replicas_stored_after_its_end_once() -> None:
+    """Argo records a node's outputs once its wait container stored them, after the user's containers ended:
+    the job may be Succeeded by then. Its status gains status.artifacts, and nothing else changes."""
+    cluster = finished(LifecycleCluster(artifacts=[{"name": "policy", "path": "/w/final.pth.tar"}]))
+    before = dict(cluster.body["status"])
+    stored = {"artifacts": [{"name": "policy", "s3": {"key": "ns/j/p/policy.tgz"}}]}
+    cluster.workflow["status"]["nodes"] = {"n1": pod_node(f"{NAME}.learner-0(0)", "Succeeded", id="n1", outputs=stored)}
+    reconcile(cluster)
+    entry = {"name": "policy", "replica": "learner-0", "node": "n1", "key": "ns/j/p/policy.tgz"}
+    assert cluster.body["status"] == {**before, "artifacts": [entry]}
+    reconcile(cluster)
+    assert [o for o in cluster.order if o.startswith("status")] == ["status Succeeded"]  # written once

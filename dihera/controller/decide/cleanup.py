@@ -54,12 +54,17 @@ def plan_cleanup(
     """What to do for a job in ``phase``; nothing unless it is Succeeded or Failed."""
     if phase not in TERMINAL_PHASES or policy is CleanPodPolicy.NONE:
         return CleanupPlan()
-    kept = [p for p in pods if not deleting(p) and not (pod_phase(p) in LIVE_POD_PHASES and finished_ok(p))]
+    kept = [p for p in pods if not deleting(p) and not _finishing(p)]
     phases = {str(metadata(p)["name"]): pod_phase(p) or PodPhase.PENDING for p in kept}
     live = any(p in LIVE_POD_PHASES for p in phases.values())
     doomed = [name for name, p in phases.items() if policy is CleanPodPolicy.ALL or p in LIVE_POD_PHASES]
     shutdown = workflow is not None and (phase == Phase.FAILED or live) and _running(workflow)
     return CleanupPlan(shutdown, tuple(sorted(doomed)))
+
+
+def _finishing(pod: Mapping[str, Any]) -> bool:
+    """Still live, its user containers all exited 0: Argo's wait container is storing its outputs and log."""
+    return pod_phase(pod) in LIVE_POD_PHASES and finished_ok(pod)
 
 
 def _running(workflow: Mapping[str, Any]) -> bool:
