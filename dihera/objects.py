@@ -13,6 +13,8 @@ from enum import StrEnum
 from typing import Any, Generic, TypeVar
 
 __all__ = [
+    "ARTIFACT_KEY_FIELDS",
+    "ARTIFACT_LOCATIONS",
     "FAILED_NODE_PHASES",
     "FULFILLED_NODE_PHASES",
     "LIVE_POD_PHASES",
@@ -21,12 +23,14 @@ __all__ = [
     "PodPhase",
     "VersionMemo",
     "WorkflowPhase",
+    "artifact_key",
     "deleting",
     "labels",
     "metadata",
     "owned_by",
     "owner_reference",
     "pod_phase",
+    "slim_artifact",
     "version_key",
     "workflow_phase",
 ]
@@ -106,6 +110,32 @@ def workflow_phase(workflow: Mapping[str, Any] | None) -> WorkflowPhase | None:
     """A Workflow's phase (None before Argo set one)."""
     phase = ((workflow or {}).get("status") or {}).get("phase")
     return WorkflowPhase(phase) if phase in _WORKFLOW_PHASES else None
+
+
+#: An Argo artifact's location, by the repository's kind, and the fields naming its object there.
+ARTIFACT_LOCATIONS = ("s3", "gcs", "oss", "azure", "hdfs", "artifactory", "http", "git", "raw", "plugin")
+ARTIFACT_KEY_FIELDS = ("key", "blob", "path", "url", "repo")
+
+
+def artifact_key(artifact: Mapping[str, Any]) -> str | None:
+    """Where an Argo artifact's repository keeps it: its location's key (blob, path, URL...), else None."""
+    for kind in ARTIFACT_LOCATIONS:
+        location = artifact.get(kind)
+        if isinstance(location, Mapping):
+            for field in ARTIFACT_KEY_FIELDS:
+                if isinstance(location.get(field), str):
+                    return str(location[field])
+    return None
+
+
+def slim_artifact(artifact: Mapping[str, Any]) -> dict[str, Any]:
+    """An Argo artifact's name and the fields of :func:`artifact_key` (what a watch cache keeps of it)."""
+    out: dict[str, Any] = {"name": artifact.get("name")}
+    for kind in ARTIFACT_LOCATIONS:
+        location = artifact.get(kind)
+        if isinstance(location, Mapping):
+            out[kind] = {k: location[k] for k in ARTIFACT_KEY_FIELDS if isinstance(location.get(k), str)}
+    return out
 
 
 def owner_reference(api_version: str, kind: str, name: str, uid: str) -> dict[str, Any]:

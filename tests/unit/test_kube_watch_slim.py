@@ -221,3 +221,32 @@ def test_the_retired_pods_to_delete_are_the_same_from_slim_objects(tombstone: st
     full = retired_pods(JOB, wf, pods)
     assert retired_pods(JOB, slim, [slim_pod(p) for p in pods]) == full
     assert full.ready == (() if tombstone == "Running" else (f"{JOB}-collector-1-0",))
+
+
+def test_stored_artifacts_and_the_collector_container_read_the_same_from_slim_objects() -> None:
+    """status.artifacts from the Workflow's node outputs, and a finishing pod (its user containers done, the
+    artifact collector running) that cleanPodPolicy leaves alone: both need what the slim copies keep."""
+    from dihera.constants import ANNOTATION_ARTIFACT_COLLECTOR
+    from dihera.controller.decide.outputs import job_artifacts
+    from dihera.controller.decide.replicas import finished_ok
+
+    outputs = {
+        "artifacts": [
+            {"name": "policy", "path": "/w/final.pth.tar", "optional": True, "s3": {"key": "ns/job/p/policy.tgz"}},
+            {"name": "main-logs", "s3": {"key": "ns/job/p/main.log", "bucket": "b"}},
+        ]
+    }
+    wf = dressed_workflow(workflow("Running", {"n1": pod_node(f"{JOB}.learner-0(0)", "Running", outputs=outputs)}))
+    assert wf is not None
+    wanted = [{"name": "policy", "replica": "learner-0", "node": "n1", "key": "ns/job/p/policy.tgz"}]
+    assert job_artifacts(slim_workflow(wf), {"policy"}) == job_artifacts(wf, {"policy"}) == wanted
+    finishing = dressed_pod(pod("learner", 0))
+    finishing["metadata"]["annotations"][ANNOTATION_ARTIFACT_COLLECTOR] = "main"
+    finishing["status"]["containerStatuses"] = [
+        {"name": "wait", "state": {"running": {}}},
+        {"name": "di-container", "state": {"terminated": {"exitCode": 0}}},
+        {"name": "main", "state": {"running": {}}},
+    ]
+    assert finished_ok(slim_pod(finishing)) and finished_ok(finishing)
+    for policy in (CleanPodPolicy.ALL, CleanPodPolicy.RUNNING):
+        assert plan_cleanup(policy, "Succeeded", wf, [slim_pod(finishing)]).empty

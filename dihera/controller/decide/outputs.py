@@ -12,22 +12,12 @@ import re
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from dihera.objects import artifact_key
 from dihera.scaling.dag import workflow_nodes
 
 __all__ = ["job_artifacts"]
 
 _ATTEMPT = re.compile(r"\((\d+)\)$")
-#: Where an Argo artifact's location keeps its object's name, by the repository's kind.
-_LOCATIONS = ("s3", "gcs", "oss", "azure", "hdfs", "artifactory", "http", "git", "raw", "plugin")
-
-
-def _key(artifact: Mapping[str, Any]) -> str | None:
-    locations = [artifact.get(kind) for kind in _LOCATIONS]
-    for location in (x for x in locations if isinstance(x, Mapping)):
-        for field in ("key", "blob", "path", "url", "repo"):
-            if isinstance(location.get(field), str):
-                return str(location[field])
-    return None
 
 
 def _replica_attempt(node_name: str, prefix: str) -> tuple[str, int]:
@@ -58,7 +48,7 @@ def job_artifacts(workflow: Mapping[str, Any] | None, names: Collection[str]) ->
         replica, number = _replica_attempt(name, prefix)
         for art in _stored(node, names):
             entry = {"name": str(art["name"]), "replica": replica, "node": str(node.get("id") or node_id)}
-            key = _key(art)
+            key = artifact_key(art)
             if key is not None:
                 entry["key"] = key
             seen = latest.get((replica, entry["name"]))

@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dihera.constants import ANNOTATION_NODE_NAME
+from dihera.constants import ANNOTATION_ARTIFACT_COLLECTOR, ANNOTATION_NODE_NAME
+from dihera.objects import slim_artifact
 from dihera.scaling.dag import retired_dag_tasks, workflow_nodes
 
 __all__ = ["SLIMMERS", "slim_configmap", "slim_dijob", "slim_pod", "slim_service", "slim_workflow", "slim_workload"]
@@ -21,6 +22,10 @@ __all__ = ["SLIMMERS", "slim_configmap", "slim_dijob", "slim_pod", "slim_service
 _META = ("name", "namespace", "uid", "resourceVersion", "generation", "creationTimestamp", "deletionTimestamp")
 #: Annotations no decision reads that can be large (kubectl apply's copy of the whole object).
 _DROPPED_ANNOTATIONS = frozenset({"kubectl.kubernetes.io/last-applied-configuration"})
+
+
+#: The pod annotations decisions read: its node, and the container that collects its artifacts (not the user's).
+_POD_ANNOTATIONS = frozenset({ANNOTATION_NODE_NAME, ANNOTATION_ARTIFACT_COLLECTOR})
 
 
 def _pick(obj: Mapping[str, Any] | None, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -82,7 +87,7 @@ def slim_pod(obj: Mapping[str, Any]) -> dict[str, Any]:
         if status.get(key):
             out_status[key] = [_container_status(cs) for cs in status[key]]
     return {
-        "metadata": _metadata(obj, lambda k: k == ANNOTATION_NODE_NAME),
+        "metadata": _metadata(obj, lambda k: k in _POD_ANNOTATIONS),
         "spec": out_spec,
         "status": out_status,
     }
@@ -100,9 +105,20 @@ def _template(t: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _node(node: Mapping[str, Any]) -> dict[str, Any]:
+    """A node's name, type, phase, message and progress, and its output artifacts' names and keys
+    (status.artifacts)."""
+    out = _pick(node, ("name", "type", "phase", "message", "progress"))
+    stored = [slim_artifact(a) for a in (node.get("outputs") or {}).get("artifacts") or [] if isinstance(a, Mapping)]
+    if stored:
+        out["outputs"] = {"artifacts": stored}
+    return out
+
+
 def slim_workflow(obj: Mapping[str, Any]) -> dict[str, Any]:
     """Phase, message, progress, the Pod nodes and the retired DAG tasks' nodes (name, type, phase, message,
-    progress), the DAG's slots, ``spec.shutdown`` and ``spec.suspend`` (Argo's STOP/TERMINATE and SUSPEND)."""
+    progress, stored artifacts), the DAG's slots, ``spec.shutdown`` and ``spec.suspend`` (Argo's STOP/TERMINATE
+    and SUSPEND)."""
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
     out_spec = _pick(spec, ("shutdown", "suspend"))
@@ -110,7 +126,7 @@ def slim_workflow(obj: Mapping[str, Any]) -> dict[str, Any]:
     prefix = f"{(obj.get('metadata') or {}).get('name')}."
     tombstones = {prefix + task for task in retired_dag_tasks(obj)}  # whether Argo finished them (retired_pods)
     nodes = {
-        node_id: _pick(node, ("name", "type", "phase", "message", "progress"))
+        node_id: _node(node)
         for node_id, node in workflow_nodes(obj).items()  # compressedNodes unpacked: a big job's slim copy is small
         if node.get("type") == "Pod" or node.get("name") in tombstones
     }
