@@ -16,6 +16,7 @@ import pytest
 import yaml
 from kubernetes import client
 
+from dihera.constants import ANNOTATION_ARTIFACT_COLLECTOR
 from dihera.kube.jobs import JobStore
 from dihera.kube.objects import ObjectStore
 from tests.integration.conftest import Poll
@@ -61,8 +62,10 @@ def test_example_job_succeeds_with_ranks_fqdns_status_and_events(
         host = f"{name}-{task_name}-{index}"
         pod = seen[host]
         assert pod["spec"]["hostname"] == host and pod["spec"]["subdomain"] == f"di-{name}"
+        # Argo's wait container and the one dihera adds to collect spec.artifacts carry no DI_* env
+        collector = pod["metadata"].get("annotations", {}).get(ANNOTATION_ARTIFACT_COLLECTOR)
         for container in pod["spec"]["containers"]:
-            if container["name"] == "wait":
+            if container["name"] in ("wait", collector):
                 continue
             env = {e["name"]: e.get("value") or cm[e["valueFrom"]["configMapKeyRef"]["key"]] for e in container["env"]}
             assert env["DI_RANK"] == str(rank)
