@@ -16,7 +16,9 @@ The Workflow is stopped first so that Argo's retryStrategy does not replace the 
 A pod whose user containers have all exited 0 is finishing, not running: Argo's wait container (and the
 container that collects ``spec.artifacts``, docs/artifacts.md) is storing its outputs and its log, and the
 pod ends by itself. It is left to end (deleting it would lose what it stores and make Argo mark its node
-failed); under ``All`` it is deleted once it has.
+failed); under ``All`` it is deleted once it has. Under ``All`` an ended pod is deleted only once Argo will
+not make it again: the Workflow completed or stopped (a pod deleted before Argo recorded its end is "missing"
+to Argo, which creates it anew).
 """
 
 from __future__ import annotations
@@ -54,12 +56,27 @@ def plan_cleanup(
     """What to do for a job in ``phase``; nothing unless it is Succeeded or Failed."""
     if phase not in TERMINAL_PHASES or policy is CleanPodPolicy.NONE:
         return CleanupPlan()
-    kept = [p for p in pods if not deleting(p) and not _finishing(p)]
-    phases = {str(metadata(p)["name"]): pod_phase(p) or PodPhase.PENDING for p in kept}
+    phases = _phases(pods)
     live = any(p in LIVE_POD_PHASES for p in phases.values())
-    doomed = [name for name, p in phases.items() if policy is CleanPodPolicy.ALL or p in LIVE_POD_PHASES]
     shutdown = workflow is not None and (phase == Phase.FAILED or live) and _running(workflow)
+    ended = policy is CleanPodPolicy.ALL and _settled(workflow, shutdown)
+    doomed = [name for name, p in phases.items() if p in LIVE_POD_PHASES or ended]
     return CleanupPlan(shutdown, tuple(sorted(doomed)))
+
+
+def _phases(pods: Sequence[Mapping[str, Any]]) -> dict[str, PodPhase]:
+    """Name → phase of the pods cleanup may act on: neither going away nor finishing."""
+    return {
+        str(metadata(p)["name"]): pod_phase(p) or PodPhase.PENDING
+        for p in pods
+        if not deleting(p) and not _finishing(p)
+    }
+
+
+def _settled(workflow: Mapping[str, Any] | None, shutdown: bool) -> bool:
+    """Argo will not make an ended pod again: the Workflow completed or is told to stop (this plan's shutdown
+    is written before its deletions). Before, a pod whose end Argo has not recorded yet is "missing" to it."""
+    return workflow is None or shutdown or not _running(workflow)
 
 
 def _finishing(pod: Mapping[str, Any]) -> bool:
