@@ -187,13 +187,15 @@ def sweep(
     node_selector: Mapping[str, str] | None = None,
     tolerations: Sequence[Mapping[str, Any]] = (),
     early_stopping: StoppingRule | None = None,
+    artifacts: bool = False,
 ) -> Sweep:
     """``job`` once per trial: each configuration of ``space`` under ``search`` (default: the grid) times
     each of ``seeds``; at most ``parallelism`` trials at a time; ranked by ``status.profilings.<metric>``
     (what the trials report to the di-server). A trial's processes get ``DIHERA_PARAM_<NAME>``,
     ``DIHERA_SEED`` and ``DIHERA_TRIAL``. ``image``: dihera's, for the summary step (and the early-stopping
     daemon). ``early_stopping``: :func:`median_stopping` or :func:`successive_halving`, from the trials'
-    ``<metric>History``.
+    ``<metric>History``. ``artifacts``: the summary stores its plot of every trial's metric over iterations
+    (SVG) and its tables (Markdown, CSV) as Argo output artifacts (needs Argo's artifact repository).
 
     Raises :class:`~dihera.sweeps.SweepSpaceError` or :class:`~dihera.errors.InvalidJobError` naming the field.
     """
@@ -212,6 +214,7 @@ def sweep(
         node_selector=node_selector,
         tolerations=tuple(tolerations),
         early_stopping=early_stopping,
+        artifacts=artifacts,
     )
 
 

@@ -129,6 +129,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 def _cmd_summarize(args: argparse.Namespace) -> int:
     from dihera.kube import api_client
     from dihera.kube.experiments import trial_results
+    from dihera.sweeps.plot import history_plot
     from dihera.sweeps.results import Goal, best, by_configuration, csv_table, markdown_table
 
     goal = Goal(args.goal)
@@ -147,6 +148,7 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     (out / "results.md").write_text(table)
     (out / "results.csv").write_text(csv_table(results, args.metric))
     (out / "best.json").write_text(json.dumps(chosen, sort_keys=True))
+    (out / "trials.svg").write_text(history_plot(results, args.metric))
     sys.stdout.write(table)
     return 0
 

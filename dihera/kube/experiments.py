@@ -11,6 +11,7 @@ from kubernetes import client
 from dihera.kube.objects import WORKFLOW_GROUP, WORKFLOW_PLURAL, WORKFLOW_VERSION
 from dihera.schema import GROUP, PLURAL, VERSION
 from dihera.sweeps.results import TrialResult
+from dihera.sweeps.stopping import parse_history
 from dihera.sweeps.sweep import (
     ANNOTATION_CONFIGURATION,
     ANNOTATION_PARAM_PREFIX,
@@ -74,6 +75,7 @@ def trial_result(job: Mapping[str, Any], metric: str) -> TrialResult:
         metric=value,
         seconds=_seconds(status.get("startTime"), status.get("completionTimestamp")),
         configuration=int(annotations[ANNOTATION_CONFIGURATION]) if ANNOTATION_CONFIGURATION in annotations else None,
+        history=tuple(parse_history((status.get("profilings") or {}).get(f"{metric}History"))),
     )
 
 

@@ -55,6 +55,8 @@ class TrialResult:
     seconds: float | None
     #: the index of its configuration (None: grouped by its values)
     configuration: int | None = None
+    #: what it reported over time, ``(iteration, value)`` sorted by iteration (``<metric>History``)
+    history: tuple[tuple[int, float], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -102,6 +102,8 @@ class Sweep:
     ``queue``: the Kueue LocalQueue of the trials. ``image``: dihera's image, which runs the summary step.
     ``service_account``, ``node_selector``, ``tolerations``: of the experiment's own pods (the trials' creators
     and the summary); the ServiceAccount may create, get and list DIJobs (docs/experiments.md).
+    ``artifacts``: the summary also stores its plot and tables as Argo output artifacts (needs an artifact
+    repository configured in Argo; without one the summary node fails, so it is opt-in).
     """
 
     name: str
@@ -118,6 +120,7 @@ class Sweep:
     node_selector: Mapping[str, str] | None = None
     tolerations: Sequence[Mapping[str, Any]] = ()
     early_stopping: StoppingRule | None = None
+    artifacts: bool = False
 
     def __post_init__(self) -> None:
         if not SWEEP_NAME.match(self.name):

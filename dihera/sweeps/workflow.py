@@ -11,7 +11,8 @@ its outputs are the DIJob's phase and ``status.profilings.<metric>``. A failed t
 stop-trials`` beside the trials (its log says why it stopped each). When every trial has ended, the
 ``summary`` node runs ``dihera experiment summarize`` in dihera's image: it reads the trials' DIJobs and
 outputs the results table (Markdown, CSV) and the best values (JSON) as parameters, shown in the UI on its
-node.
+node; with ``Sweep.artifacts`` it also stores the tables and a plot of every trial's metric over iterations
+(SVG, :mod:`dihera.sweeps.plot`) as output artifacts in Argo's artifact repository.
 """
 
 from __future__ import annotations
@@ -27,7 +28,16 @@ from dihera.sweeps.space import Trial
 from dihera.sweeps.stopping import StoppingRule
 from dihera.sweeps.sweep import LABEL_EXPERIMENT, LABEL_GOAL, LABEL_METRIC, Sweep, value_text
 
-__all__ = ["RESULTS_DIR", "STOPPER", "SUMMARY", "TRIAL", "TRIALS", "build_sweep_workflow", "task_name"]
+__all__ = [
+    "RESULTS_DIR",
+    "STOPPER",
+    "SUMMARY",
+    "SUMMARY_ARTIFACTS",
+    "TRIAL",
+    "TRIALS",
+    "build_sweep_workflow",
+    "task_name",
+]
 
 ENTRYPOINT = "sweep"
 TRIALS = "trials"
@@ -115,6 +125,18 @@ def _stopper_template(sweep: Sweep, rule: StoppingRule) -> m.Template:
     )
 
 
+#: The summary's files stored as output artifacts (``Sweep.artifacts``), unarchived: the Argo UI and argo
+#: server serve each as it is (the plot opens in the browser).
+SUMMARY_ARTIFACTS = {"plot": "trials.svg", "table": "results.md", "table-csv": "results.csv"}
+
+
+def _summary_artifacts(sweep: Sweep) -> list[m.Artifact] | None:
+    if not sweep.artifacts:
+        return None
+    none = m.ArchiveStrategy(none=m.NoneStrategy())
+    return [m.Artifact(name=k, path=f"{RESULTS_DIR}/{f}", archive=none) for k, f in SUMMARY_ARTIFACTS.items()]
+
+
 def _summary_template(sweep: Sweep) -> m.Template:
     command = ["dihera", "experiment", "summarize", *_experiment_args(sweep), "--out", RESULTS_DIR]
     return m.Template(
@@ -131,7 +153,8 @@ def _summary_template(sweep: Sweep) -> m.Template:
                 m.Parameter(name="best", value_from=m.ValueFrom(path=f"{RESULTS_DIR}/best.json")),
                 m.Parameter(name="results", value_from=m.ValueFrom(path=f"{RESULTS_DIR}/results.md")),
                 m.Parameter(name="results-csv", value_from=m.ValueFrom(path=f"{RESULTS_DIR}/results.csv")),
-            ]
+            ],
+            artifacts=_summary_artifacts(sweep),
         ),
     )
 

@@ -17,18 +17,19 @@ uses (ci/demo.py: started again whenever it ends): the request is answered, by t
 one after `dihera scale --server` sent it again with its Idempotency-Key, the job is scaled once, and the
 URL answers again with the new pod.
 
-A sweep runs through the same release (one install for both): `dihera experiment submit` creates the
-sweep's Workflow; its trial nodes create DIJobs (Argo resource templates) that run on the real node through
-the chart's controller, report their metric and its history to the chart's di-server (``POST
-.../profilings``, with their ServiceAccount's token); the early-stopping daemon suspends the hopeless
-ones; the summary node (dihera's image) reads the trials back and outputs the results table and the best
-values. Each trial's "training" is 20 one-second iterations whose return climbs to ``100 · (1 - lr) +
-seed``, so the best is known (lr 0.01: mean 99.5 over seeds 0 and 1, 95 % interval ± 6.353), and the
-lr 0.5 trials, run after the lr 0.01 ones (parallelism 2), fall out of the best third at a rung of
-successive halving (4 and 12 iterations);
-trial 1 (lr 0.01, seed 1) reports, then exits 1: a failed trial does not stop the sweep. Then the
-example itself, workflows/python/cartpole_sweep.py: four real CartPole DQN trainings (in the DI-engine
-image built here), two at a time, the hopeless learning rate stopped early.
+A sweep runs through the same release (one install for both): `dihera experiment submit` creates the sweep's
+Workflow; its trial nodes create DIJobs (Argo resource templates) that run on the real node through the
+chart's controller, report their metric and its history to the chart's di-server (``POST .../profilings``,
+with their ServiceAccount's token); the early-stopping daemon suspends the hopeless ones; the summary node
+(dihera's image) reads the trials back and outputs the results table and the best values, and stores the
+tables and its plot of every trial's return over iterations (SVG) in the local control plane's object store
+(argo server serves them; the browser finds the plot on the summary node). Each trial's "training" is 20
+one-second iterations whose return climbs to ``100 · (1 - lr) + seed``, so the best is known (lr 0.01: mean
+99.5 over seeds 0 and 1, 95 % interval ± 6.353), and the lr 0.5 trials, run after the lr 0.01 ones
+(parallelism 2), fall out of the best third at a rung of successive halving (4 and 12 iterations); trial 1 (lr
+0.01, seed 1) reports, then exits 1: a failed trial does not stop the sweep. Then the example itself,
+workflows/python/cartpole_sweep.py: four real CartPole DQN trainings (in the DI-engine image built here), two
+at a time, the hopeless learning rate stopped early.
 """
 
 from __future__ import annotations
@@ -306,7 +307,8 @@ job = ex.dijob("probe", [ex.task("learner", template={{"spec": spec}})], namespa
 experiment = ex.sweep("probe-sweep", job, {{"lr": ex.choice(0.01, 0.5)}}, seeds=[0, 1], parallelism=2,
                       image={dihera!r}, service_account={account!r},
                       node_selector={placement[nodeSelector]!r}, tolerations={placement[tolerations]!r},
-                      early_stopping=ex.successive_halving(min_iterations=4, reduction=3, min_trials=2))
+                      early_stopping=ex.successive_halving(min_iterations=4, reduction=3, min_trials=2),
+                      artifacts=True)
 """
 
 
@@ -331,10 +333,11 @@ def _overlap(intervals: list[tuple[str, str]]) -> int:
     return most
 
 
-def _sweep_in_the_argo_ui(cluster: client.ApiClient, namespace: str, server_kubeconfig: Path) -> None:
+def _sweep_in_the_argo_ui(cluster: client.ApiClient, namespace: str, server_kubeconfig: Path, summary: str) -> str:
     """The experiment in a real browser: its graph labels the trial nodes with their values (the middle two
     of four siblings folded), and the first trial's pod link opens its DIJob's view in a di-server on the
-    port Argo's links name (anonymous views, serving the sweep's namespace)."""
+    port Argo's links name (anonymous views, serving the sweep's namespace); the summary node's outputs list
+    the plot, whose link opens it: the SVG the browser shows."""
     dev = Cluster(Settings.from_environ())
     argo_url = dev.argo_ui_url()
     assert argo_url, "the local control plane's default pair runs the Argo UI"
@@ -351,6 +354,29 @@ def _sweep_in_the_argo_ui(cluster: client.ApiClient, namespace: str, server_kube
         assert view.url == f"{ui_server}/ui/namespaces/{namespace}/dijobs/probe-sweep-t00", view.url
         expect_text(view, [f"DIJob {namespace}/probe-sweep-t00", "Succeeded"], "the trial DIJob's view")
         view.close()
+        assert click_graph_node(page, summary), graph_node_ids(page)
+        page.get_by_text("INPUTS/OUTPUTS", exact=True).first.click()
+        link = page.locator("a[href*='/outputs/plot']").first
+        wait_for(page, lambda: link.is_visible() or None, "the plot artifact's link on the summary node")
+        href = link.get_attribute("href") or ""
+        page.goto(href if href.startswith("http") else f"{argo_url}/{href.lstrip('/')}")
+        wait_for(page, lambda: page.locator("polyline").count() or None, "the plot's lines in the browser")
+        screenshot(page, dev.state.screenshots, "sweep-plot")
+        return page.content()
+
+
+def _expect_plot(svg: str, jobs: dict[str, dict[str, Any]]) -> None:
+    """One line per trial, as many points as its DIJob's history, dashed when early stopping stopped it."""
+    import xml.etree.ElementTree as ET
+
+    lines = {e.get("data-trial"): e for e in ET.fromstring(svg).iter("{http://www.w3.org/2000/svg}polyline")}
+    for name, job in jobs.items():
+        line = lines[job["metadata"]["labels"]["diengine/trial"]]
+        history = job["status"]["profilings"]["evalReturnHistory"]
+        assert len((line.get("points") or "").split()) == len(history) == int(line.get("data-points") or 0), name
+        stopped = "diengine/stopped" in job["metadata"].get("annotations", {})
+        assert (line.get("stroke-dasharray") == "6 4") == stopped, (name, line.attrib)
+    assert len(lines) == len(jobs), sorted(lines)
 
 
 def test_a_sweep_runs_each_trial_as_a_dijob_and_ranks_them(
@@ -437,7 +463,17 @@ def test_a_sweep_runs_each_trial_as_a_dijob_and_ranks_them(
     assert "| 2 | 0.5 | 0 |" in table and "| Stopped |" in table, table
     assert outputs["results-csv"].splitlines()[0] == "trial,job,lr,seed,evalReturn,phase,seconds", outputs
 
-    _sweep_in_the_argo_ui(cluster, namespace, server_kubeconfig)
+    # the summary's plot and tables in the object store: the tables are the outputs above; the plot has a line
+    # per trial with as many points as the trial reported (lr 0.5's stopped early: dashed)
+    stored = {a["name"]: a for a in summary["outputs"].get("artifacts", [])}
+    assert {"plot", "table", "table-csv"} <= set(stored) and all("s3" in stored[k] for k in ("plot", "table")), stored
+    argo_url = Cluster(Settings.from_environ()).argo_ui_url()
+    files = f"{argo_url}/artifact-files/{namespace}/workflows/probe-sweep/{summary['id']}/outputs"
+    got = {k: urllib.request.urlopen(f"{files}/{k}", timeout=30).read().decode() for k in ("plot", "table")}
+    assert got["table"].strip() == table.strip(), (got["table"], table)
+    _expect_plot(got["plot"], by_name)
+    shown = _sweep_in_the_argo_ui(cluster, namespace, server_kubeconfig, summary["id"])
+    assert shown.count("<polyline") == 4, shown[:2000]
 
     # deleting the experiment deletes its trials (they are owned by its Workflow)
     client.CustomObjectsApi(cluster).delete_namespaced_custom_object(
@@ -546,6 +582,9 @@ def test_the_cartpole_sweep_example_learns_with_one_rate_and_stops_the_other(
     assert best["evalReturn"] == pytest.approx(sum(returns) / 2), (best, returns)
     rows = outputs["results-csv"].splitlines()
     assert len(rows) == 5 and [r.split(",")[5] for r in rows[1:]] == ["Succeeded"] * 2 + ["Stopped"] * 2, rows
+    # the example stores its plot (every trial's return over iterations) in the object store
+    files = f"{Cluster(Settings.from_environ()).argo_ui_url()}/artifact-files/{namespace}/workflows/cartpole-lr"
+    _expect_plot(urllib.request.urlopen(f"{files}/{summary['id']}/outputs/plot", timeout=30).read().decode(), by_name)
     print(f"\n[cartpole sweep] {wf['status']['startedAt']} .. {wf['status']['finishedAt']}: " + "; ".join(report))
 
 

@@ -184,6 +184,21 @@ def test_the_workflow_has_one_resource_node_per_trial_bounded_by_parallelism_the
     assert summary["container"]["securityContext"]["readOnlyRootFilesystem"] is True
 
 
+def test_the_summary_stores_its_plot_and_tables_as_unarchived_artifacts_only_when_asked() -> None:
+    def summary(**kw: object) -> dict[str, object]:
+        sweep = ex.sweep("s", job(), {"lr": ex.choice(0.01)}, image=IMAGE, **kw)  # type: ignore[arg-type]
+        (template,) = [t for t in ex.sweep_workflow(sweep).to_dict()["spec"]["templates"] if t["name"] == "summary"]
+        return template["outputs"]  # type: ignore[no-any-return]
+
+    assert "artifacts" not in summary(), "no artifact repository needed unless asked"
+    stored = {a["name"]: (a["path"], a["archive"]) for a in summary(artifacts=True)["artifacts"]}
+    assert stored == {
+        "plot": ("/tmp/results/trials.svg", {"none": {}}),
+        "table": ("/tmp/results/results.md", {"none": {}}),
+        "table-csv": ("/tmp/results/results.csv", {"none": {}}),
+    }, stored
+
+
 def test_the_workflow_is_deterministic() -> None:
     def build() -> str:
         sweep = ex.sweep("r", job(), {"lr": ex.loguniform(1e-4, 1e-1)}, search=ex.random_search(5, seed=1),
@@ -238,6 +253,8 @@ def test_a_trial_is_read_back_from_its_dijob() -> None:
     assert trial_result(dijob, "evalReturn") == TrialResult(2, "s-t2", {"lr": 0.5, "opt": "adam"}, 1, "Succeeded",
                                                             187.0, 90.0)  # fmt: skip
     assert trial_result(dijob, "other").metric is None and trial_result({"metadata": {}}, "m").phase == "Pending"
+    dijob["status"]["profilings"]["evalReturnHistory"] = [[40, 20.5], [0, 9], ["x", 1], [80, 187]]
+    assert trial_result(dijob, "evalReturn").history == ((0, 9.0), (40, 20.5), (80, 187.0)), "sorted, bad ones skipped"
 
 
 def test_early_stopping_is_a_daemon_beside_the_trials() -> None:

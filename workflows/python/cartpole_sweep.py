@@ -13,11 +13,13 @@ status.profilings, which the sweep ranks by. A trial ends Succeeded at the stop 
 does not learn is stopped (suspended) by the early-stopping node once, from iteration 200 on, its best
 return is below the median of the other trials' at the same iteration (an ended trial counts with its
 final best), or ends at `activeDeadlineSeconds` (Failed, its last return kept). The summary node outputs
-the results table (mean and 95 % interval over the seeds per learning rate) and the best learning rate.
+the results table (mean and 95 % interval over the seeds per learning rate) and the best learning rate,
+and stores the tables and a plot of every trial's return over iterations (SVG) as artifacts.
 
-Needs: the chart installed (its di-server reachable from pods at DI_SERVER_URL), the DI-engine image
-(ci/images/di-engine) and dihera's image, and the ServiceAccount `dijob-sweeper` in the namespace with the
-Role of docs/experiments.md (create, get, list, watch, patch DIJobs; Argo's workflowtaskresults).
+Needs: the chart installed (its di-server reachable from pods at DI_SERVER_URL), Argo's artifact repository
+(docs/artifacts.md), the DI-engine image (ci/images/di-engine) and dihera's image, and the ServiceAccount
+`dijob-sweeper` in the namespace with the Role of docs/experiments.md (create, get, list, watch, patch DIJobs;
+Argo's workflowtaskresults).
 
 CI runs this file on the local control plane's real node, through the chart
 (tests/integration/test_real_node_chart.py, `test_the_cartpole_sweep_example_...`: `build()` with the
@@ -76,6 +78,9 @@ def build(
         # stop a trial whose best return is below the other trials' median at the same iteration (from
         # iteration 200 on: DI-engine's evaluator runs every 40 learner iterations in this config)
         early_stopping=ex.median_stopping(min_iterations=200, min_trials=2),
+        # the summary's plot of every trial's return over iterations and its tables, kept as Argo artifacts
+        # (the example's trials keep their policies there too: it needs Argo's artifact repository)
+        artifacts=True,
     )
 
 
