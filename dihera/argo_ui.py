@@ -7,7 +7,9 @@ sentence says the replicas per task alone; the task table after it shows in the 
 drawer (GitHub-flavoured markdown). Columns read annotations the renderer writes and scaling updates
 (annotations, not labels: a label value allows no spaces or commas and at most 63 characters).
 
-Links: ``workflow`` scope opens the job in the di-server, ``pod`` scope the replica running that pod and,
+Links: ``workflow`` scope opens the job in the di-server or, on a sweep's Workflow, the sweep's view (its
+trials, progress and best so far): the di-server redirects by the Workflow's labels, which Argo puts in the
+link's query (a label the Workflow lacks becomes empty); ``pod`` scope the replica running that pod and,
 on a sweep's trial node (its pod creates the trial's DIJob, labelled with the pod's name: dihera.sweeps),
 the trial's DIJob. Argo shows every pod link on every pod node; each view says when the pod is not one it
 knows. Argo substitutes ``${metadata.namespace}``, ``${metadata.name}`` (the Workflow's, or the pod's name)
@@ -29,14 +31,20 @@ from dihera.constants import (
     ANNOTATION_REPLICAS,
     ANNOTATION_TASK_REPLICAS,
     ANNOTATION_WORKFLOW_DESCRIPTION,
+    LABEL_EXPERIMENT,
+    LABEL_GOAL,
     LABEL_JOB,
+    LABEL_METRIC,
+    LABEL_TRIALS,
 )
 
 __all__ = [
+    "EXPERIMENT_VIEW_PATH",
     "JOB_VIEW_PATH",
     "POD_VIEW_PATH",
     "TRIAL_VIEW_PATH",
     "UI_COLUMNS",
+    "WORKFLOW_LINK_PATH",
     "argo_config",
     "columns",
     "configmap_data",
@@ -58,7 +66,14 @@ JOB_VIEW_PATH = "/ui/namespaces/{namespace}/dijobs/{name}"
 POD_VIEW_PATH = "/ui/namespaces/{namespace}/dijobs/{name}/pods/{pod}"
 #: Redirects to the job view of the DIJob a sweep's trial pod created (``diengine/trial-pod``).
 TRIAL_VIEW_PATH = "/ui/namespaces/{namespace}/trials/{pod}"
+#: A sweep's view: its trials' DIJobs (``diengine/experiment``), counts and best so far.
+EXPERIMENT_VIEW_PATH = "/ui/namespaces/{namespace}/experiments/{name}"
+#: The workflow link: redirects to the job view or the sweep's, by the labels in its query.
+WORKFLOW_LINK_PATH = "/ui/namespaces/{namespace}/workflows/{name}"
 _JOB_OF_WORKFLOW = f"${{workflow.metadata.labels.{LABEL_JOB}}}"
+#: (query key, Workflow label) of the workflow link.
+_WORKFLOW_QUERY = (("dijob", LABEL_JOB), ("experiment", LABEL_EXPERIMENT), ("metric", LABEL_METRIC),
+                   ("goal", LABEL_GOAL), ("trials", LABEL_TRIALS))  # fmt: skip
 _URL = re.compile(r"^https?://[^/\s?#]+(/[^\s?#]*)?$")
 
 
@@ -104,11 +119,12 @@ def links(server_url: str) -> list[dict[str, str]]:
             "(e.g. http://127.0.0.1:8081 or https://dihera.example.com/di-server)"
         )
     base = server_url.rstrip("/")
-    job = JOB_VIEW_PATH.format(namespace="${metadata.namespace}", name=_JOB_OF_WORKFLOW)
+    query = "&".join(f"{key}=${{workflow.metadata.labels.{label}}}" for key, label in _WORKFLOW_QUERY)
+    workflow = WORKFLOW_LINK_PATH.format(namespace="${metadata.namespace}", name="${metadata.name}") + "?" + query
     pod = POD_VIEW_PATH.format(namespace="${metadata.namespace}", name=_JOB_OF_WORKFLOW, pod="${metadata.name}")
     trial = TRIAL_VIEW_PATH.format(namespace="${metadata.namespace}", pod="${metadata.name}")
     return [
-        {"name": "DIJob (di-server)", "scope": "workflow", "url": base + job},
+        {"name": "DIJob or sweep (di-server)", "scope": "workflow", "url": base + workflow},
         {"name": "Replica (di-server)", "scope": "pod", "url": base + pod},
         {"name": "Trial DIJob (di-server)", "scope": "pod", "url": base + trial},
     ]

@@ -38,12 +38,16 @@ __all__ = [
     "KUEUE_API_VERSION",
     "KUEUE_GROUP",
     "KUEUE_VERSION",
+    "LABEL_EXPERIMENT",
+    "LABEL_GOAL",
     "LABEL_JOB",
     "LABEL_MANAGED_BY",
+    "LABEL_METRIC",
     "LABEL_POD",
     "LABEL_QUEUE_NAME",
     "LABEL_TASK_NAME",
     "LABEL_TASK_TYPE",
+    "LABEL_TRIALS",
     "LABEL_TRIAL_POD",
     "MANAGED_BY",
     "MAX_ENV_STRING",
@@ -183,6 +187,13 @@ ANNOTATION_NODE_NAME = "workflows.argoproj.io/node-name"
 #: On a sweep trial's DIJob: the pod of the Workflow node that created it (Argo's ``{{pod.name}}``), which
 #: the Argo UI's pod link names: the di-server finds the trial's DIJob by it (dihera.argo_ui).
 LABEL_TRIAL_POD = "diengine/trial-pod"
+#: On a sweep's Workflow and on its trials' DIJobs: the sweep's name (docs/experiments.md).
+LABEL_EXPERIMENT = "diengine/experiment"
+#: On a sweep's Workflow: the metric it ranks by, whether higher is better, and how many trials it has
+#: (`dihera experiment status`, the di-server's experiment view through the Argo UI's workflow link).
+LABEL_METRIC = "diengine/metric"
+LABEL_GOAL = "diengine/goal"
+LABEL_TRIALS = "diengine/trials"
 
 # -- Kueue (docs/queueing.md) ---------------------------------------------------------------------------
 #: On a DIJob: the Kueue LocalQueue the job is queued in (Kueue's own label); without it Kueue is not involved.

@@ -50,6 +50,8 @@ def create_app(settings: ServerSettings, backend: Backend) -> FastAPI:
     app.add_middleware(RememberedReads, context=lambda: app.state.dihera)
     app.add_middleware(ObserveRequests, metrics=metrics)
     install_error_handlers(app)
-    for router in (routes.operations, routes.v2alpha1, routes.v1, routes.ui, routes.trials):
+    for router in (
+        routes.operations, routes.v2alpha1, routes.v1, routes.ui, routes.trials, routes.experiments, routes.workflows
+    ):  # fmt: skip
         app.include_router(router)
     return app

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from dihera.constants import LABEL_TRIAL_POD
+from dihera.constants import LABEL_EXPERIMENT, LABEL_TRIAL_POD
 from dihera.kube.auth import Authenticator, Identity
 from dihera.kube.key_annotations import AnnotationKeyStore
 from dihera.kube.profilings import write_profilings
@@ -37,6 +37,10 @@ class Backend(Protocol):
 
     def trial_job(self, namespace: str, pod: str) -> str | None:
         """The name of the DIJob a sweep's trial pod created (labelled ``diengine/trial-pod``), if cached."""
+        ...
+
+    def experiment_jobs(self, namespace: str, experiment: str) -> list[dict[str, Any]]:
+        """The cached DIJobs of a sweep (labelled ``diengine/experiment``), in name order."""
         ...
 
     def scale(self, namespace: str, name: str, request: ScaleRequest) -> ScaleResult: ...
@@ -98,6 +102,9 @@ class KubeBackend:
     def trial_job(self, namespace: str, pod: str) -> str | None:
         found = self._store.labelled("DIJob", namespace, LABEL_TRIAL_POD, pod)
         return str(found[0]["metadata"]["name"]) if found else None
+
+    def experiment_jobs(self, namespace: str, experiment: str) -> list[dict[str, Any]]:
+        return self._store.labelled("DIJob", namespace, LABEL_EXPERIMENT, experiment)
 
     def scale(self, namespace: str, name: str, request: ScaleRequest) -> ScaleResult:
         return self._scaler.scale(namespace, name, request)

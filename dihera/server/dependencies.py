@@ -28,6 +28,7 @@ from dihera.server.models import ScaleOut
 from dihera.server.settings import ServerSettings
 
 __all__ = [
+    "EXPERIMENT_PATH",
     "JSON",
     "NAMESPACE_PATTERN",
     "NAME_PATTERN",
@@ -35,6 +36,7 @@ __all__ = [
     "V1_PATH",
     "V2_PATH",
     "Context",
+    "ExperimentViewer",
     "IdempotencyKey",
     "JobCall",
     "JobRef",
@@ -95,7 +97,12 @@ async def _trial_path(namespace: Namespace, pod: PodName) -> None:
     """Declares and validates the path of a trial's view (the guard reads it, after the token)."""
 
 
+async def _experiment_path(namespace: Namespace, name: Name) -> None:
+    """Declares and validates the path of a sweep's view or of a Workflow's link (a name like a DIJob's)."""
+
+
 V2_PATH, V1_PATH, TRIAL_PATH = [Depends(_v2_path)], [Depends(_v1_path)], [Depends(_trial_path)]
+EXPERIMENT_PATH = [Depends(_experiment_path)]
 
 
 @dataclass(frozen=True)
@@ -123,6 +130,11 @@ class JobCall:
 
     ref: JobRef
     ctx: ServerContext
+
+
+def _namespace_ref(request: Request, _: ServerContext) -> JobRef:
+    """Every DIJob of the path's namespace (a sweep's view lists its trials: ``list`` on DIJobs there)."""
+    return JobRef(str(request.path_params["namespace"]), "")
 
 
 def _trial_ref(request: Request, ctx: ServerContext) -> JobRef:
@@ -180,6 +192,8 @@ Writer = Annotated[JobCall, Depends(_guard("patch"))]
 Viewer = Annotated[JobCall, Depends(_guard("get", view=True))]
 #: A view of the DIJob a sweep's trial pod created: the same rights as :data:`Viewer` on that DIJob.
 TrialViewer = Annotated[JobCall, Depends(_guard("get", view=True, ref_of=_trial_ref))]
+#: A sweep's view lists its trials' DIJobs: its caller may ``list`` DIJobs in the namespace (or views are open).
+ExperimentViewer = Annotated[JobCall, Depends(_guard("list", view=True, ref_of=_namespace_ref))]
 
 
 def cached(call: JobCall) -> JobSnapshot:

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 __all__ = [
     "Envelope",
     "ErrorBody",
+    "ExperimentView",
     "JobSummary",
     "JobView",
     "PodView",
@@ -17,6 +18,7 @@ __all__ = [
     "ReplicasBody",
     "ScaleOut",
     "TaskOut",
+    "TrialOut",
 ]
 
 
@@ -86,6 +88,31 @@ class PodView(BaseModel):
     podPhase: str | None
     replica: ReplicaOut | None = Field(description="the replica, None when it left the job (scaled down, dropped)")
     current: bool = Field(description="the pod is the replica's current attempt (False: an earlier, retried one)")
+
+
+class TrialOut(BaseModel):
+    """One trial of a sweep: its DIJob, values and seed, how it ended or stands, and its metric."""
+
+    index: int
+    job: str
+    values: dict[str, Any]
+    seed: int
+    phase: str = Field(description="the DIJob's phase; Stopped when early stopping stopped it")
+    metric: float | None = Field(description="the last value of the sweep's metric it reported")
+    seconds: float | None = Field(description="from its start to its end, once it ended")
+
+
+class ExperimentView(BaseModel):
+    """What the Argo UI's workflow link opens on a sweep: its trials (the DIJobs labelled with its name)."""
+
+    namespace: str
+    name: str
+    metric: str
+    goal: str
+    trials: int | None = Field(description="how many the sweep has (its Workflow's label), if known")
+    counts: dict[str, int] = Field(description="trials done, running, failed, stopped (of those created)")
+    best: dict[str, Any] | None = Field(description="the best configuration so far: values, mean, halfWidth, seeds")
+    rows: list[TrialOut]
 
 
 class ScaleOut(BaseModel):

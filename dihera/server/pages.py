@@ -5,19 +5,34 @@ Every value is escaped; the pages load nothing (no script, style sheet or image)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from html import escape
 
-from dihera.server.models import JobView, PodView, ReplicaOut
+from dihera.server.models import ExperimentView, JobView, PodView, ReplicaOut
 
-__all__ = ["job_page", "pod_page"]
+__all__ = ["experiment_page", "job_page", "pod_page"]
 
 _REPLICA_HEAD = ("replica", "rank", "pod", "phase", "fqdn")
 
 
+class _Link:
+    """A table cell that links (its ``href`` and text are escaped like any other value)."""
+
+    def __init__(self, href: str, text: str) -> None:
+        self.href, self.text = href, text
+
+    def html(self) -> str:
+        return f'<a href="{escape(self.href)}">{escape(self.text)}</a>'
+
+
+def _cell(value: object) -> str:
+    return value.html() if isinstance(value, _Link) else escape(_text(value))
+
+
 def _table(head: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
     cells = "".join(f"<th>{escape(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{escape(_text(v))}</td>" for v in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(f"<td>{_cell(v)}</td>" for v in row) + "</tr>" for row in rows)
     return f"<table><thead><tr>{cells}</tr></thead><tbody>{body}</tbody></table>"
 
 
@@ -65,3 +80,29 @@ def pod_page(view: PodView) -> str:
         replica = _table(_REPLICA_HEAD, [_replica_row(view.replica)]) + attempt
     facts = [("job", f"{view.namespace}/{view.job}"), ("pod phase", view.podPhase)]
     return _page(f"Pod {view.pod}", _table(("", ""), facts) + "<h2>Replica</h2>" + replica)
+
+
+def _progress(view: ExperimentView) -> str:
+    c = view.counts
+    created = sum(c.values())
+    waiting = "" if view.trials is None else f", {max(0, view.trials - created)} waiting"
+    total = "" if view.trials is None else f" of {view.trials}"
+    return f"{c['done']} done, {c['running']} running, {c['failed']} failed, {c['stopped']} stopped{waiting}{total}"
+
+
+def experiment_page(view: ExperimentView) -> str:
+    """The sweep's progress, its best configuration so far and its trials, each linking to its DIJob's view."""
+    names = list(view.rows[0].values) if view.rows else []
+    best = "none yet" if view.best is None else json.dumps(view.best["values"], sort_keys=True)
+    mean = None if view.best is None else f"{view.best['mean']:.4g}"
+    facts = [("trials", _progress(view)), ("ranked by", f"{view.metric} ({view.goal})"), ("best", best), ("mean", mean)]
+    rows = [
+        (r.index, *(r.values.get(n) for n in names), r.seed, r.phase, r.metric, _Link(f"../dijobs/{r.job}", r.job))
+        for r in view.rows
+    ]
+    return _page(
+        f"Sweep {view.namespace}/{view.name}",
+        _table(("", ""), facts)
+        + "<h2>Trials</h2>"
+        + _table(("trial", *names, "seed", "phase", view.metric, "DIJob"), rows),
+    )

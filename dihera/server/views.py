@@ -11,11 +11,13 @@ from dihera.kube.snapshot import JobSnapshot
 from dihera.membership import Membership, Replica
 from dihera.naming import dag_task_name, fqdn, hostname
 from dihera.render.env import MEMBERSHIP_FILE
-from dihera.server.models import JobSummary, JobView, PodView, ReplicaOut, ScaleOut, TaskOut
+from dihera.server.models import ExperimentView, JobSummary, JobView, PodView, ReplicaOut, ScaleOut, TaskOut, TrialOut
+from dihera.sweeps.results import Goal, best, by_configuration
 
 __all__ = [
     "addresses",
     "current_pods",
+    "experiment_view",
     "job_view",
     "membership_of",
     "pod_view",
@@ -125,6 +127,38 @@ def pod_view(job: JobSnapshot, pod_name: str, domain: str) -> PodView | None:
         replica=replica,
         current=replica is not None and replica.pod == pod_name,
     )
+
+
+#: A trial's phase → the count it goes to in an experiment's view (any other phase: running).
+_COUNTED = {"Succeeded": "done", "Failed": "failed", "Stopped": "stopped"}
+
+
+def experiment_view(
+    namespace: str, name: str, jobs: Sequence[Mapping[str, Any]], metric: str, goal: Goal, trials: int | None
+) -> ExperimentView:
+    """A sweep's trials from their DIJobs: each trial's values, seed, phase and metric, the counts, the best
+    configuration so far (the same ranking as the sweep's summary step: dihera.sweeps.results)."""
+    from dihera.kube.experiments import trial_result  # pure: reads a DIJob's labels, annotations and status
+
+    results = sorted((trial_result(j, metric) for j in jobs), key=lambda r: r.index)
+    counts = dict.fromkeys(("done", "running", "failed", "stopped"), 0)
+    for r in results:
+        counts[_COUNTED.get(r.phase, "running")] += 1
+    top = best(by_configuration(results), goal)
+    chosen = None
+    if top is not None:
+        chosen = {"values": dict(top.values), "mean": top.mean, "halfWidth": top.half_width, "seeds": top.reported}
+    rows = [
+        TrialOut(
+            index=r.index, job=r.job, values=dict(r.values), seed=r.seed, phase=r.phase, metric=r.metric,
+            seconds=r.seconds,
+        )
+        for r in results
+    ]  # fmt: skip
+    return ExperimentView(
+        namespace=namespace, name=name, metric=metric, goal=goal.value, trials=trials, counts=counts, best=chosen,
+        rows=rows,
+    )  # fmt: skip
 
 
 def scale_out(result: ScaleResult, domain: str) -> ScaleOut:

@@ -6,6 +6,7 @@
 - :mod:`~dihera.sweeps.workflow`: the Workflow (one resource node per trial, then the summary)
 - :mod:`~dihera.sweeps.results`: the results table, the mean and 95 % interval over seeds, the best
 - :mod:`~dihera.sweeps.stopping`: early stopping, the median rule or successive halving over the trials' histories
+- :mod:`~dihera.sweeps.plot`: every trial's metric over iterations as an SVG chart (the summary's ``plot`` artifact)
 
 Everything here is pure; reading the trials back from a cluster is :mod:`dihera.kube.experiments`.
 Users build sweeps with :func:`dihera.experiment.sweep`.

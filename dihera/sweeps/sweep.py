@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
 
-from dihera.constants import LABEL_QUEUE_NAME, LABEL_TRIAL_POD
+from dihera.constants import LABEL_EXPERIMENT, LABEL_GOAL, LABEL_METRIC, LABEL_QUEUE_NAME, LABEL_TRIAL_POD
 from dihera.model import DIJob
 from dihera.sweeps.results import Goal
 from dihera.sweeps.space import Dimension, Grid, Search, SweepSpaceError, Trial, Value, plan_trials
@@ -45,11 +45,7 @@ __all__ = [
     "value_text",
 ]
 
-LABEL_EXPERIMENT = "diengine/experiment"
 LABEL_TRIAL = "diengine/trial"
-#: On the sweep's Workflow: the metric it ranks by and whether higher is better (`dihera experiment status`).
-LABEL_METRIC = "diengine/metric"
-LABEL_GOAL = "diengine/goal"
 ANNOTATION_PARAM_PREFIX = "diengine/param."
 ANNOTATION_SEED = "diengine/seed"
 #: On a trial's DIJob: the index of its configuration (trials of one configuration differ by seed only).

@@ -23,7 +23,7 @@ import re
 from hera.workflows import Workflow
 from hera.workflows import models as m
 
-from dihera.constants import ANNOTATION_WORKFLOW_DESCRIPTION, ANNOTATION_WORKFLOW_TITLE, MANAGED_BY
+from dihera.constants import ANNOTATION_WORKFLOW_DESCRIPTION, ANNOTATION_WORKFLOW_TITLE, LABEL_TRIALS, MANAGED_BY
 from dihera.sweeps.space import Trial
 from dihera.sweeps.stopping import StoppingRule
 from dihera.sweeps.sweep import LABEL_EXPERIMENT, LABEL_GOAL, LABEL_METRIC, Sweep, value_text
@@ -204,7 +204,13 @@ def build_sweep_workflow(sweep: Sweep) -> Workflow:
         kind="Workflow",
         name=sweep.name,
         namespace=sweep.namespace,
-        labels={**MANAGED_BY, LABEL_EXPERIMENT: sweep.name, LABEL_METRIC: sweep.metric, LABEL_GOAL: sweep.goal.value},
+        labels={
+            **MANAGED_BY,
+            LABEL_EXPERIMENT: sweep.name,
+            LABEL_METRIC: sweep.metric,
+            LABEL_GOAL: sweep.goal.value,
+            LABEL_TRIALS: str(len(trials)),
+        },
         annotations={ANNOTATION_WORKFLOW_TITLE: f"Sweep {sweep.name}", ANNOTATION_WORKFLOW_DESCRIPTION: description},
         entrypoint=ENTRYPOINT,
         service_account_name=sweep.service_account,

@@ -189,7 +189,7 @@ def test_a_running_dijob_reads_in_the_argo_ui_and_a_scaled_replica_appears(
         screenshot(page, screenshots, "workflow-graph")
 
         # the workflow-scope link opens the DIJob's view in the di-server
-        job_view = follow_link(page, "DIJob (di-server)")
+        job_view = follow_link(page, "DIJob or sweep (di-server)")  # redirected by the Workflow's labels
         assert job_view.url == f"{ui_server}/ui/namespaces/{namespace}/dijobs/{NAME}", job_view.url
         assert expect_text(job_view, [f"DIJob {namespace}/{NAME}", *sorted(hosts)], "the DIJob's view")
         job_view.close()

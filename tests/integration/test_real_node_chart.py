@@ -354,6 +354,16 @@ def _sweep_in_the_argo_ui(cluster: client.ApiClient, namespace: str, server_kube
         assert view.url == f"{ui_server}/ui/namespaces/{namespace}/dijobs/probe-sweep-t00", view.url
         expect_text(view, [f"DIJob {namespace}/probe-sweep-t00", "Succeeded"], "the trial DIJob's view")
         view.close()
+        # the Workflow's link opens the sweep's view: progress, the best so far, a link to each trial's DIJob
+        sweep_view = follow_link(page, "DIJob or sweep (di-server)")
+        experiment_url = f"{ui_server}/ui/namespaces/{namespace}/experiments/probe-sweep?"
+        assert sweep_view.url.startswith(experiment_url), sweep_view.url
+        progress = "1 done, 0 running, 1 failed, 2 stopped, 0 waiting of 4"
+        expect_text(sweep_view, [f"Sweep {namespace}/probe-sweep", progress, '{"lr": 0.01}'], "the sweep's view")
+        screenshot(sweep_view, dev.state.screenshots, "sweep-view")
+        sweep_view.locator("a[href='../dijobs/probe-sweep-t03']").click()
+        expect_text(sweep_view, [f"DIJob {namespace}/probe-sweep-t03", "Suspended"], "trial 3's view from the sweep's")
+        sweep_view.close()
         assert click_graph_node(page, summary), graph_node_ids(page)
         page.get_by_text("INPUTS/OUTPUTS", exact=True).first.click()
         link = page.locator("a[href*='/outputs/plot']").first

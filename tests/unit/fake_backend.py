@@ -13,7 +13,7 @@ from typing import Any
 import jsonpatch  # type: ignore[import-untyped]
 
 from dihera import load_job
-from dihera.constants import LABEL_TRIAL_POD
+from dihera.constants import LABEL_EXPERIMENT, LABEL_TRIAL_POD
 from dihera.kube.auth import Identity
 from dihera.kube.scale_executor import ScaleResult
 from dihera.kube.snapshot import JobSnapshot
@@ -65,6 +65,13 @@ class FakeBackend:
             if ns == namespace and entry["body"]["metadata"].get("labels", {}).get(LABEL_TRIAL_POD) == pod
         ]
         return labelled[0] if labelled else None
+
+    def experiment_jobs(self, namespace: str, experiment: str) -> list[dict[str, Any]]:
+        return [
+            entry["body"]
+            for (ns, _), entry in sorted(self.jobs.items())
+            if ns == namespace and entry["body"]["metadata"].get("labels", {}).get(LABEL_EXPERIMENT) == experiment
+        ]
 
     def scale(self, namespace: str, name: str, request: ScaleRequest) -> ScaleResult:
         with self.lock:

@@ -41,7 +41,13 @@ def test_links_point_at_the_di_server_with_argos_substitutions() -> None:
     workflow, pod, trial = links("http://127.0.0.1:8081/")
     assert (workflow["scope"], pod["scope"], trial["scope"]) == ("workflow", "pod", "pod")
     job_url = "http://127.0.0.1:8081/ui/namespaces/${metadata.namespace}/dijobs/${workflow.metadata.labels.diengine/job}"
-    assert workflow["url"] == job_url
+    # one workflow link for a DIJob's Workflow and a sweep's: the di-server redirects by the labels
+    assert workflow["url"] == (
+        "http://127.0.0.1:8081/ui/namespaces/${metadata.namespace}/workflows/${metadata.name}"
+        "?dijob=${workflow.metadata.labels.diengine/job}&experiment=${workflow.metadata.labels.diengine/experiment}"
+        "&metric=${workflow.metadata.labels.diengine/metric}&goal=${workflow.metadata.labels.diengine/goal}"
+        "&trials=${workflow.metadata.labels.diengine/trials}"
+    )
     assert pod["url"] == job_url + "/pods/${metadata.name}"
     assert trial["url"] == "http://127.0.0.1:8081/ui/namespaces/${metadata.namespace}/trials/${metadata.name}"
 

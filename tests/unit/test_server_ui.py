@@ -7,8 +7,15 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from dihera.argo_ui import JOB_VIEW_PATH, POD_VIEW_PATH, TRIAL_VIEW_PATH, links
-from dihera.constants import LABEL_JOB, LABEL_TRIAL_POD
+from dihera.argo_ui import (
+    EXPERIMENT_VIEW_PATH,
+    JOB_VIEW_PATH,
+    POD_VIEW_PATH,
+    TRIAL_VIEW_PATH,
+    WORKFLOW_LINK_PATH,
+    links,
+)
+from dihera.constants import LABEL_EXPERIMENT, LABEL_GOAL, LABEL_JOB, LABEL_METRIC, LABEL_TRIAL_POD, LABEL_TRIALS
 from dihera.kube.snapshot import JobSnapshot
 from dihera.server import ServerSettings, create_app
 from tests.builders import PodBuilder, task
@@ -120,6 +127,8 @@ def test_the_argo_links_land_on_these_views(backend: PodsBackend) -> None:
         "${metadata.namespace}": "team-a",
         f"${{workflow.metadata.labels.{LABEL_JOB}}}": "dqn",
     }
+    for label in (LABEL_EXPERIMENT, LABEL_METRIC, LABEL_GOAL, LABEL_TRIALS):
+        values[f"${{workflow.metadata.labels.{label}}}"] = ""  # what Argo puts for a label a Workflow lacks
     for link in links("http://testserver"):
         url = link["url"]
         for key, value in {
@@ -129,6 +138,77 @@ def test_the_argo_links_land_on_these_views(backend: PodsBackend) -> None:
             url = url.replace(key, value)
         assert "${" not in url
         assert http.get(url).status_code == 200, (link, url)
+        assert http.get(url).url.path.startswith(JOB_VIEW_PATH.format(namespace="team-a", name="dqn")), url
+
+
+def sweep_backend(backend: PodsBackend) -> PodsBackend:
+    """Three trials of sweep `lr` created (of four): lr 0.01 seeds 0 (Succeeded, 99) and 1 (running, 90),
+    lr 0.5 seed 0 stopped (3); and a DIJob of another sweep."""
+    rows = [(0, 0.01, 0, "Succeeded", 99, {}), (1, 0.01, 1, "Running", 90, {}),
+            (2, 0.5, 0, "Suspended", 3, {"diengine/stopped": "median stopping rule at iteration 4"})]  # fmt: skip
+    for i, lr, seed, phase, ret, extra in rows:
+        backend.add(job_doc(task("learner"), name=f"lr-t0{i}"))
+        body = backend.jobs[("team-a", f"lr-t0{i}")]["body"]
+        body["metadata"]["labels"] = {LABEL_EXPERIMENT: "lr", "diengine/trial": str(i)}
+        body["metadata"]["annotations"] = {
+            "diengine/param.lr": repr(lr), "diengine/seed": str(seed), "diengine/configuration": str(i // 2), **extra
+        }  # fmt: skip
+        body["status"].update(phase=phase, profilings={"evalReturn": ret})
+    backend.add(job_doc(task("learner"), name="other-t00"))
+    backend.jobs[("team-a", "other-t00")]["body"]["metadata"]["labels"] = {LABEL_EXPERIMENT: "other"}
+    return backend
+
+
+def test_a_sweeps_view_lists_its_trials_counts_them_and_names_the_best_so_far(backend: PodsBackend) -> None:
+    http = client(sweep_backend(backend), ADMIN)
+    url = EXPERIMENT_VIEW_PATH.format(namespace="team-a", name="lr") + "?metric=evalReturn&goal=maximize&trials=4"
+    body = http.get(url).json()
+    assert [(r["job"], r["phase"], r["metric"]) for r in body["rows"]] == [
+        ("lr-t00", "Succeeded", 99.0), ("lr-t01", "Running", 90.0), ("lr-t02", "Stopped", 3.0)
+    ]  # fmt: skip
+    assert body["counts"] == {"done": 1, "running": 1, "failed": 0, "stopped": 1} and body["trials"] == 4
+    assert body["best"]["values"] == {"lr": 0.01} and body["best"]["mean"] == 94.5, body["best"]
+    minimize = http.get(url.replace("maximize", "minimize")).json()
+    assert minimize["best"]["values"] == {"lr": 0.5}
+    page = http.get(url, headers=HTML).text
+    assert "<h1>Sweep team-a/lr</h1>" in page and "1 done, 1 running, 0 failed, 1 stopped, 1 waiting of 4" in page
+    assert '<a href="../dijobs/lr-t02">lr-t02</a>' in page and "<td>Stopped</td>" in page
+    # each trial's link, resolved as a browser does, is its DIJob's view
+    followed = http.get(http.get(url).url.join("../dijobs/lr-t02"))
+    assert followed.json()["job"]["name"] == "lr-t02"
+
+
+def test_a_sweeps_view_asks_for_list_and_refuses_bad_queries_naming_them(backend: PodsBackend) -> None:
+    sweep_backend(backend)
+    url = EXPERIMENT_VIEW_PATH.format(namespace="team-a", name="lr")
+    denied = client(backend, VIEWER).get(url)
+    assert denied.status_code == 403 and "viewer may not list dijobs" in denied.text
+    assert client(backend).get(url).status_code == 401
+    assert client(backend, anonymous_views=True).get(url).json()["metric"] == "evalReturn", "defaults"
+    http = client(backend, ADMIN)
+    for query, message in (("metric=a-b", "query metric='a-b'"), ("goal=up", "query goal='up'"),
+                           ("trials=x", "query trials='x'")):  # fmt: skip
+        resp = http.get(f"{url}?{query}")
+        assert resp.status_code == 400 and message in resp.text, (query, resp.text)
+    missing = http.get(EXPERIMENT_VIEW_PATH.format(namespace="team-a", name="nope"))
+    assert missing.status_code == 404 and "diengine/experiment=nope" in missing.text
+
+
+def test_the_workflow_link_redirects_by_the_workflows_labels(backend: PodsBackend) -> None:
+    sweep_backend(backend)
+    http = client(backend, ADMIN)
+    base = WORKFLOW_LINK_PATH.format(namespace="team-a", name="wf")
+    sweep = http.get(f"{base}?dijob=&experiment=lr&metric=evalReturn&goal=minimize&trials=4", follow_redirects=False)
+    assert (sweep.status_code, sweep.headers["location"]) == (
+        307, "../experiments/lr?metric=evalReturn&goal=minimize&trials=4"
+    )  # fmt: skip
+    assert http.get(f"{base}?experiment=lr&goal=minimize").json()["best"]["values"] == {"lr": 0.5}
+    job = http.get(f"{base}?dijob=dqn&experiment=lr", follow_redirects=False)
+    assert job.headers["location"] == "../dijobs/dqn", "a trial's own Workflow: its DIJob"
+    neither = http.get(f"{base}?dijob=&experiment=")
+    assert neither.status_code == 404 and "Workflow team-a/wf is neither a DIJob's" in neither.text
+    for query in ("dijob=..%2Fx", "experiment=http:%2F%2Fevil", "experiment=lr&goal=up"):
+        assert http.get(f"{base}?{query}", follow_redirects=False).status_code == 400, query
 
 
 def test_a_trial_pods_link_redirects_to_the_dijob_it_created(backend: PodsBackend) -> None:
