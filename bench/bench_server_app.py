@@ -59,7 +59,13 @@ def backend() -> PodsBackend:
     b.add(job(task("learner"), task("collector", replicas=2000), name="large", maxReplicas=3000))
     hosts = [hostname("large", "learner", 0)] + [hostname("large", "collector", i) for i in range(2000)]
     b.pods = tuple(
-        PodBuilder(f"{h}-1").namespace("team-a").job("large").host(h).created("2026-01-01T00:00:00Z").phase("Running").obj()
+        PodBuilder(f"{h}-1")
+        .namespace("team-a")
+        .job("large")
+        .host(h)
+        .created("2026-01-01T00:00:00Z")
+        .phase("Running")
+        .obj()
         for h in hosts
     )
     return b

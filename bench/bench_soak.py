@@ -16,7 +16,10 @@ At the end, once everything settled, each slot is checked against what the answe
 ``spec`` collectors = 2 + the accepted changes, its live collector pods as many (not suspended), one
 Workflow; a deleted job has no DIJob, Workflow or pod left. Every difference is **lost** (fewer, or left
 behind) or **doubled** (more, or a second Workflow). The controller's and the di-server's RSS are printed
-at the start (every slot's job created and Running) and at the end (growth in %; goal <= 10 %).
+at the start (every slot's job created and Running) and at the end (growth in %; goal <= 10 %), and,
+sampled every ``--rss-every`` seconds through the run, the median of each fifth and the slope over the
+second half (MiB per hour, least squares): a plateau (caches filled by the first operations) shows a flat
+second half, a leak a steady slope.
 """
 
 from __future__ import annotations
@@ -295,6 +298,61 @@ def lag_by_fifth(lags: list[tuple[float, float]], start: float, end: float) -> s
     return ", ".join(parts)
 
 
+class RssSampler:
+    """RSS of some processes every ``every`` seconds, from a thread of its own, until stopped."""
+
+    def __init__(self, pids: dict[str, int], every: float) -> None:
+        self.samples: dict[str, list[tuple[float, float]]] = {name: [] for name in pids}
+        self._pids, self._every, self._stop = pids, every, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            now = time.monotonic()
+            for name, pid in self._pids.items():
+                self.samples[name].append((now, rss_mib(pid)))
+            self._stop.wait(self._every)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def rss_by_fifth(samples: list[tuple[float, float]], start: float, end: float) -> str:
+    parts = []
+    for i in range(5):
+        lo, hi = start + (end - start) * i / 5, start + (end - start) * (i + 1) / 5
+        values = [v for t, v in samples if lo <= t < hi or (i == 4 and t >= hi)]
+        parts.append(f"{statistics.median(values):.0f}" if values else "-")
+    return ", ".join(parts)
+
+
+def slope_per_hour(samples: list[tuple[float, float]]) -> float | None:
+    """Least-squares slope of RSS over time, MiB per hour; None with fewer than 3 samples."""
+    if len(samples) < 3:
+        return None
+    ts, vs = [t for t, _ in samples], [v for _, v in samples]
+    mt, mv = statistics.fmean(ts), statistics.fmean(vs)
+    var = sum((t - mt) ** 2 for t in ts)
+    return 3600 * sum((t - mt) * (v - mv) for t, v in samples) / var if var else None
+
+
+def print_rss(
+    sampler: RssSampler, start: float, end: float, at_start: dict[str, float], at_end: dict[str, float]
+) -> None:
+    for name, before in at_start.items():
+        after = at_end[name]
+        print(
+            f"{name} RSS: {before:.0f} MiB at start, {after:.0f} MiB at the end ({(after / before - 1) * 100:+.1f} %)"
+        )
+        samples = sampler.samples[name]
+        second = [(t, v) for t, v in samples if t >= (start + end) / 2]
+        slope = slope_per_hour(second)
+        shown = "-" if slope is None else f"{slope:+.1f} MiB/h"
+        print(f"  {name} RSS by fifth (median MiB): {rss_by_fifth(samples, start, end)}; second half's slope {shown}")
+
+
 def soak_run(args: argparse.Namespace, api: client.ApiClient, ns: str, ctl: Any, server: Any, url: str) -> None:
     """Populate, run the workers, check, print."""
     token = ""
@@ -308,6 +366,7 @@ def soak_run(args: argparse.Namespace, api: client.ApiClient, ns: str, ctl: Any,
     with ThreadPoolExecutor(args.workers) as pool:  # every job Running before the RSS at start
         list(pool.map(lambda slot: soak.operate(slot, random.Random(0)), soak.slots))
     rss_start = {"controller": rss_mib(ctl.pid), "di-server": rss_mib(server.pid)}
+    sampler = RssSampler({"controller": ctl.pid, "di-server": server.pid}, args.rss_every)
     start = time.monotonic()
     threads = [
         threading.Thread(target=soak.worker, args=(args.seed + i, start + args.seconds)) for i in range(args.workers)
@@ -319,6 +378,7 @@ def soak_run(args: argparse.Namespace, api: client.ApiClient, ns: str, ctl: Any,
     end = time.monotonic()
     lost, doubled, notes = soak.check()
     rss_end = {"controller": rss_mib(ctl.pid), "di-server": rss_mib(server.pid)}
+    sampler.stop()
     soak.statuses.stop.set()
     c = soak.counts
     total = c["done"] + c["refused"] + c["timed out"]
@@ -331,11 +391,7 @@ def soak_run(args: argparse.Namespace, api: client.ApiClient, ns: str, ctl: Any,
     for note in notes[:20]:
         print(f"  {note}")
     print(f"status-sync lag p50/p99 (s) by fifth of the run: {lag_by_fifth(soak.lags, start, end)}")
-    for name, before in rss_start.items():
-        after = rss_end[name]
-        print(
-            f"{name} RSS: {before:.0f} MiB at start, {after:.0f} MiB at the end ({(after / before - 1) * 100:+.1f} %)"
-        )
+    print_rss(sampler, start, end, rss_start, rss_end)
 
 
 def main() -> int:
@@ -344,6 +400,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=1800)
     parser.add_argument("--workers", type=int, default=6)
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--rss-every", type=float, default=30.0, help="seconds between RSS samples")
     args = parser.parse_args()
     kubeconfig = os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig")
     install_crd(kubeconfig)

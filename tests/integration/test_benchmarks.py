@@ -74,7 +74,7 @@ BENCHES = (
     ),
     Bench(
         "bench_soak.py",
-        ("--jobs", "20", "--seconds", "60", "--workers", "4"),
+        ("--jobs", "20", "--seconds", "60", "--workers", "4", "--rss-every", "5"),
         (
             # what can fail here: an operation lost or doubled is a failed test, not only a figure
             r"soak: {n} operations in {n} s over 20 DIJobs \({n} live at the end\): {n} done, {n} refused, "
@@ -82,6 +82,8 @@ BENCHES = (
             r"status-sync lag p50/p99 \(s\) by fifth of the run: ",
             r"controller RSS: {n} MiB at start, {n} MiB at the end",
             r"di-server RSS: {n} MiB at start, {n} MiB at the end",
+            r"controller RSS by fifth \(median MiB\): {n}, {n}, {n}, {n}, {n}; second half's slope [-+]{n} MiB/h",
+            r"di-server RSS by fifth \(median MiB\): {n}, {n}, {n}, {n}, {n}; second half's slope [-+]{n} MiB/h",
         ),
     ),
     Bench(
