@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dihera.constants import LABEL_POD
+from dihera.kube.experiments import trial_result
 from dihera.kube.scale_executor import ScaleResult
 from dihera.kube.snapshot import JobSnapshot
 from dihera.membership import Membership, Replica
@@ -129,8 +130,9 @@ def pod_view(job: JobSnapshot, pod_name: str, domain: str) -> PodView | None:
     )
 
 
-#: A trial's phase → the count it goes to in an experiment's view (any other phase: running).
-_COUNTED = {"Succeeded": "done", "Failed": "failed", "Stopped": "stopped"}
+#: A trial's phase → the count it goes to in an experiment's view (any other phase: running); a trial suspended
+#: by hand ends its node as early stopping's do (the trial template's failure condition).
+_COUNTED = {"Succeeded": "done", "Failed": "failed", "Stopped": "stopped", "Suspended": "stopped"}
 
 
 def experiment_view(
@@ -138,8 +140,6 @@ def experiment_view(
 ) -> ExperimentView:
     """A sweep's trials from their DIJobs: each trial's values, seed, phase and metric, the counts, the best
     configuration so far (the same ranking as the sweep's summary step: dihera.sweeps.results)."""
-    from dihera.kube.experiments import trial_result  # pure: reads a DIJob's labels, annotations and status
-
     results = sorted((trial_result(j, metric) for j in jobs), key=lambda r: r.index)
     counts = dict.fromkeys(("done", "running", "failed", "stopped"), 0)
     for r in results:

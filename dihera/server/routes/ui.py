@@ -29,6 +29,7 @@ from dihera.server.dependencies import (
 from dihera.server.errors import ERRORS, ApiError
 from dihera.server.models import ExperimentView, JobView, PodView
 from dihera.sweeps.results import Goal
+from dihera.sweeps.sweep import METRIC_NAME
 
 __all__ = ["experiments", "router", "trials", "workflows"]
 
@@ -78,15 +79,14 @@ experiments = APIRouter(
     prefix="/ui/namespaces/{namespace}/experiments/{name}", tags=["views"], responses=ERRORS,
     dependencies=EXPERIMENT_PATH,
 )  # fmt: skip
-_METRIC = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,62}$")
 
 
 def _query(request: Request) -> tuple[str, Goal, int | None]:
     """The sweep's metric, goal and trial count from the query (Argo leaves a missing label empty)."""
     q = request.query_params
     metric, goal, trials = q.get("metric") or "evalReturn", q.get("goal") or Goal.MAXIMIZE.value, q.get("trials") or ""
-    if not _METRIC.match(metric):
-        raise ApiError(400, f"query metric={metric!r}: must match {_METRIC.pattern} (a status.profilings key)")
+    if not METRIC_NAME.match(metric):
+        raise ApiError(400, f"query metric={metric!r}: must match {METRIC_NAME.pattern} (a status.profilings key)")
     if goal not in {g.value for g in Goal}:
         raise ApiError(400, f"query goal={goal!r}: must be maximize or minimize")
     if trials and not trials.isdigit():
