@@ -52,6 +52,7 @@ __all__ = [
     "MANAGED_BY",
     "MAX_ENV_STRING",
     "PEER_WAIT_CONTAINER",
+    "PROFILINGS_CHECKPOINT",
     "STUCK_WAITING_REASONS",
     "TERMINAL_PHASES",
     "TF_ENTRY_EXTRA",
@@ -187,6 +188,9 @@ ANNOTATION_NODE_NAME = "workflows.argoproj.io/node-name"
 #: On a sweep trial's DIJob: the pod of the Workflow node that created it (Argo's ``{{pod.name}}``), which
 #: the Argo UI's pod link names: the di-server finds the trial's DIJob by it (dihera.argo_ui).
 LABEL_TRIAL_POD = "diengine/trial-pod"
+#: The key of ``status.profilings`` under which a job reports the last checkpoint it saved (its iteration, file,
+#: replica, time, and whether SIGTERM made it: docs/checkpoints.md); a ``kubectl get dijob -o wide`` column.
+PROFILINGS_CHECKPOINT = "checkpoint"
 #: On a sweep's Workflow and on its trials' DIJobs: the sweep's name (docs/experiments.md).
 LABEL_EXPERIMENT = "diengine/experiment"
 #: On a sweep's Workflow: the metric it ranks by, whether higher is better, and how many trials it has

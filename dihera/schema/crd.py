@@ -5,6 +5,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from dihera.constants import PROFILINGS_CHECKPOINT
+
 __all__ = ["GROUP", "KIND", "PLURAL", "SHORT_NAME", "SINGULAR", "VERSION", "crd_manifest"]
 
 GROUP = "diengine.opendilab.org"
@@ -32,6 +34,13 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
         "jsonPath": ".status.reschedules",
         "priority": 1,
         "description": "Replica count changes",
+    },
+    {
+        "name": "Checkpoint",
+        "type": "integer",
+        "jsonPath": f".status.profilings.{PROFILINGS_CHECKPOINT}.iteration",
+        "priority": 1,
+        "description": "The iteration of the last checkpoint the job reported (status.profilings.checkpoint)",
     },
     {
         "name": "Progress",

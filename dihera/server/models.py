@@ -76,6 +76,11 @@ class JobView(BaseModel):
     job: JobSummary
     progress: str | None = Field(description="the Workflow's progress N/M, as the Argo UI shows it (status.progress)")
     taskProgress: dict[str, str] = Field(description="per task, its live replicas' self-reported progress summed")
+    checkpoint: dict[str, Any] | None = Field(
+        default=None,
+        description="the last checkpoint the job reported (status.profilings.checkpoint: iteration, path, replica, "
+        "time, onTerm), if any",
+    )
     replicas: list[ReplicaOut]
 
 

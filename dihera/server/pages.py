@@ -51,6 +51,16 @@ def _replica_row(r: ReplicaOut) -> tuple[object, ...]:
     return (r.name, r.rank, r.pod, r.phase, r.fqdn)
 
 
+def _checkpoint_text(checkpoint: dict[str, object] | None) -> str | None:
+    if checkpoint is None:
+        return None
+    how = " on SIGTERM" if checkpoint.get("onTerm") else ""
+    return (
+        f"iteration {checkpoint.get('iteration')} by {checkpoint.get('replica')}{how} at {checkpoint.get('time')}: "
+        f"{checkpoint.get('path')}"
+    )
+
+
 def job_page(view: JobView) -> str:
     """The job's facts, its tasks with their progress, and its replicas."""
     job = view.job
@@ -59,6 +69,7 @@ def job_page(view: JobView) -> str:
         ("replicas", job.replicas),
         ("membership generation", job.membershipGeneration),
         ("progress", view.progress),
+        ("last checkpoint", _checkpoint_text(view.checkpoint)),
     ]
     tasks = [(t.name, t.type, t.replicas, t.specReplicas, view.taskProgress.get(t.name)) for t in job.tasks]
     return _page(

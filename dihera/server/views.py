@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dihera.constants import LABEL_POD
+from dihera.constants import LABEL_POD, PROFILINGS_CHECKPOINT
 from dihera.kube.experiments import trial_result
 from dihera.kube.scale_executor import ScaleResult
 from dihera.kube.snapshot import JobSnapshot
@@ -100,6 +100,12 @@ def summary(job: JobSnapshot) -> JobSummary:
     )
 
 
+def _checkpoint(status: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The last checkpoint a job reported (``status.profilings.checkpoint``), when it is an object."""
+    found = (status.get("profilings") or {}).get(PROFILINGS_CHECKPOINT)
+    return dict(found) if isinstance(found, Mapping) else None
+
+
 def job_view(job: JobSnapshot, domain: str) -> JobView:
     """The job's summary, its replicas and the progress its status carries (the Argo UI's workflow link)."""
     status = job.body.get("status") or {}
@@ -107,6 +113,7 @@ def job_view(job: JobSnapshot, domain: str) -> JobView:
         job=summary(job),
         progress=status.get("progress"),
         taskProgress=dict(status.get("taskProgress") or {}),
+        checkpoint=_checkpoint(status),
         replicas=replica_rows(job, domain),
     )
 

@@ -566,11 +566,19 @@ def test_the_cartpole_sweep_example_learns_with_one_rate_and_stops_the_other(
         history = profile["evalReturnHistory"]
         assert profile["evalReturn"] == history[-1][1], profile
         node = trials[next(n for n in trials if n.startswith(f"t0{i}-lr-"))]
+        # the learner reported its checkpoints (every 100 iterations into its volume; on SIGTERM when stopped)
+        # through the di-server: the last one is in the status (docs/checkpoints.md)
+        ckpt = profile["checkpoint"]
+        assert ckpt["replica"] == "learner-0" and ckpt["iteration"] >= 100, ckpt
+        assert ckpt["path"] == f"/var/dihera/checkpoints/learner-0/iteration_{ckpt['iteration']}.pth.tar", ckpt
         if phase == "Succeeded":  # the evaluator ended the job at the stop value; the node outputs its return
             out = {p["name"]: p["value"] for p in node["outputs"].get("parameters", [])}
             assert out.get("phase") == phase and float(out["evalReturn"]) == profile["evalReturn"], (out, profile)
             assert profile["evalReturn"] >= STOP_VALUE, profile
-            report.append(f"t0{i} reached {profile['evalReturn']:.0f} at iteration {history[-1][0]}")
+            # within a save interval (and a learner step) of the iteration the evaluator ended it at
+            assert history[-1][0] - 120 <= ckpt["iteration"] <= history[-1][0] + 100, (ckpt, history[-3:])
+            report.append(f"t0{i} reached {profile['evalReturn']:.0f} at iteration {history[-1][0]}, checkpoint "
+                          f"{ckpt['iteration']}")  # fmt: skip
         else:  # stopped from iteration 200 on, compared with the other trials there, long before its budget
             assert node["phase"] == "Failed" and "failure condition" in node["message"], node
             reason = annotations["diengine/stopped"]
@@ -581,7 +589,11 @@ def test_the_cartpole_sweep_example_learns_with_one_rate_and_stops_the_other(
             assert profile["evalReturnBest"] < STOP_VALUE and compared, (reason, profile)
             ran = _seconds(node["startedAt"], node["finishedAt"])
             assert ran < BUDGET_SECONDS / 2, (i, ran, reason)
-            report.append(f"t0{i} stopped at iteration {at} after {ran:.0f}s (best {profile['evalReturnBest']:.0f})")
+            # stopped = suspended: the learner saved on SIGTERM, past the iteration it was judged at (or, SIGTERM
+            # right after a periodic save, nothing new to save: that one, within a save interval)
+            assert ckpt["iteration"] >= (at if ckpt["onTerm"] else at - 120), (ckpt, reason)
+            report.append(f"t0{i} stopped at iteration {at} after {ran:.0f}s (best {profile['evalReturnBest']:.0f}), "
+                          f"checkpoint {ckpt['iteration']}{' on SIGTERM' if ckpt['onTerm'] else ''}")  # fmt: skip
     assert _overlap([(n["startedAt"], n["finishedAt"]) for n in trials.values()]) == 2, trials
 
     (summary,) = [n for n in wf["status"]["nodes"].values() if n.get("templateName") == "summary"]

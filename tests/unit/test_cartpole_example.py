@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples" / "cartpole"))
 
 from cartpole_dqn.gate import Sighting, Verdict, incarnation_id, is_new_learner, verdict
-from cartpole_dqn.metrics import MetricsReporter, http_sender, profilings_url
+from cartpole_dqn.metrics import CheckpointReporter, MetricsReporter, http_sender, profilings_url
 from cartpole_dqn.report import line, write_progress
 from cartpole_dqn.roles import pick_role, world_size
 from cartpole_dqn.settings import Settings
@@ -143,6 +144,37 @@ def test_the_evaluator_reports_its_returns_to_the_di_server(tmp_path: Path, caps
         failing.close()
         assert "dihera-metrics-failed error=HTTPError detail=HTTP_Error_500" in capsys.readouterr().out
     finally:
+        server.shutdown()
+
+
+def test_the_learner_reports_its_newest_checkpoint_and_the_one_saved_on_sigterm_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Profilings)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    token = tmp_path / "token"
+    token.write_text("secret\n")
+    url = profilings_url(f"http://127.0.0.1:{server.server_port}", "ns/job")
+    _Profilings.received, _Profilings.fail = [], False
+    try:
+        reporter = CheckpointReporter(http_sender(url, token, timeout=2.0), "learner-0", clock=lambda: 1795000000.0)
+        reporter.saved(100, "/ckpt/learner-0/iteration_100.pth.tar")
+        deadline = time.monotonic() + 10
+        while not _Profilings.received and time.monotonic() < deadline:
+            time.sleep(0.05)
+        reporter.saved(137, "/ckpt/learner-0/iteration_137.pth.tar", final=True)  # sent before it returns
+        *_, last = _Profilings.received
+        assert last == ("/v2alpha1/job/ns.job/profilings", "Bearer secret", {"checkpoint": {
+            "iteration": 137, "path": "/ckpt/learner-0/iteration_137.pth.tar", "replica": "learner-0",
+            "time": "2026-11-18T11:06:40Z", "onTerm": True}})  # fmt: skip
+        assert _Profilings.received[0][2]["checkpoint"]["iteration"] == 100  # type: ignore[index]
+        _Profilings.fail = True
+        for n in (1, 2, 3):
+            reporter.saved(200 + n, "x", final=True)
+        failed = [x for x in capsys.readouterr().out.splitlines() if x.startswith("dihera-metrics-failed")]
+        assert failed == ["dihera-metrics-failed error=HTTPError detail=HTTP_Error_500:_Internal_Server_Error"], failed
+    finally:
+        _Profilings.fail = False
         server.shutdown()
 
 

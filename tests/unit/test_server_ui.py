@@ -141,6 +141,24 @@ def test_the_argo_links_land_on_these_views(backend: PodsBackend) -> None:
         assert http.get(url).url.path.startswith(JOB_VIEW_PATH.format(namespace="team-a", name="dqn")), url
 
 
+def test_the_job_view_shows_the_last_checkpoint_the_job_reported(backend: PodsBackend) -> None:
+    http = client(backend, VIEWER)
+    assert http.get(JOB_URL).json()["checkpoint"] is None
+    assert "last checkpoint</td><td>-</td>" in http.get(JOB_URL, headers=HTML).text
+    reported = {"iteration": 270, "path": "/var/dihera/checkpoints/learner-0/iteration_270.pth.tar",
+                "replica": "learner-0", "time": "2026-11-28T10:00:00Z", "onTerm": True}  # fmt: skip
+    backend.jobs[("team-a", "dqn")]["body"]["status"]["profilings"] = {"checkpoint": reported, "evalReturn": 9}
+    assert http.get(JOB_URL).json()["checkpoint"] == reported
+    page = http.get(JOB_URL, headers=HTML).text
+    expected = (
+        "last checkpoint</td><td>iteration 270 by learner-0 on SIGTERM at 2026-11-28T10:00:00Z: "
+        "/var/dihera/checkpoints/learner-0/iteration_270.pth.tar</td>"
+    )
+    assert expected in page, page
+    backend.jobs[("team-a", "dqn")]["body"]["status"]["profilings"] = {"checkpoint": "not an object"}
+    assert http.get(JOB_URL).json()["checkpoint"] is None
+
+
 def sweep_backend(backend: PodsBackend) -> PodsBackend:
     """Three trials of sweep `lr` created (of four): lr 0.01 seeds 0 (Succeeded, 99) and 1 (running, 90),
     lr 0.5 seed 0 stopped (3); and a DIJob of another sweep."""

@@ -73,6 +73,8 @@ process adding its rank) and `DIHERA_TRIAL`: with it, the evaluator reports `eva
 `evalReturnBest`, `evalIteration` and `evalReturnHistory` (the last 100) after each evaluation to the
 di-server (`DI_SERVER_URL`, `DI_JOB_ID`, the pod's ServiceAccount token), into the DIJob's
 `status.profilings` (metrics.py; a failed report logs `dihera-metrics-failed error=<type>
-detail=<text>`). Output goes to `./cartpole_dqn_dist/` in the working directory, which must be
-writable; the learner writes the config files there once subscribed.
+detail=<text>`). With `DI_SERVER_URL`, `DI_JOB_ID` and `DI_CHECKPOINT_DIR`, the learner reports each
+checkpoint it saved into `status.profilings.checkpoint` the same way (docs/checkpoints.md). Output goes
+to `./cartpole_dqn_dist/` in the working directory, which must be writable; the learner writes the config
+files there once subscribed.
 """

@@ -6,7 +6,8 @@ policy: `ctx.train_iter` (the only training iteration counter: OffPolicyLearner 
 and the target network's update count, which decides when the target copy happens. All three are restored
 with the weights, before the learner announces itself, so the peers' first model and iteration are the
 restored ones. Contract lines: `dihera-resumed iter=<n> env_step=<m> file=<name>` when resuming,
-`dihera-checkpoint iter=<n> seconds=<s>` after each save.
+`dihera-checkpoint iter=<n> seconds=<s>` after each save, which `on_saved` then reports (the DIJob's
+`status.profilings.checkpoint`, through the di-server: metrics.CheckpointReporter).
 
 SIGTERM (suspend, Kueue's preemption, eviction, a pod deleted: the kubelet's grace period follows) saves the
 learner's state as of its last completed step, then the process exits 143. DI-engine traps no signal and its
@@ -51,6 +52,8 @@ class Checkpointer:
         self._busy = False  # inside a learner step or a save: the state is changing
         self._pending = False  # SIGTERM came while busy: save and exit at the step's end
         self._ctx: Callable[[], Any] = lambda: task.ctx
+        #: Called after each save with its iteration, its file and whether SIGTERM made it (metrics.CheckpointReporter).
+        self.on_saved: Callable[[int, str, bool], None] | None = None
 
     def on_sigterm(self, ctx: Callable[[], Any] | None = None) -> bool:
         """Save and exit 143 on SIGTERM (see the module docstring); `ctx` gives the current context (default:
@@ -74,9 +77,11 @@ class Checkpointer:
         fresh = iteration > 0 and iteration != self.last_saved
         if fresh:
             self._busy = True  # a second SIGTERM during this save changes nothing
-            self.save(ctx)
+            self.save(ctx, final=True)
         emit("terminated", iter=iteration, saved=int(fresh))
         sys.stdout.flush()
+        if fresh:  # after the contract lines: what is left of the grace period may end the report
+            self._report(iteration, self._dir / checkpoint_name(iteration), final=True)
         os._exit(128 + signal.SIGTERM)
 
     def resume(self, ctx: Any) -> int | None:
@@ -97,8 +102,9 @@ class Checkpointer:
             return iteration
         return None
 
-    def save(self, ctx: Any) -> None:
-        """`iteration_<n>.pth.tar`, whole or not at all; then only the newest `keep` are kept."""
+    def save(self, ctx: Any, final: bool = False) -> None:
+        """`iteration_<n>.pth.tar`, whole or not at all; then only the newest `keep` are kept; then reported
+        (`on_saved`), but the save SIGTERM made (`final`), which `_exit` reports after its contract line."""
         started = time.monotonic()
         state = {**self._learn.state_dict(), "last_iter": int(ctx.train_iter), "last_step": int(ctx.env_step)}
         target = self._dir / checkpoint_name(int(ctx.train_iter))
@@ -112,6 +118,16 @@ class Checkpointer:
         for path in stale(self._dir, self._keep):
             path.unlink(missing_ok=True)
         emit("checkpoint", iter=self.last_saved, seconds=time.monotonic() - started)
+        if not final:
+            self._report(self.last_saved, target, final=False)
+
+    def _report(self, iteration: int, path: Path, final: bool) -> None:
+        if self.on_saved is None:
+            return
+        try:  # a report never costs the learner its training
+            self.on_saved(iteration, str(path), final)
+        except Exception as err:
+            emit("metrics-failed", error=type(err).__name__, detail=str(err)[:200].replace(" ", "_"))
 
     def around(self, learner: Middleware) -> Middleware:
         """The learner middleware, then a save once `every` iterations passed since the last."""

@@ -37,7 +37,7 @@ from .bigmodel import attach_extra, extra_digest, parameter_count, state_bytes
 from .checkpoint import checkpointer, resumable_logger
 from .gate import incarnation_id
 from .link import LearnerBeacon, collector_gate, kick
-from .metrics import MetricsReporter, http_sender, profilings_url
+from .metrics import CheckpointReporter, MetricsReporter, http_sender, profilings_url
 from .middleware import collector_model_report, collector_report, evaluator_report, learner_progress
 from .report import emit
 from .roles import pick_role
@@ -94,6 +94,7 @@ def _pipeline(cfg: Any, settings: Settings, model: DQN, metrics: MetricsReporter
     # Before the learner announces itself (kick): its peers' first model and iteration are the restored ones.
     ckpt = checkpointer(policy.learn_mode, settings.checkpoint_dir, settings.checkpoint_every)
     if ckpt is not None:
+        ckpt.on_saved = _checkpoint_reports(settings)
         ckpt.resume(task.ctx)
     context_exchanger, model_exchanger = ContextExchanger(skip_n_iter=1), ModelExchanger(model)
     task.use(context_exchanger)
@@ -128,6 +129,16 @@ def _announce_learner(cfg: Any, settings: Settings, model: DQN, exchangers: tupl
     if settings.extra_params > 0:
         emit("model", params=parameter_count(model), bytes=state_bytes(model), digest=extra_digest(model))
     return _write_config(cfg)
+
+
+def _checkpoint_reports(settings: Settings) -> Any:
+    """With a di-server: the learner's checkpoints reported into the DIJob's status (`status.profilings.checkpoint`;
+    the replica is its checkpoint directory's name, `<task>-<index>`); a short timeout: the one saved on SIGTERM
+    is sent within the pod's grace period (5 s in the example), after the save (0.1-1.2 s)."""
+    if not settings.server_url or not settings.job_id or not settings.checkpoint_dir:
+        return None
+    send = http_sender(profilings_url(settings.server_url, settings.job_id), timeout=1.5)
+    return CheckpointReporter(send, os.path.basename(settings.checkpoint_dir.rstrip("/"))).saved
 
 
 def _metrics(settings: Settings) -> MetricsReporter | None:

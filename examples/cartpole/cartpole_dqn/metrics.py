@@ -1,8 +1,15 @@
-"""A sweep's trial reports its evaluator's returns to the di-server, which merges them into the DIJob's
-`status.profilings` (`POST $DI_SERVER_URL/v2alpha1/job/<namespace>.<name>/profilings`, authorised by the
-pod's ServiceAccount token: it may `patch` DIJobs). The sweep ranks its trials by them
-(docs/experiments.md). Best effort, off the training loop: a report that fails is logged
-(`dihera-metrics-failed`) and the next one is tried; training never waits for one.
+"""Reports to the di-server, which merges them into the DIJob's `status.profilings` (`POST
+$DI_SERVER_URL/v2alpha1/job/<namespace>.<name>/profilings`, authorised by the pod's ServiceAccount token: it
+may `patch` DIJobs):
+
+- a sweep's trial reports its evaluator's returns (`MetricsReporter`); the sweep ranks its trials by them
+  (docs/experiments.md);
+- the learner reports each checkpoint it saved (`CheckpointReporter`): `status.profilings.checkpoint` is the
+  last one (docs/checkpoints.md).
+
+Best effort, off the training loop: a report that fails is logged (`dihera-metrics-failed`) and the next one
+is tried; training never waits for one (but for the checkpoint saved on SIGTERM, sent before the process
+exits, for at most the sender's timeout).
 """
 
 from __future__ import annotations
@@ -11,6 +18,7 @@ import contextlib
 import json
 import queue
 import threading
+import time
 import urllib.request
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -85,3 +93,39 @@ class MetricsReporter:
                 self._send(report)
             except Exception as err:  # any failure: logged, training goes on
                 emit("metrics-failed", error=type(err).__name__, detail=str(err)[:200].replace(" ", "_"))
+
+
+class CheckpointReporter:
+    """Reports `{checkpoint: {iteration, path, replica, time, onTerm}}` after each save, the newest only (a
+    thread of its own); the save made on SIGTERM (`final`) is sent at once, before the process exits.
+    A failure is logged once (a job whose pods may not patch DIJobs would log it at every save)."""
+
+    def __init__(self, send: Send, replica: str, clock: Callable[[], float] = time.time) -> None:
+        self._send, self._replica, self._clock = send, replica, clock
+        self._failed = False
+        self._pending: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=1)
+        self._thread = threading.Thread(target=self._run, name="dihera-checkpoints", daemon=True)
+        self._thread.start()
+
+    def saved(self, iteration: int, path: str, final: bool = False) -> None:
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self._clock()))
+        report = {"checkpoint": {"iteration": iteration, "path": path, "replica": self._replica, "time": stamp,
+                                 "onTerm": final}}  # fmt: skip
+        if final:
+            self._deliver(report)
+            return
+        with contextlib.suppress(queue.Empty):
+            self._pending.get_nowait()  # drop a report not sent yet: this one is newer
+        self._pending.put_nowait(report)
+
+    def _deliver(self, report: dict[str, Any]) -> None:
+        try:
+            self._send(report)
+        except Exception as err:  # any failure: logged once, training goes on
+            if not self._failed:
+                self._failed = True
+                emit("metrics-failed", error=type(err).__name__, detail=str(err)[:200].replace(" ", "_"))
+
+    def _run(self) -> None:
+        while True:
+            self._deliver(self._pending.get())
