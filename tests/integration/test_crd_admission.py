@@ -225,6 +225,30 @@ EXPLAINED = [
 
 
 @pytest.mark.parametrize(("field", "words"), EXPLAINED)
+def test_kubectl_get_wide_shows_the_last_checkpoint_a_job_reported(
+    dijob_crd: None, cluster: client.ApiClient, kubeconfig: Path, namespace: str
+) -> None:
+    """The CRD's printer column Checkpoint: ``status.profilings.checkpoint.iteration`` (docs/checkpoints.md)."""
+    create(cluster, namespace, job(task("learner"), name="ckpt-column"), dry_run=False)
+
+    def column(name: str) -> str:
+        out = subprocess.run(
+            ["kubectl", f"--kubeconfig={kubeconfig}", "-n", namespace, "get", "dijob", "ckpt-column", "-o", "wide"],
+            capture_output=True, text=True, check=True,
+        ).stdout  # fmt: skip
+        header, row = out.splitlines()
+        start = header.index(name)
+        after = [header.index(h, start + 1) for h in header[start + len(name) :].split()[:1]]
+        return row[start : after[0] if after else None].strip()
+
+    assert column("CHECKPOINT") in ("", "<none>"), "nothing reported yet"
+    reported = {"iteration": 270, "path": "/ckpt/learner-0/iteration_270.pth.tar", "replica": "learner-0"}
+    client.CustomObjectsApi(cluster).patch_namespaced_custom_object_status(
+        GROUP, VERSION, namespace, PLURAL, "ckpt-column", {"status": {"profilings": {"checkpoint": reported}}}
+    )
+    assert column("CHECKPOINT") == "270"
+
+
 def test_kubectl_explain_describes_the_lifecycle_fields(
     dijob_crd: None, kubeconfig: Path, poll: Callable[..., Any], field: str, words: str
 ) -> None:
