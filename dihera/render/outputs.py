@@ -17,10 +17,16 @@ from hera.workflows import models as m
 
 from dihera.constants import ARGO_MAIN_CONTAINER
 from dihera.model import DIJob, Task
-from dihera.render.peer_wait import NONROOT_UID, RESOURCES
+from dihera.render.peer_wait import NONROOT_UID
 from dihera.render.settings import RenderSettings
 
-__all__ = ["artifact_collector", "outputs"]
+__all__ = ["COLLECTOR_RESOURCES", "artifact_collector", "outputs"]
+
+#: The collector's resources. It runs nothing itself, but Argo's emissary in it tars and gzips every artifact
+#: into the pod's shared volume when the first container has ended (cmd/argoexec/commands/emissary.go): a policy
+#: of a big model is tens of MB, whose written pages count against the container's memory. With the peer wait's
+#: 64Mi limit, one cold CI run never saw the big-model example's outputs stored (2026-11-28); requests stay small.
+COLLECTOR_RESOURCES = {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}}
 
 
 def outputs(job: DIJob, task: Task) -> m.Outputs | None:
@@ -46,7 +52,7 @@ def artifact_collector(
         "command": ["true"],
         "dependencies": [first["name"]],
         "volumeMounts": [{**v, "readOnly": True} for v in first.get("volumeMounts", [])],
-        "resources": RESOURCES,
+        "resources": COLLECTOR_RESOURCES,
         "securityContext": {
             "runAsNonRoot": True,
             "runAsUser": NONROOT_UID,

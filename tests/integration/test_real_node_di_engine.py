@@ -695,6 +695,32 @@ def test_the_example_survives_its_learner_killed_and_a_suspend_without_losing_tr
     )
 
 
+def _outputs_state(cluster: client.ApiClient, namespace: str, name: str) -> str:
+    """Each node of the job's Workflow (phase, message, stored outputs) and each pod's containers' ends."""
+    lines = []
+    try:
+        wf = client.CustomObjectsApi(cluster).get_namespaced_custom_object(
+            "argoproj.io", "v1alpha1", namespace, "workflows", name
+        )
+        status = wf.get("status") or {}
+        lines.append(f"Workflow {name}: {status.get('phase')} {status.get('message')}")
+        for node in (status.get("nodes") or {}).values():
+            if node.get("type") == "Pod":
+                stored = [a.get("name") for a in (node.get("outputs") or {}).get("artifacts") or []]
+                lines.append(f"  {node['name']}: {node['phase']} {node.get('message')!r} outputs {stored}")
+    except client.ApiException as err:
+        lines.append(f"Workflow {name}: {err.status} {err.reason}")
+    for pod in client.CoreV1Api(cluster).list_namespaced_pod(namespace).items:
+        if not pod.metadata.name.startswith(f"{name}-"):
+            continue
+        ends = {
+            s.name: (s.state.terminated.reason, s.state.terminated.exit_code) if s.state.terminated else "running"
+            for s in [*(pod.status.init_container_statuses or []), *(pod.status.container_statuses or [])]
+        }
+        lines.append(f"  pod {pod.metadata.name}: {pod.status.phase} {ends}")
+    return "\n".join(lines)
+
+
 def test_the_examples_policy_is_kept_downloaded_and_plays_cartpole_again_in_an_argo_step(
     outcomes: dict[str, Outcome],
     cluster: client.ApiClient,
@@ -718,7 +744,11 @@ def test_the_examples_policy_is_kept_downloaded_and_plays_cartpole_again_in_an_a
         stored = ((jobs.get(namespace, "cartpole-dqn") or {}).get("status") or {}).get("artifacts") or []
         return stored if {(a["replica"], a["name"]) for a in stored} >= wanted else None
 
-    stored = poll(listed, 120, f"status.artifacts lists {sorted(wanted)}")
+    try:
+        stored = poll(listed, 180, f"status.artifacts lists {sorted(wanted)}")
+    except BaseException:  # what Argo made of the replicas' outputs, and how their pods' containers ended
+        print(_outputs_state(cluster, namespace, "cartpole-dqn"))
+        raise
     url = Cluster(Settings.from_environ()).argo_ui_url()
     assert url, "the local control plane's default pair runs argo server"
     out = tmp_path / "outputs"
