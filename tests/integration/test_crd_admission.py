@@ -224,7 +224,6 @@ EXPLAINED = [
 ]
 
 
-@pytest.mark.parametrize(("field", "words"), EXPLAINED)
 def test_kubectl_get_wide_shows_the_last_checkpoint_a_job_reported(
     dijob_crd: None, cluster: client.ApiClient, kubeconfig: Path, namespace: str
 ) -> None:
@@ -249,6 +248,7 @@ def test_kubectl_get_wide_shows_the_last_checkpoint_a_job_reported(
     assert column("CHECKPOINT") == "270"
 
 
+@pytest.mark.parametrize(("field", "words"), EXPLAINED)
 def test_kubectl_explain_describes_the_lifecycle_fields(
     dijob_crd: None, kubeconfig: Path, poll: Callable[..., Any], field: str, words: str
 ) -> None:
