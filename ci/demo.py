@@ -145,14 +145,16 @@ def evaluation_workflow(
 
 
 def stored_policy(kubeconfig: str, namespace: str, name: str, timeout: float = 120) -> dict[str, str] | None:
-    """The learner's ``policy`` in the job's ``status.artifacts`` (written once Argo stored it), else None."""
+    """The learner's final ``policy`` in the job's ``status.artifacts`` (written once Argo stored it), else the
+    evaluator's ``best-policy`` (DI-engine writes the final one only if the learner runs once more after its
+    finish), else None."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         got = run("kubectl", f"--kubeconfig={kubeconfig}", "-n", namespace, "get", "dijob", name, "-o", "json",
                   check=False, quiet=True)  # fmt: skip
         stored = (json.loads(got.stdout or "{}").get("status") or {}).get("artifacts") or []
-        found = [a for a in stored if a.get("name") == "policy"]
-        if found:
+        found = [a for name in ("policy", "best-policy") for a in stored if a.get("name") == name]
+        if found and (found[0]["name"] == "policy" or time.monotonic() > deadline - timeout / 2):
             return dict(found[0])
         time.sleep(2)
     return None

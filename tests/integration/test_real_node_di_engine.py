@@ -738,7 +738,10 @@ def test_the_examples_policy_is_kept_downloaded_and_plays_cartpole_again_in_an_a
     outcome = outcomes["cartpole-dqn"]
     namespace, jobs = outcome.namespace, JobStore(cluster)
     assert outcome.run.status.get("phase") == "Succeeded", outcome.summary()
-    wanted = {("evaluator-0", "best-policy"), ("learner-0", "experiment"), ("learner-0", "policy")}
+    # DI-engine's CkptSaver writes the learner's final.pth.tar only if the learner runs its pipeline once more after
+    # DI-engine's finish (missing in 2 of 4 runs here, 2026-11-28: the `policy` artifact is optional); the
+    # evaluator's best one (eval.pth.tar, the learner's weights at the best evaluation) is always there
+    wanted = {("evaluator-0", "best-policy"), ("learner-0", "experiment")}
 
     def listed() -> list[dict[str, str]] | None:
         stored = ((jobs.get(namespace, "cartpole-dqn") or {}).get("status") or {}).get("artifacts") or []
@@ -754,14 +757,15 @@ def test_the_examples_policy_is_kept_downloaded_and_plays_cartpole_again_in_an_a
     out = tmp_path / "outputs"
     argv = ["outputs", f"{namespace}/cartpole-dqn", "--kubeconfig", str(kubeconfig), "--argo-server", url]
     assert dihera([*argv, "--download", str(out)]) == 0
-    policy = out / "learner-0" / "policy" / "final.pth.tar"
+    policy = out / "evaluator-0" / "best-policy" / "eval.pth.tar"
     with zipfile.ZipFile(policy) as saved:  # torch.save's format: a zip holding the pickle and the tensors
         assert any(n.endswith("/data.pkl") for n in saved.namelist()), saved.namelist()[:5]
-    assert zipfile.is_zipfile(out / "evaluator-0" / "best-policy" / "eval.pth.tar")
+    if ("learner-0", "policy") in {(a["replica"], a["name"]) for a in stored}:
+        assert zipfile.is_zipfile(out / "learner-0" / "policy" / "final.pth.tar")
     events = list((out / "learner-0" / "experiment").rglob("events.out.tfevents.*"))
     assert events and all(e.stat().st_size > 0 for e in events), sorted((out / "learner-0").rglob("*"))
 
-    (key,) = [a["key"] for a in stored if (a["replica"], a["name"]) == ("learner-0", "policy")]
+    (key,) = [a["key"] for a in stored if (a["replica"], a["name"]) == ("evaluator-0", "best-policy")]
     account = executor_account(cluster, namespace)
     api = client.CustomObjectsApi(cluster)
     made = api.create_namespaced_custom_object(
@@ -792,7 +796,7 @@ def test_the_examples_policy_is_kept_downloaded_and_plays_cartpole_again_in_an_a
     assert episodes == 3 and params > int(EXTRA_PARAMS), found.group(0)  # the learner's model, big weight included
     assert mean >= 150.0, found.group(0)  # trained to the stop value (195); a random policy makes ~22
     print(
-        f"\n[di-engine] example's artifacts: {len(stored)} listed; the final policy downloaded "
+        f"\n[di-engine] example's artifacts: {len(stored)} listed; the best policy downloaded "
         f"({policy.stat().st_size} bytes) and played again in an Argo step in {time.monotonic() - started:.0f}s: "
         f"{found.group(0)}"
     )
