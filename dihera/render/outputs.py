@@ -24,8 +24,8 @@ __all__ = ["COLLECTOR_RESOURCES", "artifact_collector", "outputs"]
 
 #: The collector's resources. It runs nothing itself, but Argo's emissary in it tars and gzips every artifact
 #: into the pod's shared volume when the first container has ended (cmd/argoexec/commands/emissary.go): a policy
-#: of a big model is tens of MB, whose written pages count against the container's memory. With the peer wait's
-#: 64Mi limit, one cold CI run never saw the big-model example's outputs stored (2026-11-28); requests stay small.
+#: of a big model is tens of MB, whose written pages count against the container's memory: room for that beyond
+#: the peer wait's 64Mi (no failure was traced to it); requests stay small.
 COLLECTOR_RESOURCES = {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"cpu": "1", "memory": "512Mi"}}
 
 
