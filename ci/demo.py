@@ -18,8 +18,10 @@ printed and written to .devcluster/argo-ui-url.
 
 The di-server is reached through `kubectl port-forward` on 127.0.0.1, started again whenever it ends
 (it ends with the pod it forwards to: the URL outlives a di-server pod's replacement). Its pid is in
-.devcluster/, its URL in .devcluster/di-server-url, a 24 h bearer token of ServiceAccount `dihera-demo`
-in .devcluster/di-server-token. On the local control plane that is the port the Argo UI's links point at
+.devcluster/, its URL in .devcluster/di-server-url (HTTPS, as the chart serves by default: the
+certificate names 127.0.0.1, and its CA, which the chart publishes, is copied to
+.devcluster/di-server-ca.crt), a 24 h bearer token of ServiceAccount `dihera-demo` in
+.devcluster/di-server-token. On the local control plane that is the port the Argo UI's links point at
 (Argo's ConfigMap, docs/argo-ui.md), and the di-server's read-only views open without a token. The
 controller watches only the demo's namespace (default dihera-demo), so the tests' own controllers keep
 theirs.
@@ -39,6 +41,7 @@ import shlex
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -62,6 +65,7 @@ FORWARD_PIDFILE = STATE / "di-server-forward.pid"
 FORWARD_LOG = STATE / "logs" / "di-server-forward.log"
 SERVER_URL = STATE / "di-server-url"
 SERVER_TOKEN = STATE / "di-server-token"
+SERVER_CA = STATE / "di-server-ca.crt"
 UI_URL = STATE / "argo-ui-url"
 DEMO_ACCOUNT = "dihera-demo"
 RELEASE, RELEASE_NAMESPACE = "dihera", "dihera-system"
@@ -258,21 +262,40 @@ def supervised_forward(kubeconfig: str, namespace: str, service: str, port: int,
         return subprocess.Popen(["bash", "-c", loop], stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def forward_server(kubeconfig: str, port: int | None = None) -> str:
+def server_tls(kubeconfig: str) -> tuple[str, ssl.SSLContext | None]:
+    """How the release's di-server is reached: ``https`` or ``http`` (the scheme of the URL its settings give
+    the pods), and the context that trusts its CA, copied to SERVER_CA when the chart published it
+    (ConfigMap ``<release>-server-ca``, server.tls.source=generate); None: the system's CAs."""
+    where = [f"--kubeconfig={kubeconfig}", "-n", RELEASE_NAMESPACE]
+    url = run("kubectl", *where, "get", "configmap", f"{RELEASE}-settings",
+              "-o", "jsonpath={.data.DIHERA_SERVER_URL}", quiet=True, check=False).stdout.strip()  # fmt: skip
+    if not url.startswith("https://"):
+        return "http", None
+    ca = run("kubectl", *where, "get", "configmap", f"{RELEASE}-server-ca",
+             "-o", "jsonpath={.data.ca\\.crt}", quiet=True, check=False).stdout  # fmt: skip
+    if "BEGIN CERTIFICATE" not in ca:
+        SERVER_CA.unlink(missing_ok=True)
+        return "https", None
+    SERVER_CA.write_text(ca)
+    return "https", ssl.create_default_context(cafile=str(SERVER_CA))
+
+
+def forward_server(kubeconfig: str, port: int | None = None) -> tuple[str, ssl.SSLContext | None]:
     """The di-server's Service on 127.0.0.1:``port`` (default: a free one; the API server dials the pod)
-    through :func:`supervised_forward`."""
+    through :func:`supervised_forward`; its URL and the TLS context that trusts it (:func:`server_tls`)."""
+    scheme, context = server_tls(kubeconfig)
     if forward_pid() and SERVER_URL.is_file():
-        return SERVER_URL.read_text().strip()
+        return SERVER_URL.read_text().strip(), context
     port = port or free_port()
     proc = supervised_forward(kubeconfig, RELEASE_NAMESPACE, f"{RELEASE}-server", port, FORWARD_LOG)
     FORWARD_PIDFILE.write_text(f"{proc.pid}\n")
-    url = f"http://127.0.0.1:{port}"
+    url = f"{scheme}://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
-            with urllib.request.urlopen(f"{url}/readyz", timeout=2):
+            with urllib.request.urlopen(f"{url}/readyz", timeout=2, context=context):
                 SERVER_URL.write_text(url + "\n")
-                return url
+                return url, context
         except OSError:
             time.sleep(0.5)
     os.killpg(proc.pid, signal.SIGTERM)
@@ -326,13 +349,13 @@ def follow_logs(kubeconfig: str, namespace: str, job: str, container: str, done:
         done.wait(3)
 
 
-def ask_server(url: str, token: str, namespace: str, name: str) -> None:
+def ask_server(url: str, token: str, namespace: str, name: str, context: ssl.SSLContext | None) -> None:
     """Show the di-server's view of the job (an authenticated GET)."""
     request = urllib.request.Request(
         f"{url}/v1/namespaces/{namespace}/dijobs/{name}", headers={"Authorization": f"Bearer {token}"}
     )
     try:
-        with urllib.request.urlopen(request, timeout=10) as resp:
+        with urllib.request.urlopen(request, timeout=10, context=context) as resp:
             print(json.dumps(json.loads(resp.read()), indent=2))
     except OSError as err:
         say(f"the di-server did not answer: {err}")
@@ -396,7 +419,7 @@ def main() -> int:
     doc = prepare_job(yaml.safe_load(Path(args.job).read_text()), image, local_node)
     name = doc["metadata"]["name"]
     container = doc["spec"]["tasks"][0]["template"]["spec"]["containers"][0]["name"]
-    url = forward_server(kubeconfig, reserved_port(local_node))
+    url, context = forward_server(kubeconfig, reserved_port(local_node))
     token = demo_token(kubeconfig, args.namespace)
     ui = argo_ui(args.namespace) if local_node else None
     if ui:
@@ -423,12 +446,13 @@ def main() -> int:
     say(f"its pods: kubectl -n {args.namespace} get pods -l {LABEL_JOB}={name} -o wide")
     run(*kubectl, "get", "pods", "-l", f"{LABEL_JOB}={name}", "-o", "wide", check=False)
     say(f"the di-server's view: GET {url}/v1/namespaces/{args.namespace}/dijobs/{name}")
-    ask_server(url, token, args.namespace, name)
+    ask_server(url, token, args.namespace, name, context)
     say(f"the Workflow: kubectl -n {args.namespace} get workflow {name} -o yaml; "
         f"logs: kubectl -n {args.namespace} logs -l {LABEL_JOB}={name} -c {container}")  # fmt: skip
+    ca = f" --ca-file {SERVER_CA.relative_to(REPO)}" if SERVER_CA.is_file() and url.startswith("https") else ""
     say(
         f"scale a running job: dihera scale {args.namespace}/NAME --task collector --add 1 "
-        f"--server $(cat {SERVER_URL.relative_to(REPO)}) --token $(cat {SERVER_TOKEN.relative_to(REPO)})"
+        f"--server $(cat {SERVER_URL.relative_to(REPO)}) --token $(cat {SERVER_TOKEN.relative_to(REPO)}){ca}"
     )
     if ui:
         say(f"the job in the Argo UI: {ui}/{name}")

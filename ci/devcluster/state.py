@@ -161,8 +161,9 @@ class StateDir:
 
 
 def di_server_url(ports: dict[str, int]) -> str:
-    """The URL the Argo UI's links and `make demo` use for the di-server (dihera.argo_ui)."""
-    return f"http://127.0.0.1:{ports['di-server']}"
+    """The URL the Argo UI's links and `make demo` use for the di-server (dihera.argo_ui): HTTPS, as the chart's
+    di-server serves by default (`make demo` forwards its port here; its certificate names 127.0.0.1)."""
+    return f"https://127.0.0.1:{ports['di-server']}"
 
 
 def _free(port: int) -> bool:

@@ -16,7 +16,8 @@ __all__ = ["add_kueue_flags", "kueue_settings", "register", "settings_from_args"
 def settings_from_args(args: argparse.Namespace, environ: Mapping[str, str]) -> ControllerSettings:
     """The one settings object: flags first, then the chart's ``DIHERA_*`` variables, then defaults.
 
-    Read at the entry point only: ``DIHERA_SERVER_URL``, ``DIHERA_CLUSTER_DOMAIN``, ``DIHERA_PEER_WAIT_IMAGE``,
+    Read at the entry point only: ``DIHERA_SERVER_URL``, ``DIHERA_SERVER_CA_FILE`` (read here; a file that
+    is not there gives no CA: the chart mounts it optionally), ``DIHERA_CLUSTER_DOMAIN``, ``DIHERA_PEER_WAIT_IMAGE``,
     ``DIHERA_PEER_WAIT_IMAGE_PULL_POLICY``, ``DIHERA_PEER_WAIT_TIMEOUT`` (the replicas' peer wait),
     ``DIHERA_WATCH_NAMESPACES`` (comma-separated; empty: all), ``DIHERA_LEASE_NAME`` (empty: standalone),
     ``DIHERA_LEASE_DURATION``, ``DIHERA_LEASE_RENEW_DEADLINE``, ``DIHERA_LEASE_RETRY_PERIOD`` (seconds),
@@ -59,6 +60,7 @@ def _render_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Re
 
     given: dict[str, Any] = {
         "server_url": args.server_url or _env(environ, "DIHERA_SERVER_URL"),
+        "server_ca": _server_ca(args.server_ca_file, _env(environ, "DIHERA_SERVER_CA_FILE")),
         "cluster_domain": args.cluster_domain or _env(environ, "DIHERA_CLUSTER_DOMAIN"),
         "peer_wait_image": args.peer_wait_image or _env(environ, "DIHERA_PEER_WAIT_IMAGE"),
         "peer_wait_image_pull_policy": _env(environ, "DIHERA_PEER_WAIT_IMAGE_PULL_POLICY"),
@@ -69,6 +71,21 @@ def _render_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Re
     if timeout is not None:
         given["peer_wait_timeout"] = parse_timeout(str(timeout))
     return RenderSettings(**{k: v for k, v in given.items() if v is not None})
+
+
+def _server_ca(flag: str | None, variable: str | None) -> str | None:
+    """The di-server's CA certificates: the flag's file (it must exist), else ``DIHERA_SERVER_CA_FILE``'s if it
+    exists (the chart mounts its Secret's ``ca.crt`` optionally: a certificate from a public CA has none)."""
+    from pathlib import Path
+
+    if flag:
+        try:
+            return Path(flag).read_text()
+        except OSError as err:
+            raise ValueError(f"--server-ca-file: {flag!r} cannot be read ({err.strerror})") from err
+    if variable and Path(variable).is_file():
+        return Path(variable).read_text() or None
+    return None
 
 
 def _namespaces(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[tuple[str, ...], bool]:
@@ -223,6 +240,10 @@ def register(sub: Any) -> None:
     )
     where.add_argument("-A", "--all-namespaces", action="store_true", help="watch DIJobs in every namespace")
     p.add_argument("--server-url", help="di-server URL given to pods as DI_SERVER_URL")
+    p.add_argument(
+        "--server-ca-file",
+        help="the di-server's CA certificates (PEM), given to pods as DI_SERVER_CA (default $DIHERA_SERVER_CA_FILE)",
+    )
     p.add_argument("--cluster-domain", help="cluster DNS domain (default cluster.local)")
     add_peer_wait_flags(p)
     add_leader_election_flags(p)

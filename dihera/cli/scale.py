@@ -4,7 +4,8 @@
     dihera status NS/NAME [--watch]
 
 ``scale`` talks to the Kubernetes API directly with the same code the server runs, or to a
-di-server with ``--server URL`` (and ``--token``, or ``$DIHERA_TOKEN`` read here, at the entry point),
+di-server with ``--server URL`` (and ``--token``, or ``$DIHERA_TOKEN``; its HTTPS certificate checked against
+``--ca-file``, or ``$DIHERA_CA_FILE``, else the system's certificates; read here, at the entry point),
 sending its request with an Idempotency-Key and again with the same key while no final answer comes
 (dihera.cli.server_calls).
 """
@@ -17,6 +18,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -49,27 +51,45 @@ def _request(args: argparse.Namespace) -> ScaleRequest:
     return ScaleRequest.remove(args.task, args.remove)
 
 
+def _call_server(args: argparse.Namespace, request: ScaleRequest, call: Callable[..., Any]) -> Any:
+    """The request on the di-server's route for it (``call``: :func:`dihera.cli.server_calls.send`, bound)."""
+    namespace, name = args.job
+    server = args.server.rstrip("/")
+    base = f"{server}/v1/namespaces/{namespace}/dijobs/{name}"
+    if request.names:
+        return call("POST", f"{base}/replicas:remove", json={"replicas": list(request.names)})
+    if request.action.value == "set":
+        return call("PUT", f"{base}/tasks/{request.task}/replicas", json={"replicas": request.count})
+    # add / remove n: DI-orchestrator's routes
+    method = "POST" if request.action.value == "add" else "DELETE"
+    url = f"{server}/v2alpha1/job/{namespace}.{name}/replicas"
+    return call(method, url, params={"task": request.task or ""}, json={"replicas": request.count})
+
+
 def _scale_via_server(args: argparse.Namespace, request: ScaleRequest) -> int:
     import httpx
 
-    from dihera.cli.server_calls import Retry, new_key, send
+    from dihera.cli.server_calls import Retry, new_key, send, tls_context, untrusted
 
-    namespace, name = args.job
     token = args.token or os.environ.get("DIHERA_TOKEN")
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     key = args.idempotency_key or new_key()
-    call = functools.partial(send, key=key, headers=headers, retry=Retry(seconds=args.retry_seconds))
-    base = f"{args.server.rstrip('/')}/v1/namespaces/{namespace}/dijobs/{name}"
+    ca_file = args.ca_file or os.environ.get("DIHERA_CA_FILE") or None
     try:
-        if request.names:
-            resp = call("POST", f"{base}/replicas:remove", json={"replicas": list(request.names)})
-        elif request.action.value == "set":
-            resp = call("PUT", f"{base}/tasks/{request.task}/replicas", json={"replicas": request.count})
-        else:  # add / remove n: DI-orchestrator's routes
-            url = f"{args.server.rstrip('/')}/v2alpha1/job/{namespace}.{name}/replicas"
-            method = "POST" if request.action.value == "add" else "DELETE"
-            resp = call(method, url, params={"task": request.task or ""}, json={"replicas": request.count})
+        verify = tls_context(ca_file)
+    except ValueError as err:
+        print(err, file=sys.stderr)
+        return 2
+    call = functools.partial(send, key=key, headers=headers, retry=Retry(seconds=args.retry_seconds), verify=verify)
+    try:
+        resp = _call_server(args, request, call)
     except httpx.TransportError as err:
+        bad = untrusted(err)
+        if bad is not None:
+            trust = f"the CA in {ca_file}" if ca_file else "the system's CAs (give the di-server's with --ca-file)"
+            print(f"{args.server}: its certificate is not trusted by {trust}: {bad.verify_message}; not sent",
+                  file=sys.stderr)  # fmt: skip
+            return 1
         lost = f"no answer from {args.server} in {args.retry_seconds:g}s ({type(err).__name__}: {err})"
         print(f"{lost}; it may have been applied: send it again with --idempotency-key {key}", file=sys.stderr)
         return 1
@@ -165,6 +185,11 @@ def register(sub: Any) -> None:
     how.add_argument("--remove-replica", nargs="+", metavar="NAME", help="remove these replicas (<task>-<index>)")
     p.add_argument("--server", help="di-server URL; default: the Kubernetes API directly")
     p.add_argument("--token", help="bearer token for --server (default $DIHERA_TOKEN)")
+    p.add_argument(
+        "--ca-file",
+        help="with an https --server: the CA certificates (PEM) its certificate is checked against (default "
+        "$DIHERA_CA_FILE, else the system's); the chart publishes them in ConfigMap <release>-server-ca",
+    )
     p.add_argument(
         "--idempotency-key",
         help="with --server: the request's key (default: a new one); the same key is applied once, "

@@ -10,6 +10,7 @@ the job is scaled once. Any other answer, success or refusal, is final.
 
 from __future__ import annotations
 
+import ssl
 import sys
 import time
 import uuid
@@ -21,7 +22,7 @@ import httpx
 
 from dihera.constants import HEADER_IDEMPOTENCY_KEY
 
-__all__ = ["RETRY_STATUSES", "Retry", "new_key", "send"]
+__all__ = ["RETRY_STATUSES", "Retry", "new_key", "send", "tls_context", "untrusted"]
 
 #: Answers that mean "not done, come back": a gateway's (the Service had no ready endpoint), overload.
 RETRY_STATUSES = frozenset({429, 502, 503, 504})
@@ -46,6 +47,25 @@ def new_key() -> str:
     return f"dihera-cli-{uuid.uuid4().hex}"
 
 
+def tls_context(ca_file: str | None) -> ssl.SSLContext:
+    """What an HTTPS answer is checked against: the certificates in ``ca_file`` (the di-server's CA, e.g. the
+    chart's ConfigMap ``<release>-server-ca``), else the system's. Raises ValueError naming the file."""
+    try:
+        return ssl.create_default_context(cafile=ca_file) if ca_file else ssl.create_default_context()
+    except (OSError, ssl.SSLError) as err:
+        raise ValueError(f"--ca-file: {ca_file!r} is not a readable PEM file of certificates ({err})") from err
+
+
+def untrusted(err: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The certificate check that failed under ``err``, if one did: never worth sending again."""
+    seen: BaseException | None = err
+    while seen is not None:
+        if isinstance(seen, ssl.SSLCertVerificationError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 def _wait_for(resp: httpx.Response | None, wait: float, retry: Retry) -> float:
     after = resp.headers.get("retry-after", "") if resp is not None else ""
     return min(float(after), retry.max_wait) if after.isdigit() else wait
@@ -62,12 +82,14 @@ def send(
     retry: Retry = Retry(),
     say: Callable[[str], None] = lambda line: print(line, file=sys.stderr),
     transport: httpx.BaseTransport | None = None,
+    verify: ssl.SSLContext | bool = True,
 ) -> httpx.Response:
     """Send the request until an answer that is final comes back, then return it; raise the last transport
-    error (httpx.TransportError) when ``retry.seconds`` pass without one. ``say`` gets a line per retry."""
+    error (httpx.TransportError) when ``retry.seconds`` pass without one, and at once when the server's
+    certificate is not trusted (:func:`untrusted`). ``say`` gets a line per retry."""
     headers = {**headers, HEADER_IDEMPOTENCY_KEY: key}
     deadline, wait, attempt = time.monotonic() + retry.seconds, retry.first_wait, 1
-    with httpx.Client(timeout=retry.timeout, transport=transport) as client:
+    with httpx.Client(timeout=retry.timeout, transport=transport, verify=verify) as client:
         while True:
             resp: httpx.Response | None = None
             try:
@@ -77,7 +99,7 @@ def send(
                 why = f"{resp.status_code} {resp.reason_phrase}"
             except httpx.TransportError as err:
                 why = f"{type(err).__name__}: {err or 'no answer'}"
-                if time.monotonic() + wait > deadline:
+                if untrusted(err) or time.monotonic() + wait > deadline:
                     raise
             if time.monotonic() + wait > deadline:
                 assert resp is not None

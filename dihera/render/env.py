@@ -31,6 +31,7 @@ __all__ = [
     "NODES_KEY",
     "RANK",
     "RESTART_KEY",
+    "SERVER_CA_KEY",
     "di_env",
     "membership_lists",
     "node_lists",
@@ -43,6 +44,8 @@ MEMBERSHIP_FILE = "membership.json"
 #: How many times the replica was restarted in place (0 for its first pod): Argo's retry number of the node,
 #: ``{{retries}}``, which only a template with a retryStrategy (``backoffLimit`` > 0) resolves.
 RESTART_KEY = "DI_RESTART_COUNT"
+#: The certificates (PEM) that sign the di-server's HTTPS certificate, when the controller knows them.
+SERVER_CA_KEY = "DI_SERVER_CA"
 RETRIES = "{{retries}}"
 
 
@@ -60,6 +63,7 @@ def di_env(job: DIJob, task: Task, settings: RenderSettings, short: bool = False
     return [
         {"name": "DI_JOB_ID", "value": job.id},
         {"name": "DI_SERVER_URL", "value": settings.server_url},
+        *([{"name": SERVER_CA_KEY, "value": settings.server_ca}] if settings.server_ca else []),
         {"name": "DI_RANK", "value": RANK},
         {"name": "DI_TASK_NAME", "value": task.name},
         {"name": "DI_TASK_TYPE", "value": task.type.value},

@@ -24,9 +24,16 @@ def serve(settings: ServerSettings) -> None:
     if not settings.auth:
         log.warning("authentication is OFF: only for a local demo on a loopback address")
     backend = KubeBackend(api_client(settings.kubeconfig), settings).start()
-    log.info("di-server watching %s; listening on %s:%s", settings.scope(), settings.host, settings.port)
+    if settings.tls_cert_file is None:
+        log.warning("serving plain HTTP: bearer tokens cross the network in clear text (asked with --plain-http)")
+    where = f"{settings.scheme}://{settings.host}:{settings.port}"
+    log.info("di-server watching %s; listening on %s", settings.scope(), where)
     try:
-        # log_config=None: uvicorn's records go through the root logger (logfmt), not its own handlers
-        uvicorn.run(create_app(settings, backend), host=settings.host, port=settings.port, log_config=None)
+        # log_config=None: uvicorn's records go through the root logger (logfmt), not its own handlers.
+        # The certificate is read once, at start: a renewed one (cert-manager) takes a restart of the pod.
+        uvicorn.run(
+            create_app(settings, backend), host=settings.host, port=settings.port, log_config=None,
+            ssl_certfile=settings.tls_cert_file, ssl_keyfile=settings.tls_key_file,
+        )  # fmt: skip
     finally:
         backend.stop()

@@ -30,6 +30,8 @@ class ServerSettings:
     callers without a token, as a browser following a link is; a token, when sent, is still checked.
     Off by default; the API's reads and every write always need a token (docs/argo-ui.md).
     ``kueue``: scale-ups of queued jobs are admitted by Kueue first (docs/queueing.md).
+    ``tls_cert_file``/``tls_key_file``: serve HTTPS with this certificate (PEM) and its key, both or
+    neither; neither: plain HTTP, which ``dihera server`` starts only when told so (``--plain-http``).
 
     Raises ValueError naming every bad field and value at once.
     """
@@ -48,6 +50,8 @@ class ServerSettings:
     #: A scale-up of a job labelled ``kueue.x-k8s.io/queue-name`` waits for Kueue to admit the added
     #: replicas (docs/queueing.md); None: jobs are scaled without asking Kueue.
     kueue: KueueSettings | None = None
+    tls_cert_file: str | None = None
+    tls_key_file: str | None = None
 
     def __post_init__(self) -> None:
         problems = [
@@ -68,6 +72,11 @@ class ServerSettings:
             )
             if value < 0
         ]
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            given, missing = (
+                ("tls_cert_file", "tls_key_file") if self.tls_key_file is None else ("tls_key_file", "tls_cert_file")
+            )
+            problems.append(f"{missing}: missing while {given} is set (HTTPS needs the certificate and its key)")
         if not 0 <= self.port <= 65535:
             problems.append(f"port: {self.port} is not a TCP port (0-65535)")
         if problems:
@@ -76,6 +85,11 @@ class ServerSettings:
     def watches(self, namespace: str) -> bool:
         """Whether this server serves jobs of ``namespace``."""
         return not self.namespaces or namespace in self.namespaces
+
+    @property
+    def scheme(self) -> str:
+        """``https`` with a certificate, else ``http``."""
+        return "https" if self.tls_cert_file else "http"
 
     def scope(self) -> str:
         """``all namespaces`` or the namespaces' names, for logs and messages."""

@@ -30,8 +30,8 @@ def test_the_documented_argo_helm_values_are_what_dihera_builds_for_the_charts_s
     objs = render()
     service = one(objs, "Service", "dihera-server")
     (port,) = [p["port"] for p in service["spec"]["ports"] if p["name"] == "http"]
-    # the README reaches the Service through `kubectl port-forward svc/dihera-server <port>:http`
-    assert documented_values() == helm_values(f"http://127.0.0.1:{port}")
+    # the README reaches the Service through `kubectl port-forward svc/dihera-server <port>:http`, over HTTPS
+    assert documented_values() == helm_values(f"https://127.0.0.1:{port}")
     assert f"port-forward svc/dihera-server {port}:http" in README.read_text()
 
 

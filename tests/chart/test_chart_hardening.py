@@ -54,9 +54,15 @@ def test_probes_hit_the_health_endpoints() -> None:
 
 
 def test_writable_tmp_only() -> None:
-    for name, spec in pod_specs({}):
-        assert spec["volumes"] == [{"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}], name
-        assert spec["containers"][0]["volumeMounts"] == [{"name": "tmp", "mountPath": "/tmp"}], name
+    """/tmp is the one writable place; the di-server's certificate and the controller's copy of its CA are
+    read-only mounts of the TLS Secret (without TLS, nothing but /tmp)."""
+    tmp = {"name": "tmp", "emptyDir": {"sizeLimit": "64Mi"}}
+    for values in ({}, {"server": {"tls": {"enabled": False}}}):
+        for name, spec in pod_specs(values):
+            mounts = spec["containers"][0]["volumeMounts"]
+            assert spec["volumes"][0] == tmp and mounts[0] == {"name": "tmp", "mountPath": "/tmp"}, name
+            assert all(m["readOnly"] for m in mounts[1:]) and all("secret" in v for v in spec["volumes"][1:]), name
+            assert len(spec["volumes"]) == len(mounts) == (2 if values == {} else 1), (name, spec["volumes"])
 
 
 def test_replicas_scheduling_and_pod_metadata_values() -> None:

@@ -38,7 +38,7 @@ def test_default_names_are_the_ones_others_use() -> None:
 
 def test_settings_give_pods_the_server_url() -> None:
     data = one(render(), "ConfigMap", "dihera-settings")["data"]
-    assert data["DIHERA_SERVER_URL"] == "http://dihera-server.dihera-system.svc.cluster.local:8081"
+    assert data["DIHERA_SERVER_URL"] == "https://dihera-server.dihera-system.svc.cluster.local:8081"
     assert data["DIHERA_CLUSTER_DOMAIN"] == "cluster.local"
     assert data["DIHERA_WATCH_NAMESPACES"] == ""
     assert data["DIHERA_LOG_LEVEL"] == "info"
@@ -47,7 +47,7 @@ def test_settings_give_pods_the_server_url() -> None:
         "ConfigMap",
         "dihera-settings",
     )["data"]
-    assert custom["DIHERA_SERVER_URL"] == "http://dihera-server.dihera-system.svc.corp.internal:8081"
+    assert custom["DIHERA_SERVER_URL"] == "https://dihera-server.dihera-system.svc.corp.internal:8081"
     assert custom["DIHERA_WATCH_NAMESPACES"] == "a,b"
     assert custom["DIHERA_LOG_LEVEL"] == "debug"
     url = "https://di.example.com"
@@ -195,18 +195,21 @@ def test_long_release_names_are_truncated_to_63() -> None:
 
 #: Variables read by client commands (`dihera scale --server`), not by the chart's components; and those a
 #: sweep gives its trials' processes (dihera.sweeps.sweep), which dihera writes but never reads.
-CLIENT_ONLY = {"DIHERA_TOKEN", "DIHERA_PARAM_", "DIHERA_SEED", "DIHERA_TRIAL"}
+CLIENT_ONLY = {"DIHERA_TOKEN", "DIHERA_CA_FILE", "DIHERA_PARAM_", "DIHERA_SEED", "DIHERA_TRIAL"}
 
 
 def test_every_setting_the_code_reads_is_given_by_the_chart() -> None:
     """Each `"DIHERA_..."` variable named in dihera/ comes from the settings ConfigMap or the container env."""
     sources = (p.read_text(encoding="utf-8") for p in (REPO / "dihera").rglob("*.py"))
     read = {name for text in sources for name in re.findall(r"\"(DIHERA_[A-Z_]+)\"", text)} - CLIENT_ONLY
-    objs = render()
-    given = set(one(objs, "ConfigMap", "dihera-settings")["data"])
-    for dep in by_kind(objs, "Deployment"):
-        given |= {e["name"] for e in dep["spec"]["template"]["spec"]["containers"][0]["env"]}
+    given: set[str] = set()
+    for values in ({}, {"server": {"tls": {"enabled": False}}}):  # DIHERA_PLAIN_HTTP only without TLS
+        objs = render(values)
+        given |= set(one(objs, "ConfigMap", "dihera-settings")["data"])
+        for dep in by_kind(objs, "Deployment"):
+            given |= {e["name"] for e in dep["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert read - given == set(), "add these to templates/settings-configmap.yaml"
+    objs = render()
     assert one(objs, "ConfigMap", "dihera-settings")["data"]["DIHERA_BIND_ADDRESS"] == "0.0.0.0"
 
 

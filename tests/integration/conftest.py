@@ -48,7 +48,7 @@ from tests.integration.controllers import (  # noqa: E402
     kubectl,
 )
 from tests.integration.kueue import Queues, create_queues, delete_queues  # noqa: E402
-from tests.integration.servers import argo_ui_config, install_server_rbac, running_server  # noqa: E402
+from tests.integration.servers import argo_ui_config, install_server_rbac, local_tls, running_server  # noqa: E402
 from tests.integration.versions import pair  # noqa: E402
 from tests.integration.volumes import static_volumes  # noqa: E402
 
@@ -392,5 +392,6 @@ def ui_server(cluster: client.ApiClient, server_kubeconfig: Path, namespace: str
     where = urlsplit(first["url"])
     assert where.hostname == "127.0.0.1" and where.port, first
     settings = ServerSettings(namespaces=(namespace,), anonymous_views=True, auth_cache_seconds=0.0)
-    with running_server(settings, server_kubeconfig, where.port) as url:
+    tls = local_tls() if where.scheme == "https" else None  # the links say https: as the chart's di-server
+    with running_server(settings, server_kubeconfig, where.port, tls) as url:
         yield url

@@ -10,11 +10,13 @@ get ServiceAccount tokens from the TokenRequest API. The ``server_kubeconfig``, 
 from __future__ import annotations
 
 import socket
+import ssl
 import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,7 @@ import yaml
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from ci.devcluster import Cluster, Settings
 from dihera import load_job
 from dihera.kube import api_client
 from dihera.membership import Membership
@@ -38,11 +41,13 @@ __all__ = [
     "ARGO",
     "LONG",
     "RBAC_KINDS",
+    "Tls",
     "apply",
     "argo_ui_config",
     "delete",
     "identity_kubeconfig",
     "install_server_rbac",
+    "local_tls",
     "long_task",
     "membership",
     "pods",
@@ -53,6 +58,7 @@ __all__ = [
     "spec_replicas",
     "start_doc",
     "start_job",
+    "ui_trust",
     "workflow",
 ]
 
@@ -204,14 +210,15 @@ def install_server_rbac(
 
 
 @contextmanager
-def running_server(settings: ServerSettings, kubeconfig: Path, port: int = 0) -> Iterator[str]:
+def running_server(settings: ServerSettings, kubeconfig: Path, port: int = 0, tls: Tls | None = None) -> Iterator[str]:
     """A di-server with ``settings`` acting as the identity of ``kubeconfig``, on loopback ``port`` (0: a free
-    one); its URL."""
+    one), over HTTPS with ``tls``' certificate (as ``dihera server --tls-cert-file`` serves); its URL."""
     backend = KubeBackend(api_client(str(kubeconfig)), settings).start()
     sock = socket.socket()
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", port))
-    srv = uvicorn.Server(uvicorn.Config(create_app(settings, backend), log_level="warning"))
+    files = {"ssl_certfile": str(tls.cert), "ssl_keyfile": str(tls.key)} if tls else {}
+    srv = uvicorn.Server(uvicorn.Config(create_app(settings, backend), log_level="warning", **files))
     thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
     try:
         assert backend.wait_ready(30), f"server caches of {settings.scope()} did not sync (RBAC?)"
@@ -219,13 +226,40 @@ def running_server(settings: ServerSettings, kubeconfig: Path, port: int = 0) ->
         deadline = time.monotonic() + 10
         while not srv.started and time.monotonic() < deadline:
             time.sleep(0.05)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+        yield f"{'https' if tls else 'http'}://127.0.0.1:{sock.getsockname()[1]}"
     finally:
         srv.should_exit = True
         if thread.is_alive():
             thread.join(10)
         sock.close()
         backend.stop()
+
+
+@dataclass(frozen=True)
+class Tls:
+    """A serving certificate and key, and the CA that signed it."""
+
+    cert: Path
+    key: Path
+    ca: Path
+
+    def trust(self) -> ssl.SSLContext:
+        """What a client checks this certificate against."""
+        return ssl.create_default_context(cafile=str(self.ca))
+
+
+def local_tls() -> Tls:
+    """The local control plane's serving certificate (for 127.0.0.1 and localhost, signed by its CA): a di-server
+    in a test serves it on the port the Argo UI's links name, as `make demo`'s port-forward serves the chart's."""
+    pki = Cluster(Settings.from_environ()).state.pki
+    return Tls(pki / "serving.crt", pki / "serving.key", pki / "ca.crt")
+
+
+def ui_trust() -> ssl.SSLContext | bool:
+    """What a client checks the certificate of the di-server behind the Argo UI's links against: the local control
+    plane's CA (:func:`local_tls`), or the system's CAs on another cluster."""
+    tls = local_tls()
+    return tls.trust() if tls.ca.is_file() else True
 
 
 def argo_ui_config(cluster: client.ApiClient) -> dict[str, list[dict[str, str]]]:

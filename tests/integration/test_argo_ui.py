@@ -37,7 +37,7 @@ from tests.integration.argo_ui import (
     screenshot,
     wait_for,
 )
-from tests.integration.servers import running, sa_token, start_job, workflow
+from tests.integration.servers import running, sa_token, start_job, ui_trust, workflow
 
 pytestmark = pytest.mark.cluster
 NAME = "uijob"
@@ -145,7 +145,8 @@ def job_row(table: ListTable, title: str) -> list[str] | None:
 @pytest.fixture
 def scaler(cluster: client.ApiClient, namespace: str, ui_server: str) -> Iterator[httpx.Client]:
     token = sa_token(cluster, namespace, "scaler", ["get", "patch"])
-    with httpx.Client(base_url=ui_server, headers={"Authorization": f"Bearer {token}"}, timeout=30) as http:
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(base_url=ui_server, headers=auth, timeout=30, verify=ui_trust()) as http:
         yield http
 
 
@@ -201,7 +202,7 @@ def test_a_running_dijob_reads_in_the_argo_ui_and_a_scaled_replica_appears(
         expect_text(pod_view, [f"Pod {learner_pod.metadata.name}", f"{NAME}-learner-0"], "the replica's view")
         pod_view.close()
         for view in (job_view.url, pod_view.url):
-            assert httpx.get(view, timeout=30).status_code == 200, view
+            assert httpx.get(view, timeout=30, verify=ui_trust()).status_code == 200, view
 
         # a scale-up: the new replicas become new nodes of the same graph
         up = scaler.put(f"/v1/namespaces/{namespace}/dijobs/{NAME}/tasks/collector/replicas", json={"replicas": 4})

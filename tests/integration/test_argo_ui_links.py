@@ -29,7 +29,7 @@ from tests.integration.conftest import Poll
 from tests.integration.controllers import Controller
 from tests.integration.jobs import job_pods, manifest, phase_is, task
 from tests.integration.lifecycle import FOREVER
-from tests.integration.servers import argo_ui_config, sa_token
+from tests.integration.servers import argo_ui_config, sa_token, ui_trust
 
 pytestmark = pytest.mark.cluster
 ARGO = ("argoproj.io", "v1alpha1")
@@ -87,7 +87,7 @@ def workflow(cluster: client.ApiClient, namespace: str, name: str) -> dict[str, 
 
 def follow(url: str, **headers: str) -> httpx.Response:
     """A browser following a link (and its redirects): no token."""
-    return httpx.get(url, headers=headers, timeout=30, follow_redirects=True)
+    return httpx.get(url, headers=headers, timeout=30, follow_redirects=True, verify=ui_trust())
 
 
 def test_columns_and_links_of_a_running_dijob_land_on_the_di_server(
@@ -140,19 +140,20 @@ def test_columns_and_links_of_a_running_dijob_land_on_the_di_server(
     )  # fmt: skip
     resp = poll(
         lambda: (r := httpx.get(process_url(trial_link, link_object(wf, "ui-trial-1")), timeout=30,
-                                follow_redirects=True)).status_code == 200 and r,
+                                follow_redirects=True, verify=ui_trust())).status_code == 200 and r,
         30, "the trial link answering 200",
     )  # fmt: skip
     assert resp.url.path == f"/ui/namespaces/{namespace}/dijobs/{name}" and resp.json()["job"]["name"] == name
 
     # the views are open; the API is not
     put = f"{ui_server}/v1/namespaces/{namespace}/dijobs/{name}/tasks/collector/replicas"
-    assert httpx.put(put, json={"replicas": 2}, timeout=30).status_code == 401
+    assert httpx.put(put, json={"replicas": 2}, timeout=30, verify=ui_trust()).status_code == 401
     assert follow(f"{ui_server}/v1/namespaces/{namespace}/dijobs/{name}").status_code == 401
 
     # a scale-up: the columns follow, and the new replica's pod link lands on it
     token = sa_token(cluster, namespace, "scaler", ["get", "patch"])
-    scaled = httpx.put(put, json={"replicas": 2}, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    auth = {"Authorization": f"Bearer {token}"}
+    scaled = httpx.put(put, json={"replicas": 2}, headers=auth, timeout=30, verify=ui_trust())
     assert scaled.status_code == 200, scaled.text
 
     def columns_after() -> dict[str, Any] | None:

@@ -9,6 +9,7 @@ The release has its own name and namespace, so its ClusterRoles do not collide w
 
 from __future__ import annotations
 
+import base64
 import shutil
 import uuid
 from collections.abc import Iterator
@@ -81,7 +82,17 @@ def modified_chart(release: Release, into: Path, marker: str) -> Path:
     return chart
 
 
+def tls_secret(release: Release, cluster: client.ApiClient) -> dict[str, str]:
+    secret = client.CoreV1Api(cluster).read_namespaced_secret(f"{release.name}-server-tls", release.namespace)
+    data: dict[str, str] = secret.data
+    return data
+
+
 def test_upgrade_changes_the_crd(release: Release, cluster: client.ApiClient, tmp_path: Path) -> None:
+    """Also: the di-server's generated certificate and CA are kept across upgrades (the chart reads them back),
+    so clients holding the published CA keep trusting the server."""
+    generated = tls_secret(release, cluster)
+    assert set(generated) == {"tls.crt", "tls.key", "ca.crt"}
     marker = f" (upgrade test {uuid.uuid4().hex[:8]})"
     chart = modified_chart(release, tmp_path, marker)
     release.must("upgrade", release.name, str(chart), "--take-ownership", "--wait", "--timeout", TIMEOUT)
@@ -93,6 +104,9 @@ def test_upgrade_changes_the_crd(release: Release, cluster: client.ApiClient, tm
     crd = read_crd(cluster, DIJOB_CRD)
     assert crd is not None
     assert crd["spec"]["versions"][0]["schema"] == crd_manifest(dijob_schema())["spec"]["versions"][0]["schema"]
+    assert tls_secret(release, cluster) == generated
+    published = client.CoreV1Api(cluster).read_namespaced_config_map(f"{release.name}-server-ca", release.namespace)
+    assert published.data["ca.crt"] == base64.b64decode(generated["ca.crt"]).decode()
 
 
 def test_namespaced_install(kubeconfig: Path, cluster: client.ApiClient, namespace: str) -> None:

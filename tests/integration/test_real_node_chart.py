@@ -38,6 +38,7 @@ import json
 import os
 import re
 import signal
+import ssl
 import subprocess
 import sys
 import time
@@ -80,7 +81,15 @@ from tests.integration.controllers import DIHERA, free_port
 from tests.integration.jobs import manifest, phase_is
 from tests.integration.realjobs import ON_REAL_NODE
 from tests.integration.releases import DIJOB_CRD, TIMEOUT, Release, read_crd, restore_crds
-from tests.integration.servers import argo_ui_config, long_task, membership, running_server, sa_token, spec_replicas
+from tests.integration.servers import (
+    argo_ui_config,
+    local_tls,
+    long_task,
+    membership,
+    running_server,
+    sa_token,
+    spec_replicas,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
@@ -212,9 +221,9 @@ def check_job(cluster: client.ApiClient, namespace: str, status: dict[str, Any])
         own = [line for line in log.splitlines() if line and "argo=true" not in line]
         assert own == [f"real-serial-0.di-real.{namespace}.svc.cluster.local 0"], log
 
-def ready(url: str) -> bool:
+def ready(url: str, context: ssl.SSLContext | None = None) -> bool:
     try:
-        with urllib.request.urlopen(f"{url}/readyz", timeout=2) as rsp:
+        with urllib.request.urlopen(f"{url}/readyz", timeout=2, context=context) as rsp:
             return bool(rsp.status == 200)
     except OSError:
         return False
@@ -234,33 +243,61 @@ def server_pod(cluster: client.ApiClient, release: Release) -> client.V1Pod | No
     return None
 
 
+def published_ca(cluster: client.ApiClient, release: Release, token: str, path: Path) -> Path:
+    """The release's CA as any authenticated user reads it (``token``: an account with no rights in the release's
+    namespace but the chart's binding of ``system:authenticated``): ConfigMap ``<release>-server-ca``."""
+    config = client.Configuration()
+    config.host, config.ssl_ca_cert = cluster.configuration.host, cluster.configuration.ssl_ca_cert
+    config.api_key = {"authorization": f"Bearer {token}"}
+    with client.ApiClient(config) as api:
+        data = client.CoreV1Api(api).read_namespaced_config_map(f"{release.name}-server-ca", release.namespace).data
+    path.write_text(data["ca.crt"])
+    return path
+
+
+def curl(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["curl", "-sS", "--max-time", "10", *args], capture_output=True, text=True, check=False)
+
+
 def test_the_di_servers_pod_replaced_mid_request_scales_once_through_a_forward_that_outlives_it(
     real_release: Release, cluster: client.ApiClient, kubeconfig: Path, jobs_namespace: str, poll: Poll, tmp_path: Path
 ) -> None:
+    """Also the chart's HTTPS (issue 42): the CLI trusts the published CA, refuses the server without it (nothing
+    changes), and plain HTTP gets no answer."""
     namespace, name = jobs_namespace, "replaced"
     jobs = JobStore(cluster)
     jobs.create(manifest(name, namespace, long_task("learner", 1), long_task("collector", 1), maxReplicas=4))
     token = sa_token(cluster, namespace, "scaler", ["get", "patch"])
+    ca = published_ca(cluster, real_release, token, tmp_path / "ca.crt")
+    trust = ssl.create_default_context(cafile=str(ca))
     port = free_port()
-    url = f"http://127.0.0.1:{port}"
+    url = f"https://127.0.0.1:{port}"
     service = f"{real_release.name}-server"
     forward = supervised_forward(str(kubeconfig), real_release.namespace, service, port, tmp_path / "forward.log")
+    scale = [DIHERA, "scale", f"{namespace}/{name}", "--task", "collector", "--add", "1", "--server", url,
+             "--token", token]  # fmt: skip
     try:
         poll(phase_is(jobs, namespace, name, "Running"), 120, f"DIJob {name} Running")
-        poll(lambda: ready(url), 60, "the di-server through the port-forward")
+        poll(lambda: ready(url, trust), 60, "the di-server through the port-forward")
+        generation = membership(cluster, namespace, name)[0].generation
+        # without the CA: refused at once, nothing sent; plain HTTP: no answer; curl with the CA: answered
+        untrusted = subprocess.run([*scale, "--retry-seconds", "30"], capture_output=True, text=True, timeout=60)
+        assert untrusted.returncode == 1 and "its certificate is not trusted" in untrusted.stderr, untrusted.stderr
+        plain = curl(f"http://127.0.0.1:{port}/readyz")
+        assert plain.returncode != 0 and not plain.stdout, (plain.returncode, plain.stdout, plain.stderr)
+        assert curl("--cacert", str(ca), f"{url}/readyz").returncode == 0
+        assert curl(f"{url}/readyz").returncode == 60  # curl's "peer certificate cannot be authenticated"
+        assert membership(cluster, namespace, name)[0].generation == generation  # the refused scale did nothing
         old = server_pod(cluster, real_release)
         assert old is not None
-        generation = membership(cluster, namespace, name)[0].generation
         client.CoreV1Api(cluster).delete_namespaced_pod(old.metadata.name, real_release.namespace)
         t = time.monotonic()
         cli = subprocess.run(
-            [DIHERA, "scale", f"{namespace}/{name}", "--task", "collector", "--add", "1",
-             "--server", url, "--token", token, "--retry-seconds", "120"],
-            capture_output=True, text=True, timeout=180,
-        )  # fmt: skip
+            [*scale, "--ca-file", str(ca), "--retry-seconds", "120"], capture_output=True, text=True, timeout=180
+        )
         answered = time.monotonic() - t
         new = poll(lambda: server_pod(cluster, real_release), 120, "a new di-server pod, ready")
-        poll(lambda: ready(url), 60, "the same URL to answer again, through the new pod")
+        poll(lambda: ready(url, trust), 60, "the same URL to answer again, through the new pod")
         again = time.monotonic() - t
         scaled = (membership(cluster, namespace, name)[0].generation, spec_replicas(cluster, namespace, name))
     finally:
@@ -284,8 +321,9 @@ RULES = [
 ]
 ITERATIONS = 20
 TRAIN = """
-import json, os, sys, time, urllib.request
+import json, os, ssl, sys, time, urllib.request
 lr, seed = float(os.environ["DIHERA_PARAM_LR"]), int(os.environ["DIHERA_SEED"])
+trust = ssl.create_default_context(cadata=os.environ["DI_SERVER_CA"])  # the chart's CA, from its controller
 token = open("/var/run/secrets/kubernetes.io/serviceaccount/token").read()
 url = f"{os.environ['DI_SERVER_URL']}/v2alpha1/job/{os.environ['DI_JOB_ID'].replace('/', '.', 1)}/profilings"
 headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
@@ -293,7 +331,7 @@ history = []
 for it in range(1, ITERATIONS + 1):  # a "training" whose return climbs to 100 * (1 - lr) + seed
     history.append([it, (100 * (1 - lr) + seed) * it / ITERATIONS])
     body = json.dumps({"evalReturn": history[-1][1], "evalReturnHistory": history}).encode()
-    urllib.request.urlopen(urllib.request.Request(url, body, headers, method="POST"), timeout=20).read()
+    urllib.request.urlopen(urllib.request.Request(url, body, headers, method="POST"), timeout=20, context=trust).read()
     print("reported", it, flush=True)
     time.sleep(1)
 sys.exit(1 if os.environ["DIHERA_TRIAL"] == "1" else 0)
@@ -343,7 +381,7 @@ def _sweep_in_the_argo_ui(cluster: client.ApiClient, namespace: str, server_kube
     assert argo_url, "the local control plane's default pair runs the Argo UI"
     port = urlsplit(argo_ui_config(cluster)["links"][0]["url"]).port
     settings = ServerSettings(namespaces=(namespace,), anonymous_views=True, auth_cache_seconds=0.0)
-    with running_server(settings, server_kubeconfig, port or 0) as ui_server, browser_page() as page:
+    with running_server(settings, server_kubeconfig, port or 0, local_tls()) as ui_server, browser_page() as page:
         page.goto(f"{argo_url}/workflows/{namespace}/probe-sweep")
         first, last = "t00-lr-0p01-s0", "t03-lr-0p5-s1"
         wait_for(page, lambda: {first, last} <= graph_labels(page) or None, "the first and last trial nodes")

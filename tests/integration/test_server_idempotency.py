@@ -98,7 +98,9 @@ def test_an_answer_lost_with_its_server_is_asked_again_by_the_cli_and_the_job_sc
     token = sa_token(cluster, namespace, "caller", ["get", "patch"])
     settings = ServerSettings(namespaces=(namespace,), auth_cache_seconds=0.0)
     port, log = free_port(), tmp_path / "doomed.log"
-    argv = [DIHERA, "server", "--kubeconfig", str(server_kubeconfig), "--port", str(port), "-n", namespace]
+    # plain HTTP, asked for: the proxy in between reads the request to lose its answer
+    argv = [DIHERA, "server", "--plain-http", "--kubeconfig", str(server_kubeconfig), "--port", str(port),
+            "-n", namespace]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("DIHERA_")}
     with log.open("wb") as out:
         doomed = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)

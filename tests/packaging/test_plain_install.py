@@ -86,7 +86,7 @@ def test_validate_render_crd_and_convert_work(plain_env: Path) -> None:
     assert job["apiVersion"] == "diengine.opendilab.org/v2alpha1" and job["spec"]["tasks"][0]["name"] == "worker"
 
 
-@pytest.mark.parametrize("command", [["controller", "--standalone"], ["server", "--no-auth"]])
+@pytest.mark.parametrize("command", [["controller", "--standalone"], ["server", "--no-auth", "--plain-http"]])
 def test_operator_commands_name_the_extra(plain_env: Path, command: list[str]) -> None:
     result = run(plain_env, *command)
     assert result.returncode == 2

@@ -137,3 +137,35 @@ def test_queue_retries_a_failed_pass() -> None:
     queue.request("ns", "job")
     assert done.wait(5) and calls == ["job", "job"]
     queue.close()
+
+
+PEM = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"
+
+
+def test_the_di_servers_ca_reaches_the_pods_as_di_server_ca(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from dihera import load_job
+    from dihera.render import render
+    from tests.builders import job, task
+
+    ca = tmp_path / "ca.crt"
+    ca.write_text(PEM)
+    for s in (settings(["--server-ca-file", str(ca)]), settings([], {"DIHERA_SERVER_CA_FILE": str(ca)})):
+        assert s.render.server_ca == PEM
+        wf = render(load_job(job(task("learner"), task("collector", replicas=2))), s.render).workflow
+        replicas = [t for t in wf["spec"]["templates"] if "containerSet" in t]
+        assert [t["name"] for t in replicas] == ["learner", "collector"]
+        for template in replicas:
+            for container in template["containerSet"]["containers"]:
+                env = {e["name"]: e.get("value") for e in container["env"]}
+                assert env["DI_SERVER_CA"] == PEM, (template["name"], container["name"])
+    # the chart mounts it optionally: a Secret without ca.crt (a public CA's certificate) gives no variable
+    absent = settings([], {"DIHERA_SERVER_CA_FILE": str(tmp_path / "none.crt")})
+    assert absent.render.server_ca is None
+    wf = render(load_job(job(task("learner"))), absent.render).workflow
+    assert "DI_SERVER_CA" not in str(wf)
+    with pytest.raises(ValueError, match=r"--server-ca-file: '/nope' cannot be read"):
+        settings(["--server-ca-file", "/nope"])
+    bad = tmp_path / "bad.crt"
+    bad.write_text("hello")
+    with pytest.raises(ValueError, match="server_ca: not a PEM certificate"):
+        settings(["--server-ca-file", str(bad)])

@@ -39,11 +39,11 @@ def test_argos_configmap_holds_the_ui_columns_and_links_to_the_reserved_di_serve
 
     assert "di-server" in PORT_NAMES
     url = di_server_url({"di-server": 21006})
-    assert url == "http://127.0.0.1:21006"
+    assert url == "https://127.0.0.1:21006"
     (configmap,) = [o for o in argo_objects(url) if o["kind"] == "ConfigMap"]
     data = configmap["data"]
     assert {k: yaml.safe_load(data[k]) for k in ("columns", "links")} == argo_config(url)
-    assert all(link["url"].startswith("http://127.0.0.1:21006/ui/") for link in yaml.safe_load(data["links"]))
+    assert all(link["url"].startswith("https://127.0.0.1:21006/ui/") for link in yaml.safe_load(data["links"]))
     assert yaml.safe_load(data["metricsConfig"]) == {"enabled": False}  # the rest is kept
 
 

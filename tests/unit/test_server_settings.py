@@ -20,7 +20,9 @@ CHART_ENV = {
 }
 
 
-def settings(argv: list[str], env: dict[str, str] | None = None) -> ServerSettings:
+def settings(argv: list[str], env: dict[str, str] | None = None, plain: bool = True) -> ServerSettings:
+    """The settings of ``dihera server ARGV`` (with ``--plain-http`` unless ``plain`` is False)."""
+    argv = ["--plain-http", *argv] if plain else argv
     return settings_from_args(build_parser().parse_args(["server", *argv]), env or {})
 
 
@@ -78,6 +80,43 @@ def test_settings_refuse_duplicates_and_bad_ports() -> None:
 
 
 def test_the_command_exits_2_naming_the_problem(capsys: pytest.CaptureFixture[str]) -> None:
-    args = build_parser().parse_args(["server", "--log-level", "loud"])
+    args = build_parser().parse_args(["server", "--plain-http", "--log-level", "loud"])
     assert args.func(args) == 2
     assert "dihera server: log_level: 'loud' is not one of" in capsys.readouterr().err
+
+
+def test_https_with_the_certificate_from_flags_or_the_chart_variables() -> None:
+    s = settings(["--tls-cert-file", "/c.crt", "--tls-key-file", "/c.key"], plain=False)
+    assert (s.tls_cert_file, s.tls_key_file, s.scheme) == ("/c.crt", "/c.key", "https")
+    s = settings([], {"DIHERA_TLS_CERT_FILE": "/e.crt", "DIHERA_TLS_KEY_FILE": "/e.key"}, plain=False)
+    assert (s.tls_cert_file, s.tls_key_file) == ("/e.crt", "/e.key")
+    assert settings([]).scheme == "http"
+    assert settings([], {"DIHERA_PLAIN_HTTP": "true"}, plain=False).tls_cert_file is None
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "named"),
+    [
+        pytest.param([], {}, "--tls-cert-file: no certificate", id="neither-tls-nor-plain"),
+        pytest.param(
+            ["--tls-cert-file", "/c.crt"], {}, "tls_key_file: missing while tls_cert_file is set", id="no-key"
+        ),
+        pytest.param(
+            ["--tls-key-file", "/c.key"], {}, "tls_cert_file: missing while tls_key_file is set", id="no-cert"
+        ),
+        pytest.param(
+            ["--plain-http", "--tls-cert-file", "/c.crt", "--tls-key-file", "/k"],
+            {},
+            "--plain-http: given with",
+            id="plain-and-tls",
+        ),
+        pytest.param(
+            [], {"DIHERA_PLAIN_HTTP": "maybe"}, "DIHERA_PLAIN_HTTP: 'maybe' is not true or false", id="bad-variable"
+        ),
+    ],
+)
+def test_plain_http_only_when_asked_and_a_certificate_needs_its_key(
+    argv: list[str], env: dict[str, str], named: str
+) -> None:
+    with pytest.raises(ValueError, match=named.replace("(", r"\(")):
+        settings(argv, env, plain=False)

@@ -126,4 +126,13 @@ spec:
       path: /metrics
       interval: {{ $sm.interval }}
       scrapeTimeout: {{ $sm.scrapeTimeout }}
+      {{- if and (eq .component "server") .root.Values.server.tls.enabled }}
+      scheme: https
+      tlsConfig:
+        serverName: {{ printf "%s.%s.svc" (include "dihera.componentName" .) .root.Release.Namespace }}
+        ca:
+          secret:
+            name: {{ include "dihera.server.tlsSecretName" .root }}
+            key: ca.crt
+      {{- end }}
 {{- end }}

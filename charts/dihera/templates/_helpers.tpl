@@ -103,6 +103,28 @@ app.kubernetes.io/component: {{ .component }}
 {{- .Values.server.url }}
 {{- else }}
 {{- $svc := include "dihera.componentName" (dict "root" . "component" "server") }}
-{{- printf "http://%s.%s.svc.%s:%d" $svc .Release.Namespace .Values.clusterDomain (int .Values.server.service.port) }}
+{{- $scheme := ternary "https" "http" .Values.server.tls.enabled }}
+{{- printf "%s://%s.%s.svc.%s:%d" $scheme $svc .Release.Namespace .Values.clusterDomain (int .Values.server.service.port) }}
 {{- end }}
 {{- end }}
+
+{{/* The Secret holding the di-server's certificate (tls.crt, tls.key) and its CA (ca.crt). */}}
+{{- define "dihera.server.tlsSecretName" -}}
+{{- if eq .Values.server.tls.source "secret" }}
+{{- required "server.tls.existingSecret: the Secret's name is needed with server.tls.source=secret" .Values.server.tls.existingSecret }}
+{{- else }}
+{{- include "dihera.componentName" (dict "root" . "component" "server-tls") }}
+{{- end }}
+{{- end }}
+
+{{/* The names in the di-server's certificate: its Service's, then server.tls.dnsNames. */}}
+{{- define "dihera.server.dnsNames" -}}
+{{- $svc := include "dihera.componentName" (dict "root" . "component" "server") }}
+{{- $ns := .Release.Namespace }}
+{{- $names := list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.%s" $svc $ns .Values.clusterDomain) }}
+{{- concat $names .Values.server.tls.dnsNames | uniq | toJson }}
+{{- end }}
+
+{{/* Where the di-server's pod sees its certificate, and the controller's the CA. */}}
+{{- define "dihera.server.tlsDir" -}}/etc/dihera/tls{{- end }}
+{{- define "dihera.controller.serverCADir" -}}/etc/dihera/server-ca{{- end }}

@@ -47,11 +47,15 @@ volumes:
   - name: tmp
     emptyDir:
       sizeLimit: 64Mi
+  {{- with .volumes }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
 {{- end }}
 
 {{/*
 Container fields besides name, ports and probes: `dihera <component> [args...] [extraArgs...]`, settings,
-hardening. Optional "args": the component's own flags.
+hardening. Optional "args": the component's own flags, "env" its own variables; "volumes" (of dihera.podSpecCommon) and "mounts": its
+own volumes.
 */}}
 {{- define "dihera.containerCommon" -}}
 image: {{ include "dihera.image" .root }}
@@ -76,6 +80,9 @@ env:
     valueFrom:
       fieldRef:
         fieldPath: metadata.namespace
+  {{- with .env }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
   {{- with .values.extraEnv }}
   {{- toYaml . | nindent 2 }}
   {{- end }}
@@ -86,4 +93,7 @@ resources:
 volumeMounts:
   - name: tmp
     mountPath: /tmp
+  {{- with .mounts }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
 {{- end }}

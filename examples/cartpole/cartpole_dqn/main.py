@@ -137,7 +137,7 @@ def _checkpoint_reports(settings: Settings) -> Any:
     is sent within the pod's grace period (5 s in the example), after the save (0.1-1.2 s)."""
     if not settings.server_url or not settings.job_id or not settings.checkpoint_dir:
         return None
-    send = http_sender(profilings_url(settings.server_url, settings.job_id), timeout=1.5)
+    send = http_sender(profilings_url(settings.server_url, settings.job_id), timeout=1.5, ca=settings.server_ca)
     return CheckpointReporter(send, os.path.basename(settings.checkpoint_dir.rstrip("/"))).saved
 
 
@@ -145,7 +145,7 @@ def _metrics(settings: Settings) -> MetricsReporter | None:
     """In a sweep's trial (DIHERA_TRIAL) with a di-server: the evaluator's reporter (metrics)."""
     if settings.trial is None or not settings.server_url or not settings.job_id:
         return None
-    return MetricsReporter(http_sender(profilings_url(settings.server_url, settings.job_id)))
+    return MetricsReporter(http_sender(profilings_url(settings.server_url, settings.job_id), ca=settings.server_ca))
 
 
 def main() -> None:

@@ -1,6 +1,7 @@
 """Reports to the di-server, which merges them into the DIJob's `status.profilings` (`POST
 $DI_SERVER_URL/v2alpha1/job/<namespace>.<name>/profilings`, authorised by the pod's ServiceAccount token: it
-may `patch` DIJobs):
+may `patch` DIJobs; over HTTPS the di-server's certificate is checked against `DI_SERVER_CA`, the CA the
+controller gives the pods, else the image's CAs):
 
 - a sweep's trial reports its evaluator's returns (`MetricsReporter`); the sweep ranks its trials by them
   (docs/experiments.md);
@@ -17,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import queue
+import ssl
 import threading
 import time
 import urllib.request
@@ -35,15 +37,17 @@ def profilings_url(server_url: str, job_id: str) -> str:
     return f"{server_url.rstrip('/')}/v2alpha1/job/{job_id.replace('/', '.', 1)}/profilings"
 
 
-def http_sender(url: str, token_file: Path = TOKEN, timeout: float = 10.0) -> Send:
-    """POST a JSON body to `url` with the token read from `token_file` at each call (kubelet rotates it)."""
+def http_sender(url: str, token_file: Path = TOKEN, timeout: float = 10.0, ca: str | None = None) -> Send:
+    """POST a JSON body to `url` with the token read from `token_file` at each call (kubelet rotates it); an
+    https `url`'s certificate checked against `ca` (PEM certificates, `DI_SERVER_CA`), else the system's CAs."""
+    context = ssl.create_default_context(cadata=ca) if ca else None
 
     def send(body: Mapping[str, Any]) -> None:
         headers = {"Content-Type": "application/json"}
         if token_file.exists():
             headers["Authorization"] = f"Bearer {token_file.read_text().strip()}"
         request = urllib.request.Request(url, json.dumps(dict(body)).encode(), headers, method="POST")
-        with urllib.request.urlopen(request, timeout=timeout) as answer:
+        with urllib.request.urlopen(request, timeout=timeout, context=context) as answer:
             answer.read()
 
     return send

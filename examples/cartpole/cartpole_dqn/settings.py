@@ -20,7 +20,8 @@ class Settings:
     learner resumes from and saves to every `checkpoint_every` iterations (see checkpoint); None: no checkpoints.
     In a sweep's trial (docs/experiments.md): `learning_rate` (`DIHERA_PARAM_LR`) and `seed` (`DIHERA_SEED`)
     override the config's; `trial` (`DIHERA_TRIAL`) set: the evaluator reports its returns to the di-server
-    (`server_url`, `job_id`: `DI_SERVER_URL`, `DI_JOB_ID`; see metrics).
+    (`server_url`, `job_id`: `DI_SERVER_URL`, `DI_JOB_ID`; `server_ca`: `DI_SERVER_CA`, the CA of its HTTPS
+    certificate; see metrics).
     """
 
     rank: int
@@ -35,6 +36,7 @@ class Settings:
     seed: int | None = None
     trial: int | None = None
     server_url: str | None = None
+    server_ca: str | None = None
     job_id: str | None = None
 
     @classmethod
@@ -79,6 +81,7 @@ class Settings:
             seed=None if seed is None else int(seed),
             trial=None if trial is None else int(trial),
             server_url=environ.get("DI_SERVER_URL", "").strip() or None,
+            server_ca=environ.get("DI_SERVER_CA", "").strip() or None,
             job_id=environ.get("DI_JOB_ID", "").strip() or None,
         )
         if problems:
