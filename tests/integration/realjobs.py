@@ -27,7 +27,10 @@ from tests.integration.jobs import job_pods
 __all__ = [
     "KILL_DITASK",
     "ON_REAL_NODE",
+    "THROTTLED",
+    "UNTHROTTLED",
     "Run",
+    "cpu_limit",
     "dialled",
     "executor_account",
     "exit_codes",
@@ -36,6 +39,7 @@ __all__ = [
     "kill_ditask",
     "on_real_node",
     "own_lines",
+    "resize_learner",
     "small_requests",
     "sockets",
 ]
@@ -232,3 +236,30 @@ def job_logs(cluster: client.ApiClient, namespace: str, name: str, container: st
         except client.ApiException as err:  # not started yet, or already gone
             logs[pod["metadata"]["name"]] = f"<no log: {err.status} {err.reason}>"
     return logs
+
+
+#: The learner's CPU while a test does something that must happen during training (a collector added, the
+#: node's kubelet and containerd restarted). CartPole converges 25-60 s after the learner's first iteration,
+#: faster than a collector added then can start (its pod, DI-engine's torch import on cores the running
+#: replicas keep busy): in runs here the job finished first. So tests throttle the learner in place
+#: (Kubernetes' in-place pod resize: same pod, same container, no restart): training goes on, slower, and the
+#: collectors and the evaluator, which wait for the learner's models, leave the cores to the rest. A cap from
+#: the start would slow the learner's own start-up (imports, config formatting) as much as its training.
+THROTTLED = {"requests": {"cpu": "50m"}, "limits": {"cpu": "50m"}}
+#: Then back to the template's request; a limit once set cannot be removed, so the node's two cores.
+UNTHROTTLED = {"requests": {"cpu": "200m"}, "limits": {"cpu": "2"}}
+
+
+def resize_learner(cluster: client.ApiClient, namespace: str, pod: str, resources: dict[str, Any]) -> None:
+    """In-place resize of the learner's DI-engine container (the pods/resize subresource)."""
+    body = {"spec": {"containers": [{"name": "di-container", "resources": resources}]}}
+    client.CoreV1Api(cluster).patch_namespaced_pod_resize(pod, namespace, body)
+
+
+def cpu_limit(pod: dict[str, Any]) -> str | None:
+    """The CPU limit the kubelet applied to the pod's DI-engine container (its status), if any."""
+    for status in pod.get("status", {}).get("containerStatuses", []):
+        if status["name"] == "di-container":
+            value = ((status.get("resources") or {}).get("limits") or {}).get("cpu")
+            return None if value is None else str(value)
+    return None

@@ -18,7 +18,17 @@ from kubernetes import client
 from dihera.kube.jobs import JobStore
 from tests.integration.controllers import Controller
 from tests.integration.jobs import edit_replicas, job_pods
-from tests.integration.realjobs import exit_codes, follow, job_logs, on_real_node, own_lines
+from tests.integration.realjobs import (
+    THROTTLED,
+    UNTHROTTLED,
+    cpu_limit,
+    exit_codes,
+    follow,
+    job_logs,
+    on_real_node,
+    own_lines,
+    resize_learner,
+)
 
 pytestmark = [pytest.mark.cluster, pytest.mark.realnode]
 
@@ -36,33 +46,7 @@ def contract_lines(log: str) -> list[dict[str, str]]:
     return [fields(line) for line in own_lines(log) if re.match(r"^dihera-[a-z-]+ ", line)]
 
 
-#: The learner's CPU while the added collector starts. CartPole converges 25-60 s after the learner's first
-#: iteration, while a collector added then needs its pod started and DI-engine (torch) imported on cores the
-#: running replicas keep busy: in runs here the job finished first (the added collector then never heard
-#: DI-engine's one-off finish, docs/scaling.md). So the test throttles the learner in place (Kubernetes'
-#: in-place pod resize: same pod, same container, no restart) from the scale-up until the added collector
-#: collects with a learner model: training goes on, slower, and the collectors and the evaluator, which wait
-#: for the learner's models, leave the new replica the cores. A cap from the start would slow the learner's
-#: own start-up (imports, config formatting) as much as its training.
-THROTTLED = {"requests": {"cpu": "50m"}, "limits": {"cpu": "50m"}}
-#: Then back to the template's request; a limit once set cannot be removed, so the node's two cores.
-UNTHROTTLED = {"requests": {"cpu": "200m"}, "limits": {"cpu": "2"}}
 SCALE_TIME_BOUND = 540
-
-
-def resize_learner(cluster: client.ApiClient, namespace: str, pod: str, resources: dict[str, Any]) -> None:
-    """In-place resize of the learner's DI-engine container (the pods/resize subresource)."""
-    body = {"spec": {"containers": [{"name": "di-container", "resources": resources}]}}
-    client.CoreV1Api(cluster).patch_namespaced_pod_resize(pod, namespace, body)
-
-
-def cpu_limit(pod: dict[str, Any]) -> str | None:
-    """The CPU limit the kubelet applied to the pod's DI-engine container (its status), if any."""
-    for status in pod.get("status", {}).get("containerStatuses", []):
-        if status["name"] == "di-container":
-            value = ((status.get("resources") or {}).get("limits") or {}).get("cpu")
-            return None if value is None else str(value)
-    return None
 
 
 def added_collector_timeline(logs: dict[str, list[str]], pods: dict[str, Any], added: str) -> dict[str, bool]:
