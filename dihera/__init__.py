@@ -17,8 +17,9 @@ The pure core (no I/O):
   reads in the Argo UI
 - ``scaling``: a running job's scale, pure; ``queueing``: Kueue's side, pure; ``key_records``: Idempotency-Key
   records; ``convert``: older DIJob shapes to today's; ``peers``: the peer wait of every replica
-- ``experiment``: building DIJobs and sweeps in Python; ``sweeps``: a sweep's space, trials, Workflow and
-  results; ``submit``: submitting jobs; ``logs``: structured logs
+- ``experiment``: building DIJobs, sweeps and pipelines in Python; ``sweeps``: a sweep's space, trials, Workflow
+  and results; ``pipelines``: a job trained, its policy evaluated and exported; ``workflow_parts``: what their
+  Workflows share; ``submit``: submitting jobs; ``logs``: structured logs
 
 Around it: ``kube`` (the only package that talks to Kubernetes), ``controller``, ``server`` (the
 di-server) and ``cli`` (the ``dihera`` command).

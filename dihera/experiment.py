@@ -13,6 +13,13 @@ A sweep: the job over a search space and several seeds, as one Argo Workflow (do
 sweep = ex.sweep("dqn-lr", job, {"lr": ex.choice(1e-3, 1e-1)}, seeds=[0, 1], parallelism=2,
                  metric="evalReturn", image="dihera:0.1.0")
 ex.sweep_workflow(sweep)   # the Hera Workflow; `dihera experiment render|submit FILE.py`
+
+A pipeline: the job trained, then the policy it stored (one of its spec.artifacts) evaluated and exported:
+
+pipe = ex.pipeline("dqn-pipe", job, policy="best-policy", image="dihera:0.1.0",
+                   evaluate=ex.step(IMG, ["python", "-m", "my.evaluate", ex.POLICY_PATH],
+                                    outputs={"mean": "/tmp/mean"}))
+ex.pipeline_workflow(pipe) # the Hera Workflow; `dihera experiment render|submit FILE.py`
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from hera.workflows import Workflow
 
 from dihera.membership import Membership, plan_membership
 from dihera.model import DIJob, EnvProvider, FailurePolicy, Task, TaskType
+from dihera.pipelines import POLICY_PATH, Pipeline, Step, build_pipeline_workflow
 from dihera.render.settings import RenderSettings
 from dihera.render.workflow import build_workflow
 from dihera.schema import API_VERSION, KIND
@@ -34,6 +42,7 @@ from dihera.sweeps.workflow import build_sweep_workflow
 from dihera.validation import load_job
 
 __all__ = [
+    "POLICY_PATH",
     "choice",
     "dijob",
     "env_provider",
@@ -41,7 +50,10 @@ __all__ = [
     "int_range",
     "loguniform",
     "median_stopping",
+    "pipeline",
+    "pipeline_workflow",
     "random_search",
+    "step",
     "successive_halving",
     "sweep",
     "sweep_workflow",
@@ -221,3 +233,61 @@ def sweep(
 def sweep_workflow(sweep: Sweep) -> Workflow:
     """The Hera ``Workflow`` that runs ``sweep`` (``.to_yaml()``, or ``dihera experiment render``)."""
     return build_sweep_workflow(sweep)
+
+
+def step(
+    image: str,
+    command: Sequence[str],
+    *,
+    outputs: Mapping[str, str] | None = None,
+    artifacts: Mapping[str, str] | None = None,
+    env: Mapping[str, str] | None = None,
+    working_dir: str | None = None,
+    resources: Mapping[str, Any] | None = None,
+) -> Step:
+    """A pipeline's step after training: ``command`` in ``image`` with the policy at :data:`POLICY_PATH`;
+    ``outputs``: output parameters (name -> a file it writes), ``artifacts``: output artifacts (name -> path)."""
+    return Step(
+        image=image,
+        command=tuple(command),
+        outputs=dict(outputs or {}),
+        artifacts=dict(artifacts or {}),
+        env=dict(env or {}),
+        working_dir=working_dir,
+        resources=dict(resources) if resources else None,
+    )
+
+
+def pipeline(
+    name: str,
+    job: DIJob,
+    *,
+    policy: str,
+    evaluate: Step,
+    image: str,
+    export: Step | None = None,
+    service_account: str | None = None,
+    node_selector: Mapping[str, str] | None = None,
+    tolerations: Sequence[Mapping[str, Any]] = (),
+    locate_timeout: int = 300,
+) -> Pipeline:
+    """``job`` trained (as DIJob ``<name>-train``), then ``evaluate`` and ``export`` (:func:`step`) run on the
+    artifact ``policy`` it stored (a name in its ``spec.artifacts``). ``image``: dihera's, for the step that finds
+    the artifact's key. Raises :class:`~dihera.pipelines.PipelineError` naming the field."""
+    return Pipeline(
+        name=name,
+        job=job,
+        policy=policy,
+        evaluate=evaluate,
+        image=image,
+        export=export,
+        service_account=service_account,
+        node_selector=node_selector,
+        tolerations=tuple(tolerations),
+        locate_timeout=locate_timeout,
+    )
+
+
+def pipeline_workflow(pipeline: Pipeline) -> Workflow:
+    """The Hera ``Workflow`` that runs ``pipeline`` (``.to_yaml()``, or ``dihera experiment render``)."""
+    return build_pipeline_workflow(pipeline)

@@ -28,8 +28,8 @@ def examples() -> list[Path]:
 
 
 def sweep_examples() -> list[Path]:
-    """The example sweeps (workflows/python/*_sweep.py)."""
-    return sorted(EXAMPLES.glob("python/*_sweep.py"))
+    """The example sweeps and pipelines (workflows/python/*_sweep.py, *_pipeline.py)."""
+    return sorted([*EXAMPLES.glob("python/*_sweep.py"), *EXAMPLES.glob("python/*_pipeline.py")])
 
 
 def golden_path(example: Path) -> Path:
@@ -40,10 +40,9 @@ def rendered_text(example: Path) -> str:
     where = example.relative_to(EXAMPLES).as_posix()
     header = f"# Rendered from workflows/{where} by `make generate`: do not edit.\n"
     if example.suffix == ".py":
-        from dihera.cli.experiments import load_sweep
-        from dihera.sweeps.workflow import build_sweep_workflow
+        from dihera.cli.experiments import experiment_manifest, load_experiment
 
-        return header + dump_yaml_stream([build_sweep_workflow(load_sweep(str(example))).to_dict()])
+        return header + dump_yaml_stream([experiment_manifest(load_experiment(str(example)))])
     job = load_job(yaml.safe_load(example.read_text(encoding="utf-8")), source=example.name)
     return header + dump_yaml_stream(render(job, SETTINGS).objects())
 

@@ -1,13 +1,14 @@
-"""``dihera experiment``: render, submit and follow a sweep defined in Python; summarize its trials.
+"""``dihera experiment``: render, submit and follow a sweep or a pipeline defined in Python; their steps.
 
-    dihera experiment render FILE.py        the sweep's Workflow as YAML
+    dihera experiment render FILE.py        the experiment's Workflow as YAML
     dihera experiment submit FILE.py        create it; --wait follows it to its end
-    dihera experiment status NS/NAME        trials done / running / failed, best so far
-    dihera experiment summarize ...         the summary step (in the Workflow): the results table and the best
-    dihera experiment stop-trials ...       the early-stopping daemon (in the Workflow): suspends hopeless trials
+    dihera experiment status NS/NAME        a sweep's trials done / running / failed, best so far
+    dihera experiment summarize ...         a sweep's summary step: the results table and the best
+    dihera experiment stop-trials ...       a sweep's early-stopping daemon: suspends hopeless trials
+    dihera experiment artifact-key ...      a pipeline's locate step: the key of its DIJob's stored policy
 
-FILE.py builds the sweep with :func:`dihera.experiment.sweep` and names it ``experiment`` (or holds one
-sweep at module level).
+FILE.py builds the experiment with :func:`dihera.experiment.sweep` or :func:`dihera.experiment.pipeline` and
+names it ``experiment`` (or holds one at module level).
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from dihera.pipelines import Pipeline
     from dihera.sweeps import Sweep, TrialResult
     from dihera.sweeps.stopping import StoppingRule
 
-__all__ = ["load_sweep", "register", "stopping_rule"]
+__all__ = ["experiment_manifest", "load_experiment", "load_sweep", "register", "stopping_rule"]
 
 FINAL = ("Succeeded", "Failed", "Error")
 
@@ -42,21 +44,38 @@ def load_sweep(path: str) -> Sweep:
     return found[0]
 
 
-def _manifest(sweep: Sweep) -> dict[str, Any]:
+def load_experiment(path: str) -> Sweep | Pipeline:
+    """The sweep or pipeline ``path`` defines: its ``experiment`` global, else its only one at module level."""
+    from dihera.pipelines import Pipeline
+    from dihera.sweeps import Sweep
+
+    scope = runpy.run_path(path)
+    if isinstance(scope.get("experiment"), (Sweep, Pipeline)):
+        return scope["experiment"]  # type: ignore[no-any-return]
+    found = [v for k, v in scope.items() if isinstance(v, (Sweep, Pipeline)) and not k.startswith("_")]
+    if len(found) != 1:
+        raise ValueError(f"{path}: name the experiment `experiment` (found {len(found)} sweeps or pipelines)")
+    return found[0]
+
+
+def experiment_manifest(experiment: Sweep | Pipeline) -> dict[str, Any]:
+    from dihera.pipelines import Pipeline, build_pipeline_workflow
     from dihera.sweeps.workflow import build_sweep_workflow
 
-    return build_sweep_workflow(sweep).to_dict()  # type: ignore[no-any-return]
+    if isinstance(experiment, Pipeline):
+        return build_pipeline_workflow(experiment).to_dict()  # type: ignore[no-any-return]
+    return build_sweep_workflow(experiment).to_dict()  # type: ignore[no-any-return]
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
     import yaml
 
     try:
-        sweep = load_sweep(args.file)
+        experiment = load_experiment(args.file)
     except ValueError as err:
         print(err, file=sys.stderr)
         return 1
-    sys.stdout.write(yaml.safe_dump(_manifest(sweep), sort_keys=False))
+    sys.stdout.write(yaml.safe_dump(experiment_manifest(experiment), sort_keys=False))
     return 0
 
 
@@ -98,25 +117,57 @@ def _follow(api: Any, namespace: str, name: str, wait: bool, timeout: float) -> 
         time.sleep(5)
 
 
+def _pipeline_line(namespace: str, name: str, status: dict[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """One progress line (the Workflow's phase, each step's) and the step nodes."""
+    nodes = [n for n in (status.get("nodes") or {}).values() if n.get("type") != "DAG"]
+    steps = ", ".join(f"{n['displayName']} {n.get('phase', 'Pending')}" for n in nodes) or "no step started"
+    return f"{namespace}/{name} {status.get('phase') or 'Pending'}: {steps}", nodes
+
+
+def _follow_pipeline(api: Any, namespace: str, name: str, timeout: float) -> int:
+    """Print the pipeline's steps' phases every 5 s until the Workflow ends, then its steps' output parameters."""
+    from dihera.kube.experiments import read_workflow
+
+    deadline = time.monotonic() + timeout
+    while True:
+        status = read_workflow(api, namespace, name).get("status") or {}
+        line, nodes = _pipeline_line(namespace, name, status)
+        print(line, flush=True)
+        if status.get("phase") in FINAL:
+            outputs = [(n["displayName"], o) for n in nodes for o in (n.get("outputs") or {}).get("parameters") or []]
+            for step, out in outputs:
+                print(f"  {step}.{out['name']} = {out.get('value', '')}")
+            return 0 if status.get("phase") == "Succeeded" else 1
+        if time.monotonic() > deadline:
+            print(f"{namespace}/{name}: still {status.get('phase')} after {timeout:.0f}s", file=sys.stderr)
+            return 1
+        time.sleep(5)
+
+
 def _cmd_submit(args: argparse.Namespace) -> int:
     from kubernetes.client.exceptions import ApiException
 
     from dihera.kube import api_client
     from dihera.kube.errors import describe_api_error
     from dihera.kube.experiments import create_workflow
+    from dihera.pipelines import Pipeline
 
     try:
-        sweep = load_sweep(args.file)
+        experiment = load_experiment(args.file)
         api = api_client(args.kubeconfig, args.context)
-        create_workflow(api, _manifest(sweep))
+        create_workflow(api, experiment_manifest(experiment))
     except ValueError as err:
         print(err, file=sys.stderr)
         return 1
     except ApiException as err:
         print(f"the API server refused the Workflow: {describe_api_error(err)}", file=sys.stderr)
         return 1
-    print(f"workflow {sweep.namespace}/{sweep.name} created: {len(sweep.trials)} trials, {sweep.parallelism} at a time")
-    return _follow(api, sweep.namespace, sweep.name, True, args.timeout) if args.wait else 0
+    where = f"workflow {experiment.namespace}/{experiment.name} created"
+    if isinstance(experiment, Pipeline):
+        print(f"{where}: DIJob {experiment.job_name} trained, then its {experiment.policy} evaluated")
+        return _follow_pipeline(api, experiment.namespace, experiment.name, args.timeout) if args.wait else 0
+    print(f"{where}: {len(experiment.trials)} trials, {experiment.parallelism} at a time")
+    return _follow(api, experiment.namespace, experiment.name, True, args.timeout) if args.wait else 0
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
@@ -189,9 +240,32 @@ def _cmd_stop_trials(args: argparse.Namespace) -> int:
         time.sleep(args.interval)
 
 
+def _cmd_artifact_key(args: argparse.Namespace) -> int:
+    """Wait until the DIJob lists the artifact in its status, then write its key to ``--out``."""
+    from dihera.kube import api_client
+    from dihera.kube.experiments import stored_artifact
+
+    api = api_client(args.kubeconfig)
+    deadline = time.monotonic() + args.timeout
+    while True:
+        key, phase = stored_artifact(api, args.namespace, args.job, args.artifact)
+        if key:
+            Path(args.out).write_text(key)
+            print(f"DIJob {args.namespace}/{args.job} stored {args.artifact}: {key}")
+            return 0
+        if phase is None and time.monotonic() > deadline:
+            print(f"DIJob {args.namespace}/{args.job}: not found", file=sys.stderr)
+            return 1
+        if time.monotonic() > deadline:
+            print(f"DIJob {args.namespace}/{args.job} ({phase}): status.artifacts has no {args.artifact!r} after "
+                  f"{args.timeout:g}s (is the path written? docs/artifacts.md)", file=sys.stderr)  # fmt: skip
+            return 1
+        time.sleep(2)
+
+
 def register(sub: Any) -> None:
     """Add ``experiment`` (render, submit, status, summarize) to the ``dihera`` command."""
-    p = sub.add_parser("experiment", help="sweeps defined in Python: render, submit, status; the summary step")
+    p = sub.add_parser("experiment", help="sweeps and pipelines defined in Python: render, submit, status; their steps")
     verbs = p.add_subparsers(dest="verb", required=True, metavar="VERB")
     render = verbs.add_parser("render", help="the sweep's Workflow as YAML")
     render.add_argument("file", metavar="FILE.py")
@@ -227,3 +301,11 @@ def register(sub: Any) -> None:
     stop.add_argument("--interval", type=float, default=5.0, help="seconds between two looks (default 5)")
     stop.add_argument("--once", action="store_true", help="look once, then exit")
     stop.set_defaults(func=_cmd_stop_trials)
+    key = verbs.add_parser("artifact-key", help="(a pipeline's locate step) the key of a DIJob's stored artifact")
+    key.add_argument("--namespace", required=True)
+    key.add_argument("--job", required=True, help="the DIJob's name")
+    key.add_argument("--artifact", required=True, help="the name in its spec.artifacts")
+    key.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for it (default 300)")
+    key.add_argument("--out", required=True, help="the file the key is written to")
+    key.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, $KUBECONFIG)")
+    key.set_defaults(func=_cmd_artifact_key)

@@ -22,7 +22,15 @@ from dihera.sweeps.sweep import (
     parse_value,
 )
 
-__all__ = ["create_workflow", "read_workflow", "stop_trial", "trial_jobs", "trial_result", "trial_results"]
+__all__ = [
+    "create_workflow",
+    "read_workflow",
+    "stop_trial",
+    "stored_artifact",
+    "trial_jobs",
+    "trial_result",
+    "trial_results",
+]
 
 _WORKFLOWS = (WORKFLOW_GROUP, WORKFLOW_VERSION, WORKFLOW_PLURAL)
 FIELD_MANAGER = "dihera-experiment"
@@ -39,6 +47,20 @@ def create_workflow(api: client.ApiClient, manifest: Mapping[str, Any]) -> dict[
 def read_workflow(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:
     custom = client.CustomObjectsApi(api)
     return cast(dict[str, Any], custom.get_namespaced_custom_object(*_WORKFLOWS[:2], namespace, WORKFLOW_PLURAL, name))
+
+
+def stored_artifact(api: client.ApiClient, namespace: str, job: str, artifact: str) -> tuple[str | None, str | None]:
+    """The key of ``artifact`` in DIJob ``job``'s ``status.artifacts`` (the first replica's that stored it), and
+    the job's phase; (None, None) when the DIJob is not there."""
+    try:
+        body = client.CustomObjectsApi(api).get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, job)
+    except client.ApiException as err:
+        if err.status == 404:
+            return None, None
+        raise
+    status = cast(dict[str, Any], body).get("status") or {}
+    keys = [a.get("key") for a in status.get("artifacts") or [] if a.get("name") == artifact and a.get("key")]
+    return (keys[0] if keys else None), status.get("phase")
 
 
 def _seconds(start: str | None, end: str | None) -> float | None:

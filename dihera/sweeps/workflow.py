@@ -27,6 +27,7 @@ from dihera.constants import ANNOTATION_WORKFLOW_DESCRIPTION, ANNOTATION_WORKFLO
 from dihera.sweeps.space import Trial
 from dihera.sweeps.stopping import StoppingRule
 from dihera.sweeps.sweep import LABEL_EXPERIMENT, LABEL_GOAL, LABEL_METRIC, Sweep, value_text
+from dihera.workflow_parts import CHECK_EVERY_SECOND, RESTRICTED, tolerations
 
 __all__ = [
     "RESULTS_DIR",
@@ -46,13 +47,6 @@ SUMMARY = "summary"
 STOPPER = "early-stopping"
 #: Where the summary step writes its files (an emptyDir: the container's root filesystem is read-only).
 RESULTS_DIR = "/tmp/results"
-_RESTRICTED = m.SecurityContext(
-    allow_privilege_escalation=False,
-    capabilities=m.Capabilities(drop=["ALL"]),
-    read_only_root_filesystem=True,
-    run_as_non_root=True,
-    seccomp_profile=m.SeccompProfile(type="RuntimeDefault"),
-)
 
 
 def _slug(text: str, limit: int = 16) -> str:
@@ -68,13 +62,6 @@ def task_name(sweep: Sweep, trial: Trial) -> str:
     return "-".join([*parts, f"s{trial.seed}"])[:57].strip("-")
 
 
-#: Argo's executor checks a resource's success and failure conditions every 5 s by default: a trial node ends
-#: within a second of its DIJob instead (one GET a second per live trial), and the next trial starts sooner.
-_CHECK_EVERY_SECOND = json.dumps(
-    {"containers": [{"name": "main", "env": [{"name": "RESOURCE_STATE_CHECK_INTERVAL", "value": "1s"}]}]}
-)
-
-
 def _trial_template(sweep: Sweep) -> m.Template:
     metric = sweep.metric
     inputs = ["job", "trial", "seed", "configuration", *(f"param_{name}" for name in sweep.space)]
@@ -85,7 +72,7 @@ def _trial_template(sweep: Sweep) -> m.Template:
     return m.Template(
         name=TRIAL,
         inputs=m.Inputs(parameters=[m.Parameter(name=n) for n in inputs]),
-        pod_spec_patch=_CHECK_EVERY_SECOND,
+        pod_spec_patch=CHECK_EVERY_SECOND,
         resource=m.ResourceTemplate(
             action="create",
             set_owner_reference=True,
@@ -121,7 +108,7 @@ def _stopper_template(sweep: Sweep, rule: StoppingRule) -> m.Template:
     return m.Template(
         name=STOPPER,
         daemon=True,
-        container=m.Container(image=sweep.image, command=command, security_context=_RESTRICTED),
+        container=m.Container(image=sweep.image, command=command, security_context=RESTRICTED),
     )
 
 
@@ -144,7 +131,7 @@ def _summary_template(sweep: Sweep) -> m.Template:
         container=m.Container(
             image=sweep.image,
             command=command,
-            security_context=_RESTRICTED,
+            security_context=RESTRICTED,
             volume_mounts=[m.VolumeMount(name="results", mount_path=RESULTS_DIR)],
         ),
         volumes=[m.Volume(name="results", empty_dir=m.EmptyDirVolumeSource())],
@@ -198,7 +185,6 @@ def build_sweep_workflow(sweep: Sweep) -> Workflow:
         f"{len(trials)} trials of DIJob {sweep.job.name} over {names} x {len(sweep.seeds)} seeds, "
         f"{sweep.parallelism} at a time; ranked by {sweep.metric} ({sweep.goal.value})"
     )
-    tolerations = [m.Toleration(**{_snake(k): v for k, v in t.items()}) for t in sweep.tolerations]
     return Workflow(
         api_version="argoproj.io/v1alpha1",
         kind="Workflow",
@@ -215,7 +201,7 @@ def build_sweep_workflow(sweep: Sweep) -> Workflow:
         entrypoint=ENTRYPOINT,
         service_account_name=sweep.service_account,
         node_selector=dict(sweep.node_selector) if sweep.node_selector else None,
-        tolerations=tolerations or None,
+        tolerations=tolerations(sweep.tolerations),
         templates=[
             _dag(sweep),
             _trials(sweep),
@@ -224,7 +210,3 @@ def build_sweep_workflow(sweep: Sweep) -> Workflow:
             *([_stopper_template(sweep, sweep.early_stopping)] if sweep.early_stopping is not None else []),
         ],
     )
-
-
-def _snake(key: str) -> str:
-    return re.sub(r"([A-Z])", lambda x: "_" + x.group(1).lower(), key)

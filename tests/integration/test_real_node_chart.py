@@ -648,6 +648,74 @@ def test_the_cartpole_sweep_example_learns_with_one_rate_and_stops_the_other(
     print(f"\n[cartpole sweep] {wf['status']['startedAt']} .. {wf['status']['finishedAt']}: " + "; ".join(report))
 
 
+EXAMPLE_PIPELINE = Path(__file__).resolve().parents[2] / "workflows" / "python" / "cartpole_pipeline.py"
+
+
+def test_the_cartpole_pipeline_example_trains_evaluates_and_exports_the_best_policy(
+    real_release: Release, jobs_namespace: str, cluster: client.ApiClient, kubeconfig: Path, ding_image: str,
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """workflows/python/cartpole_pipeline.py for real (issue 40): the example trained as DIJob
+    cartpole-pipeline-train through the chart's controller, the evaluator's stored best policy located in its
+    status, played for 10 episodes by the evaluate node (its mean return an output parameter), and exported as
+    TorchScript by the export node, checked by loading it back and stored as its output artifact `model`."""
+    namespace = jobs_namespace
+    try:
+        _account(cluster, namespace, EXAMPLE_ACCOUNT)
+    except client.ApiException as err:  # the sweep's test made it in this namespace
+        if err.status != 409:
+            raise
+    tag = package_version(Settings.from_environ())
+    file = tmp_path / "cartpole_pipeline.py"
+    file.write_text(CARTPOLE_SWEEP.replace("cartpole_sweep", "cartpole_pipeline").format(
+        path=str(EXAMPLE_PIPELINE), namespace=namespace, dihera=f"dihera.local/dihera:{tag}", engine=ding_image,
+        placement=ON_REAL_NODE,
+    ))  # fmt: skip
+    env = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    run = subprocess.run(
+        [sys.executable, "-m", "dihera", "experiment", "submit", str(file), "--wait", "--timeout", "900"],
+        env=env, capture_output=True, text=True, timeout=930,
+    )  # fmt: skip
+    wf = read_workflow(cluster, namespace, "cartpole-pipeline")
+    nodes = {n["displayName"]: n for n in wf["status"].get("nodes", {}).values() if n.get("type") != "DAG"}
+    failed = {name: n.get("message") for name, n in nodes.items() if n["phase"] in ("Failed", "Error")}
+    ok = run.returncode == 0 and wf["status"]["phase"] == "Succeeded"
+    assert ok, (run.stdout[-2000:], run.stderr[-999:], failed, _sweep_state(cluster, namespace, wf))
+    assert sorted(nodes) == ["evaluate", "export", "locate", "train"], sorted(nodes)
+    out = {name: {p["name"]: p.get("value") for p in (n.get("outputs") or {}).get("parameters", [])}
+           for name, n in nodes.items()}  # fmt: skip
+    job = client.CustomObjectsApi(cluster).get_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, "cartpole-pipeline-train"
+    )
+    (owner,) = job["metadata"]["ownerReferences"]
+    assert (owner["kind"], owner["uid"]) == ("Workflow", wf["metadata"]["uid"]), owner
+    assert job["status"]["phase"] == out["train"]["phase"] == "Succeeded", (job["status"], out["train"])
+    (stored,) = [a for a in job["status"]["artifacts"] if a["name"] == "best-policy"]
+    assert out["locate"]["key"] == stored["key"], (out["locate"], stored)
+    evaluation = json.loads(out["evaluate"]["evaluation"])
+    mean = float(out["evaluate"]["mean-return"])
+    assert evaluation["episodes"] == 10 and evaluation["mean"] == pytest.approx(mean), evaluation
+    assert mean >= 150, evaluation  # the best evaluation's weights, greedy: CartPole's stop value is 195
+    for step in ("evaluate", "export"):
+        (given,) = nodes[step]["inputs"]["artifacts"]
+        assert given["name"] == "policy" and given["s3"]["key"] == stored["key"], given
+    # the export: a TorchScript file (a zip) in the object store, served as it is; its log says it was checked
+    files = f"{Cluster(Settings.from_environ()).argo_ui_url()}/artifact-files/{namespace}/workflows/cartpole-pipeline"
+    model = urllib.request.urlopen(f"{files}/{nodes['export']['id']}/outputs/model", timeout=30).read()
+    assert model[:2] == b"PK" and len(model) > 1000, model[:64]
+    core = client.CoreV1Api(cluster)
+    node_name = nodes["export"]["name"]
+    (pod,) = [p for p in core.list_namespaced_pod(namespace).items
+              if (p.metadata.annotations or {}).get("workflows.argoproj.io/node-name") == node_name]  # fmt: skip
+    (line,) = [x for x in core.read_namespaced_pod_log(pod.metadata.name, namespace, container="main").splitlines()
+               if x.startswith("dihera-exported ")]  # fmt: skip
+    exported = dict(part.split("=", 1) for part in line.split(" ")[1:])
+    assert int(exported["bytes"]) == len(model) and float(exported["max_diff"]) <= 1e-5, exported
+    print(f"\n[cartpole pipeline] {wf['status']['startedAt']} .. {wf['status']['finishedAt']}: best policy "
+          f"{stored['key']} played 10 episodes, mean {mean:.1f}; exported {len(model)} bytes (max diff "
+          f"{exported['max_diff']})")  # fmt: skip
+
+
 def _sweep_state(cluster: client.ApiClient, namespace: str, wf: dict[str, Any]) -> dict[str, Any]:
     """What a failed sweep test shows: each trial DIJob's phase, reports and pods, and the daemon's log."""
     core = client.CoreV1Api(cluster)

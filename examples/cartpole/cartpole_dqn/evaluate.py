@@ -1,4 +1,4 @@
-"""`python -m cartpole_dqn.evaluate POLICY [--episodes N]`: a trained policy run in CartPole.
+"""`python -m cartpole_dqn.evaluate POLICY [--episodes N] [--out DIR]`: a trained policy run in CartPole.
 
 POLICY is a file DI-engine's `CkptSaver` (`final.pth.tar`, `eval.pth.tar`) or the checkpointer
 (`iteration_<n>.pth.tar`) wrote, or a directory holding one (what `dihera outputs --download` unpacks, an
@@ -9,11 +9,15 @@ episode and one in the end, on stdout:
 
     dihera-evaluated-episode episode=<i> return=<r>
     dihera-evaluated file=<path> episodes=<n> mean=<r> min=<r> params=<model parameters>
+
+With `--out DIR`, the mean return also goes to `DIR/mean` and the whole result to `DIR/evaluation.json` (a
+pipeline's evaluate step outputs them: workflows/python/cartpole_pipeline.py).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,7 +41,18 @@ def find_policy(path: Path) -> Path:
     return max(iterations, key=lambda p: int(p.name.removeprefix("iteration_").split(".")[0]))
 
 
-def _policy(state: dict[str, Any]) -> tuple[Any, int]:
+def load_policy(path: Path) -> tuple[Path, Any, Any, int]:
+    """The file under `path` (`find_policy`), DI-engine's DQN policy and its model with its weights, and the
+    model's parameter count."""
+    import torch
+
+    found = find_policy(path)
+    state = torch.load(found, map_location="cpu", weights_only=True)
+    policy, model, params = _policy(state)
+    return found, policy, model, params
+
+
+def _policy(state: dict[str, Any]) -> tuple[Any, Any, int]:
     from ding.config import compile_config
     from ding.model import DQN
     from ding.policy import DQNPolicy
@@ -52,7 +67,7 @@ def _policy(state: dict[str, Any]) -> tuple[Any, int]:
         attach_extra(model, int(extra.numel()), 0)
     policy = DQNPolicy(cfg.policy, model=model, enable_field=["learn", "eval"])
     policy.learn_mode.load_state_dict(state)  # model, target model and optimizer, as CkptSaver saved them
-    return policy, parameter_count(model)
+    return policy, model, parameter_count(model)
 
 
 def play(policy: Any, seed: int) -> float:
@@ -80,24 +95,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("policy", type=Path, help="a .pth.tar file, or a directory holding one")
     parser.add_argument("--episodes", type=int, default=1)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, help="a directory for `mean` and `evaluation.json`")
     args = parser.parse_args(argv)
-    import torch
-
     from .report import emit
 
     try:
-        path = find_policy(args.policy)
+        path, policy, _, params = load_policy(args.policy)
     except FileNotFoundError as err:
         print(f"cartpole_dqn.evaluate: {err}", file=sys.stderr)
         return 2
-    state = torch.load(path, map_location="cpu", weights_only=True)
-    policy, params = _policy(state)
     returns = []
     for episode in range(args.episodes):
         returns.append(play(policy, args.seed + episode))
         emit("evaluated-episode", episode=episode, **{"return": returns[-1]})
     mean = sum(returns) / len(returns)
     emit("evaluated", file=path, episodes=len(returns), mean=mean, min=min(returns), params=params)
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "mean").write_text(f"{mean}\n")
+        result = {"file": str(path), "episodes": len(returns), "mean": mean, "min": min(returns), "returns": returns}
+        (args.out / "evaluation.json").write_text(json.dumps(result) + "\n")
     return 0
 
 
