@@ -164,27 +164,32 @@ def version_key(obj: Mapping[str, Any] | None) -> tuple[str, str] | None:
 
 
 class VersionMemo(Generic[T]):
-    """What ``work(obj, *args)`` makes of an object, remembered per version (:func:`version_key`): a pass
-    over a big job works out only what changed. ``args`` must not change the answer for one version of
-    one object (the job an object belongs to, the settings). Starts over when it holds ``kept`` versions
-    (stale ones go then). An object without a uid or version is worked out every time. Safe across
-    threads (one dict operation at a time; two threads may work one version out twice, equally)."""
+    """What ``work(obj, *args)`` makes of an object, remembered for its newest version (:func:`version_key`): a
+    pass over a big job works out only what changed. One entry per object: a new version replaces the old one,
+    so an object that changes often (a pod's status) holds one entry, not one per version. ``args`` must not
+    change the answer for one version of one object (the job an object belongs to, the settings). Starts over
+    when it holds ``kept`` objects (those deleted since go then). An object without a uid or version is worked
+    out every time. Safe across threads (one dict operation at a time; two threads may work one version out
+    twice, equally)."""
 
     def __init__(self, work: Callable[..., T], kept: int) -> None:
         self._work = work
         self._kept = kept
-        self._memo: dict[tuple[str, str], T] = {}
+        self._memo: dict[str, tuple[str, T]] = {}
 
     def __call__(self, obj: Mapping[str, Any], *args: Any) -> T:
         key = version_key(obj)
         if key is None:
             return self._work(obj, *args)
-        found = self._memo.get(key)
-        if found is None:
-            if len(self._memo) >= self._kept:
-                self._memo.clear()
-            found = self._memo[key] = self._work(obj, *args)
-        return found
+        uid, version = key
+        found = self._memo.get(uid)
+        if found is not None and found[0] == version:
+            return found[1]
+        value = self._work(obj, *args)
+        if found is None and len(self._memo) >= self._kept:
+            self._memo.clear()
+        self._memo[uid] = (version, value)
+        return value
 
     def __len__(self) -> int:
         return len(self._memo)

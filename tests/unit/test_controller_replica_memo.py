@@ -88,9 +88,32 @@ def test_a_replica_with_two_pods_is_worked_out_again_when_either_changes() -> No
     assert gone[2].pod_phase == "Failed" and gone == fresh(workflow("400"), pods[:3])
 
 
-def test_the_memo_starts_over_when_full(monkeypatch: Any) -> None:
-    monkeypatch.setattr(replicas, "_STATES_KEPT", 2)
+def test_the_memo_starts_over_when_full_and_keeps_a_jobs_live_replicas_only(monkeypatch: Any) -> None:
+    monkeypatch.setattr(replicas, "_JOBS_KEPT", 2)
     pods = [pod("learner", 0, "50"), pod("collector", 0, "51"), pod("collector", 1, "52")]
     states = replica_states(JOB, MEMBERSHIP, workflow("500"), pods)
-    assert len(replicas._STATES) <= 2
     assert states == fresh(workflow("500"), pods)
+    assert len(replicas._STATES[JOB]) == len(states)  # one entry per live replica of the job
+    for other in ("b", "c"):
+        replica_states(other, MEMBERSHIP, workflow("500"), [])
+    assert len(replicas._STATES) <= 2 and "c" in replicas._STATES
+
+
+def test_the_version_memo_keeps_one_entry_per_object_its_newest_version() -> None:
+    """A pod whose status changes a hundred times holds one entry (the soak's controller kept every version of
+    every pod, up to 20,000, docs/reliability.md); an older version is worked out again, correctly."""
+    calls: list[str] = []
+
+    def work(obj: dict[str, Any]) -> str:
+        calls.append(obj["metadata"]["resourceVersion"])
+        return f"phase at {obj['metadata']['resourceVersion']}"
+
+    memo: VersionMemo[str] = VersionMemo(work, kept=10)
+    for version in range(100):
+        assert memo({"metadata": {"uid": "u1", "resourceVersion": str(version)}}) == f"phase at {version}"
+    assert len(memo) == 1 and len(calls) == 100
+    assert memo({"metadata": {"uid": "u1", "resourceVersion": "99"}}) == "phase at 99" and len(calls) == 100
+    assert memo({"metadata": {"uid": "u1", "resourceVersion": "5"}}) == "phase at 5" and len(calls) == 101
+    for uid in range(20):  # objects beyond `kept`: it starts over
+        memo({"metadata": {"uid": f"p{uid}", "resourceVersion": "1"}})
+    assert 1 <= len(memo) <= 10

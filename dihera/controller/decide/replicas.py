@@ -260,13 +260,14 @@ def _current(mine: Sequence[PodFacts], attempt: int) -> PodFacts | None:
     return current[-1] if current else None
 
 
-#: (job, replica) → what its last pass worked out: its DAG task name and hostname, the attempt nodes and pod
+#: job → replica → what its last pass worked out: its DAG task name and hostname, the attempt nodes and pod
 #: facts it read, and its state. A replica whose nodes are equal and whose pods' facts are the same objects
 #: (the same versions of its pods, :func:`pod_facts`) has the same state: a pass over a big job works out
-#: only the replicas that changed. Stale entries (a job gone) go when the memo starts over.
-_STATES: dict[tuple[str, Replica], tuple[str, str, AttemptNodes, tuple[PodFacts, ...], ReplicaState]] = {}
-#: Replicas remembered before that memo starts over (a few MiB).
-_STATES_KEPT = 20_000
+#: only the replicas that changed. Each pass keeps its job's live replicas only (a removed one goes at once).
+_Seen = tuple[str, str, "AttemptNodes", tuple["PodFacts", ...], "ReplicaState"]
+_STATES: dict[str, dict[Replica, _Seen]] = {}
+#: Jobs remembered before that memo starts over (deleted jobs' entries go then).
+_JOBS_KEPT = 2_000
 
 
 def _same_pods(a: Sequence[PodFacts], b: Sequence[PodFacts]) -> bool:
@@ -327,9 +328,9 @@ def replica_states(
     pods_of = _by_hostname(pods)
     nodes_of = _attempt_nodes(workflow)
     states = []
+    before, now = _STATES.get(job_name, {}), {}
     for r in live_replicas(membership, workflow).replicas:
-        key = (job_name, r)
-        seen = _STATES.get(key)
+        seen = before.get(r)
         if seen is not None:
             dag_name, host = seen[0], seen[1]
         else:
@@ -338,11 +339,13 @@ def replica_states(
         nodes = nodes_of.get(dag_name, _NO_NODES)
         mine = pods_of.get(host, ())
         if seen is not None and seen[2] == nodes and _same_pods(seen[3], mine):
+            now[r] = seen
             states.append(seen[4])
             continue
         state = _state(job_name, r, nodes, mine)
-        if len(_STATES) >= _STATES_KEPT:
-            _STATES.clear()
-        _STATES[key] = (dag_name, host, nodes, tuple(mine), state)
+        now[r] = (dag_name, host, nodes, tuple(mine), state)
         states.append(state)
+    if job_name not in _STATES and len(_STATES) >= _JOBS_KEPT:
+        _STATES.clear()
+    _STATES[job_name] = now
     return tuple(states)
