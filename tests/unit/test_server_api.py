@@ -233,3 +233,21 @@ def test_a_namespace_the_server_does_not_watch_is_not_found(backend: FakeBackend
     assert resp.status_code == 404
     assert resp.json()["detail"] == "DIJob team-a/dqn not found: this di-server serves team-b only"
     assert backend.scale_calls == 0
+
+
+def test_tokens_are_never_logged(backend: FakeBackend, caplog: pytest.LogCaptureFixture) -> None:
+    """Every request path the di-server logs on (a write, a refused token, a denied caller, a bad request, a
+    missing job), at debug level: no record holds a bearer token (issue 42)."""
+    caplog.set_level("DEBUG")
+    http = TestClient(create_app(ServerSettings(log_level="debug", auth_cache_seconds=0.0), backend))
+    secret = "s3cr3t-bearer-token-value"
+    for token in (ADMIN, VIEWER, secret):
+        auth = {"Authorization": f"Bearer {token}", "Idempotency-Key": f"k-{token}"}
+        http.put("/v1/namespaces/team-a/dijobs/dqn/tasks/collector/replicas", json={"replicas": 3}, headers=auth)
+        http.put("/v1/namespaces/team-a/dijobs/dqn/tasks/collector/replicas", json={"replicas": -1}, headers=auth)
+        http.get("/v1/namespaces/team-a/dijobs/nope", headers=auth)
+        http.post("/v2alpha1/job/team-a.dqn/profilings", json={"evalReturn": 1.0}, headers=auth)
+    logged = [r.getMessage() + repr(r.args) + repr(getattr(r, "__dict__", {})) for r in caplog.records]
+    assert logged, "the requests logged nothing: the check would be empty"
+    for token in (ADMIN, VIEWER, secret):
+        assert not [line for line in logged if token in line], token
