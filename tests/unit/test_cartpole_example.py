@@ -138,11 +138,20 @@ def test_the_evaluator_reports_its_returns_to_the_di_server(tmp_path: Path, caps
         assert last == ("/v2alpha1/job/ns.job-t07/profilings", "Bearer secret",
                         {"evalReturn": 150.0, "evalReturnBest": 180.0, "evalIteration": 60,
                          "evalReturnHistory": [[10, 20.0], [40, 180.0], [60, 150.0]]})  # fmt: skip
+        # the stop value's report is sent before evaluated() returns (the job ends with it), not by the thread
+        reporter = MetricsReporter(http_sender(url, token))
+        reporter.evaluated(196.0, 80, final=True)
+        *_, last = _Profilings.received
+        assert last[2]["evalReturn"] == 196.0 and last[2]["evalIteration"] == 80, last
+        reporter.close()
         _Profilings.fail = True
         failing = MetricsReporter(http_sender(url, token))
         failing.evaluated(1.0, 1)
         failing.close()
         assert "dihera-metrics-failed error=HTTPError detail=HTTP_Error_500" in capsys.readouterr().out
+        failing = MetricsReporter(http_sender(url, token))
+        failing.evaluated(200.0, 90, final=True)  # tried twice, logged, and training's end is not held up
+        assert capsys.readouterr().out.count("dihera-metrics-failed error=HTTPError attempt=") == 2
     finally:
         server.shutdown()
 

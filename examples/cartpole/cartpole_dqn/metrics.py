@@ -70,7 +70,10 @@ class MetricsReporter:
         self._thread = threading.Thread(target=self._run, name="dihera-metrics", daemon=True)
         self._thread.start()
 
-    def evaluated(self, value: float, iteration: int) -> None:
+    def evaluated(self, value: float, iteration: int, final: bool = False) -> None:
+        """Queue the report of this evaluation; ``final`` (the stop value reached): send it now, from the caller's
+        thread, tried twice, before DI-engine's finish ends the other replicas and the job (the job's end may take
+        this pod down before the thread would have sent it)."""
         self._best = value if self._best is None else max(self._best, value)
         self._history = [*self._history, [iteration, value]][-HISTORY:]
         report = {
@@ -81,6 +84,15 @@ class MetricsReporter:
         }
         with contextlib.suppress(queue.Empty):
             self._pending.get_nowait()  # drop a report not sent yet: this one is newer
+        if final:
+            for attempt in (1, 2):
+                try:
+                    self._send(report)
+                    return
+                except Exception as err:  # logged; training is over either way
+                    emit("metrics-failed", error=type(err).__name__, attempt=attempt,
+                         detail=str(err)[:200].replace(" ", "_"))  # fmt: skip
+            return
         self._pending.put_nowait(report)
 
     def close(self, timeout: float = 15.0) -> None:

@@ -72,10 +72,11 @@ def evaluator_report(stop_value: float, metrics: MetricsReporter | None = None) 
         seen = ctx.last_eval_iter
         value = float(ctx.eval_value)
         emit("eval", **{"return": value, "iter": ctx.train_iter})
-        if metrics is not None:
-            metrics.evaluated(value, int(ctx.train_iter))
         # The same condition as DI-engine's interaction_evaluator, which then sets task.finish.
-        if value >= stop_value and ctx.train_iter > 0 and not reached:
+        final = value >= stop_value and ctx.train_iter > 0 and not reached
+        if metrics is not None:  # the stop value's report is sent at once: the job ends with it
+            metrics.evaluated(value, int(ctx.train_iter), final=final)
+        if final:
             reached = True
             emit("stop-value-reached", **{"return": value, "iter": ctx.train_iter})
 
