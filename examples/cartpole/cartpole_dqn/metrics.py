@@ -10,7 +10,8 @@ controller gives the pods, else the image's CAs):
 
 Best effort, off the training loop: a report that fails is logged (`dihera-metrics-failed`) and the next one
 is tried; training never waits for one (but for the checkpoint saved on SIGTERM, sent before the process
-exits, for at most the sender's timeout).
+exits, and the evaluator's report of the stop value, sent before DI-engine's finish ends the job, each for at
+most the sender's timeout).
 """
 
 from __future__ import annotations
