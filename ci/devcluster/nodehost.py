@@ -161,7 +161,8 @@ def pod_link(pod_uid: str, up: bool) -> None:
 def _cgroup_dirs() -> list[Path]:
     """Every `kubepods` cgroup directory, deepest first, in every hierarchy."""
     found = [d for h in CGROUP_ROOT.iterdir() if (d := h / "kubepods").is_dir()]
-    nested = [p for d in found for p in d.rglob("*") if p.is_dir()]
+    # os.walk, not rglob: a container's cgroup removed during the walk is skipped, not an error
+    nested = [Path(top) / name for d in found for top, names, _ in os.walk(d) for name in names]
     return sorted(nested, key=lambda p: len(p.parts), reverse=True) + found
 
 

@@ -238,7 +238,7 @@ def stock_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfig:
         try:
             nodehost.pod_link(pod["metadata"]["uid"], up=True)
             seen["cut ended at"] = side.now()
-        except (RuntimeError, subprocess.CalledProcessError) as err:  # its processes ended meanwhile
+        except (RuntimeError, OSError, subprocess.CalledProcessError) as err:  # its processes ended meanwhile
             seen["cut ended at"] = f"{side.now()} (the pod's processes had ended: {str(err)[:80]})"
         after = evaluations()
         seen["evaluations during the cut"] = after - before if after is not None and before is not None else "?"
