@@ -401,20 +401,30 @@ def main() -> int:
     parser.add_argument("--workers", type=int, default=6)
     parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--rss-every", type=float, default=30.0, help="seconds between RSS samples")
+    parser.add_argument("--prefix", default=PREFIX, help="namespace prefix (two soaks on one cluster differ here)")
+    parser.add_argument(
+        "--controller-env", action="append", default=[], metavar="KEY=VALUE", help="extra env of the controller"
+    )
+    parser.add_argument("--trace-memory", metavar="FILE", help="run the controller under bench/traced.py into FILE")
     args = parser.parse_args()
     kubeconfig = os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig")
     install_crd(kubeconfig)
     api = config.new_client_from_config(config_file=kubeconfig)
     core = client.CoreV1Api(api)
-    ns = f"{PREFIX}-{uuid.uuid4().hex[:6]}"
+    ns = f"{args.prefix}-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": ns}})
     logs = REPO / ".devcluster" / "logs"
     logs.mkdir(parents=True, exist_ok=True)
-    argv = [DIHERA, "controller", "--kubeconfig", kubeconfig, "-n", f"{PREFIX}-*", "--standalone"]
+    argv = ["controller", "--kubeconfig", kubeconfig, "-n", f"{args.prefix}-*", "--standalone"]
     argv += ["--metrics-port", "0", "--health-port", "0"]
-    with (logs / "bench-soak-controller.log").open("ab") as out:
-        ctl = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
-    server, url = start_server(kubeconfig, ns, logs / "bench-soak-server.log")
+    if args.trace_memory:  # bench/traced.py: what Python memory grew, every --rss-every seconds
+        argv = [sys.executable, str(REPO / "bench" / "traced.py"), args.trace_memory, str(args.rss_every), "--", *argv]
+    else:
+        argv = [DIHERA, *argv]
+    env = {**os.environ, **dict(kv.split("=", 1) for kv in args.controller_env)}
+    with (logs / f"{args.prefix}-controller.log").open("ab") as out:
+        ctl = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
+    server, url = start_server(kubeconfig, ns, logs / f"{args.prefix}-server.log")
     try:
         with kwok_capacity(api, args.jobs * (1 + MAX_REPLICAS)):  # every job at its maximum at once
             soak_run(args, api, ns, ctl, server, url)
