@@ -22,12 +22,14 @@ $(VENV)/.installed: pyproject.toml
 
 setup: $(VENV)/.installed ## create .venv with dihera and its dev tools
 
-# The real node's images that need no Go program (the Python base, the project's image, the DI-engine
-# image: ~3 GB of wheels to download, ~5.4 GB to write) build in the background while `tools` compiles
-# (ci/bg.sh); `make test` waits for them before its tests. Warm it is a key check.
+# The real node's images that need no Go program (the Python base, the project's image, Redis's) build
+# in the background while `tools` compiles (ci/bg.sh); `make test` waits for them before its tests, then
+# builds the DI-engine image (~3 GB of wheels to download, ~5.4 GB to write; only the real DI-engine
+# tests, late in the run, need it) in the background beside the first tests: the session imports it into
+# the real node when that build ends (tests/integration/conftest.py). Warm both are key checks.
 REAL_NODE := $(if $(filter 0,$(DIHERA_REAL_NODE)),,1)
-images-bg: setup setup-node ## start building the real node's images in the background (log: build/bg/images.log)
-	@$(if $(REAL_NODE),bash ci/bg.sh start images $(PYTHON) -m ci.devcluster images,true)
+images-bg: setup setup-node ## start building the real node's images but DI-engine's in the background (log: build/bg/images.log)
+	@$(if $(REAL_NODE),bash ci/bg.sh start images $(PYTHON) -m ci.devcluster images --without-di-engine,true)
 
 tools: ## build the control-plane programs from the Go module proxy (cached in $DIHERA_CACHE), the real node's too
 	bash ci/build-tools.sh default $(if $(REAL_NODE),kubelet coredns netns-forward pause argoexec seaweedfs)
@@ -76,7 +78,8 @@ COMPAT_BUILD_LOG := $(DIHERA_CACHE)/compat-build.log
 # ports: ci/devcluster/settings.py), into COMPAT_TEST_LOG, shown once the default row has ended.
 COMPAT_TEST_LOG := build/compat-row.log
 test: setup setup-node setup-ui images-bg tools check-generated lint typecheck chart-lint ## everything CI runs: checks, unit, chart and cluster tests on both rows of the version matrix
-	@$(if $(REAL_NODE),bash ci/bg.sh wait images || exit 1;) \
+	@$(if $(REAL_NODE),bash ci/bg.sh wait images || exit 1; \
+	  bash ci/bg.sh start di-engine-image $(PYTHON) -m ci.devcluster di-engine-image --build-only;) \
 	  mkdir -p $(dir $(COMPAT_TEST_LOG)); \
 	  { if ! { nice -n 10 bash ci/build-tools.sh kueue && nice -n 10 bash ci/build-tools.sh $(COMPAT_TOOLS); } > $(COMPAT_BUILD_LOG) 2>&1; then \
 	      tail -n 40 $(COMPAT_BUILD_LOG); echo "[matrix] the background build (Kueue, the compat pair) failed"; exit 1; fi; \

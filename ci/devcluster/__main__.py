@@ -1,10 +1,12 @@
 """Command line: python -m ci.devcluster up|down|status|di-engine-image|images|kueue-up|kueue-down
-[--state-dir DIR] [--json] [--feature-gates A=true,B=false].
+[--state-dir DIR] [--json] [--feature-gates A=true,B=false] [--build-only] [--without-di-engine].
 
 `di-engine-image`: build the DI-engine image if its inputs changed and import it into the real node
-when one runs here (ci/devcluster/dingimage.py; not done at `up`: it is ~5 GB). `images`: build, when
-their inputs changed, every image that needs no Go program (the Python base, the project's image, the
-DI-engine image) without importing any: what `make test` runs in the background while `tools` compiles.
+when one runs here (ci/devcluster/dingimage.py; not done at `up`: it is ~5 GB; `--build-only`: no
+import). `images`: build, when their inputs changed, every image that needs no Go program (the Python
+base, the project's image, Redis's, the DI-engine image; `--without-di-engine`: not that one) without
+importing any. `make test` runs `images --without-di-engine` in the background while `tools` compiles,
+then `di-engine-image --build-only` in the background beside the first tests (ci/bg.sh).
 `kueue-up` / `kueue-down`: start / stop Kueue's manager on the running dev cluster (ci/devcluster/kueue.py;
 `--feature-gates`, or $DIHERA_KUEUE_FEATURE_GATES, adds Kueue feature gates to its configuration)."""
 
@@ -56,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         default=os.environ.get("DIHERA_KUEUE_FEATURE_GATES", ""),
         help="kueue-up: Kueue feature gates, A=true,B=false (default: $DIHERA_KUEUE_FEATURE_GATES)",
     )
+    parser.add_argument("--build-only", action="store_true", help="di-engine-image: build, import nothing")
+    parser.add_argument("--without-di-engine", action="store_true", help="images: all but the DI-engine image")
     args = parser.parse_args(argv)
     logging.basicConfig(format="[devcluster] %(message)s", level=logging.INFO, stream=sys.stderr)
 
@@ -65,14 +69,15 @@ def main(argv: list[str] | None = None) -> int:
             cluster.up()
         elif args.command == "di-engine-image":
             socket = realnode.node_files(cluster.state).containerd_socket
-            if socket.exists():
+            if socket.exists() and not args.build_only:
                 dingimage.ensure_ding_image(cluster.settings, socket, realnode.CONTAINERD_NAMESPACE)
             else:
                 dingimage.build_ding_image(cluster.settings)
                 logging.getLogger("devcluster").info("no real node running here: built, not imported")
         elif args.command == "images":
             images.dockerfile_images(cluster.settings)
-            dingimage.build_ding_image(cluster.settings)
+            if not args.without_di_engine:
+                dingimage.build_ding_image(cluster.settings)
         elif args.command == "down":
             cluster.down()
         elif args.command == "kueue-up":

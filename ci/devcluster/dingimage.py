@@ -7,18 +7,21 @@ like the other images; pip's downloads stay in buildah's cache mount across rebu
 into the running real node's containerd unless that already holds the same build. The import takes
 2-3 minutes (two copies of ~5.4 GiB: the content store, then the unpacked snapshot) and hardly any CPU,
 so the test session starts it as soon as its cluster is up (`start_import`) and waits for it only in
-the first test that needs the image.
+the first test that needs the image. `make test` builds the image itself in the background beside the
+first tests (ci/bg.sh job `di-engine-image`): the session then imports it once that build ends
+(`BuildThenImport`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import tarfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,11 +29,14 @@ from .images import DockerfileBuild, Image, dockerfile_archive, dockerfile_image
 from .settings import Settings
 
 __all__ = [
+    "BUILD_JOB",
     "DING_BUILD",
     "DING_IMAGE",
+    "BuildThenImport",
     "ImageImport",
     "ImageReport",
     "archive_config_digest",
+    "background_build",
     "build_ding_image",
     "ensure_ding_image",
     "imported",
@@ -154,6 +160,74 @@ def start_import(settings: Settings, socket: Path, namespace: str) -> ImageImpor
         return None
     image = dockerfile_image(settings, DING_BUILD, base)
     return None if imported(image, socket, namespace) else ImageImport(image, socket, namespace)
+
+
+#: The ci/bg.sh job in which `make test` builds the DI-engine image beside its first tests.
+BUILD_JOB = "di-engine-image"
+BG_SH = Path(__file__).resolve().parents[1] / "bg.sh"
+
+
+def _jobs_dir(settings: Settings, environ: Mapping[str, str]) -> Path:
+    """Where ci/bg.sh keeps its jobs' files: $DIHERA_BG_DIR, else build/bg in the checkout."""
+    return Path(environ.get("DIHERA_BG_DIR") or settings.repo / "build" / "bg")
+
+
+def background_build(settings: Settings, environ: Mapping[str, str] = os.environ) -> Path | None:
+    """The pid file of the DI-engine image's background build (ci/bg.sh job BUILD_JOB) while it runs; None
+    when none runs (never started here, or ended: a finished job's image is in the cache, a failed one is
+    built again in the foreground by `ensure_ding_image`)."""
+    jobs = _jobs_dir(settings, environ)
+    pid_file, rc_file = jobs / f"{BUILD_JOB}.pid", jobs / f"{BUILD_JOB}.rc"
+    if not pid_file.exists() or rc_file.exists():
+        return None
+    try:
+        os.kill(int(pid_file.read_text().strip()), 0)
+    except (ValueError, ProcessLookupError, PermissionError):
+        return None
+    return pid_file
+
+
+class BuildThenImport:
+    """Waits for the DI-engine image's background build (``ci/bg.sh wait``), then imports the image as
+    `start_import` does; the same `running`/`wait`/`cancel` as `ImageImport`, all from a thread of its own,
+    so the test session goes on meanwhile. `wait()`: the import's seconds (None: nothing to import), or
+    RuntimeError with the end of the build's log when the build failed."""
+
+    def __init__(
+        self, settings: Settings, socket: Path, namespace: str, environ: Mapping[str, str] = os.environ
+    ) -> None:
+        self._settings, self._socket, self._namespace = settings, socket, namespace
+        self._env = {**environ, "DIHERA_BG_DIR": str(_jobs_dir(settings, environ))}
+        self._error = ""
+        self._import: ImageImport | None = None
+        self._cancelled = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="di-engine-image-build", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        done = subprocess.run(
+            ["bash", str(BG_SH), "wait", BUILD_JOB], capture_output=True, text=True, check=False, env=self._env
+        )
+        if done.returncode != 0:
+            self._error = f"the DI-engine image's background build failed: {(done.stdout + done.stderr)[-3000:]}"
+        elif not self._cancelled.is_set():
+            self._import = start_import(self._settings, self._socket, self._namespace)
+            if self._import is not None:
+                self._import.wait()
+
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def wait(self) -> float | None:
+        self._thread.join()
+        if self._error:
+            raise RuntimeError(self._error)
+        return None if self._import is None else self._import.wait()
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+        if self._import is not None:
+            self._import.cancel()
 
 
 def ensure_ding_image(

@@ -34,7 +34,13 @@ if str(REPO) not in sys.path:  # `ci` is a top-level folder of the repo, not an 
     sys.path.insert(0, str(REPO))
 
 from ci.devcluster import Cluster, Settings, realnode  # noqa: E402
-from ci.devcluster.dingimage import ImageImport, ensure_ding_image, start_import  # noqa: E402
+from ci.devcluster.dingimage import (  # noqa: E402
+    BuildThenImport,
+    ImageImport,
+    background_build,
+    ensure_ding_image,
+    start_import,
+)
 from ci.devcluster.kueue import Kueue, parse_feature_gates  # noqa: E402
 from dihera.schema import GROUP, PLURAL, VERSION, crd_manifest, dijob_schema  # noqa: E402
 from dihera.server import ServerSettings  # noqa: E402
@@ -57,7 +63,7 @@ Poll = Callable[..., Any]
 
 
 WANTS_DING_IMAGE = pytest.StashKey[bool]()
-DING_IMAGE_IMPORT = pytest.StashKey[ImageImport]()
+DING_IMAGE_IMPORT = pytest.StashKey[ImageImport | BuildThenImport]()
 
 
 @pytest.hookimpl(trylast=True)  # after `-m`/`-k` deselected theirs
@@ -80,6 +86,9 @@ def _start_ding_image_import(config: pytest.Config, dev: Cluster) -> None:
     `ding_image` fixture waits for it. The import overlaps the tests before the first real workload."""
     socket = realnode.node_files(dev.state).containerd_socket
     if not config.stash.get(WANTS_DING_IMAGE, False) or not socket.exists():
+        return
+    if background_build(dev.settings) is not None:  # `make test` builds it beside the first tests
+        config.stash[DING_IMAGE_IMPORT] = BuildThenImport(dev.settings, socket, realnode.CONTAINERD_NAMESPACE)
         return
     started = start_import(dev.settings, socket, realnode.CONTAINERD_NAMESPACE)
     if started is not None:
@@ -251,11 +260,13 @@ def ding_image(kubeconfig: Path, pytestconfig: pytest.Config) -> str:
 
     took: float | None = None  # the import started at cluster-up, if one was
     pending = pytestconfig.stash.get(DING_IMAGE_IMPORT, None)
+    if pending is None and background_build(dev.settings) is not None:
+        pending = BuildThenImport(dev.settings, socket, realnode.CONTAINERD_NAMESPACE)
     if pending is not None:
-        del pytestconfig.stash[DING_IMAGE_IMPORT]
+        pytestconfig.stash.pop(DING_IMAGE_IMPORT, None)
         if pending.running():
-            progress("waiting for its import into the real node's containerd, started at cluster-up")
-        took = pending.wait()  # a failed import raises here with ctr's error
+            progress("waiting for its background build (make test) and import into the real node's containerd")
+        took = pending.wait()  # a failed build or import raises here with its log's end
     report = ensure_ding_image(dev.settings, socket, realnode.CONTAINERD_NAMESPACE, progress)
     if took is not None and report.imported_seconds is None:
         report = replace(report, imported_seconds=took)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
+import subprocess
 import sys
 import tarfile
 import time
@@ -17,8 +19,17 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from ci.devcluster import images  # noqa: E402
-from ci.devcluster.dingimage import DING_BUILD, ImageImport, archive_config_digest, start_import  # noqa: E402
+from ci.devcluster import dingimage, images  # noqa: E402
+from ci.devcluster.dingimage import (  # noqa: E402
+    BG_SH,
+    BUILD_JOB,
+    DING_BUILD,
+    BuildThenImport,
+    ImageImport,
+    archive_config_digest,
+    background_build,
+    start_import,
+)
 from ci.devcluster.settings import Settings  # noqa: E402
 
 
@@ -126,3 +137,37 @@ def test_no_import_starts_before_the_images_are_built(tmp_path: Path, monkeypatc
     built = settings(tmp_path)
     assert start_import(built, tmp_path / "sock", "k8s.io") is None  # no base image: nothing built, no ctr
     assert not built.images_dir.exists() and not argv.exists()
+
+
+def start_job(jobs: Path, *command: str) -> None:
+    """`ci/bg.sh start di-engine-image COMMAND...` with its files in `jobs`."""
+    env = {**os.environ, "DIHERA_BG_DIR": str(jobs)}
+    subprocess.run(["bash", str(BG_SH), "start", BUILD_JOB, *command], check=True, env=env, capture_output=True)
+
+
+def test_the_import_waits_for_the_background_build_then_starts(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`make test` builds the image in a ci/bg.sh job beside the first tests: while it runs it is found,
+    the session's import waits for its end and only then looks for the archive to import."""
+    jobs, environ = tmp_path / "bg", {"DIHERA_BG_DIR": str(tmp_path / "bg")}
+    s = settings(tmp_path)
+    assert background_build(s, environ) is None  # never started
+    started_at: list[float] = []
+    monkeypatch.setattr(dingimage, "start_import", lambda *_: started_at.append(time.monotonic()))
+    start_job(jobs, "sleep", "1.5")
+    assert background_build(s, environ) == jobs / f"{BUILD_JOB}.pid"
+    before = time.monotonic()
+    pending = BuildThenImport(s, tmp_path / "ctr.sock", "k8s.io", environ)
+    assert pending.running()
+    assert pending.wait() is None  # nothing imported: start_import found nothing to do
+    assert started_at and started_at[0] - before >= 1.0, "the import started before the build ended"
+    assert background_build(s, environ) is None  # ended
+
+
+def test_a_failed_background_build_fails_the_wait_with_the_end_of_its_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    jobs, environ = tmp_path / "bg", {"DIHERA_BG_DIR": str(tmp_path / "bg")}
+    monkeypatch.setattr(dingimage, "start_import", lambda *_: pytest.fail("imported after a failed build"))
+    start_job(jobs, "bash", "-c", "echo 'pip: no matching distribution for torch'; exit 3")
+    with pytest.raises(RuntimeError, match=r"(?s)background build failed.*no matching distribution for torch"):
+        BuildThenImport(settings(tmp_path), tmp_path / "ctr.sock", "k8s.io", environ).wait()
