@@ -3,10 +3,11 @@
     python bench/traced.py OUT SECONDS -- controller --kubeconfig ... (dihera's arguments)
 
 The baseline is the snapshot taken SECONDS after start (imports done, caches filling); each later report
-appends to OUT: the traced total, the process's RSS, and the 15 source lines whose live allocations grew
-most since the baseline (with the stack of the top 3). Python's traced memory flat while the RSS rises
-points below Python (the C allocator's arenas); a line that keeps growing is a leak with its address.
-Used by ``bench/bench_soak.py --trace-memory`` (a diagnostic: tracemalloc costs CPU and memory itself).
+appends to OUT: the traced total, the process's RSS, the 15 source lines whose live allocations grew
+most since the baseline, and the stacks of the 3 that grew most since the previous report. Python's
+traced memory flat while the RSS rises points below Python (the C allocator's arenas); a line that
+keeps growing is a leak with its address. Used by ``bench/bench_soak.py --trace-memory`` (a diagnostic:
+tracemalloc costs CPU and memory itself; under load its own snapshots take minutes).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def _rss_mib() -> float:
 def _report(out: Path, every: float) -> None:
     time.sleep(every)
     base = tracemalloc.take_snapshot().filter_traces(IGNORED)
-    started = time.monotonic()
+    last, started = base, time.monotonic()
     while True:
         time.sleep(every)
         now = tracemalloc.take_snapshot().filter_traces(IGNORED)
@@ -45,9 +46,10 @@ def _report(out: Path, every: float) -> None:
         lines += [
             f"  {d.size_diff / 1024:+9.1f} KiB {d.count_diff:+7d} blocks  {d.traceback[0]}" for d in by_line[:TOP]
         ]
-        for d in now.compare_to(base, "traceback")[:3]:
-            lines.append(f"  stack of {d.size_diff / 1024:+.1f} KiB:")
+        for d in now.compare_to(last, "traceback")[:3]:  # what grew since the last report, with its stack
+            lines.append(f"  stack of {d.size_diff / 1024:+.1f} KiB since the last report:")
             lines += [f"    {frame}" for frame in d.traceback.format()[-2 * FRAMES :]]
+        last = now
         with out.open("a") as f:
             f.write("\n".join(lines) + "\n")
 

@@ -77,8 +77,8 @@ BENCHES = (
         ("--jobs", "20", "--seconds", "60", "--workers", "4", "--rss-every", "5"),
         (
             # what can fail here: an operation lost or doubled is a failed test, not only a figure
-            r"soak: {n} operations in {n} s over 20 DIJobs \({n} live at the end\): {n} done, {n} refused, "
-            r"0 timed out, {n} resent; lost 0, doubled 0",
+            r"soak: {n} operations in {n} s \(after {n} s of warm-up, counted\) over 20 DIJobs "
+            r"\({n} live at the end\): {n} done, {n} refused, 0 timed out, {n} resent; lost 0, doubled 0",
             r"status-sync lag p50/p99 \(s\) by fifth of the run: ",
             r"controller RSS: {n} MiB at start, {n} MiB at the end",
             r"di-server RSS: {n} MiB at start, {n} MiB at the end",
