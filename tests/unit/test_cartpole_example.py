@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -185,6 +186,38 @@ def test_the_learner_reports_its_newest_checkpoint_and_the_one_saved_on_sigterm_
     finally:
         _Profilings.fail = False
         server.shutdown()
+
+
+def test_a_checkpoint_report_that_failed_is_sent_again_unless_a_newer_one_replaced_it(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Under load the di-server may not answer in time: the periodic reports are sent again (the CI run that
+    lost every report after the first: the status kept iteration 5 of a trial that saved up to 405)."""
+    sent: list[int] = []
+    fail = {"left": 2}
+
+    def send(body: dict[str, Any]) -> None:
+        if fail["left"] > 0:
+            fail["left"] -= 1
+            raise TimeoutError("timed out")
+        sent.append(body["checkpoint"]["iteration"])
+
+    reporter = CheckpointReporter(send, "learner-0", retry_seconds=0.05, attempts=4)
+    reporter.saved(5, "/ckpt/learner-0/iteration_5.pth.tar")  # fails twice, then goes through
+    deadline = time.monotonic() + 10
+    while not sent and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sent == [5]
+    fail["left"] = 100  # the di-server down: a report is tried `attempts` times, then the next one is awaited
+    reporter.saved(105, "/ckpt/learner-0/iteration_105.pth.tar")
+    time.sleep(0.5)
+    fail["left"] = 0
+    reporter.saved(205, "/ckpt/learner-0/iteration_205.pth.tar")
+    while sent[-1] != 205 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sent == [5, 205], sent
+    failed = [x for x in capsys.readouterr().out.splitlines() if x.startswith("dihera-metrics-failed")]
+    assert failed == ["dihera-metrics-failed error=TimeoutError detail=timed_out"], failed  # logged once
 
 
 def test_settings_report_every_invalid_variable_with_what_is_valid() -> None:

@@ -133,12 +133,18 @@ def _announce_learner(cfg: Any, settings: Settings, model: DQN, exchangers: tupl
 
 def _checkpoint_reports(settings: Settings) -> Any:
     """With a di-server: the learner's checkpoints reported into the DIJob's status (`status.profilings.checkpoint`;
-    the replica is its checkpoint directory's name, `<task>-<index>`); a short timeout: the one saved on SIGTERM
-    is sent within the pod's grace period (5 s in the example), after the save (0.1-1.2 s)."""
+    the replica is its checkpoint directory's name, `<task>-<index>`); the periodic ones with the usual timeout and
+    sent again when they failed, the one saved on SIGTERM with a short one: it is sent within the pod's grace
+    period (5 s in the example), after the save (0.1-1.2 s)."""
     if not settings.server_url or not settings.job_id or not settings.checkpoint_dir:
         return None
-    send = http_sender(profilings_url(settings.server_url, settings.job_id), timeout=1.5, ca=settings.server_ca)
-    return CheckpointReporter(send, os.path.basename(settings.checkpoint_dir.rstrip("/"))).saved
+    url = profilings_url(settings.server_url, settings.job_id)
+    reporter = CheckpointReporter(
+        http_sender(url, ca=settings.server_ca),
+        os.path.basename(settings.checkpoint_dir.rstrip("/")),
+        send_final=http_sender(url, timeout=1.5, ca=settings.server_ca),
+    )
+    return reporter.saved
 
 
 def _metrics(settings: Settings) -> MetricsReporter | None:

@@ -114,11 +114,23 @@ class MetricsReporter:
 
 class CheckpointReporter:
     """Reports `{checkpoint: {iteration, path, replica, time, onTerm}}` after each save, the newest only (a
-    thread of its own); the save made on SIGTERM (`final`) is sent at once, before the process exits.
-    A failure is logged once (a job whose pods may not patch DIJobs would log it at every save)."""
+    thread of its own, with `send`); a report that failed is sent again after `retry_seconds` (at most
+    `attempts` times) unless a newer one replaced it meanwhile: a di-server slow to answer under load loses no
+    checkpoint. The save made on SIGTERM (`final`) is sent at once with `send_final` (a timeout within the
+    pod's grace period), once, before the process exits. A failure is logged once (a job whose pods may not
+    patch DIJobs would log it at every save)."""
 
-    def __init__(self, send: Send, replica: str, clock: Callable[[], float] = time.time) -> None:
-        self._send, self._replica, self._clock = send, replica, clock
+    def __init__(
+        self,
+        send: Send,
+        replica: str,
+        clock: Callable[[], float] = time.time,
+        send_final: Send | None = None,
+        attempts: int = 4,
+        retry_seconds: float = 2.0,
+    ) -> None:
+        self._send, self._send_final, self._replica, self._clock = send, send_final or send, replica, clock
+        self._attempts, self._retry = max(1, attempts), retry_seconds
         self._failed = False
         self._pending: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=1)
         self._thread = threading.Thread(target=self._run, name="dihera-checkpoints", daemon=True)
@@ -129,20 +141,28 @@ class CheckpointReporter:
         report = {"checkpoint": {"iteration": iteration, "path": path, "replica": self._replica, "time": stamp,
                                  "onTerm": final}}  # fmt: skip
         if final:
-            self._deliver(report)
+            self._deliver(report, self._send_final)
             return
         with contextlib.suppress(queue.Empty):
             self._pending.get_nowait()  # drop a report not sent yet: this one is newer
         self._pending.put_nowait(report)
 
-    def _deliver(self, report: dict[str, Any]) -> None:
+    def _deliver(self, report: dict[str, Any], send: Send) -> bool:
         try:
-            self._send(report)
+            send(report)
+            return True
         except Exception as err:  # any failure: logged once, training goes on
             if not self._failed:
                 self._failed = True
                 emit("metrics-failed", error=type(err).__name__, detail=str(err)[:200].replace(" ", "_"))
+            return False
 
     def _run(self) -> None:
+        report, tries = self._pending.get(), 0
         while True:
-            self._deliver(self._pending.get())
+            tries += 1
+            if self._deliver(report, self._send) or tries >= self._attempts:
+                report, tries = self._pending.get(), 0
+                continue
+            with contextlib.suppress(queue.Empty):  # a newer report replaces the one to send again
+                report, tries = self._pending.get(timeout=self._retry), 0
