@@ -73,7 +73,8 @@ def main(argv: list[str] | None = None) -> int:
                 dingimage.ensure_ding_image(cluster.settings, socket, realnode.CONTAINERD_NAMESPACE)
             else:
                 dingimage.build_ding_image(cluster.settings)
-                logging.getLogger("devcluster").info("no real node running here: built, not imported")
+                why = "--build-only" if args.build_only else "no real node running here"
+                logging.getLogger("devcluster").info("%s: built, not imported", why)
         elif args.command == "images":
             images.dockerfile_images(cluster.settings)
             if not args.without_di_engine:
