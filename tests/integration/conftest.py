@@ -263,7 +263,8 @@ def ding_image(kubeconfig: Path, pytestconfig: pytest.Config) -> str:
     if pending is None and background_build(dev.settings) is not None:
         pending = BuildThenImport(dev.settings, socket, realnode.CONTAINERD_NAMESPACE)
     if pending is not None:
-        pytestconfig.stash.pop(DING_IMAGE_IMPORT, None)
+        if DING_IMAGE_IMPORT in pytestconfig.stash:
+            del pytestconfig.stash[DING_IMAGE_IMPORT]
         if pending.running():
             progress("waiting for its background build (make test) and import into the real node's containerd")
         took = pending.wait()  # a failed build or import raises here with its log's end
