@@ -266,7 +266,8 @@ def ding_image(kubeconfig: Path, pytestconfig: pytest.Config) -> str:
         if DING_IMAGE_IMPORT in pytestconfig.stash:
             del pytestconfig.stash[DING_IMAGE_IMPORT]
         if pending.running():
-            progress("waiting for its background build (make test) and import into the real node's containerd")
+            what = "background build (make test), then import" if isinstance(pending, BuildThenImport) else "import"
+            progress(f"waiting for its {what} into the real node's containerd, started at cluster-up")
         took = pending.wait()  # a failed build or import raises here with its log's end
     report = ensure_ding_image(dev.settings, socket, realnode.CONTAINERD_NAMESPACE, progress)
     if took is not None and report.imported_seconds is None:

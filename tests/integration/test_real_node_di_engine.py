@@ -508,9 +508,10 @@ def test_redis_as_message_queue_trains_and_a_collector_added_at_the_end_does_not
     assert "added" in seen, f"the stop value was never seen while the job ran: {evaluations}"
     late = seen.get("late pod")
     assert late is not None and late["metadata"]["annotations"]["diengine/rank"] == "5", late
-    # It was running DI-engine when the job ended, and was stopped (deleted by cleanPodPolicy: Running),
-    # not left behind and not counted as a failure.
-    assert "late collector running" in seen, seen
+    # It was running DI-engine when the job ended (or, when DI-engine's finish came first, still starting: its
+    # peer wait needs the ranks below it, which had ended; seen once in a run on an idle machine), and was
+    # stopped (deleted by cleanPodPolicy: Running), not left behind and not counted as a failure.
+    assert "late collector running" in seen or late["status"].get("phase") == "Pending", seen
 
     def stopped() -> bool:
         pods = job_pods(cluster, outcome.namespace, "cartpole-dqn-redis")
@@ -523,7 +524,8 @@ def test_redis_as_message_queue_trains_and_a_collector_added_at_the_end_does_not
     assert outcome.run.status.get("restarts", 0) == 0, outcome.run.status
     print(
         f"\n[di-engine] redis: evaluations {evaluations}; late collector added at {seen['added']} s, "
-        f"running at {seen['late collector running']} s; {outcome.run.seconds:.0f}s to Succeeded; {message}"
+        f"running at {seen.get('late collector running', '- (still starting)')} s; "
+        f"{outcome.run.seconds:.0f}s to Succeeded; {message}"
     )
 
 
