@@ -54,6 +54,7 @@ LEARNER = f"{NAME}-learner-0"
 STOP_VALUE = 195.0
 #: From the faults' end to the job's: the learner unthrottled trains to the stop value in about a minute.
 TIME_BOUND = 420
+PROGRESS_WAIT = 180  # s for the learner's next progress line at 50m CPU (20 iterations apart)
 
 
 @pytest.fixture(scope="module")
@@ -105,9 +106,15 @@ def test_kubelet_and_containerd_restarted_while_the_example_trains_restart_no_re
         pods = replicas(cluster, namespace)
         return pods if LEARNER in pods and learner_iteration(core, namespace, pods[LEARNER]) >= 0 else None
 
-    def iteration(what: str) -> int:  # the learner's log is read through the kubelet: once it serves again
-        found = poll(lambda: learner_iteration(core, namespace, replicas(cluster, namespace)[LEARNER]) + 1, 30, what)
-        return int(found) - 1
+    def iteration(what: str, past: int = -1) -> int:
+        """The learner's newest logged iteration once it is past `past`: its lines come every 20 iterations,
+        tens of seconds apart at 50m CPU, and the log is read through the kubelet (once it serves again)."""
+
+        def newer() -> int | None:
+            found = learner_iteration(core, namespace, replicas(cluster, namespace)[LEARNER])
+            return found + 1 if found > past else None  # + 1: iteration 0 is an answer, not a falsy "not yet"
+
+        return int(poll(newer, PROGRESS_WAIT, what)) - 1
 
     pods = poll(training, 300, "the learner's first iteration")
     started = {host: p["metadata"]["uid"] for host, p in pods.items()}
@@ -123,7 +130,7 @@ def test_kubelet_and_containerd_restarted_while_the_example_trains_restart_no_re
     time.sleep(3)
     dev.restart("kubelet")
     poll(lambda: node_ready(core, killed), 60, "the node Ready after the kubelet's restart")
-    between = iteration("the learner's log after the kubelet's restart")
+    between = iteration("a learner iteration past the one before the kubelet's restart", before)
     killed = datetime.now(UTC)
     dev.kill("containerd")
     time.sleep(3)
@@ -131,7 +138,7 @@ def test_kubelet_and_containerd_restarted_while_the_example_trains_restart_no_re
     back = time.monotonic()
     poll(lambda: node_ready(core, killed), 60, "the node Ready after containerd's restart")
     ready_in = time.monotonic() - back
-    after = iteration("the learner's log after containerd's restart")
+    after = iteration("a learner iteration past the one before containerd's restart", between)
     resize_learner(cluster, namespace, replicas(cluster, namespace)[LEARNER]["metadata"]["name"], UNTHROTTLED)
     run = follow(cluster, namespace, NAME, timeout=TIME_BOUND)
     succeeded_in = time.monotonic() - back
