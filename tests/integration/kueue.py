@@ -1,4 +1,5 @@
-"""Kueue for the integration tests: its objects (kueue.x-k8s.io/v1beta2) for one test namespace.
+"""Kueue for the integration tests: its objects (kueue.x-k8s.io/v1beta2) for one test namespace, the
+controller with ``--kueue`` and the RBAC it needs (``kueue_rbac_applied``), DIJobs in a LocalQueue (``queued``).
 
 The session fixture ``kueue`` (conftest.py) starts Kueue's manager on the local control plane
 (`python -m ci.devcluster kueue-up`); ``kueue_queues`` makes a ResourceFlavor, a ClusterQueue with
@@ -8,18 +9,88 @@ LocalQueue there and WorkloadPriorityClasses, and deletes them after the test.
 
 from __future__ import annotations
 
+import subprocess
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
+
+from dihera.queueing import KueueSettings
+from tests.chart import helm
+from tests.integration.controllers import DIHERA, RBAC_KINDS, SA_NAME, Controller, controller_env, kubectl
+from tests.integration.jobs import manifest, task
+from tests.integration.lifecycle import FOREVER
 
 GROUP = "kueue.x-k8s.io"
 VERSION = "v1beta2"
 #: The label that puts a job (or a DIJob) in a LocalQueue.
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+KUEUE_VALUES = {"kueue": {"enabled": True}}
+#: The WorkloadPriorityClasses of the test namespace (the fixture names them ``<namespace>-<key>``).
+CLASSES = {"low": 100, "normal": 200, "high": 300, "nonpreemptible": 1000}
+
+
+def kueue_settings(namespace: str) -> KueueSettings:
+    return KueueSettings(
+        priority_classes={p: f"{namespace}-{p}" for p in ("low", "normal", "high")},
+        nonpreemptible_class=f"{namespace}-nonpreemptible",
+        scale_wait=8,
+    )
+
+
+@contextmanager
+def kueue_rbac_applied(kubeconfig: Path) -> Iterator[None]:
+    """The chart's controller RBAC with ``kueue.enabled`` (a superset of the default), put back as it was after."""
+    kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(controller_rbac(KUEUE_VALUES)))
+    try:
+        yield
+    finally:
+        kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(controller_rbac(None)))
+
+
+def controller_rbac(values: dict[str, Any] | None) -> list[dict[str, Any]]:
+    objects = helm.render(values)
+    return [o for o in objects if o["kind"] in RBAC_KINDS and o["metadata"]["name"] == SA_NAME]
+
+
+class KueueController(Controller):
+    """``dihera controller --kueue`` mapping spec.priority to the test namespace's priority classes."""
+
+    def start(self) -> None:
+        settings = kueue_settings(self.namespace)
+        classes = ",".join(f"{k}={v}" for k, v in settings.priority_classes.items())
+        argv = [
+            "--kueue",
+            "--kueue-priority-classes",
+            classes,
+            "--kueue-nonpreemptible-class",
+            settings.nonpreemptible_class,
+        ]
+        base = [DIHERA, "controller", "--kubeconfig", str(self.kubeconfig), "-n", self.namespace, "--standalone"]
+        base += ["--metrics-port", str(self.metrics_port), "--health-port", "0", *argv]
+        with self.log.open("ab") as out:
+            self.proc = subprocess.Popen(base, stdout=out, stderr=subprocess.STDOUT, env=controller_env())
+
+
+def qtask(type_: str, replicas: int, seconds: str = FOREVER["sim.dihera.io/run-seconds"]) -> dict[str, Any]:
+    """A task of ``replicas`` pods asking 1 CPU each, each running ``seconds`` on a kwok node."""
+    entry = task(type_, replicas, **{"sim.dihera.io/run-seconds": seconds})
+    entry["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
+    return entry
+
+
+def queued(name: str, namespace: str, queue: str | None, *tasks: dict[str, Any], **spec: Any) -> dict[str, Any]:
+    doc = manifest(name, namespace, *tasks, **spec)
+    if queue is not None:
+        doc["metadata"]["labels"] = {QUEUE_LABEL: queue}
+    return doc
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,6 @@ the quota is refused with Kueue's reason, within it proceeds.
 from __future__ import annotations
 
 import signal
-import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,59 +18,32 @@ from typing import Any
 
 import httpx
 import pytest
-import yaml
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
 from dihera.kube.jobs import JobStore
-from dihera.queueing import KueueSettings
 from dihera.server import ServerSettings
-from tests.chart import helm
 from tests.integration.conftest import Poll
-from tests.integration.controllers import DIHERA, RBAC_KINDS, SA_NAME, Controller, controller_env, denied, kubectl
-from tests.integration.jobs import job_pods, manifest, task
-from tests.integration.kueue import GROUP, QUEUE_LABEL, VERSION, Queues, condition
-from tests.integration.lifecycle import FOREVER, current_message, has_event, live_pods, status_where
+from tests.integration.controllers import denied
+from tests.integration.jobs import job_pods
+from tests.integration.kueue import (
+    CLASSES,
+    GROUP,
+    KUEUE_VALUES,
+    VERSION,
+    KueueController,
+    Queues,
+    condition,
+    kueue_rbac_applied,
+    kueue_settings,
+    qtask,
+    queued,
+)
+from tests.integration.lifecycle import current_message, has_event, live_pods, status_where
 from tests.integration.servers import install_server_rbac, running_server, sa_token
 from tests.integration.volumes import claim
 
 pytestmark = pytest.mark.cluster
-
-KUEUE_VALUES = {"kueue": {"enabled": True}}
-#: The WorkloadPriorityClasses of the test namespace (the fixture names them ``<namespace>-<key>``).
-CLASSES = {"low": 100, "normal": 200, "high": 300, "nonpreemptible": 1000}
-
-
-def kueue_settings(namespace: str) -> KueueSettings:
-    return KueueSettings(
-        priority_classes={p: f"{namespace}-{p}" for p in ("low", "normal", "high")},
-        nonpreemptible_class=f"{namespace}-nonpreemptible",
-        scale_wait=8,
-    )
-
-
-def controller_rbac(values: dict[str, Any] | None) -> list[dict[str, Any]]:
-    objects = helm.render(values)
-    return [o for o in objects if o["kind"] in RBAC_KINDS and o["metadata"]["name"] == SA_NAME]
-
-
-class KueueController(Controller):
-    """``dihera controller --kueue`` mapping spec.priority to the test namespace's priority classes."""
-
-    def start(self) -> None:
-        settings = kueue_settings(self.namespace)
-        classes = ",".join(f"{k}={v}" for k, v in settings.priority_classes.items())
-        argv = [
-            "--kueue",
-            "--kueue-priority-classes",
-            classes,
-            "--kueue-nonpreemptible-class",
-            settings.nonpreemptible_class,
-        ]
-        base = [DIHERA, "controller", "--kubeconfig", str(self.kubeconfig), "-n", self.namespace, "--standalone"]
-        base += ["--metrics-port", str(self.metrics_port), "--health-port", "0", *argv]
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen(base, stdout=out, stderr=subprocess.STDOUT, env=controller_env())
 
 
 @dataclass
@@ -82,12 +54,9 @@ class Setup:
 
 @pytest.fixture
 def kueue_rbac(kubeconfig: Path, controller_kubeconfig: Path) -> Iterator[Path]:
-    """The chart's controller RBAC with ``kueue.enabled`` (a superset of the default), put back as it was after."""
-    kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(controller_rbac(KUEUE_VALUES)))
-    try:
+    """The chart's controller RBAC with ``kueue.enabled`` (tests/integration/kueue.py), as long as the test runs."""
+    with kueue_rbac_applied(kubeconfig):
         yield controller_kubeconfig
-    finally:
-        kubectl(kubeconfig, "apply", "-f", "-", stdin=yaml.safe_dump_all(controller_rbac(None)))
 
 
 @pytest.fixture
@@ -113,20 +82,6 @@ def setup(
             print(ctl.logs()[-8000:])  # shown by pytest when the test failed
             errors = denied(ctl.logs())
             assert not errors, f"the controller lacked a permission:\n{errors[0]}"
-
-
-def qtask(type_: str, replicas: int, seconds: str = FOREVER["sim.dihera.io/run-seconds"]) -> dict[str, Any]:
-    """A task of ``replicas`` pods asking 1 CPU each, each running ``seconds`` on a kwok node."""
-    entry = task(type_, replicas, **{"sim.dihera.io/run-seconds": seconds})
-    entry["template"]["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "1"}}
-    return entry
-
-
-def queued(name: str, namespace: str, queue: str | None, *tasks: dict[str, Any], **spec: Any) -> dict[str, Any]:
-    doc = manifest(name, namespace, *tasks, **spec)
-    if queue is not None:
-        doc["metadata"]["labels"] = {QUEUE_LABEL: queue}
-    return doc
 
 
 def get_workload(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any] | None:

@@ -19,8 +19,12 @@ log lines only (no project code runs in these processes):
   then stopped, docs/controller.md).
 - ``example``: the project's own example (workflows/cartpole-dqn.yaml, examples/cartpole) started with 8
   replicas (6 collectors), its model carrying an unused layer of an Atari DQN's size (1.69 M parameters);
-  once the learner trains, its DI-engine process is SIGKILLed: Argo restarts it in place (same rank and
-  name), the others reconnect to it, it trains from scratch, and the job reaches the stop value.
+  queued in Kueue (the module's controller runs with ``--kueue``; the other jobs are not queued) at low
+  priority, preemptible. Once the learner trains, its DI-engine process is SIGKILLed: Argo restarts it in
+  place (same rank and name), the others reconnect to it, it resumes from its checkpoint; later the job is
+  suspended and resumed, then preempted by a high-priority DIJob (one kwok pod taking the ClusterQueue's
+  quota) and admitted again: the learner resumes from its SIGTERM save each time, and the job reaches the
+  stop value. What each interruption cost is printed (docs/checkpoints.md).
 - ``serial``: workflows/serial.yaml, one replica of DI-engine's serial pipeline (``ding -m serial``) with the
   CartPole DQN config DI-engine ships in dizoo, to the stop value.
 
@@ -49,13 +53,23 @@ from kubernetes import client
 from ci.demo import EVALUATED, evaluation_workflow
 from ci.devcluster import Cluster, Settings, nodehost
 from ci.devcluster.images import REDIS_IMAGE
+from ci.devcluster.kueue import Kueue
 from dihera.cli import main as dihera
 from dihera.kube.jobs import JobStore
 from dihera.naming import service_name
 from tests.integration.conftest import Poll, fresh_namespace
-from tests.integration.controllers import Controller
 from tests.integration.jobs import edit_replicas, job_pods
-from tests.integration.lifecycle import set_suspend
+from tests.integration.kueue import (
+    CLASSES,
+    QUEUE_LABEL,
+    KueueController,
+    create_queues,
+    delete_queues,
+    kueue_rbac_applied,
+    qtask,
+    queued,
+)
+from tests.integration.lifecycle import has_event, set_suspend
 from tests.integration.realjobs import (
     REPO,
     Run,
@@ -297,8 +311,15 @@ CONTRACT = re.compile(r"^dihera-([a-z-]+) (.*)$", re.MULTILINE)
 EXTRA_PARAMS = "1690000"  # an unused 1300 x 1300 weight: an Atari DQN's size
 #: The example's learner saves a checkpoint every so many iterations (its checkpoint volume: spec.checkpoint).
 CHECKPOINT_EVERY = 20
-#: The example job is suspended once its restarted learner trained this many iterations past its resume.
+#: The example job is suspended once its restarted learner trained this many iterations past its resume, and
+#: preempted by Kueue once its learner trained as many past the resume after the suspend.
 SUSPEND_AFTER = 40
+#: The module's ClusterQueue holds this much CPU: the example (8 replicas of 20m) fits, and so does the
+#: high-priority preemptor (one kwok pod asking 1 CPU), but not both: Kueue preempts the example for it.
+QUEUE_CPU = "1"
+PREEMPTOR = "urgent"
+#: The example's save interval (examples/cartpole: DIHERA_CHECKPOINT_EVERY's default), for the save's cost.
+EXAMPLE_CHECKPOINT_EVERY = 100
 
 
 def contract(log: str) -> list[dict[str, str]]:
@@ -309,9 +330,13 @@ def contract(log: str) -> list[dict[str, str]]:
     ]
 
 
-def example_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfig: Path) -> Job:
-    """workflows/cartpole-dqn.yaml with 6 collectors and the big model; its learner SIGKILLed once it trains."""
+def example_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfig: Path, queue: str) -> Job:
+    """workflows/cartpole-dqn.yaml with 6 collectors and the big model, queued in Kueue's `queue` at low
+    priority, preemptible; its learner SIGKILLed once it trains, the job suspended and resumed later, and
+    preempted by a high-priority job after that."""
     doc = small_requests(on_real_node("cartpole-dqn.yaml", namespace, image, cluster))
+    doc["metadata"].setdefault("labels", {})[QUEUE_LABEL] = queue
+    doc["spec"].update(priority="low", preemptible=True)
     for task in doc["spec"]["tasks"]:
         if task["name"] == "collector":
             task["replicas"] = 6
@@ -356,6 +381,9 @@ def example_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfi
         iters = [int(x["iter"]) for x in lines if x["event"] == "progress"]
         if learner is None or not iters:
             return
+        timeline = seen.setdefault("timeline", [])  # (seconds, learner pod, its newest iteration) as it moves
+        if not timeline or timeline[-1][1:] != (learner["metadata"]["uid"], max(iters)):
+            timeline.append((side.now(), learner["metadata"]["uid"], max(iters)))
         if "killed" not in seen and max(iters) >= 40:
             seen["killed"] = kill_ditask(kubeconfig, namespace, learner["metadata"]["name"])
             seen["killed at"], seen["killed pod"], seen["killed iter"] = (
@@ -370,6 +398,14 @@ def example_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfi
                 seen["final log"] = follow_log(cluster, namespace, learner["metadata"]["name"])
                 set_suspend(cluster, namespace, name, True)
                 seen["suspended at"], seen["suspended iter"] = side.now(), max(iters)
+        elif "resumed at" in seen and "preempted at" not in seen and len(seen["learner pods"]) == 3:
+            resumed = [int(x["iter"]) for x in lines if x["event"] == "resumed"]
+            if resumed and max(iters) >= resumed[0] + SUSPEND_AFTER:
+                seen["preempted log"] = follow_log(cluster, namespace, learner["metadata"]["name"])
+                JobStore(cluster).create(
+                    queued(PREEMPTOR, namespace, queue, qtask("learner", 1, "5"), priority="high", preemptible=True)
+                )
+                seen["preempted at"], seen["preempted iter"] = side.now(), max(iters)
 
     return Job(name, doc, tick)
 
@@ -427,15 +463,19 @@ def redis_job(cluster: client.ApiClient, namespace: str, image: str) -> Job:
 @pytest.fixture(scope="module")
 def outcomes(
     ding_image: str,
+    kueue: Kueue,
     controller_kubeconfig: Path,
     dijob_crd: None,
     cluster: client.ApiClient,
     kubeconfig: Path,
     tmp_path_factory: Any,
 ) -> Iterator[dict[str, Outcome]]:
-    """Every job of the module created at once in one namespace, under one controller, followed to its end."""
-    with fresh_namespace(cluster) as namespace:
-        ctl = Controller(controller_kubeconfig, namespace, tmp_path_factory.mktemp("ctl") / "controller.log")
+    """Every job of the module created at once in one namespace, under one controller (``--kueue``: the
+    example is queued, the others are not), followed to its end."""
+    with fresh_namespace(cluster) as namespace, kueue_rbac_applied(kubeconfig):
+        queues = create_queues(cluster, namespace, QUEUE_CPU, priority_classes=CLASSES)
+        log = tmp_path_factory.mktemp("ctl") / "controller.log"
+        ctl = KueueController(controller_kubeconfig, namespace, log)
         ctl.start()
         try:
             jobs = [
@@ -443,16 +483,18 @@ def outcomes(
                 star_job(cluster, namespace, ding_image, kubeconfig),
                 redis_job(cluster, namespace, ding_image),
                 serial_job(cluster, namespace, ding_image),
-                example_job(cluster, namespace, ding_image, kubeconfig),
+                example_job(cluster, namespace, ding_image, kubeconfig, queues.local_queue),
             ]
-            yield run_all(cluster, namespace, jobs)
+            yield run_all(cluster, namespace, jobs, tmp_path_factory.mktemp("pod-logs"))
         finally:
             ctl.kill()
             print(ctl.logs()[-4000:])
+            delete_queues(cluster, queues)
 
 
-def run_all(cluster: client.ApiClient, namespace: str, jobs: list[Job]) -> dict[str, Outcome]:
-    """Create every job, follow each in its own thread until it ended, read its pods and logs then."""
+def run_all(cluster: client.ApiClient, namespace: str, jobs: list[Job], keep: Path) -> dict[str, Outcome]:
+    """Create every job, follow each in its own thread until it ended, read its pods and logs then (also written
+    to `keep`/<job>/<pod>.log, for a look after a failure)."""
     store, lock = JobStore(cluster), threading.Lock()
     for job in jobs:
         store.create(job.manifest)
@@ -470,6 +512,9 @@ def run_all(cluster: client.ApiClient, namespace: str, jobs: list[Job]) -> dict[
 
         run = follow(cluster, namespace, job.name, timeout=TIME_BOUND, on_tick=tick)
         pods, logs = job_pods(cluster, namespace, job.name), job_logs(cluster, namespace, job.name)
+        (keep / job.name).mkdir()
+        for pod, log in logs.items():
+            (keep / job.name / f"{pod}.log").write_text(log)
         return Outcome(run, namespace, pods, logs, seen)
 
     with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
@@ -489,7 +534,10 @@ def assert_trained(outcome: Outcome, tasks: dict[str, int]) -> list[tuple[int, f
     tails = {p: log[-2500:] for p, log in outcome.logs.items()}
     assert run.status.get("phase") == "Succeeded", f"{outcome.summary()}\n{tails}"
     evaluations = returns(outcome.log_of("evaluator"))
-    assert evaluations and evaluations[-1][1] >= STOP_VALUE and evaluations[-1][0] > 0, (evaluations, tails)
+    trained = evaluations and evaluations[-1][1] >= STOP_VALUE and evaluations[-1][0] > 0
+    assert trained, f"{outcome.summary()}\nevaluations {evaluations[-5:]}\n" + "\n".join(
+        f"--- {pod}:\n{tail}" for pod, tail in tails.items()
+    )
     for task, replicas in tasks.items():
         for index in range(replicas):
             pod = pod_of(outcome.pods, task, index)
@@ -605,14 +653,17 @@ def test_the_serial_pipeline_trains_to_the_stop_value(outcomes: dict[str, Outcom
     assert converged and converged[-1] >= STOP_VALUE, log[-3000:]
 
 
-def test_the_example_survives_its_learner_killed_and_a_suspend_without_losing_training_and_exchanges_a_big_model(
-    outcomes: dict[str, Outcome],
+def test_the_example_survives_its_learner_killed_a_suspend_and_kueues_preemption_and_exchanges_a_big_model(
+    outcomes: dict[str, Outcome], cluster: client.ApiClient, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """The project's example (barrier-free), 8 replicas at start. Its learner's process SIGKILLed mid-training is
     restarted in place (same rank, same name) and resumes from its checkpoint (the job's checkpoint volume, saved
     every CHECKPOINT_EVERY iterations): at most that many iterations lost. The job suspended later (every pod
     deleted, SIGTERM): the learner saves at once and exits 143, and after resume its third pod resumes from that
-    very iteration: none lost. Every collector heard a learner and received its 1.69 M-parameter model (its
+    very iteration: none lost. Then a high-priority job takes the Kueue quota: the example (low priority,
+    preemptible) is evicted (phase Queued, every pod deleted: SIGTERM, saved), readmitted once the other is done,
+    and its fourth learner resumes from the iteration saved on eviction. The work each interruption cost is
+    printed (docs/checkpoints.md). Every collector heard a learner and received its 1.69 M-parameter model (its
     digest); the job reaches the stop value with one restart; the learner's self-reported progress reached the
     DIJob's status (docs/argo-ui.md)."""
     outcome = outcomes["cartpole-dqn"]
@@ -624,16 +675,17 @@ def test_the_example_survives_its_learner_killed_and_a_suspend_without_losing_tr
     assert "resumed at" in seen, f"{outcome.summary()}\n{tails}"
     assert run.status.get("phase") == "Succeeded", f"{outcome.summary()}\n{tails}"
     assert run.status.get("restarts") == 1 and seen["pods at start"] == 8, (run.status, seen["pods at start"])
-    assert "Suspended" in run.phases, run.phases
+    assert "Suspended" in run.phases and "Queued" in run.phases, run.phases
     by_host: dict[str, list[dict[str, Any]]] = {}
     for pod in outcome.pods:  # the pods of the run after resume (suspending deleted the others)
         by_host.setdefault(pod["spec"]["hostname"], []).append(pod)
     for host, pods in by_host.items():
-        assert len(pods) == 1 and set(exit_codes(pods[0]).values()) == {0}, (host, [exit_codes(p) for p in pods])
+        ended = [(exit_codes(p), outcome.logs.get(p["metadata"]["name"], "")[-3000:]) for p in pods]
+        assert len(pods) == 1 and set(exit_codes(pods[0]).values()) == {0}, (host, ended)
     (last,) = by_host["cartpole-dqn-learner-0"]
     assert last["metadata"]["annotations"]["diengine/rank"] == "0"  # the same rank and hostname throughout
     uids = seen["learner pods"]  # in the order they appeared
-    assert len(uids) == 3 and uids[2] == last["metadata"]["uid"], (uids, seen.get("pod names"))
+    assert len(uids) == 4 and uids[3] == last["metadata"]["uid"], (uids, seen.get("pod names"))
     assert seen["pod names"][uids[0]] == seen["killed pod"], (seen["pod names"], seen["killed pod"])
     # every pod's log as read while it ran and at the end, the longer (cleanPodPolicy All deletes the pods as the
     # job ends: a read at the end may come back short)
@@ -642,9 +694,9 @@ def test_the_example_survives_its_learner_killed_and_a_suspend_without_losing_tr
         uid = pod["metadata"]["uid"]
         kept[uid] = max(kept.get(uid, ""), logs.get(pod["metadata"]["name"], ""), key=len)
     lines = {pod["metadata"]["name"]: contract(kept[pod["metadata"]["uid"]]) for pod in outcome.pods}
-    first, second, third = (contract(kept.get(uid, "")) for uid in uids)
-    ups = [x["incarnation"] for x in [*first, *second, *third] if x["event"] == "learner-up"]
-    assert len(ups) == 3 and len(set(ups)) == 3, (
+    first, second, third, fourth = (contract(kept.get(uid, "")) for uid in uids)
+    ups = [x["incarnation"] for x in [*first, *second, *third, *fourth] if x["event"] == "learner-up"]
+    assert len(ups) == 4 and len(set(ups)) == 4, (
         ups,
         {uid: (len(kept.get(uid, "")), kept.get(uid, "")[:1500]) for uid in uids},
     )
@@ -668,7 +720,19 @@ def test_the_example_survives_its_learner_killed_and_a_suspend_without_losing_tr
     again = [x for x in third if x["event"] == "resumed"]
     assert len(again) == 1 and int(again[0]["iter"]) == at_term, (again, terminated)
     assert again[0]["file"] == f"iteration_{at_term}.pth.tar", again
-    (digest,) = {x["digest"] for x in [*first, *second, *third] if x["event"] == "model"}
+    # Kueue's preemption: evicted (the Event says why), every pod deleted (SIGTERM), saved on the spot; readmitted
+    # once the high-priority job Succeeded, resumed from exactly there
+    assert "preempted at" in seen, f"trained to the end before the preemption: {outcome.summary()}"
+    assert has_event(cluster, outcome.namespace, "cartpole-dqn", "Evicted", "Preempted")()
+    urgent = JobStore(cluster).get(outcome.namespace, PREEMPTOR) or {}
+    assert (urgent.get("status") or {}).get("phase") == "Succeeded", urgent.get("status")
+    evicted = [x for x in contract("".join(seen["preempted log"])) if x["event"] == "terminated"]
+    assert len(evicted) == 1, "".join(seen["preempted log"])[-3000:]
+    at_eviction = int(evicted[0]["iter"])
+    assert at_eviction >= int(seen["preempted iter"]), (evicted, seen["preempted iter"])
+    readmitted = [x for x in fourth if x["event"] == "resumed"]
+    assert len(readmitted) == 1 and int(readmitted[0]["iter"]) == at_eviction, (readmitted, evicted)
+    (digest,) = {x["digest"] for x in [*first, *second, *third, *fourth] if x["event"] == "model"}
     collectors = [p for host, pods in by_host.items() if "-collector-" in host for p in pods]
     assert len(collectors) == 6
     heard_new = 0
@@ -691,10 +755,71 @@ def test_the_example_survives_its_learner_killed_and_a_suspend_without_losing_tr
         f"\n[di-engine] example: 8 replicas; learner killed at {seen['killed at']} s (iteration {killed_iter} last "
         f"seen, {len(saved)} checkpoints saved before), resumed at {resumed[0]}; suspended at "
         f"{seen['suspended at']} s (iteration {seen['suspended iter']} last seen), saved on SIGTERM at {at_term}, "
-        f"resumed at {seen['resumed at']} s from {again[0]['iter']}; {run.seconds:.0f}s to Succeeded; learner "
-        f"incarnations {ups}; {heard_new} of 6 collectors heard the last; model digest {digest}; stop value at "
-        f"{reached[0]}"
+        f"resumed at {seen['resumed at']} s from {again[0]['iter']}; preempted at {seen['preempted at']} s "
+        f"(iteration {seen['preempted iter']} last seen), saved at {at_eviction}, resumed from "
+        f"{readmitted[0]['iter']}; {run.seconds:.0f}s to Succeeded; learner incarnations {ups}; {heard_new} of 6 "
+        f"collectors heard the last; model digest {digest}; stop value at {reached[0]}"
     )
+    # where each learner stood when it was stopped: on SIGTERM it says (its save); SIGKILLed, its log's last line
+    # (progress every 20 iterations, a save every CHECKPOINT_EVERY: a lower bound)
+    killed_at_least = max(int(x["iter"]) for x in first if x["event"] in ("progress", "checkpoint"))
+    interruptions = [
+        Interruption("kill (SIGKILL)", seen["killed at"], killed_at_least, resumed[0], uids[1]),
+        Interruption("suspend (SIGTERM)", seen["suspended at"], at_term, int(again[0]["iter"]), uids[2]),
+        Interruption("Kueue's preemption (SIGTERM)", seen["preempted at"], at_eviction, at_eviction, uids[3]),
+    ]
+    saves = [float(x["seconds"]) for x in [*first, *second, *third] if x["event"] == "checkpoint"]
+    with capsys.disabled():
+        print(interruption_costs(interruptions, seen["timeline"], saves))
+
+
+@dataclass(frozen=True)
+class Interruption:
+    """One interruption of the example's learner: when (the side's clock), the iteration the learner had reached
+    (`stopped`), the one its successor (pod `successor`) resumed from."""
+
+    what: str
+    at: float
+    stopped: int
+    resumed: int
+    successor: str
+
+
+def interruption_costs(
+    interruptions: list[Interruption], timeline: list[tuple[float, str, int]], saves: list[float]
+) -> str:
+    """The work each interruption cost: iterations redone and seconds until the learner was back where it had
+    stopped, with resume and without (a learner starting from iteration 0: its restart, then every iteration
+    again at the learners' mean rate), and what a save costs the learner at that rate."""
+    spans: dict[str, list[tuple[float, int]]] = {}
+    for t, uid, it in timeline:
+        spans.setdefault(uid, []).append((t, it))
+    moved = sum(s[-1][1] - s[0][1] for s in spans.values())
+    took = sum(s[-1][0] - s[0][0] for s in spans.values())
+    rate = moved / took if took > 0 else 0.0  # iterations per second while a learner trained
+
+    def first_seen(uid: str, iteration: int = 0) -> float | None:  # when the side first saw `uid` at `iteration`+
+        return next((t for t, u, it in timeline if u == uid and it >= iteration), None)
+
+    lines = ["[checkpoints] work lost per interruption (the example's learner, 8 replicas on the real node):"]
+    for cut in interruptions:
+        back, up = first_seen(cut.successor, cut.stopped), first_seen(cut.successor)
+        with_resume = f"{back - cut.at:.1f} s" if back is not None else "-"
+        without = f"~{up - cut.at + cut.stopped / rate:.0f} s" if up is not None and rate > 0 else "-"
+        redone = max(0, cut.stopped - cut.resumed)
+        lines.append(
+            f"  {cut.what} at iteration {cut.stopped}: resumed from {cut.resumed}, {redone} redone, back at iteration "
+            f"{cut.stopped} after {with_resume}; without resume {cut.stopped} redone, {without}"
+        )
+    if saves and rate > 0:
+        save = sum(saves) / len(saves)
+        for every in (CHECKPOINT_EVERY, EXAMPLE_CHECKPOINT_EVERY):
+            cost = save / (every / rate + save)
+            lines.append(
+                f"  a save: {save:.3f} s (mean of {len(saves)}) at {rate:.2f} iterations/s: {100 * cost:.2f} % of "
+                f"the learner's time when saving every {every} iterations"
+            )
+    return "\n".join(lines)
 
 
 def _outputs_state(cluster: client.ApiClient, namespace: str, name: str) -> str:
