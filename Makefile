@@ -90,8 +90,8 @@ test: setup setup-node setup-ui images-bg tools check-generated lint typecheck c
 	  echo "[matrix] the compat row (running since the default row's start; log: $(COMPAT_TEST_LOG)):"; \
 	  tail -n +1 --pid=$$bg -f $(COMPAT_TEST_LOG); wait $$bg || rc=1; exit $$rc
 
-test-default: setup ## every test (unit, chart, cluster) on the default Kubernetes/Argo pair
-	@start=$$SECONDS; $(VENV)/bin/pytest --durations=20 tests; rc=$$?; \
+test-default: setup ## every test (unit, chart, cluster) on the default Kubernetes/Argo pair: the benchmarks and `exclusive` tests alone, then the real-node tests beside the rest (ci/test-default.sh)
+	@start=$$SECONDS; VENV=$(VENV) bash ci/test-default.sh; rc=$$?; \
 	  echo "[matrix] default pair ($$(. ci/versions.env && echo $$KUBERNETES_VERSION / Argo $$ARGO_VERSION)): $$((SECONDS - start))s"; exit $$rc
 
 test-compat: setup ## the `compat` cluster tests on the compat pair (older Kubernetes/Argo; own state dir, built on first use)

@@ -88,7 +88,9 @@ class Cluster:
     def _write_ui_url(self) -> None:
         url = self.argo_ui_url()
         if url:
-            self.state.argo_ui_url.write_text(url + "\n")
+            tmp = self.state.argo_ui_url.with_suffix(".tmp")  # renamed: a reader never sees it half-written
+            tmp.write_text(url + "\n")
+            tmp.replace(self.state.argo_ui_url)
             log.info("Argo UI: %s", url)
 
     def is_up(self) -> bool:

@@ -62,6 +62,10 @@ T = TypeVar("T")
 Poll = Callable[..., Any]
 
 
+# Set by ci/test-default.sh, which runs several sessions on one local control plane: it starts the cluster
+# before them and stops it (and Kueue with it) after them, so no session stops either at its end.
+KEPT = os.environ.get("DIHERA_KEEP_CLUSTER") == "1"
+
 WANTS_DING_IMAGE = pytest.StashKey[bool]()
 DING_IMAGE_IMPORT = pytest.StashKey[ImageImport | BuildThenImport]()
 
@@ -103,7 +107,7 @@ def kubeconfig(pytestconfig: pytest.Config) -> Iterator[Path]:
         yield Path(given)
         return
     dev = Cluster(Settings.from_environ())
-    started_here = not (dev.state.exists() and dev.is_up())
+    started_here = not (dev.state.exists() and dev.is_up()) and not KEPT
     try:
         dev.up()  # a failure names the component and shows the end of its log
     except Exception:
@@ -223,18 +227,32 @@ def phase_contradictions(cluster: client.ApiClient, namespace: str) -> list[str]
 
 @pytest.fixture(scope="session")
 def dijob_crd(cluster: client.ApiClient, poll: Poll) -> None:
-    """The CRD generated from schemas/, applied (server-side) and Established."""
+    """The CRD generated from schemas/, written and Established. Another session on the same cluster may
+    write it at the same moment (ci/test-default.sh runs two at once): a conflict is read again and retried."""
     ext = client.ApiextensionsV1Api(cluster)
     crd = crd_manifest(dijob_schema())
     name = crd["metadata"]["name"]
-    try:
-        existing = ext.read_custom_resource_definition(name)
-        crd["metadata"]["resourceVersion"] = existing.metadata.resource_version
-        ext.replace_custom_resource_definition(name, crd)
-    except ApiException as err:
-        if err.status != 404:
-            raise
-        ext.create_custom_resource_definition(crd)
+
+    def written() -> bool:
+        try:
+            existing = ext.read_custom_resource_definition(name)
+            crd["metadata"]["resourceVersion"] = existing.metadata.resource_version
+            ext.replace_custom_resource_definition(name, crd)
+        except ApiException as err:
+            if err.status == 409:  # written by another session since our read
+                return False
+            if err.status != 404:
+                raise
+            crd["metadata"].pop("resourceVersion", None)
+            try:
+                ext.create_custom_resource_definition(crd)
+            except ApiException as created:
+                if created.status == 409:  # created by another session since our read
+                    return False
+                raise
+        return True
+
+    poll(written, 30, f"CRD {name} written")
 
     def established() -> bool:
         conds = ext.read_custom_resource_definition(name).status.conditions or []
@@ -283,13 +301,13 @@ def ding_image(kubeconfig: Path, pytestconfig: pytest.Config) -> str:
 def kueue(kubeconfig: Path) -> Iterator[Kueue]:
     """Kueue's manager on the local control plane (`python -m ci.devcluster kueue-up`: built on first use,
     ~15 CPU-minutes cold), started once for the session with $DIHERA_KUEUE_FEATURE_GATES added to its
-    configuration, and stopped (kueue-down) at its end unless it ran before. Skipped on $KUBECONFIG's
-    cluster: Kueue is not installed into a cluster this suite did not make."""
+    configuration, and stopped (kueue-down) at its end unless it ran before or $DIHERA_KEEP_CLUSTER is 1.
+    Skipped on $KUBECONFIG's cluster: Kueue is not installed into a cluster this suite did not make."""
     dev = Cluster(Settings.from_environ())
     if kubeconfig.resolve() != dev.kubeconfig.resolve():
         pytest.skip(f"Kueue is started on the local control plane only ($KUBECONFIG is {kubeconfig})")
     manager = Kueue(dev.settings)
-    started_here = not manager.running()
+    started_here = not manager.running() and not KEPT
     manager.up(parse_feature_gates(os.environ.get("DIHERA_KUEUE_FEATURE_GATES", "")))
     try:
         yield manager

@@ -8,6 +8,7 @@ annotations from before. Used by test_chart_install.py and test_real_node_chart.
 from __future__ import annotations
 
 import subprocess
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,7 +76,20 @@ def read_crd(api: client.ApiClient, name: str) -> dict[str, Any] | None:
 
 
 def restore_crds(api: client.ApiClient, before: dict[str, dict[str, Any] | None]) -> None:
-    """Put the DIJob CRD back as it was: as generated (never deleted), with its labels and annotations from before."""
+    """Put the DIJob CRD back as it was: as generated (never deleted), with its labels and annotations from before.
+    Another test session on the cluster may write it meanwhile (ci/test-default.sh runs two at once): a
+    conflict is read again and retried."""
+    for attempt in range(10):
+        try:
+            _restore_crds(api, before)
+            return
+        except ApiException as err:
+            if err.status != 409 or attempt == 9:
+                raise
+            time.sleep(0.5)
+
+
+def _restore_crds(api: client.ApiClient, before: dict[str, dict[str, Any] | None]) -> None:
     ext = client.ApiextensionsV1Api(api)
     generated = crd_manifest(dijob_schema())
     for name, old in before.items():

@@ -39,7 +39,7 @@ from tests.integration.argo_ui import (
 )
 from tests.integration.servers import running, sa_token, start_job, ui_trust, workflow
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.exclusive]
 NAME = "uijob"
 
 

@@ -31,7 +31,7 @@ from tests.integration.jobs import job_pods, manifest, phase_is, task
 from tests.integration.lifecycle import FOREVER
 from tests.integration.servers import argo_ui_config, sa_token, ui_trust
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.exclusive]
 ARGO = ("argoproj.io", "v1alpha1")
 
 

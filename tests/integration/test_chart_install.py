@@ -25,7 +25,7 @@ from tests.builders import job, task
 from tests.chart.helm import CHART, KUBE_VERSION
 from tests.integration.releases import DIJOB_CRD, TIMEOUT, Release, read_crd, restore_crds
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.exclusive]
 
 @pytest.fixture(scope="module")
 def release(kubeconfig: Path, cluster: client.ApiClient) -> Iterator[Release]:

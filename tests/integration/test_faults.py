@@ -40,7 +40,7 @@ from tests.integration.elastic import NAME, live_pods, settled, status_of
 from tests.integration.jobs import edit_replicas, job_pods, manifest, task
 from tests.integration.lifecycle import set_suspend
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.exclusive]
 
 #: How long after the component is ready again the job must be where its spec says (seconds).
 RECOVERY_BOUND = 60

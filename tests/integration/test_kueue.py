@@ -43,7 +43,7 @@ from tests.integration.lifecycle import current_message, has_event, live_pods, s
 from tests.integration.servers import install_server_rbac, running_server, sa_token
 from tests.integration.volumes import claim
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.exclusive]
 
 
 @dataclass

@@ -14,7 +14,7 @@ from kubernetes.client.rest import ApiException
 from tests.integration.conftest import Poll
 from tests.integration.kueue import GROUP, VERSION, Queues, condition, custom, workload
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.exclusive]
 
 
 def _status_true(obj: dict[str, Any], kind: str) -> bool:

@@ -39,7 +39,7 @@ from tests.integration.jobs import edit_replicas, manifest, phase_is, task
 from tests.integration.lifecycle import set_suspend
 from tests.integration.servers import running_server, sa_token
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.exclusive]
 Use = tuple[str, str, str]  # (verb, apiGroup, resource[/subresource])
 CONTROLLER, SERVER = "dihera-controller", "dihera-server"
 SA_PREFIX = "system:serviceaccount:dihera-system:"

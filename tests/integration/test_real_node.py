@@ -10,6 +10,7 @@ import importlib.metadata
 import ipaddress
 import subprocess
 import textwrap
+import time
 from pathlib import Path
 from typing import Any
 
@@ -161,9 +162,20 @@ def test_memory_limit_is_enforced(cluster: client.ApiClient, namespace: str, pol
     limits = {"resources": {"limits": {"memory": "48Mi", "cpu": "500m"}}}
     core.create_namespaced_pod(namespace, real_pod("hog", script, container=limits))
     pod = finished(core, "hog", namespace, poll)
-    terminated = pod.status.container_statuses[0].state.terminated
     assert pod.status.phase == "Failed"
-    assert (terminated.reason, terminated.exit_code) == ("OOMKilled", 137)
+
+    def ended() -> tuple[str, int]:
+        terminated = core.read_namespaced_pod("hog", namespace).status.container_statuses[0].state.terminated
+        return (terminated.reason, terminated.exit_code)
+
+    # containerd takes the reason from the cgroup's OOM event, and when it handles that event after the exit the
+    # kubelet may keep the first report, ("Error", 137): seen once with the CPU shared by another test session
+    # (2026-12-01). Either way the kernel SIGKILLed the process (137) before it printed: the limit held.
+    deadline = time.monotonic() + 20
+    while ended() != ("OOMKilled", 137) and time.monotonic() < deadline:
+        time.sleep(1)
+    assert ended() in (("OOMKilled", 137), ("Error", 137)), ended()
+    assert "not killed" not in (core.read_namespaced_pod_log("hog", namespace) or "")
 
 
 def test_project_image_runs_as_non_root_with_the_charts_security_context(

@@ -81,6 +81,7 @@ from tests.integration.realjobs import (
     kill_ditask,
     on_real_node,
     own_lines,
+    resize_learner,
     small_requests,
     sockets,
 )
@@ -320,6 +321,15 @@ QUEUE_CPU = "1"
 PREEMPTOR = "urgent"
 #: The example's save interval (examples/cartpole: DIHERA_CHECKPOINT_EVERY's default), for the save's cost.
 EXAMPLE_CHECKPOINT_EVERY = 100
+#: The example's first three learners are slowed to this CPU (in place) once each is back where its predecessor
+#: stopped, until it is interrupted: at full speed (~25 iterations/s once the other jobs ended) the whole window
+#: between a resume and CartPole's stop value lasted seconds, and with the CPU shared by another test session
+#: the side work saw the learner too late: the job suspended as DI-engine's finish ended it (2026-12-01). The
+#: figures (iterations redone, seconds until back, the rate) come from the unthrottled part of each learner's run.
+SLOWED = {"limits": {"cpu": "200m"}}
+#: ... and given the node's two cores again just before its interruption, so its save on SIGTERM is as fast as
+#: the example's unslowed learner's, within the pods' 5-s grace period.
+FREED = {"limits": {"cpu": "2"}}
 
 
 def contract(log: str) -> list[dict[str, str]]:
@@ -384,6 +394,12 @@ def example_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfi
         timeline = seen.setdefault("timeline", [])  # (seconds, learner pod, its newest iteration) as it moves
         if not timeline or timeline[-1][1:] != (learner["metadata"]["uid"], max(iters)):
             timeline.append((side.now(), learner["metadata"]["uid"], max(iters)))
+        # slow each of the first three learners once it is back where the one before stopped (SLOWED)
+        slowed, incarnation = seen.setdefault("slowed", {}), len(seen["learner pods"])
+        back_at = {1: CHECKPOINT_EVERY, 2: seen.get("killed iter"), 3: seen.get("suspended iter")}.get(incarnation)
+        if back_at is not None and learner["metadata"]["uid"] not in slowed and max(iters) >= back_at:
+            resize_learner(cluster, namespace, learner["metadata"]["name"], SLOWED)
+            slowed[learner["metadata"]["uid"]] = side.now()
         if "killed" not in seen and max(iters) >= 40:
             seen["killed"] = kill_ditask(kubeconfig, namespace, learner["metadata"]["name"])
             seen["killed at"], seen["killed pod"], seen["killed iter"] = (
@@ -396,12 +412,14 @@ def example_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfi
             if resumed and max(iters) >= resumed[0] + SUSPEND_AFTER:
                 # the learner's last lines come after its pod is gone from a list: follow its log to the end
                 seen["final log"] = follow_log(cluster, namespace, learner["metadata"]["name"])
+                resize_learner(cluster, namespace, learner["metadata"]["name"], FREED)
                 set_suspend(cluster, namespace, name, True)
                 seen["suspended at"], seen["suspended iter"] = side.now(), max(iters)
         elif "resumed at" in seen and "preempted at" not in seen and len(seen["learner pods"]) == 3:
             resumed = [int(x["iter"]) for x in lines if x["event"] == "resumed"]
             if resumed and max(iters) >= resumed[0] + SUSPEND_AFTER:
                 seen["preempted log"] = follow_log(cluster, namespace, learner["metadata"]["name"])
+                resize_learner(cluster, namespace, learner["metadata"]["name"], FREED)
                 JobStore(cluster).create(
                     queued(PREEMPTOR, namespace, queue, qtask("learner", 1, "5"), priority="high", preemptible=True)
                 )
@@ -770,7 +788,7 @@ def test_the_example_survives_its_learner_killed_a_suspend_and_kueues_preemption
     ]
     saves = [float(x["seconds"]) for x in [*first, *second, *third] if x["event"] == "checkpoint"]
     with capsys.disabled():
-        print(interruption_costs(interruptions, seen["timeline"], saves))
+        print(interruption_costs(interruptions, seen["timeline"], saves, seen.get("slowed", {})))
 
 
 @dataclass(frozen=True)
@@ -786,14 +804,19 @@ class Interruption:
 
 
 def interruption_costs(
-    interruptions: list[Interruption], timeline: list[tuple[float, str, int]], saves: list[float]
+    interruptions: list[Interruption],
+    timeline: list[tuple[float, str, int]],
+    saves: list[float],
+    slowed: dict[str, float] | None = None,
 ) -> str:
     """The work each interruption cost: iterations redone and seconds until the learner was back where it had
     stopped, with resume and without (a learner starting from iteration 0: its restart, then every iteration
-    again at the learners' mean rate), and what a save costs the learner at that rate."""
+    again at the learners' mean rate), and what a save costs the learner at that rate. The rate counts each
+    learner until it was slowed (`slowed`: pod uid -> when, SLOWED)."""
     spans: dict[str, list[tuple[float, int]]] = {}
     for t, uid, it in timeline:
-        spans.setdefault(uid, []).append((t, it))
+        if t <= (slowed or {}).get(uid, float("inf")):
+            spans.setdefault(uid, []).append((t, it))
     moved = sum(s[-1][1] - s[0][1] for s in spans.values())
     took = sum(s[-1][0] - s[0][0] for s in spans.values())
     rate = moved / took if took > 0 else 0.0  # iterations per second while a learner trained
