@@ -38,7 +38,7 @@ from tests.integration.conftest import Poll
 from tests.integration.controllers import LEASE, RETRY, SA_NAMESPACE, Replica
 from tests.integration.jobs import dijob_events, manifest, phase_is, task
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.exclusive]
 
 #: The burst of step 3, and how many of its jobs ctl-a has started (made objects for) when it is killed.
 BURST, KILL_AFTER = 20, 4

@@ -527,6 +527,9 @@ def run_all(cluster: client.ApiClient, namespace: str, jobs: list[Job], keep: Pa
                 except client.ApiException as err:  # a pod gone between a list and a log read: next tick
                     with lock:
                         seen.setdefault("api errors", []).append(f"{err.status} {err.reason}")
+                except AssertionError as err:  # a kubectl exec into a container that just ended: next tick
+                    with lock:  # (what the side work did not get, the test then misses, naming it)
+                        seen.setdefault("side errors", []).append(str(err)[-300:])
 
         run = follow(cluster, namespace, job.name, timeout=TIME_BOUND, on_tick=tick)
         pods, logs = job_pods(cluster, namespace, job.name), job_logs(cluster, namespace, job.name)
@@ -635,6 +638,7 @@ def test_di_engines_own_dqn_example_trains_to_the_stop_value_and_survives_its_se
     # mesh: rank r dialled every lower rank, on port 22270, and nobody else
     name = "cartpole-dqn-stock"
     hosts = [f"{name}-learner-0", f"{name}-evaluator-0", f"{name}-collector-0", f"{name}-collector-1"]
+    assert "dials" in seen, f"no snapshot of the pods' sockets while they ran: {outcome.summary()}"
     assert seen["dials"] == {h: sorted((lower, 22270) for lower in hosts[:r]) for r, h in enumerate(hosts)}, seen
 
 
@@ -645,6 +649,7 @@ def test_star_topology_with_two_workers_in_a_collector_pod_trains(outcomes: dict
     outcome = outcomes["cartpole-dqn-star"]
     assert_trained(outcome, {"learner": 1, "evaluator": 1, "collector": 1})
     name = "cartpole-dqn-star"
+    assert "dials" in outcome.seen, f"no snapshot of the pods' sockets while they ran: {outcome.summary()}"
     dials, listens = outcome.seen["dials"], outcome.seen["listens"]
     learner = (f"{name}-learner-0", 22270)
     assert listens[f"{name}-collector-0"] == [22270, 22271], listens
