@@ -1,6 +1,6 @@
 """Sweep benchmark on the local control plane: an experiment as an Argo Workflow against a plain script.
 
-    python bench/bench_sweep.py [--trials 100] [--parallelism 10] [--run-seconds 30]
+    python bench/bench_sweep.py [--trials 100] [--parallelism 10] [--run-seconds 30] [--runner plugin]
 
 The same trials twice, each a DIJob of one collector on kwok's simulated nodes that runs
 ``--run-seconds`` (the ``sim.dihera.io/run-seconds`` annotation), through one dihera controller of
@@ -8,18 +8,21 @@ its own (``dihera-test-sweep-*`` namespaces, standalone):
 
 1. **sweep**: a random search of ``--trials`` learning rates (``ex.loguniform``, seed 0) with
    ``--parallelism``, rendered by ``dihera.experiment.sweep_workflow`` and created as one Workflow whose
-   trial nodes (Argo resource templates, their pods on the real node: Argo's executor runs there) create
-   the DIJobs and wait for them; its summary node (dihera's image) reads them back. Wall time: the
+   trial nodes create the DIJobs and wait for them; its summary node (dihera's image) reads them back.
+   ``--runner plugin`` (default): podless trial nodes, dihera's executor plugin in the Workflow's agent pod
+   on the real node creates the DIJobs (``dihera experiment plugin-manifests`` installed in the namespace);
+   ``--runner resource``: Argo resource templates, a pod per trial on the real node. Wall time: the
    Workflow's creation to its phase Succeeded, as a watch sees it;
 2. **plain script**: the same DIJob manifests (``Sweep.trial_manifest``) created by this script, at most
    ``--parallelism`` alive, the next one created as soon as a watch sees one end. Wall time: the first
    creation to the last DIJob's end.
 
-Printed: both wall times and their ratio (goal <= 1.10), the most trials alive at once in each (the
-sweep's from its trial nodes' start and end times and from the DIJobs' creation and end as the watch
-saw them), and the CPU seconds each process of the local control plane used in each run (bench/cpu.py:
-dihera's controller beside Argo's workflow-controller, the API server, the real node's kubelet and
-containerd running the trial nodes' pods). Needs the local control plane with its real node
+Printed: both wall times and their ratio (goal <= 1.10), the most trials alive at once in each (from the
+DIJobs' creation and end as a watch saw them; with resource templates also from the trial nodes' start and
+end times: plugin nodes start together and wait in the plugin for a slot), and the CPU seconds each
+process of the local control plane used in each run (bench/cpu.py: dihera's controller beside Argo's
+workflow-controller, the API server, the real node's kubelet and containerd running the Workflow's
+pods). Needs the local control plane with its real node
 (.devcluster/kubeconfig) and the dihera image built there.
 """
 
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import runpy
 import signal
 import subprocess
 import sys
@@ -36,6 +40,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from kubernetes import client, config, watch
@@ -52,12 +57,15 @@ from crd import install_crd  # noqa: E402
 from ci.devcluster import realnode  # noqa: E402
 from ci.devcluster.images import package_version  # noqa: E402
 from ci.devcluster.settings import Settings  # noqa: E402
-from dihera import experiment as ex  # noqa: E402
+from dihera.kube.apply import apply_object  # noqa: E402
 from dihera.kube.jobs import JobStore  # noqa: E402
 from dihera.schema import GROUP, PLURAL, VERSION  # noqa: E402
-from dihera.sweeps import Sweep  # noqa: E402
+from dihera.sweeps import Runner, Sweep  # noqa: E402
+from dihera.sweeps.plugin import plugin_manifests  # noqa: E402
+from dihera.sweeps.workflow import build_sweep_workflow  # noqa: E402
 
 ENDED = ("Succeeded", "Failed")
+EXAMPLE = SimpleNamespace(**runpy.run_path(str(REPO / "workflows" / "python" / "kwok_plugin_sweep.py")))
 #: What the sweep's pods (trial nodes, summary) do with DIJobs and Argo's task results.
 RULES = [
     {"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["create", "get", "list", "watch", "patch"]},
@@ -65,22 +73,21 @@ RULES = [
 ]
 
 
-def build(namespace: str, trials: int, parallelism: int, run_seconds: int) -> Sweep:
-    """The benchmark's sweep: trials on kwok nodes, the sweep's own pods on the real node."""
-    template = {
-        "metadata": {"annotations": {"sim.dihera.io/run-seconds": str(run_seconds)}},
-        "spec": {"containers": [{"name": "main", "image": "opendilab/ding:nightly", "command": ["ditask"]}]},
-    }
-    job = ex.dijob("bench", [ex.task("collector", template=template)], namespace=namespace, backoffLimit=0)
+def image() -> str:
+    return f"dihera.local/dihera:{package_version(Settings.from_environ())}"
+
+
+def build(namespace: str, trials: int, parallelism: int, run_seconds: int, runner: Runner) -> Sweep:
+    """The benchmark's sweep (workflows/python/kwok_plugin_sweep.py): trials on kwok nodes, the Workflow's own
+    pods on the real node."""
     key, value = realnode.NODE_LABEL
-    return ex.sweep(
-        "bench-sweep", job, {"lr": ex.loguniform(1e-4, 1e-1)}, search=ex.random_search(trials, seed=0),
-        parallelism=parallelism, image=f"dihera.local/dihera:{package_version(Settings.from_environ())}",
-        service_account=ACCOUNT, node_selector={key: value}, tolerations=[realnode.NODE_TAINT],
-    )  # fmt: skip
+    placement = {"nodeSelector": {key: value}, "tolerations": [realnode.NODE_TAINT]}
+    return EXAMPLE.build(  # type: ignore[no-any-return]
+        namespace, image(), trials, parallelism, run_seconds, runner.value, placement, account=ACCOUNT
+    )
 
 
-def new_namespace(api: client.ApiClient, tag: str) -> str:
+def new_namespace(api: client.ApiClient, tag: str, runner: Runner | None = None) -> str:
     core, rbac = client.CoreV1Api(api), client.RbacAuthorizationV1Api(api)
     ns = f"{PREFIX}-{tag}-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": ns, "labels": {"dihera.io/test": "true"}}})
@@ -91,6 +98,9 @@ def new_namespace(api: client.ApiClient, tag: str) -> str:
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": ACCOUNT},
         "subjects": [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": ns}],
     })  # fmt: skip
+    if runner is Runner.PLUGIN:  # the plugin's ConfigMap, account and Role; the sweep's token and agent Role
+        for obj in plugin_manifests(ns, image(), sweep_account=ACCOUNT):
+            apply_object(api, obj, ns)
     return ns
 
 
@@ -198,12 +208,12 @@ def _most_open(intervals: list[tuple[str, str]]) -> int:
 
 
 def via_sweep(
-    api: client.ApiClient, trials: int, parallelism: int, run_seconds: int, timeout: float
-) -> tuple[float, int, int, str]:
-    """The sweep's Workflow: wall time, most trial nodes and most DIJobs alive at once, CPU."""
-    ns = new_namespace(api, "argo")
-    sweep = build(ns, trials, parallelism, run_seconds)
-    body = ex.sweep_workflow(sweep).to_dict()
+    api: client.ApiClient, trials: int, parallelism: int, run_seconds: int, runner: Runner, timeout: float
+) -> tuple[float, int | None, int, str]:
+    """The sweep's Workflow: wall time, most trial nodes (resource templates) and most DIJobs alive at once, CPU."""
+    ns = new_namespace(api, "argo", runner)
+    sweep = build(ns, trials, parallelism, run_seconds, runner)
+    body = build_sweep_workflow(sweep).to_dict()
     custom, w = client.CustomObjectsApi(api), JobWatch(api, ns)
     cpu, t0 = cpu_seconds(), time.monotonic()
     custom.create_namespaced_custom_object("argoproj.io", "v1alpha1", ns, "workflows", body)
@@ -228,8 +238,21 @@ def via_sweep(
     trial_nodes = [n for n in nodes if n.get("templateName") == "trial"]
     if len(trial_nodes) != trials or any(n["phase"] != "Succeeded" for n in trial_nodes):
         raise SystemExit(f"sweep: {len(trial_nodes)} trial nodes, not all Succeeded")
-    most_nodes = _most_open([(n["startedAt"], n["finishedAt"]) for n in trial_nodes])
+    (summary,) = [n for n in nodes if n.get("templateName") == "summary"]
+    outputs = {p["name"]: p.get("value", "") for p in (summary.get("outputs") or {}).get("parameters") or []}
+    rows = outputs.get("results-csv", "").strip().count("\n")  # a header, then a row per trial
+    if rows != trials or "best" not in outputs:  # kwok's trials report no metric: the best is {}
+        raise SystemExit(f"sweep: the summary's results-csv has {rows} rows of {trials}; outputs {sorted(outputs)}")
+    most_nodes = (
+        _most_open([(n["startedAt"], n["finishedAt"]) for n in trial_nodes]) if runner is Runner.RESOURCE else None
+    )
     most_jobs = w.most_alive()
+    first, last = min(w.seen.values()) - t0, max(w.ended.values()) - t0
+    print(
+        f"[bench_sweep] sweep's time: {first:.1f} s to its first DIJob, {last - first:.1f} s of trials, "
+        f"{wall - last:.1f} s from the last trial's end to the Workflow's",
+        file=sys.stderr,
+    )
     delete_and_wait(api, ns)
     return wall, most_nodes, most_jobs, used
 
@@ -253,19 +276,23 @@ def main() -> int:
     parser.add_argument("--parallelism", type=int, default=10)
     parser.add_argument("--run-seconds", type=int, default=30, help="how long each trial's replica runs")
     parser.add_argument("--timeout", type=float, default=3600)
+    parser.add_argument("--runner", choices=[r.value for r in Runner], default=Runner.PLUGIN.value)
     args = parser.parse_args()
     kubeconfig = os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig")
     install_crd(kubeconfig)
     api = config.new_client_from_config(config_file=kubeconfig)
     size = f"{args.trials} trials, parallelism {args.parallelism}, {args.run_seconds} s each"
     with controller(kubeconfig):
-        s_wall, s_nodes, s_jobs, s_cpu = via_sweep(api, args.trials, args.parallelism, args.run_seconds, args.timeout)
+        runner = Runner(args.runner)
+        s_wall, s_nodes, s_jobs, s_cpu = via_sweep(
+            api, args.trials, args.parallelism, args.run_seconds, runner, args.timeout
+        )
         print(f"[bench_sweep] sweep CPU: {s_cpu}", file=sys.stderr)
-        reference = build("unused", args.trials, args.parallelism, args.run_seconds)
+        reference = build("unused", args.trials, args.parallelism, args.run_seconds, runner)
         p_wall, p_jobs, p_cpu = plain(api, reference, args.parallelism, args.timeout)
         print(f"[bench_sweep] plain script CPU: {p_cpu}", file=sys.stderr)
-    print(f"sweep of {size}")
-    alive = f"most alive: {s_nodes} trial nodes, {s_jobs} DIJobs"
+    print(f"sweep of {size}, runner {runner.value}")
+    alive = f"most alive: {s_jobs} DIJobs" + (f", {s_nodes} trial nodes" if s_nodes is not None else "")
     print(f"  Argo Workflow (dihera.experiment.sweep)  {s_wall:8.1f} s  {alive}")
     print(f"  plain script (same DIJobs)               {p_wall:8.1f} s  most alive: {p_jobs} DIJobs")
     print(f"  ratio sweep / plain script               {s_wall / p_wall:8.2f}  (goal <= 1.10)")

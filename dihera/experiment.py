@@ -35,7 +35,7 @@ from dihera.pipelines import POLICY_PATH, Pipeline, Step, build_pipeline_workflo
 from dihera.render.settings import RenderSettings
 from dihera.render.workflow import build_workflow
 from dihera.schema import API_VERSION, KIND
-from dihera.sweeps import Choice, Goal, Grid, IntRange, LogUniform, Random, Sweep, Uniform
+from dihera.sweeps import Choice, Goal, Grid, IntRange, LogUniform, Random, Runner, Sweep, Uniform
 from dihera.sweeps.space import Dimension, Search, Value
 from dihera.sweeps.stopping import MedianStopping, StoppingRule, SuccessiveHalving
 from dihera.sweeps.workflow import build_sweep_workflow
@@ -200,6 +200,7 @@ def sweep(
     tolerations: Sequence[Mapping[str, Any]] = (),
     early_stopping: StoppingRule | None = None,
     artifacts: bool = False,
+    runner: Runner | str = Runner.RESOURCE,
 ) -> Sweep:
     """``job`` once per trial: each configuration of ``space`` under ``search`` (default: the grid) times
     each of ``seeds``; at most ``parallelism`` trials at a time; ranked by ``status.profilings.<metric>``
@@ -208,6 +209,8 @@ def sweep(
     daemon). ``early_stopping``: :func:`median_stopping` or :func:`successive_halving`, from the trials'
     ``<metric>History``. ``artifacts``: the summary stores its plot of every trial's metric over iterations
     (SVG) and its tables (Markdown, CSV) as Argo output artifacts (needs Argo's artifact repository).
+    ``runner``: ``"resource"`` (a pod per trial node, any Argo) or ``"plugin"`` (no pod per trial: dihera's
+    executor plugin creates the DIJobs; docs/experiments.md, "Podless trials").
 
     Raises :class:`~dihera.sweeps.SweepSpaceError` or :class:`~dihera.errors.InvalidJobError` naming the field.
     """
@@ -227,6 +230,7 @@ def sweep(
         tolerations=tuple(tolerations),
         early_stopping=early_stopping,
         artifacts=artifacts,
+        runner=runner,  # type: ignore[arg-type]  # a str: Sweep checks it (SweepSpaceError naming the field)
     )
 
 

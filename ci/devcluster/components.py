@@ -245,6 +245,10 @@ def _control_plane(settings: Settings, state: StateDir, ports: dict[str, int]) -
                 f"--namespace={ARGO_NAMESPACE}",
                 f"--health-address=127.0.0.1:{ports['workflow-controller']}",
                 "--loglevel=info",
+                # executor plugins on (ARGO_EXECUTOR_PLUGINS): a sweep with runner "plugin" runs its trials in
+                # dihera's plugin, no pod per trial (dihera/sweeps/plugin.py); Argo loads a plugin from a
+                # labelled ConfigMap of the Workflow's namespace
+                "--executor-plugins",
             ],
             health_url=f"http://127.0.0.1:{ports['workflow-controller']}/healthz",
             # 1s instead of 10s between passes over a Workflow: short simulated pods progress quickly.
@@ -256,6 +260,9 @@ def _control_plane(settings: Settings, state: StateDir, ports: dict[str, int]) -
             env={
                 "LEADER_ELECTION_DISABLE": "true",
                 "DEFAULT_REQUEUE_TIME": "1s",
+                # Argo's agent pod (HTTP and plugin nodes: a podless sweep's) at 1 CPU instead of 100m: it starts
+                # (two Go processes) and relays a hundred trial nodes' calls without waiting on its quota
+                "ARGO_AGENT_CPU_LIMIT": "1",
                 "MAX_OPERATION_TIME": "300s",
                 "ARGO_PROGRESS_PATCH_TICK_DURATION": "5s",
                 "ARGO_PROGRESS_FILE_TICK_DURATION": "3s",

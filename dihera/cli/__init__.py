@@ -15,7 +15,8 @@
 - ``jobs``: validate, render, crd; ``convert``; ``submit``; ``scale``: scale and status (``server_calls``:
   its calls to a di-server, sent again with their Idempotency-Key while no final answer comes); ``outputs``
 - ``controller``, ``server``: the operator's two programs (``service``: what they share)
-- ``peers``: wait-peers; ``argo_ui``: argo-ui-config; ``experiments``: experiment
+- ``peers``: wait-peers; ``argo_ui``: argo-ui-config; ``experiments``: experiment (``trial_plugin``: the
+  executor plugin of a podless sweep, ``experiment trial-plugin``)
 
 A new command group is a module with ``register(subparsers)`` named in :data:`COMMAND_MODULES` with
 the commands it adds. Building the parser imports no heavy library, so ``dihera validate`` loads neither Hera nor the

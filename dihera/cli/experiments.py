@@ -6,6 +6,8 @@
     dihera experiment summarize ...         a sweep's summary step: the results table and the best
     dihera experiment stop-trials ...       a sweep's early-stopping daemon: suspends hopeless trials
     dihera experiment artifact-key ...      a pipeline's locate step: the key of its DIJob's stored policy
+    dihera experiment trial-plugin          a plugin sweep's executor plugin (a sidecar of Argo's agent pod)
+    dihera experiment plugin-manifests ...  what a namespace needs for plugin sweeps, as YAML
 
 FILE.py builds the experiment with :func:`dihera.experiment.sweep` or :func:`dihera.experiment.pipeline` and
 names it ``experiment`` (or holds one at module level).
@@ -20,6 +22,10 @@ import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import yaml
+
+from dihera.sweeps.plugin import PLUGIN_PORT
 
 if TYPE_CHECKING:
     from dihera.pipelines import Pipeline
@@ -68,7 +74,6 @@ def experiment_manifest(experiment: Sweep | Pipeline) -> dict[str, Any]:
 
 
 def _cmd_render(args: argparse.Namespace) -> int:
-    import yaml
 
     try:
         experiment = load_experiment(args.file)
@@ -167,7 +172,25 @@ def _cmd_submit(args: argparse.Namespace) -> int:
         print(f"{where}: DIJob {experiment.job_name} trained, then its {experiment.policy} evaluated")
         return _follow_pipeline(api, experiment.namespace, experiment.name, args.timeout) if args.wait else 0
     print(f"{where}: {len(experiment.trials)} trials, {experiment.parallelism} at a time")
+    _warn_without_plugin(api, experiment)
     return _follow(api, experiment.namespace, experiment.name, True, args.timeout) if args.wait else 0
+
+
+def _warn_without_plugin(api: Any, sweep: Sweep) -> None:
+    """A podless sweep's trial nodes fail with Argo's "no plugin executed the template" when the namespace
+    lacks dihera's plugin: say so, and what installs it."""
+    from dihera.kube.experiments import plugin_installed
+    from dihera.sweeps import Runner
+    from dihera.sweeps.plugin import PLUGIN_NAME
+
+    if sweep.runner is Runner.PLUGIN and not plugin_installed(api, sweep.namespace, f"{PLUGIN_NAME}-executor-plugin"):
+        print(
+            f"warning: runner 'plugin' and no ConfigMap {PLUGIN_NAME}-executor-plugin in namespace {sweep.namespace} "
+            f"(unless Argo's own namespace has it): install it with `dihera experiment plugin-manifests --namespace "
+            f"{sweep.namespace} --image {sweep.image} --service-account {sweep.service_account or 'default'} | "
+            "kubectl apply -f -`, and Argo's workflow-controller needs ARGO_EXECUTOR_PLUGINS=true",
+            file=sys.stderr,
+        )
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
@@ -181,7 +204,7 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
     from dihera.kube import api_client
     from dihera.kube.experiments import trial_results
     from dihera.sweeps.plot import history_plot
-    from dihera.sweeps.results import Goal, best, by_configuration, csv_table, markdown_table
+    from dihera.sweeps.results import Goal, best_values, csv_table, markdown_table
 
     goal = Goal(args.goal)
     api = api_client(args.kubeconfig, None)
@@ -190,10 +213,7 @@ def _cmd_summarize(args: argparse.Namespace) -> int:
         print(f"no DIJob of experiment {args.namespace}/{args.experiment} (label diengine/experiment)", file=sys.stderr)
         return 1
     table = markdown_table(results, args.metric, goal)
-    top = best(by_configuration(results), goal)
-    chosen: dict[str, Any] = {} if top is None else {
-        "values": dict(top.values), args.metric: top.mean, "halfWidth": top.half_width, "seeds": top.reported,
-    }  # fmt: skip
+    chosen = best_values(results, args.metric, goal)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.md").write_text(table)
@@ -263,6 +283,35 @@ def _cmd_artifact_key(args: argparse.Namespace) -> int:
         time.sleep(2)
 
 
+def _cmd_trial_plugin(args: argparse.Namespace) -> int:
+    from dihera.cli import trial_plugin
+
+    return trial_plugin.run(args)
+
+
+def _cmd_plugin_manifests(args: argparse.Namespace) -> int:
+    from dihera.sweeps.plugin import plugin_manifests
+
+    docs = plugin_manifests(args.namespace, args.image, args.service_account)
+    print(yaml.safe_dump_all(docs, sort_keys=False), end="")
+    return 0
+
+
+def _register_plugin_verbs(verbs: Any) -> None:
+    plug = verbs.add_parser("trial-plugin", help="(a sidecar of Argo's agent pod) run a plugin sweep's trials")
+    plug.add_argument("--port", type=int, default=PLUGIN_PORT, help=f"port on 127.0.0.1 (default {PLUGIN_PORT})")
+    plug.add_argument("--token-file", default="/var/run/argo/token", help="the agent's token (default: Argo's)")
+    plug.add_argument("--kubeconfig", help="kubeconfig file (default: in-cluster, $KUBECONFIG)")
+    plug.set_defaults(func=_cmd_trial_plugin)
+    manifests = verbs.add_parser(
+        "plugin-manifests", help="what a namespace needs for sweeps with runner 'plugin', as YAML (kubectl apply -f -)"
+    )
+    manifests.add_argument("--namespace", required=True)
+    manifests.add_argument("--image", required=True, help="dihera's image (the plugin sidecar runs it)")
+    manifests.add_argument("--service-account", help="the sweeps' ServiceAccount: also its token and Argo's agent Role")
+    manifests.set_defaults(func=_cmd_plugin_manifests)
+
+
 def register(sub: Any) -> None:
     """Add ``experiment`` (render, submit, status, summarize) to the ``dihera`` command."""
     p = sub.add_parser("experiment", help="sweeps and pipelines defined in Python: render, submit, status; their steps")
@@ -301,6 +350,7 @@ def register(sub: Any) -> None:
     stop.add_argument("--interval", type=float, default=5.0, help="seconds between two looks (default 5)")
     stop.add_argument("--once", action="store_true", help="look once, then exit")
     stop.set_defaults(func=_cmd_stop_trials)
+    _register_plugin_verbs(verbs)
     key = verbs.add_parser("artifact-key", help="(a pipeline's locate step) the key of a DIJob's stored artifact")
     key.add_argument("--namespace", required=True)
     key.add_argument("--job", required=True, help="the DIJob's name")

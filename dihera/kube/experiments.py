@@ -24,6 +24,7 @@ from dihera.sweeps.sweep import (
 
 __all__ = [
     "create_workflow",
+    "plugin_installed",
     "read_workflow",
     "stop_trial",
     "stored_artifact",
@@ -42,6 +43,18 @@ def create_workflow(api: client.ApiClient, manifest: Mapping[str, Any]) -> dict[
     namespace = manifest["metadata"]["namespace"]
     created = custom.create_namespaced_custom_object(*_WORKFLOWS[:2], namespace, WORKFLOW_PLURAL, dict(manifest))
     return cast(dict[str, Any], created)
+
+
+def plugin_installed(api: client.ApiClient, namespace: str, configmap: str) -> bool:
+    """Whether the executor plugin's ConfigMap is in ``namespace`` (Argo also loads one from its own namespace,
+    which a user may not read: only a missing one here is worth a warning)."""
+    try:
+        client.CoreV1Api(api).read_namespaced_config_map(configmap, namespace)
+    except client.ApiException as err:
+        if err.status in (403, 404):
+            return False
+        raise
+    return True
 
 
 def read_workflow(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any
 
 from dihera.sweeps.space import Value
 
@@ -146,3 +147,12 @@ def markdown_table(results: Sequence[TrialResult], metric: str, goal: Goal) -> s
     chosen = "none: no trial reported the metric" if top is None else json.dumps(dict(top.values), sort_keys=True)
     lines += ["", f"best ({goal.value} mean {metric}): {chosen}"]
     return "\n".join(lines) + "\n"
+
+
+def best_values(results: Sequence[TrialResult], metric: str, goal: Goal) -> dict[str, Any]:
+    """The summary's ``best`` output: the best configuration's values, its mean ``metric`` over its seeds, the
+    95 % interval's half width and how many seeds reported; empty when none reported."""
+    top = best(by_configuration(results), goal)
+    if top is None:
+        return {}
+    return {"values": dict(top.values), metric: top.mean, "halfWidth": top.half_width, "seeds": top.reported}

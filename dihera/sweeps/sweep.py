@@ -17,6 +17,7 @@ diengine/experiment=NAME`` lists a sweep's trials, and its summary reads them ba
 from __future__ import annotations
 
 import copy
+import enum
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -40,6 +41,7 @@ __all__ = [
     "LABEL_GOAL",
     "LABEL_METRIC",
     "LABEL_TRIAL",
+    "Runner",
     "Sweep",
     "parse_value",
     "value_text",
@@ -89,6 +91,16 @@ def parse_value(text: str) -> Value:
     return text
 
 
+class Runner(enum.StrEnum):
+    """What runs a trial node. ``resource``: an Argo resource template, a pod per trial that creates the DIJob
+    and waits for it (any Argo; the template's ``parallelism`` bounds the trials). ``plugin``: dihera's executor
+    plugin in the Workflow's agent pod, no pod per trial (needs ``ARGO_EXECUTOR_PLUGINS=true`` and
+    :func:`dihera.sweeps.plugin.plugin_manifests` in the namespace; the plugin bounds the trials)."""
+
+    RESOURCE = "resource"
+    PLUGIN = "plugin"
+
+
 @dataclass(frozen=True)
 class Sweep:
     """``job`` once per trial of ``space`` under ``search``, repeated over ``seeds``, at most ``parallelism``
@@ -100,6 +112,7 @@ class Sweep:
     and the summary); the ServiceAccount may create, get and list DIJobs (docs/experiments.md).
     ``artifacts``: the summary also stores its plot and tables as Argo output artifacts (needs an artifact
     repository configured in Argo; without one the summary node fails, so it is opt-in).
+    ``runner``: what runs a trial node (:class:`Runner`; docs/experiments.md, "Podless trials").
     """
 
     name: str
@@ -117,6 +130,7 @@ class Sweep:
     tolerations: Sequence[Mapping[str, Any]] = ()
     early_stopping: StoppingRule | None = None
     artifacts: bool = False
+    runner: Runner = Runner.RESOURCE
 
     def __post_init__(self) -> None:
         if not SWEEP_NAME.match(self.name):
@@ -133,6 +147,10 @@ class Sweep:
         if self.parallelism < 1:
             raise SweepSpaceError(f"parallelism: {self.parallelism} must be at least 1")
         object.__setattr__(self, "goal", Goal(self.goal))
+        try:
+            object.__setattr__(self, "runner", Runner(self.runner))
+        except ValueError:
+            raise SweepSpaceError(f"runner: {self.runner!r} must be one of {[r.value for r in Runner]}") from None
         for trial in self.trials:
             for name, value in trial.values.items():
                 if isinstance(value, str) and not _SAFE_TEXT.match(value):

@@ -2,7 +2,9 @@
 
 Shape: the DAG ``sweep`` runs the DAG ``trials``, one node per trial, ``t<index>-<values>-s<seed>`` (the Argo
 UI labels each trial with its values), at most ``parallelism`` at a time (the ``trials`` template's
-parallelism), over one ``trial`` resource template that creates the trial's DIJob (owned by the Workflow:
+parallelism; with ``Runner.PLUGIN`` the trial template is a plugin template instead, no pod per trial, and
+the plugin bounds the trials: :mod:`dihera.sweeps.plugin`), over one ``trial`` resource template that creates
+the trial's DIJob (owned by the Workflow:
 deleting the experiment deletes its DIJobs; labelled with the creating pod's name, which the Argo UI's pod
 link names: dihera.argo_ui) and ends with it (its executor checks every second): Succeeded when the DIJob's
 ``status.phase`` is ``Succeeded``, Failed when it is ``Failed`` or ``Suspended`` (stopped early, or by hand);
@@ -19,14 +21,17 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from hera.workflows import Workflow
 from hera.workflows import models as m
+from pydantic import ConfigDict
 
 from dihera.constants import ANNOTATION_WORKFLOW_DESCRIPTION, ANNOTATION_WORKFLOW_TITLE, LABEL_TRIALS, MANAGED_BY
+from dihera.sweeps.plugin import PLUGIN_NAME
 from dihera.sweeps.space import Trial
 from dihera.sweeps.stopping import StoppingRule
-from dihera.sweeps.sweep import LABEL_EXPERIMENT, LABEL_GOAL, LABEL_METRIC, Sweep, value_text
+from dihera.sweeps.sweep import LABEL_EXPERIMENT, LABEL_GOAL, LABEL_METRIC, Runner, Sweep, value_text
 from dihera.workflow_parts import CHECK_EVERY_SECOND, RESTRICTED, tolerations
 
 __all__ = [
@@ -36,6 +41,7 @@ __all__ = [
     "SUMMARY_ARTIFACTS",
     "TRIAL",
     "TRIALS",
+    "SweepWorkflow",
     "build_sweep_workflow",
     "task_name",
 ]
@@ -62,11 +68,48 @@ def task_name(sweep: Sweep, trial: Trial) -> str:
     return "-".join([*parts, f"s{trial.seed}"])[:57].strip("-")
 
 
-def _trial_template(sweep: Sweep) -> m.Template:
-    metric = sweep.metric
+class _PluginSpec(m.Plugin):
+    """A plugin template's body (Hera's ``Plugin`` model has no fields: its keys are the plugin's names)."""
+
+    model_config = ConfigDict(**m.Plugin.model_config, extra="allow")
+
+
+class SweepWorkflow(Workflow):
+    """Hera's Workflow, dumped with the plugin template's body (declared ``Plugin``, dumped as what it is)."""
+
+    def to_dict(self) -> Any:
+        return self.build().model_dump(exclude_none=True, by_alias=True, serialize_as_any=True)
+
+
+def _trial_inputs(sweep: Sweep) -> tuple[list[str], dict[str, str]]:
     inputs = ["job", "trial", "seed", "configuration", *(f"param_{name}" for name in sweep.space)]
     holders = {name: f"{{{{inputs.parameters.{name}}}}}" for name in ("job", "trial", "seed", "configuration")}
     holders.update({name: f"{{{{inputs.parameters.param_{name}}}}}" for name in sweep.space})
+    return inputs, holders
+
+
+def _plugin_trial_template(sweep: Sweep) -> m.Template:
+    """A podless trial (``Runner.PLUGIN``): dihera's executor plugin creates the DIJob, at most ``parallelism``
+    of the Workflow's alive (:mod:`dihera.sweeps.plugin`); outputs as the resource template's."""
+    inputs, holders = _trial_inputs(sweep)
+    body = {
+        "manifest": sweep.template_manifest(holders),
+        "parallelism": sweep.parallelism,
+        "metric": sweep.metric,
+        "index": holders["trial"],
+    }
+    return m.Template(
+        name=TRIAL,
+        inputs=m.Inputs(parameters=[m.Parameter(name=n) for n in inputs]),
+        plugin=_PluginSpec(**{PLUGIN_NAME: body}),
+    )
+
+
+def _trial_template(sweep: Sweep) -> m.Template:
+    if sweep.runner is Runner.PLUGIN:
+        return _plugin_trial_template(sweep)
+    metric = sweep.metric
+    inputs, holders = _trial_inputs(sweep)
     holders["pod"] = "{{pod.name}}"  # the Argo UI's pod link finds the trial's DIJob by it (dihera.argo_ui)
     manifest = sweep.template_manifest(holders)
     return m.Template(
@@ -125,6 +168,9 @@ def _summary_artifacts(sweep: Sweep) -> list[m.Artifact] | None:
 
 
 def _summary_template(sweep: Sweep) -> m.Template:
+    if sweep.runner is Runner.PLUGIN and not sweep.artifacts:  # no files to store: no pod either
+        body = {"summary": {"experiment": sweep.name, "metric": sweep.metric, "goal": sweep.goal.value}}
+        return m.Template(name=SUMMARY, plugin=_PluginSpec(**{PLUGIN_NAME: body}))
     command = ["dihera", "experiment", "summarize", *_experiment_args(sweep), "--out", RESULTS_DIR]
     return m.Template(
         name=SUMMARY,
@@ -164,7 +210,9 @@ def _trials(sweep: Sweep) -> m.Template:
                 continue_on=_CONTINUE,
             )
         )
-    return m.Template(name=TRIALS, parallelism=sweep.parallelism, dag=m.DAGTemplate(tasks=tasks))
+    # plugin nodes are not pods, which is all a DAG's parallelism counts: the plugin bounds them itself
+    parallelism = sweep.parallelism if sweep.runner is Runner.RESOURCE else None
+    return m.Template(name=TRIALS, parallelism=parallelism, dag=m.DAGTemplate(tasks=tasks))
 
 
 def _dag(sweep: Sweep) -> m.Template:
@@ -177,7 +225,7 @@ def _dag(sweep: Sweep) -> m.Template:
     return m.Template(name=ENTRYPOINT, dag=m.DAGTemplate(tasks=tasks))
 
 
-def build_sweep_workflow(sweep: Sweep) -> Workflow:
+def build_sweep_workflow(sweep: Sweep) -> SweepWorkflow:
     """The Hera ``Workflow`` that runs ``sweep``."""
     trials = sweep.trials
     names = ", ".join(sweep.space)
@@ -185,7 +233,7 @@ def build_sweep_workflow(sweep: Sweep) -> Workflow:
         f"{len(trials)} trials of DIJob {sweep.job.name} over {names} x {len(sweep.seeds)} seeds, "
         f"{sweep.parallelism} at a time; ranked by {sweep.metric} ({sweep.goal.value})"
     )
-    return Workflow(
+    return SweepWorkflow(
         api_version="argoproj.io/v1alpha1",
         kind="Workflow",
         name=sweep.name,

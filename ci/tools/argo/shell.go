@@ -22,6 +22,7 @@ import (
 type options struct {
 	kubeconfig, namespace, configMap, executorImage, healthAddr, logLevel string
 	workers                                                               int
+	executorPlugins                                                       bool
 }
 
 func parseOptions(defaultConfigMap string) (options, error) {
@@ -32,6 +33,7 @@ func parseOptions(defaultConfigMap string) (options, error) {
 	flag.StringVar(&o.executorImage, "executor-image", "", "executor image (overrides the ConfigMap)")
 	flag.StringVar(&o.healthAddr, "health-address", "127.0.0.1:6060", "address of /healthz; empty disables it")
 	flag.IntVar(&o.workers, "workflow-workers", 4, "number of workflow workers")
+	flag.BoolVar(&o.executorPlugins, "executor-plugins", false, "load executor plugins (ConfigMaps labelled ExecutorPlugin)")
 	flag.StringVar(&o.logLevel, "loglevel", "info", "debug|info|warn|error")
 	flag.Parse()
 	if host, _, err := net.SplitHostPort(o.healthAddr); o.healthAddr != "" && (err != nil || !net.ParseIP(host).IsLoopback()) {

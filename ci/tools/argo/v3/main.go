@@ -40,7 +40,7 @@ func run() error {
 
 	wfc, err := controller.NewWorkflowController(ctx, config,
 		kubernetes.NewForConfigOrDie(config), wfclientset.NewForConfigOrDie(config),
-		o.namespace, "", o.executorImage, "", "text", o.configMap, false)
+		o.namespace, "", o.executorImage, "", "text", o.configMap, o.executorPlugins)
 	if err != nil {
 		return err
 	}

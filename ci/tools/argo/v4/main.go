@@ -41,7 +41,7 @@ func run() error {
 
 	wfc, err := controller.NewWorkflowController(ctx, config,
 		kubernetes.NewForConfigOrDie(config), wfclientset.NewForConfigOrDie(config),
-		o.namespace, "", o.executorImage, "", "text", o.configMap, false, false)
+		o.namespace, "", o.executorImage, "", "text", o.configMap, o.executorPlugins, false)
 	if err != nil {
 		return err
 	}
