@@ -20,6 +20,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
 
 from dihera.kube.experiments import trial_result
 from dihera.sweeps.plugin import PluginRequestError, SummaryRequest, TrialRefused, TrialRequest, Trials
@@ -111,7 +112,7 @@ def create_app(trials: Trials, start_watch: Any, token: str) -> FastAPI:
         if trial is None:
             return JSONResponse({})
         start_watch(trial.namespace, trial.experiment)
-        return JSONResponse(trials.execute(trial))
+        return JSONResponse(await run_in_threadpool(trials.execute, trial))  # it may create a DIJob: not in the loop
 
     return app
 

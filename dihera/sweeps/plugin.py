@@ -285,6 +285,8 @@ class Trials:
                 if name not in self._started:
                     # the same text at every call: a node whose message changes is a write of the whole Workflow
                     waiting = f"waiting for one of the {request.parallelism} slots"
+                    if not self._synced:
+                        waiting = "waiting for the plugin's watch of the sweep's DIJobs (its first listing)"
                     if name in self.retrying:
                         waiting = f"creating DIJob {name} failed, trying again: {self.retrying[name]}"
                     return _node("Pending", waiting, REQUEUE_QUEUED)

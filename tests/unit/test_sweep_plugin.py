@@ -106,6 +106,7 @@ def test_nothing_is_created_before_the_watch_has_listed_the_sweeps_jobs() -> Non
     trials = Trials(cluster.create)
     reply = trials.execute(_request(0))
     assert reply["node"]["phase"] == "Pending" and cluster.created == []
+    assert "watch of the sweep's DIJobs" in reply["node"]["message"]  # what a plugin without RBAC would show
     trials.synced()
     assert cluster.created == ["sw-t0"]
     assert trials.execute(_request(0))["node"]["phase"] == "Running"
