@@ -102,6 +102,8 @@ SERVICE_OUTAGE = 10.0
 CUT_SECONDS = 30.0
 #: How often the side work of a job reads its pods' logs.
 LOG_EVERY = 3.0
+#: How often the star job's side work looks at its pods' sockets again (each look: a kubectl exec per pod).
+SNAPSHOT_EVERY = 10.0
 
 
 def returns(log: str) -> list[tuple[int, float]]:
@@ -157,9 +159,12 @@ class Job:
     tick: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
 
 
-def snapshot_dials(kubeconfig: Path, side: Side, seen: dict[str, Any], ports: tuple[int, ...] = (22270, 22271)) -> None:
-    """Once: every running pod's dials (address, port) and listening ports, and every pod's IP by task-index."""
-    if "dials" in seen:
+def snapshot_dials(
+    kubeconfig: Path, side: Side, seen: dict[str, Any], ports: tuple[int, ...] = (22270, 22271), again: bool = False
+) -> None:
+    """Once (``again``: once more, replacing it): every running pod's dials (address, port) and listening ports,
+    and every pod's IP by task-index."""
+    if "dials" in seen and not again:
         return
     ips = {p["status"].get("podIP"): p["spec"]["hostname"] for p in side.pods}
     dials, listens = {}, {}
@@ -301,8 +306,14 @@ def star_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfig: 
     side = Side(cluster, namespace, "cartpole-dqn-star")
 
     def tick(seen: dict[str, Any], status: dict[str, Any]) -> None:
-        if "dials" not in seen and side.refresh() and any(i > 0 for i, _ in returns(side.log_of("evaluator"))):
-            snapshot_dials(kubeconfig, side, seen)
+        # from the first evaluation on (every rank has dialled by then), every SNAPSHOT_EVERY s while all its pods
+        # run; the last snapshot is kept. One try after the first trained evaluation missed in CI: that run reached
+        # the stop value seconds later, its containers ending under the kubectl exec
+        if not side.refresh() or not returns(side.log_of("evaluator")):
+            return
+        if side.now() - seen.get("dials at", -SNAPSHOT_EVERY) >= SNAPSHOT_EVERY:
+            seen["dials at"] = side.now()
+            snapshot_dials(kubeconfig, side, seen, again=True)
 
     return Job("cartpole-dqn-star", small_requests(on_real_node(doc, namespace, image, cluster)), tick)
 
