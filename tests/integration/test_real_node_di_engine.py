@@ -162,8 +162,8 @@ class Job:
 def snapshot_dials(
     kubeconfig: Path, side: Side, seen: dict[str, Any], ports: tuple[int, ...] = (22270, 22271), again: bool = False
 ) -> None:
-    """Once (``again``: once more, replacing it): every running pod's dials (address, port) and listening ports,
-    and every pod's IP by task-index."""
+    """Once (``again``: once more, kept if it sees more sockets than the one kept): every running pod's dials
+    (address, port) and listening ports, and every pod's IP by task-index."""
     if "dials" in seen and not again:
         return
     ips = {p["status"].get("podIP"): p["spec"]["hostname"] for p in side.pods}
@@ -175,7 +175,12 @@ def snapshot_dials(
         found = sockets(kubeconfig, side.namespace, pod["metadata"]["name"])
         dials[pod["spec"]["hostname"]] = sorted((ips.get(ip, ip), port) for ip, port in dialled(found, ports))
         listens[pod["spec"]["hostname"]] = sorted(p for p in found["listen"] if p in ports)
-    seen["dials"], seen["listens"] = dials, listens
+
+    def size(d: dict[str, list[Any]], lst: dict[str, list[int]]) -> int:
+        return sum(map(len, d.values())) + sum(map(len, lst.values()))
+
+    if "dials" not in seen or size(dials, listens) > size(seen["dials"], seen["listens"]):
+        seen["dials"], seen["listens"] = dials, listens
 
 
 class Side:
@@ -306,9 +311,10 @@ def star_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfig: 
     side = Side(cluster, namespace, "cartpole-dqn-star")
 
     def tick(seen: dict[str, Any], status: dict[str, Any]) -> None:
-        # from the first evaluation on (every rank has dialled by then), every SNAPSHOT_EVERY s while all its pods
-        # run; the last snapshot is kept. One try after the first trained evaluation missed in CI: that run reached
-        # the stop value seconds later, its containers ending under the kubectl exec
+        # from the first evaluation on, every SNAPSHOT_EVERY s while all its pods run; the look that saw the most
+        # sockets is kept (every process up and connected: before, some may not have dialled yet; near the end,
+        # a pod still Running may hold processes that ended). One look after the first trained evaluation missed
+        # in CI (the stop value reached seconds later), and keeping the last look saw the collector's ended
         if not side.refresh() or not returns(side.log_of("evaluator")):
             return
         if side.now() - seen.get("dials at", -SNAPSHOT_EVERY) >= SNAPSHOT_EVERY:
