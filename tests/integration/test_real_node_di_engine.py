@@ -102,8 +102,6 @@ SERVICE_OUTAGE = 10.0
 CUT_SECONDS = 30.0
 #: How often the side work of a job reads its pods' logs.
 LOG_EVERY = 3.0
-#: How often the star job's side work looks at its pods' sockets again (each look: a kubectl exec per pod).
-SNAPSHOT_EVERY = 10.0
 
 
 def returns(log: str) -> list[tuple[int, float]]:
@@ -159,12 +157,9 @@ class Job:
     tick: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
 
 
-def snapshot_dials(
-    kubeconfig: Path, side: Side, seen: dict[str, Any], ports: tuple[int, ...] = (22270, 22271), again: bool = False
-) -> None:
-    """Once (``again``: once more, kept if it sees more sockets than the one kept): every running pod's dials
-    (address, port) and listening ports, and every pod's IP by task-index."""
-    if "dials" in seen and not again:
+def snapshot_dials(kubeconfig: Path, side: Side, seen: dict[str, Any], ports: tuple[int, ...] = (22270, 22271)) -> None:
+    """Once: every running pod's dials (address, port) and listening ports, and every pod's IP by task-index."""
+    if "dials" in seen:
         return
     ips = {p["status"].get("podIP"): p["spec"]["hostname"] for p in side.pods}
     dials, listens = {}, {}
@@ -175,12 +170,7 @@ def snapshot_dials(
         found = sockets(kubeconfig, side.namespace, pod["metadata"]["name"])
         dials[pod["spec"]["hostname"]] = sorted((ips.get(ip, ip), port) for ip, port in dialled(found, ports))
         listens[pod["spec"]["hostname"]] = sorted(p for p in found["listen"] if p in ports)
-
-    def size(d: dict[str, list[Any]], lst: dict[str, list[int]]) -> int:
-        return sum(map(len, d.values())) + sum(map(len, lst.values()))
-
-    if "dials" not in seen or size(dials, listens) > size(seen["dials"], seen["listens"]):
-        seen["dials"], seen["listens"] = dials, listens
+    seen["dials"], seen["listens"] = dials, listens
 
 
 class Side:
@@ -311,15 +301,8 @@ def star_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfig: 
     side = Side(cluster, namespace, "cartpole-dqn-star")
 
     def tick(seen: dict[str, Any], status: dict[str, Any]) -> None:
-        # from the first evaluation on, every SNAPSHOT_EVERY s while all its pods run; the look that saw the most
-        # sockets is kept (every process up and connected: before, some may not have dialled yet; near the end,
-        # a pod still Running may hold processes that ended). One look after the first trained evaluation missed
-        # in CI (the stop value reached seconds later), and keeping the last look saw the collector's ended
-        if not side.refresh() or not returns(side.log_of("evaluator")):
-            return
-        if side.now() - seen.get("dials at", -SNAPSHOT_EVERY) >= SNAPSHOT_EVERY:
-            seen["dials at"] = side.now()
-            snapshot_dials(kubeconfig, side, seen, again=True)
+        if "dials" not in seen and side.refresh() and any(i > 0 for i, _ in returns(side.log_of("evaluator"))):
+            snapshot_dials(kubeconfig, side, seen)
 
     return Job("cartpole-dqn-star", small_requests(on_real_node(doc, namespace, image, cluster)), tick)
 
