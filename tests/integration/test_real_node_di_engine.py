@@ -157,20 +157,31 @@ class Job:
     tick: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
 
 
-def snapshot_dials(kubeconfig: Path, side: Side, seen: dict[str, Any], ports: tuple[int, ...] = (22270, 22271)) -> None:
-    """Once: every running pod's dials (address, port) and listening ports, and every pod's IP by task-index."""
-    if "dials" in seen:
-        return
+def look_at_sockets(
+    kubeconfig: Path, side: Side, ports: tuple[int, ...] = (22270, 22271)
+) -> tuple[dict[str, list[tuple[str, int]]], dict[str, list[int]]] | None:
+    """Every pod's dials (host, port) and listening ports among `ports`, read in all pods at once (one
+    `kubectl exec` each, in parallel: one moment's look); None unless every pod of `side` is Running."""
+    if not side.pods or any(p["status"].get("phase") != "Running" for p in side.pods):
+        return None
     ips = {p["status"].get("podIP"): p["spec"]["hostname"] for p in side.pods}
-    dials, listens = {}, {}
-    for pod in side.pods:
-        if pod["status"].get("phase") != "Running":
-            return  # not all up (or some already done): try again next time
-    for pod in side.pods:
-        found = sockets(kubeconfig, side.namespace, pod["metadata"]["name"])
-        dials[pod["spec"]["hostname"]] = sorted((ips.get(ip, ip), port) for ip, port in dialled(found, ports))
-        listens[pod["spec"]["hostname"]] = sorted(p for p in found["listen"] if p in ports)
-    seen["dials"], seen["listens"] = dials, listens
+    with ThreadPoolExecutor(max_workers=len(side.pods)) as pool:
+        found = list(pool.map(lambda p: sockets(kubeconfig, side.namespace, p["metadata"]["name"]), side.pods))
+    hosts = dict(zip([p["spec"]["hostname"] for p in side.pods], found, strict=True))
+    dials = {h: sorted((ips.get(ip, ip), port) for ip, port in dialled(f, ports)) for h, f in hosts.items()}
+    listens = {h: sorted(p for p in f["listen"] if p in ports) for h, f in hosts.items()}
+    return dials, listens
+
+
+def seen_sockets(looked: tuple[dict[str, list[tuple[str, int]]], dict[str, list[int]]]) -> int:
+    """How many dials and listening ports a look saw."""
+    return sum(map(len, looked[0].values())) + sum(map(len, looked[1].values()))
+
+
+def snapshot_dials(kubeconfig: Path, side: Side, seen: dict[str, Any]) -> None:
+    """Once: every running pod's dials (address, port) and listening ports, and every pod's IP by task-index."""
+    if "dials" not in seen and (looked := look_at_sockets(kubeconfig, side)) is not None:
+        seen["dials"], seen["listens"] = looked
 
 
 class Side:
@@ -299,10 +310,41 @@ def star_job(cluster: client.ApiClient, namespace: str, image: str, kubeconfig: 
             container["resources"]["limits"]["memory"] = "3Gi"
         container["args"] = args
     side = Side(cluster, namespace, "cartpole-dqn-star")
+    collector = "cartpole-dqn-star-collector-0"
 
     def tick(seen: dict[str, Any], status: dict[str, Any]) -> None:
-        if "dials" not in seen and side.refresh() and any(i > 0 for i, _ in returns(side.log_of("evaluator"))):
-            snapshot_dials(kubeconfig, side, seen)
+        """Look at the pods' sockets from the moment the collector pod's first worker says it listens
+        (DI-engine's own line), every tick, until a look sees both workers listening; then once more at once
+        (their dials are made as they listen), keeping the look of the two that saw more. The collectors' whole
+        run can be as short as 9 s (2026-12-02: listening at 06:17:16, stopped at 06:17:24): one look once the
+        evaluator had evaluated a trained model (read every 3 s) found the collector's sockets gone in 3 of 4
+        runs. Until then the look that saw the most sockets is kept (for a failure's message)."""
+        if "settled" in seen:
+            return
+        side.refresh()
+        if "collector listening" not in seen:
+            if "NNG listen on" not in side.log_of("collector"):
+                return
+            seen["collector listening"] = side.now()
+        looked = look_at_sockets(kubeconfig, side)
+        if looked is None:
+            return
+        seen["looks"] = seen.get("looks", 0) + 1
+        if "dials" not in seen or seen_sockets(looked) >= seen_sockets((seen["dials"], seen["listens"])):
+            seen["dials"], seen["listens"] = looked
+        if looked[1].get(collector) != [22270, 22271]:
+            return
+        seen["both listening"] = side.now()
+        try:
+            again = look_at_sockets(kubeconfig, side)
+        except AssertionError as err:  # a container ended meanwhile: the first look stands
+            seen.setdefault("side errors", []).append(str(err)[-300:])
+            again = None
+        if again is not None:
+            seen["looks"] += 1
+            if seen_sockets(again) >= seen_sockets(looked):
+                seen["dials"], seen["listens"] = again
+        seen["settled"] = side.now()
 
     return Job("cartpole-dqn-star", small_requests(on_real_node(doc, namespace, image, cluster)), tick)
 
@@ -651,12 +693,17 @@ def test_star_topology_with_two_workers_in_a_collector_pod_trains(outcomes: dict
     assert "dials" in outcome.seen, f"no snapshot of the pods' sockets while they ran: {outcome.summary()}"
     dials, listens = outcome.seen["dials"], outcome.seen["listens"]
     learner = (f"{name}-learner-0", 22270)
-    assert listens[f"{name}-collector-0"] == [22270, 22271], listens
+    looks = {k: outcome.seen.get(k) for k in ("collector listening", "looks", "both listening", "settled")}
+    assert listens[f"{name}-collector-0"] == [22270, 22271], (listens, looks, outcome.seen.get("side errors"))
     # both workers dial the learner; the second also dials the first (ding/framework/parallel.py: star)
     assert dials[f"{name}-collector-0"] == sorted([learner, learner, (f"{name}-collector-0", 22270)]), dials
     assert dials[f"{name}-evaluator-0"] == [learner], dials
     assert dials[f"{name}-learner-0"] == [], dials
-    print(f"\n[di-engine] star: {outcome.run.seconds:.0f}s to Succeeded; dials {dials}; listening {listens}")
+    print(
+        f"\n[di-engine] star: {outcome.run.seconds:.0f}s to Succeeded; dials {dials}; listening {listens}; "
+        f"the collector listening at {looks['collector listening']} s, both workers at {looks['both listening']} s, "
+        f"looked {looks['looks']} times, settled at {looks['settled']} s"
+    )
 
 
 #: DI-engine's serial evaluator at the stop value (interaction_serial_evaluator.py; rich may wrap the rest).

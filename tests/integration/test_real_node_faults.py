@@ -96,6 +96,28 @@ def replicas(cluster: client.ApiClient, namespace: str) -> dict[str, dict[str, A
     return {p["spec"]["hostname"]: p for p in job_pods(cluster, namespace, NAME)}
 
 
+def what_ended(cluster: client.ApiClient, namespace: str, uids: set[str]) -> dict[str, Any]:
+    """For a failure's message: the Events of the pods with these uids (the kubelet's reasons) and the Workflow's
+    nodes that did not succeed (Argo's message for each pod it replaced)."""
+    events = client.CoreV1Api(cluster).list_namespaced_event(namespace).items
+    workflow = client.CustomObjectsApi(cluster).get_namespaced_custom_object(
+        "argoproj.io", "v1alpha1", namespace, "workflows", NAME
+    )
+    nodes = (workflow.get("status") or {}).get("nodes") or {}
+    return {
+        "events": [
+            f"{e.last_timestamp or e.event_time} {e.reason}: {e.message}"
+            for e in events
+            if e.involved_object.uid in uids
+        ],
+        "nodes": [
+            f"{n.get('displayName')} {n.get('phase')}: {n.get('message')}"
+            for n in nodes.values()
+            if n.get("type") == "Pod" and n.get("phase") != "Succeeded"
+        ],
+    }
+
+
 def test_kubelet_and_containerd_restarted_while_the_example_trains_restart_no_replica(
     dev: Cluster, ding_image: str, controller: Controller, cluster: client.ApiClient, namespace: str, poll: Poll
 ) -> None:
@@ -147,7 +169,8 @@ def test_kubelet_and_containerd_restarted_while_the_example_trains_restart_no_re
     assert run.status["phase"] == "Succeeded", (run.phases, run.status, {p: log[-2000:] for p, log in logs.items()})
     assert before < between < after, ("the learner did not train through the faults", before, between, after)
     pods = replicas(cluster, namespace)
-    assert {host: p["metadata"]["uid"] for host, p in pods.items()} == started, "a replica got a new pod"
+    replaced = {host for host, p in pods.items() if started.get(host) != p["metadata"]["uid"]}
+    assert not replaced, ("a replica got a new pod", what_ended(cluster, namespace, {started[h] for h in replaced}))
     for host, pod in pods.items():
         assert set(exit_codes(pod).values()) == {0}, (host, exit_codes(pod))
         assert all(c.get("restartCount", 0) == 0 for c in pod["status"]["containerStatuses"]), host
