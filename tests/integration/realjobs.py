@@ -220,6 +220,33 @@ def exit_codes(pod: dict[str, Any]) -> dict[str, int | None]:
     return codes
 
 
+def pod_endings(cluster: client.ApiClient, namespace: str, pods: Iterable[dict[str, Any]]) -> dict[str, Any]:
+    """For a failure's message: how each pod ended (its phase, reason and message, each container's terminated
+    reason and exit code) and its Events (the kubelet's and the scheduler's reasons), by pod name."""
+    events = client.CoreV1Api(cluster).list_namespaced_event(namespace).items
+    ended: dict[str, Any] = {}
+    for pod in pods:
+        status, uid = pod.get("status") or {}, pod["metadata"].get("uid")
+        keys = ("reason", "exitCode", "finishedAt")
+        containers = {
+            c["name"]: {k: c.get("state", {}).get("terminated", {}).get(k) for k in keys}
+            for c in status.get("containerStatuses", [])
+        }
+        ended[pod["metadata"]["name"]] = {
+            "phase": status.get("phase"),
+            "reason": status.get("reason"),
+            "message": status.get("message"),
+            "deleted": pod["metadata"].get("deletionTimestamp"),
+            "containers": containers,
+            "events": [
+                f"{e.last_timestamp or e.event_time} {e.source.component if e.source else '-'} {e.reason}: {e.message}"
+                for e in events
+                if e.involved_object.uid == uid
+            ],
+        }
+    return ended
+
+
 def own_lines(log: str) -> list[str]:
     """The job's own lines, without Argo's emissary lines (argo=true)."""
     return [line for line in log.splitlines() if line and "argo=true" not in line]

@@ -81,6 +81,7 @@ from tests.integration.realjobs import (
     kill_ditask,
     on_real_node,
     own_lines,
+    pod_endings,
     resize_learner,
     small_requests,
     sockets,
@@ -749,8 +750,12 @@ def test_the_example_survives_its_learner_killed_a_suspend_and_kueues_preemption
     for pod in outcome.pods:  # the pods of the run after resume (suspending deleted the others)
         by_host.setdefault(pod["spec"]["hostname"], []).append(pod)
     for host, pods in by_host.items():
+        if len(pods) == 1 and set(exit_codes(pods[0]).values()) == {0}:
+            continue
         ended = [(exit_codes(p), outcome.logs.get(p["metadata"]["name"], "")[-3000:]) for p in pods]
-        assert len(pods) == 1 and set(exit_codes(pods[0]).values()) == {0}, (host, ended)
+        # 2026-12-02 (a warm run): after Kueue's readmission the evaluator's pod got a SIGTERM 20 s into its run
+        # (143), nobody's deletion in the controller's log; how the kubelet ended it says who did
+        pytest.fail(f"{host}: {pod_endings(cluster, outcome.namespace, pods)}\n{ended}")
     (last,) = by_host["cartpole-dqn-learner-0"]
     assert last["metadata"]["annotations"]["diengine/rank"] == "0"  # the same rank and hostname throughout
     uids = seen["learner pods"]  # in the order they appeared
