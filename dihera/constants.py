@@ -191,6 +191,10 @@ LABEL_TRIAL_POD = "diengine/trial-pod"
 #: The key of ``status.profilings`` under which a job reports the last checkpoint it saved (its iteration, file,
 #: replica, time, and whether SIGTERM made it: docs/checkpoints.md); a ``kubectl get dijob -o wide`` column.
 PROFILINGS_CHECKPOINT = "checkpoint"
+#: The right to report into a DIJob's ``status.profilings`` through the di-server: ``create`` on
+#: ``dijobs/profilings`` (a subresource only RBAC and the di-server's SubjectAccessReview know: the API server
+#: serves none), which the chart's ClusterRole ``<fullname>-reporter`` grants a job's pods.
+PROFILINGS_SUBRESOURCE = "profilings"
 #: On a sweep's Workflow and on its trials' DIJobs: the sweep's name (docs/experiments.md).
 LABEL_EXPERIMENT = "diengine/experiment"
 #: On a sweep's Workflow: the metric it ranks by, whether higher is better, and how many trials it has

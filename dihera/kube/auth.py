@@ -47,8 +47,9 @@ class Authenticator:
             )
         return identity
 
-    def allowed(self, identity: Identity, verb: str, namespace: str, name: str) -> bool:
-        """May ``identity`` ``verb`` the DIJob ``namespace/name``?"""
+    def allowed(self, identity: Identity, verb: str, namespace: str, name: str, subresource: str = "") -> bool:
+        """May ``identity`` ``verb`` the DIJob ``namespace/name`` (its ``subresource``, when given: RBAC rules
+        may name any subresource, e.g. ``dijobs/profilings``, which the API server itself does not serve)?"""
         review = client.V1SubjectAccessReview(
             spec=client.V1SubjectAccessReviewSpec(
                 user=identity.username,
@@ -56,7 +57,12 @@ class Authenticator:
                 groups=list(identity.groups) or None,
                 extra={k: list(v) for k, v in identity.extra.items()} or None,
                 resource_attributes=client.V1ResourceAttributes(
-                    group=GROUP, resource=PLURAL, verb=verb, namespace=namespace, name=name
+                    group=GROUP,
+                    resource=PLURAL,
+                    subresource=subresource or None,
+                    verb=verb,
+                    namespace=namespace,
+                    name=name,
                 ),
             )
         )

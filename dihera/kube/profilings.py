@@ -1,27 +1,58 @@
-"""Record the profiling data a job reports (``status.profilings`` of its DIJob) for the di-server."""
+"""Record the profiling data a job reports (``status.profilings`` of its DIJob) for the di-server.
+
+The merged map is bounded (:func:`dihera.profilings.bounded_merge`), so the bound is checked against the
+DIJob as it is when written: read, merge and check, then a merge patch of the status carrying the read's
+``resourceVersion`` (the API server refuses it with 409 if the DIJob changed meanwhile: read again). Two
+reports at once can therefore never together push the map past its bound.
+"""
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Mapping
 from typing import Any
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from dihera.profilings import ProfilingsConflict, bounded_merge
 from dihera.schema import GROUP, PLURAL, VERSION
 
-__all__ = ["write_profilings"]
+__all__ = ["ATTEMPTS", "PAUSE_CAP", "write_profilings"]
+
+#: Reads and guarded writes before a report gives up (each lost race: another writer changed the DIJob
+#: between the read and the write: the controller's status, a scale, another report), and the longest
+#: pause between two (jittered, doubling from 20 ms).
+ATTEMPTS, PAUSE_CAP = 8, 0.5
 
 
-def write_profilings(api: client.ApiClient, namespace: str, name: str, data: Mapping[str, Any]) -> bool:
-    """Merge ``data`` into ``status.profilings`` (a JSON merge patch); False when the DIJob does not exist."""
+def write_profilings(api: client.ApiClient, namespace: str, name: str, report: Mapping[str, Any]) -> bool:
+    """Merge ``report`` into ``status.profilings`` (a JSON merge patch) if the merged map stays within its
+    bounds (else :class:`~dihera.profilings.ProfilingsError`); False when the DIJob does not exist;
+    :class:`~dihera.profilings.ProfilingsConflict` when every attempt lost its race."""
     custom = client.CustomObjectsApi(api)
-    try:
-        custom.patch_namespaced_custom_object_status(
-            GROUP, VERSION, namespace, PLURAL, name, {"status": {"profilings": dict(data)}}
-        )
-    except ApiException as err:
-        if err.status == 404:
-            return False
-        raise
-    return True
+    for attempt in range(ATTEMPTS):
+        if attempt:
+            time.sleep(random.uniform(0, min(PAUSE_CAP, 0.02 * 2**attempt)))
+        try:
+            body = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        except ApiException as err:
+            if err.status == 404:
+                return False
+            raise
+        bounded_merge((body.get("status") or {}).get("profilings"), report)  # raises when past a bound
+        patch = {"metadata": {"resourceVersion": body["metadata"]["resourceVersion"]}}
+        patch["status"] = {"profilings": dict(report)}
+        try:
+            custom.patch_namespaced_custom_object_status(GROUP, VERSION, namespace, PLURAL, name, patch)
+        except ApiException as err:
+            if err.status == 404:
+                return False
+            if err.status != 409:
+                raise
+            continue
+        return True
+    raise ProfilingsConflict(
+        f"DIJob {namespace}/{name} changed under each of {ATTEMPTS} attempts to record the report; send it again"
+    )

@@ -27,12 +27,12 @@ class Access:
             self._cache.remember_identity(token, identity)
         return identity
 
-    async def allowed(self, identity: Identity, verb: str, namespace: str, name: str) -> bool:
-        """May ``identity`` ``verb`` the DIJob (SubjectAccessReview)?"""
-        allowed = self._cache.decision(identity, verb, namespace, name)
+    async def allowed(self, identity: Identity, verb: str, namespace: str, name: str, subresource: str = "") -> bool:
+        """May ``identity`` ``verb`` the DIJob, or its ``subresource`` when given (SubjectAccessReview)?"""
+        allowed = self._cache.decision(identity, verb, namespace, name, subresource)
         if allowed is None:
-            allowed = await run_in_threadpool(self._backend.allowed, identity, verb, namespace, name)
-            self._cache.remember_decision(identity, verb, namespace, name, allowed)
+            allowed = await run_in_threadpool(self._backend.allowed, identity, verb, namespace, name, subresource)
+            self._cache.remember_decision(identity, verb, namespace, name, allowed, subresource)
         return allowed
 
     def remembered_allowed(self, token: str, verb: str, namespace: str, name: str) -> bool:

@@ -3,7 +3,7 @@
 Pure: the clock is injected, nothing here talks to Kubernetes. Keys:
 
 - identities by the SHA-256 of the bearer token (the token itself is never kept);
-- decisions by (username, uid, groups, extra, verb, namespace, name): everything the
+- decisions by (username, uid, groups, extra, verb, namespace, name, subresource): everything the
   SubjectAccessReview asked, so two callers or two jobs never share an answer.
 
 An accepted token or an allowed request is remembered for ``ttl`` seconds; a rejected token or a
@@ -66,10 +66,10 @@ def token_key(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def decision_key(identity: Identity, verb: str, namespace: str, name: str) -> Hashable:
+def decision_key(identity: Identity, verb: str, namespace: str, name: str, subresource: str = "") -> Hashable:
     """Everything a SubjectAccessReview asks about."""
     extra = tuple(sorted((k, tuple(v)) for k, v in identity.extra.items()))
-    return identity.username, identity.uid, identity.groups, extra, verb, namespace, name
+    return identity.username, identity.uid, identity.groups, extra, verb, namespace, name, subresource
 
 
 class AuthCache:
@@ -90,11 +90,15 @@ class AuthCache:
     def remember_identity(self, token: str, identity: Identity | None) -> None:
         self._identities.put(token_key(token), identity, self.ttl if identity is not None else self.denied_ttl)
 
-    def decision(self, identity: Identity, verb: str, namespace: str, name: str) -> bool | None:
+    def decision(
+        self, identity: Identity, verb: str, namespace: str, name: str, subresource: str = ""
+    ) -> bool | None:
         """The remembered answer, or None when the API server must be asked."""
-        hit, allowed = self._decisions.get(decision_key(identity, verb, namespace, name))
+        hit, allowed = self._decisions.get(decision_key(identity, verb, namespace, name, subresource))
         return allowed if hit else None
 
-    def remember_decision(self, identity: Identity, verb: str, namespace: str, name: str, allowed: bool) -> None:
+    def remember_decision(
+        self, identity: Identity, verb: str, namespace: str, name: str, allowed: bool, subresource: str = ""
+    ) -> None:
         ttl = self.ttl if allowed else self.denied_ttl
-        self._decisions.put(decision_key(identity, verb, namespace, name), allowed, ttl)
+        self._decisions.put(decision_key(identity, verb, namespace, name, subresource), allowed, ttl)

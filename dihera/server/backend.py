@@ -45,7 +45,11 @@ class Backend(Protocol):
 
     def scale(self, namespace: str, name: str, request: ScaleRequest) -> ScaleResult: ...
 
-    def record_profilings(self, namespace: str, name: str, data: Mapping[str, Any]) -> bool: ...
+    def record_profilings(self, namespace: str, name: str, data: Mapping[str, Any]) -> bool:
+        """Merge a report (within bounds: :func:`dihera.profilings.report_problems`) into the DIJob's
+        ``status.profilings``; :class:`~dihera.profilings.ProfilingsError` when the merged map would be past
+        its bounds; False when the DIJob does not exist."""
+        ...
 
     def authenticate(self, token: str) -> Identity | None:
         """TokenReview (blocking; the server caches the answer)."""
@@ -56,8 +60,9 @@ class Backend(Protocol):
         """Where ``Idempotency-Key`` answers are remembered."""
         ...
 
-    def allowed(self, identity: Identity, verb: str, namespace: str, name: str) -> bool:
-        """SubjectAccessReview (blocking; the server caches the answer)."""
+    def allowed(self, identity: Identity, verb: str, namespace: str, name: str, subresource: str = "") -> bool:
+        """SubjectAccessReview of ``verb`` on the DIJob (or on its ``subresource``), blocking; the server
+        caches the answer."""
         ...
 
 
@@ -115,5 +120,5 @@ class KubeBackend:
     def authenticate(self, token: str) -> Identity | None:
         return self._auth.authenticate(token)
 
-    def allowed(self, identity: Identity, verb: str, namespace: str, name: str) -> bool:
-        return self._auth.allowed(identity, verb, namespace, name)
+    def allowed(self, identity: Identity, verb: str, namespace: str, name: str, subresource: str = "") -> bool:
+        return self._auth.allowed(identity, verb, namespace, name, subresource)

@@ -14,9 +14,10 @@ from typing import Annotated, Any
 from fastapi import Depends, Header, Path, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from dihera.constants import HEADER_IDEMPOTENCY_KEY, LABEL_TRIAL_POD
+from dihera.constants import HEADER_IDEMPOTENCY_KEY, LABEL_TRIAL_POD, PROFILINGS_SUBRESOURCE
 from dihera.kube.snapshot import JobSnapshot
 from dihera.scaling import ScaleError, ScaleRequest
+from dihera.schema import GROUP
 from dihera.server import views
 from dihera.server.access import Access
 from dihera.server.answers import AnswerCache
@@ -41,6 +42,7 @@ __all__ = [
     "JobCall",
     "JobRef",
     "Reader",
+    "Reporter",
     "ServerContext",
     "TrialViewer",
     "Viewer",
@@ -159,9 +161,13 @@ def _path_ref(request: Request, _: ServerContext) -> JobRef:
     return _job_ref(request)
 
 
-def _guard(verb: str, view: bool = False, ref_of: RefOf = _path_ref) -> Callable[..., Awaitable[JobCall]]:
+def _guard(
+    verb: str, view: bool = False, ref_of: RefOf = _path_ref, subresource: str = ""
+) -> Callable[..., Awaitable[JobCall]]:
     """``view``: a read-only view (``/ui``), served without a token when ``anonymous_views`` is on.
-    ``ref_of``: which job the request is about (after the token is checked, so an unknown caller learns nothing)."""
+    ``ref_of``: which job the request is about (after the token is checked, so an unknown caller learns nothing).
+    ``subresource``: the right asked is ``verb`` on ``dijobs/<subresource>``, not on the DIJob itself."""
+    resource = f"dijobs.{GROUP}" + (f"/{subresource}" if subresource else "")
 
     async def check(
         request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
@@ -176,10 +182,8 @@ def _guard(verb: str, view: bool = False, ref_of: RefOf = _path_ref) -> Callable
         if identity is None:
             raise ApiError(401, "the bearer token was not accepted by the Kubernetes API server")
         ref = ref_of(request, ctx)
-        if not await ctx.access.allowed(identity, verb, ref.namespace, ref.name):
-            raise ApiError(
-                403, f"{identity.username} may not {verb} dijobs.diengine.opendilab.org in namespace {ref.namespace}"
-            )
+        if not await ctx.access.allowed(identity, verb, ref.namespace, ref.name, subresource):
+            raise ApiError(403, f"{identity.username} may not {verb} {resource} in namespace {ref.namespace}")
         return JobCall(ref, ctx)
 
     return check
@@ -189,6 +193,10 @@ def _guard(verb: str, view: bool = False, ref_of: RefOf = _path_ref) -> Callable
 #: read-only view's (Viewer) too, unless the server serves views to anyone (``anonymous_views``).
 Reader = Annotated[JobCall, Depends(_guard("get"))]
 Writer = Annotated[JobCall, Depends(_guard("patch"))]
+#: A report into ``status.profilings``: its caller (a job's pod) may ``create`` ``dijobs/profilings`` in the
+#: namespace, a right of its own (the chart's ClusterRole ``<fullname>-reporter``), so a pod that may report
+#: may not scale, suspend or edit a DIJob. ``patch`` on DIJobs alone is not enough (docs/scaling.md).
+Reporter = Annotated[JobCall, Depends(_guard("create", subresource=PROFILINGS_SUBRESOURCE))]
 Viewer = Annotated[JobCall, Depends(_guard("get", view=True))]
 #: A view of the DIJob a sweep's trial pod created: the same rights as :data:`Viewer` on that DIJob.
 TrialViewer = Annotated[JobCall, Depends(_guard("get", view=True, ref_of=_trial_ref))]

@@ -13,28 +13,34 @@ from typing import Any
 import jsonpatch  # type: ignore[import-untyped]
 
 from dihera import load_job
-from dihera.constants import LABEL_EXPERIMENT, LABEL_TRIAL_POD
+from dihera.constants import LABEL_EXPERIMENT, LABEL_TRIAL_POD, PROFILINGS_SUBRESOURCE
 from dihera.kube.auth import Identity
 from dihera.kube.scale_executor import ScaleResult
 from dihera.kube.snapshot import JobSnapshot
 from dihera.membership import Membership
+from dihera.profilings import bounded_merge
 from dihera.render import render
 from dihera.scaling import ScaleError, ScaleRequest, plan_scale, workflow_patch
 from dihera.server.idempotency import IdempotencyStore
 
-__all__ = ["ADMIN", "VIEWER", "FakeBackend"]
+__all__ = ["ADMIN", "REPORTER", "VIEWER", "FakeBackend"]
 
 
 ADMIN, VIEWER = "admin-token", "viewer-token"
+#: A job pod's token with only the report right (``create`` on ``dijobs/profilings``); its username is itself.
+REPORTER = "reporter"
 
 
 class FakeBackend:
-    """Jobs in memory; ``admin-token`` may do anything, ``viewer-token`` may only get."""
+    """Jobs in memory; ``admin-token`` may do anything, ``viewer-token`` may only get, ``reporter`` may only
+    report (create ``dijobs/profilings``)."""
 
     def __init__(self) -> None:
         self.jobs: dict[tuple[str, str], dict[str, Any]] = {}
         self.scale_calls = 0
         self.profilings: dict[tuple[str, str], Mapping[str, Any]] = {}
+        #: What each SubjectAccessReview asked: (username, verb, namespace, name, subresource).
+        self.reviews: list[tuple[str, str, str, str, str]] = []
         self.lock = threading.Lock()
         self.keys = IdempotencyStore(600)
 
@@ -91,11 +97,20 @@ class FakeBackend:
             )
 
     def record_profilings(self, namespace: str, name: str, data: Mapping[str, Any]) -> bool:
+        """As the real backend: the merged ``status.profilings`` bounded (dihera.profilings.bounded_merge)."""
         self.profilings[(namespace, name)] = data
-        return (namespace, name) in self.jobs
+        entry = self.jobs.get((namespace, name))
+        if entry is None:
+            return False
+        status = entry["body"].setdefault("status", {})
+        status["profilings"] = bounded_merge(status.get("profilings"), data)
+        return True
 
     def authenticate(self, token: str) -> Identity | None:
-        return {ADMIN: Identity("admin"), VIEWER: Identity("viewer")}.get(token)
+        return {ADMIN: Identity("admin"), VIEWER: Identity("viewer"), REPORTER: Identity(REPORTER)}.get(token)
 
-    def allowed(self, identity: Identity, verb: str, namespace: str, name: str) -> bool:
+    def allowed(self, identity: Identity, verb: str, namespace: str, name: str, subresource: str = "") -> bool:
+        self.reviews.append((identity.username, verb, namespace, name, subresource))
+        if identity.username == REPORTER:
+            return (verb, subresource) == ("create", PROFILINGS_SUBRESOURCE)
         return identity.username == "admin" or verb == "get"

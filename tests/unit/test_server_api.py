@@ -8,7 +8,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from dihera.server import ServerSettings, create_app
-from tests.unit.fake_backend import ADMIN, VIEWER, FakeBackend
+from dihera.profilings import MAX_KEYS, MAX_REPORT_KEYS, MAX_VALUE_BYTES
+from tests.unit.fake_backend import ADMIN, REPORTER, VIEWER, FakeBackend
 
 
 @pytest.fixture
@@ -206,6 +207,78 @@ def test_profilings_are_recorded(http: TestClient, backend: FakeBackend) -> None
     resp = http.post("/v2alpha1/job/team-a.dqn/profilings", json={"fps": 120})
     assert resp.json()["success"] is True
     assert backend.profilings[("team-a", "dqn")] == {"fps": 120}
+    http.post("/v2alpha1/job/team-a.dqn/profilings", json={"fps": None, "checkpoint": {"iteration": 3}})
+    assert backend.jobs[("team-a", "dqn")]["body"]["status"]["profilings"] == {"checkpoint": {"iteration": 3}}
+
+
+def test_a_report_needs_create_on_dijobs_profilings_and_that_right_scales_nothing(backend: FakeBackend) -> None:
+    """The guard asks SubjectAccessReview for ``create`` on ``dijobs/profilings`` (not ``patch`` on DIJobs); a
+    caller with only that right reports, and may neither scale nor read."""
+    http = TestClient(
+        create_app(ServerSettings(auth_cache_seconds=0.0), backend), headers={"Authorization": f"Bearer {REPORTER}"}
+    )
+    report = http.post("/v2alpha1/job/team-a.dqn/profilings", json={"evalReturn": 1.5})
+    assert report.status_code == 200, report.text
+    assert backend.reviews == [(REPORTER, "create", "team-a", "dqn", "profilings")]
+    assert backend.jobs[("team-a", "dqn")]["body"]["status"]["profilings"] == {"evalReturn": 1.5}
+    refused = [
+        http.post("/v2alpha1/job/team-a.dqn/replicas", json={"replicas": 1}),
+        http.request("DELETE", "/v2alpha1/job/team-a.dqn/replicas", json={"replicas": 1}),
+        http.put("/v1/namespaces/team-a/dijobs/dqn/tasks/collector/replicas", json={"replicas": 3}),
+        http.post("/v1/namespaces/team-a/dijobs/dqn/replicas:remove", json={"replicas": ["collector-0"]}),
+        http.get("/v1/namespaces/team-a/dijobs/dqn"),
+    ]
+    assert [r.status_code for r in refused] == [403] * 5, [r.text for r in refused]
+    assert backend.scale_calls == 0
+    assert {r[1:] for r in backend.reviews[1:]} == {("patch", "team-a", "dqn", ""), ("get", "team-a", "dqn", "")}
+
+
+def test_a_viewer_may_not_report(backend: FakeBackend) -> None:
+    http = TestClient(create_app(ServerSettings(), backend), headers={"Authorization": f"Bearer {VIEWER}"})
+    resp = http.post("/v2alpha1/job/team-a.dqn/profilings", json={"fps": 1})
+    assert resp.status_code == 403
+    assert resp.json() == {
+        "success": False,
+        "code": 1,
+        "message": "viewer may not create dijobs.diengine.opendilab.org/profilings in namespace team-a",
+        "data": None,
+    }
+    assert ("team-a", "dqn") not in backend.profilings
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        pytest.param({f"k{i}": i for i in range(MAX_REPORT_KEYS + 1)}, "keys, more than", id="keys"),
+        pytest.param({"bad key": 1}, "body key 'bad key': must match ^[A-Za-z]", id="name"),
+        pytest.param({"v": "x" * MAX_VALUE_BYTES}, f"status.profilings.v: {MAX_VALUE_BYTES + 2} bytes", id="value"),
+        pytest.param({"v": [[[[[[[[[1]]]]]]]]]}, "status.profilings.v: nests lists and objects deeper", id="depth"),
+    ],
+)
+def test_a_report_past_a_bound_is_refused_in_the_envelope(
+    http: TestClient, backend: FakeBackend, body: dict[str, Any], message: str
+) -> None:
+    resp = http.post("/v2alpha1/job/team-a.dqn/profilings", json=body)
+    assert resp.status_code == 400
+    answer = resp.json()
+    assert answer["success"] is False and answer["code"] == 1 and message in answer["message"], answer
+    assert ("team-a", "dqn") not in backend.profilings
+
+
+def test_the_merged_profilings_are_bounded(http: TestClient, backend: FakeBackend) -> None:
+    """Reports each within bounds, together past the map's key bound: the one that would cross it is refused."""
+    path = "/v2alpha1/job/team-a.dqn/profilings"
+    for start in range(0, MAX_KEYS, MAX_REPORT_KEYS):
+        resp = http.post(path, json={f"k{i}": i for i in range(start, start + MAX_REPORT_KEYS)})
+        assert resp.status_code == 200, resp.text
+    over = http.post(path, json={"one_more": 1})
+    assert over.status_code == 400
+    assert over.json()["message"] == (
+        f"status.profilings: would hold {MAX_KEYS + 1} keys, more than {MAX_KEYS} "
+        f"(it holds {MAX_KEYS}; a null value removes a key)"
+    )
+    assert http.post(path, json={"k0": None, "one_more": 1}).status_code == 200
+    assert len(backend.jobs[("team-a", "dqn")]["body"]["status"]["profilings"]) == MAX_KEYS
 
 
 def test_metrics_count_requests_and_scale_operations(http: TestClient) -> None:

@@ -69,6 +69,7 @@ def test_denied_answers_are_never_kept_longer_than_allowed_ones(clock: Clock) ->
     "other",
     [
         pytest.param((ALICE, "patch", "team-a", "dqn"), id="verb"),
+        pytest.param((ALICE, "get", "team-a", "dqn", "profilings"), id="subresource"),
         pytest.param((ALICE, "get", "team-b", "dqn"), id="namespace"),
         pytest.param((ALICE, "get", "team-a", "dqn2"), id="name"),
         pytest.param((Identity("bob", uid="u1", groups=("team-a",)), "get", "team-a", "dqn"), id="user"),
@@ -81,7 +82,7 @@ def test_denied_answers_are_never_kept_longer_than_allowed_ones(clock: Clock) ->
     ],
 )
 def test_a_decision_answers_only_the_request_it_was_made_for(
-    clock: Clock, other: tuple[Identity, str, str, str]
+    clock: Clock, other: tuple[Identity, str, str, str] | tuple[Identity, str, str, str, str]
 ) -> None:
     cache = AuthCache(ttl=10, denied_ttl=1, clock=clock)
     cache.remember_decision(ALICE, "get", "team-a", "dqn", True)
@@ -123,9 +124,9 @@ class CountingBackend(FakeBackend):
         self.token_reviews += 1
         return super().authenticate(token)
 
-    def allowed(self, identity: Identity, verb: str, namespace: str, name: str) -> bool:
+    def allowed(self, identity: Identity, verb: str, namespace: str, name: str, subresource: str = "") -> bool:
         self.access_reviews += 1
-        return super().allowed(identity, verb, namespace, name)
+        return super().allowed(identity, verb, namespace, name, subresource)
 
 
 def test_access_asks_the_backend_once_per_ttl(clock: Clock) -> None:

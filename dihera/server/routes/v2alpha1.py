@@ -8,6 +8,17 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Response
 
+from dihera.profilings import (
+    MAX_DEPTH,
+    MAX_KEYS,
+    MAX_REPORT_BYTES,
+    MAX_REPORT_KEYS,
+    MAX_TOTAL_BYTES,
+    MAX_VALUE_BYTES,
+    ProfilingsConflict,
+    ProfilingsError,
+    report_problems,
+)
 from dihera.scaling import Action, ScaleRequest
 from dihera.server import views
 from dihera.server.answers import to_json
@@ -16,6 +27,7 @@ from dihera.server.dependencies import (
     IdempotencyKey,
     JobCall,
     Reader,
+    Reporter,
     Writer,
     answer,
     cached,
@@ -25,6 +37,7 @@ from dihera.server.dependencies import (
 )
 from dihera.server.errors import V2, V2_ERRORS, ApiError
 from dihera.server.models import Envelope, ReplicasBody
+from dihera.sweeps.sweep import METRIC_NAME
 
 __all__ = ["router"]
 
@@ -75,10 +88,28 @@ def v2_remove(call: Writer, body: ReplicasBody, task: TaskQuery = None, key: Ide
     return _scale_collectors(call, ScaleRequest.remove, body, task, key)
 
 
+_REPORT = (
+    f"a JSON object: at most {MAX_REPORT_KEYS} keys matching {METRIC_NAME.pattern}, each value at most "
+    f"{MAX_VALUE_BYTES} bytes as JSON and {MAX_DEPTH} levels deep, {MAX_REPORT_BYTES} bytes in all; a null "
+    f"removes a key. The merged status.profilings holds at most {MAX_KEYS} keys and {MAX_TOTAL_BYTES} bytes"
+)
+
+
 @router.post("/profilings", response_model=Envelope)
-def v2_profilings(call: Writer, body: Annotated[dict[str, Any], Body()]) -> Envelope:
-    """Record profiling data: merged into the DIJob's ``status.profilings``."""
+def v2_profilings(call: Reporter, body: Annotated[dict[str, Any], Body(description=_REPORT)]) -> Envelope:
+    """Record profiling data: merged into the DIJob's ``status.profilings`` (a JSON merge patch). The caller
+    may ``create`` ``dijobs/profilings`` in the namespace (the chart's ClusterRole ``<fullname>-reporter``).
+    A report past a bound is refused with 400 naming each problem; sending it again does not help."""
     cached(call)
-    if not call.ctx.backend.record_profilings(call.ref.namespace, call.ref.name, body):
+    problems = report_problems(body)
+    if problems:
+        raise ApiError(400, "; ".join(problems))
+    try:
+        recorded = call.ctx.backend.record_profilings(call.ref.namespace, call.ref.name, body)
+    except ProfilingsError as err:
+        raise ApiError(400, str(err)) from err
+    except ProfilingsConflict as err:
+        raise ApiError(409, str(err)) from err
+    if not recorded:
         raise ApiError(404, f"DIJob {call.ref} not found")
     return Envelope(success=True, code=0, message="recorded", data=None)
