@@ -361,6 +361,23 @@ def ask_server(url: str, token: str, namespace: str, name: str, context: ssl.SSL
         say(f"the di-server did not answer: {err}")
 
 
+def show_checkpoint(kubeconfig: str, namespace: str, name: str) -> None:
+    """The learner's last checkpoint as it reported it (``status.profilings.checkpoint``, through the di-server:
+    its pods' ServiceAccount ``default`` holds the chart's reporter role), or why there is none."""
+    got = run("kubectl", f"--kubeconfig={kubeconfig}", "-n", namespace, "get", "dijob", name, "-o", "json",
+              check=False, quiet=True)  # fmt: skip
+    reported = ((json.loads(got.stdout or "{}").get("status") or {}).get("profilings") or {}).get("checkpoint")
+    if reported:
+        say(f"the learner's last checkpoint (status.profilings.checkpoint): {json.dumps(reported)}")
+        return
+    say(
+        "no checkpoint reported in status.profilings: may the job's pods report? "
+        f"kubectl -n {namespace} auth can-i create dijobs.diengine.opendilab.org --subresource=profilings "
+        f"--as system:serviceaccount:{namespace}:default (the chart's role {RELEASE}-reporter, bound in each of "
+        "watchNamespaces; the learner's log says dihera-metrics-failed)"
+    )
+
+
 def stop(kubeconfig: str | None, uninstall: bool) -> int:
     pid = forward_pid()
     if pid:
@@ -439,8 +456,9 @@ def main() -> int:
         ).returncode  # fmt: skip
     finally:
         done.set()
-    say("kubectl get dijob")
-    run(*kubectl, "get", "dijob", name, check=False)
+    say("kubectl get dijob -o wide (Checkpoint: the iteration of the learner's last reported checkpoint)")
+    run(*kubectl, "get", "dijob", name, "-o", "wide", check=False)
+    show_checkpoint(kubeconfig, args.namespace, name)
     if code == 0:
         play_policy(kubeconfig, args.namespace, name, image, local_node)
     say(f"its pods: kubectl -n {args.namespace} get pods -l {LABEL_JOB}={name} -o wide")

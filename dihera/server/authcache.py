@@ -90,9 +90,7 @@ class AuthCache:
     def remember_identity(self, token: str, identity: Identity | None) -> None:
         self._identities.put(token_key(token), identity, self.ttl if identity is not None else self.denied_ttl)
 
-    def decision(
-        self, identity: Identity, verb: str, namespace: str, name: str, subresource: str = ""
-    ) -> bool | None:
+    def decision(self, identity: Identity, verb: str, namespace: str, name: str, subresource: str = "") -> bool | None:
         """The remembered answer, or None when the API server must be asked."""
         hit, allowed = self._decisions.get(decision_key(identity, verb, namespace, name, subresource))
         return allowed if hit else None

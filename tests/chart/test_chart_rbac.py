@@ -57,7 +57,7 @@ def test_user_roles_are_exact() -> None:
     )
     assert granted(one(objs, "ClusterRole", "dihera-dijob-editor")) == grants(
         "diengine.opendilab.org", ["dijobs"], ["create", "update", "patch", "delete", "deletecollection"]
-    )
+    ) | grants("diengine.opendilab.org", ["dijobs/profilings"], ["create"])
 
 
 @pytest.mark.parametrize(
@@ -95,6 +95,33 @@ def test_argo_executor_role_is_exactly_task_results_and_bound_in_each_watched_na
     assert not [
         o for o in render({"executor": {"rbac": False, "serviceAccounts": []}}) if "executor" in o["metadata"]["name"]
     ]
+
+
+def test_the_reporter_role_is_exactly_the_report_right_and_bound_with_the_executor_role() -> None:
+    """A DIJob's pods get ``create`` on ``dijobs/profilings`` and nothing else (the di-server's report route checks
+    it), bound to the same service accounts as Argo's executor role in each watched namespace."""
+    objs = render(
+        {"watchNamespaces": ["team-a", "team-b"], "executor": {"rbac": True, "serviceAccounts": ["default", "rl"]}}
+    )
+    assert granted(one(objs, "ClusterRole", "dihera-reporter")) == grants(
+        "diengine.opendilab.org", ["dijobs/profilings"], ["create"]
+    )
+    for ns in ("team-a", "team-b"):
+        binding = one(objs, "RoleBinding", "dihera-reporter", ns)
+        assert binding["roleRef"] == {
+            "apiGroup": "rbac.authorization.k8s.io",
+            "kind": "ClusterRole",
+            "name": "dihera-reporter",
+        }
+        assert binding["subjects"] == [
+            {"kind": "ServiceAccount", "name": sa, "namespace": ns} for sa in ("default", "rl")
+        ]
+    wide = render()
+    assert granted(one(wide, "ClusterRole", "dihera-reporter"))
+    assert not [o for o in by_kind(wide, "RoleBinding") if o["metadata"]["name"] == "dihera-reporter"]
+    off = render({"watchNamespaces": ["team-a"], "reporter": {"rbac": False}})
+    assert not [o for o in off if "reporter" in o["metadata"]["name"]]
+    assert one(off, "RoleBinding", "dihera-executor", "team-a"), "the executor role does not depend on it"
 
 
 #: ``(dihera/path.py: Name, Class.method)`` in a rules file's comments: the code that uses a grant.

@@ -27,6 +27,7 @@ from kubernetes.client.exceptions import ApiException
 
 from ci.devcluster import Cluster, Settings
 from dihera import load_job
+from dihera.constants import PROFILINGS_SUBRESOURCE
 from dihera.kube import api_client
 from dihera.membership import Membership
 from dihera.render import render
@@ -41,6 +42,7 @@ __all__ = [
     "ARGO",
     "LONG",
     "RBAC_KINDS",
+    "REPORT_RULE",
     "Tls",
     "apply",
     "argo_ui_config",
@@ -117,13 +119,18 @@ def workflow(api: client.ApiClient, namespace: str, name: str) -> dict[str, Any]
     return wf
 
 
-def sa_token(api: client.ApiClient, namespace: str, name: str, verbs: list[str] | None) -> str:
-    """A token of a new ServiceAccount; ``verbs`` on dijobs in the namespace (None: no RBAC at all)."""
+#: The report right (the chart's ClusterRole ``<fullname>-reporter``): what the di-server's profilings route asks.
+REPORT_RULE = {"apiGroups": [GROUP], "resources": [f"{PLURAL}/{PROFILINGS_SUBRESOURCE}"], "verbs": ["create"]}
+
+
+def sa_token(api: client.ApiClient, namespace: str, name: str, verbs: list[str] | None, report: bool = False) -> str:
+    """A token of a new ServiceAccount; ``verbs`` on dijobs in the namespace (None: no RBAC at all), and with
+    ``report`` the report right (:data:`REPORT_RULE`)."""
     core, rbac = client.CoreV1Api(api), client.RbacAuthorizationV1Api(api)
     core.create_namespaced_service_account(namespace, {"metadata": {"name": name}})
     if verbs is not None:
-        rule = {"apiGroups": [GROUP], "resources": ["dijobs"], "verbs": verbs}
-        rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": [rule]})
+        rules = [{"apiGroups": [GROUP], "resources": ["dijobs"], "verbs": verbs}, *([REPORT_RULE] if report else [])]
+        rbac.create_namespaced_role(namespace, {"metadata": {"name": name}, "rules": rules})
         rbac.create_namespaced_role_binding(
             namespace,
             {

@@ -188,7 +188,7 @@ def test_every_grant_is_used_and_every_use_granted(
 ) -> None:
     log = audit_path(kubeconfig)
     start = log.stat().st_size
-    token = sa_token(cluster, namespace, "caller", ["get", "patch"])
+    token = sa_token(cluster, namespace, "caller", ["get", "patch"], report=True)
     lease = f"dihera-audit-{uuid.uuid4().hex[:6]}"
     ctl = Replica("ctl-ns", controller_kubeconfig, namespace, lease, tmp_path / "ctl.log")
     wide = ClusterWide(controller_kubeconfig, lease, tmp_path / "wide.log")

@@ -82,6 +82,7 @@ from tests.integration.jobs import manifest, phase_is
 from tests.integration.realjobs import ON_REAL_NODE
 from tests.integration.releases import DIJOB_CRD, TIMEOUT, Release, read_crd, restore_crds
 from tests.integration.servers import (
+    REPORT_RULE,
     argo_ui_config,
     local_tls,
     long_task,
@@ -317,6 +318,7 @@ ACCOUNT = "sweeper"
 #: What the experiment's pods (the trials' creators, the summary) and the trials' replicas do with it.
 RULES = [
     {"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["create", "get", "list", "watch", "patch"]},
+    REPORT_RULE,  # the trials' replicas report their metric and checkpoints
     {"apiGroups": ["argoproj.io"], "resources": ["workflowtaskresults"], "verbs": ["create", "patch"]},
 ]
 ITERATIONS = 20

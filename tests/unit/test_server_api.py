@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from dihera.server import ServerSettings, create_app
 from dihera.profilings import MAX_KEYS, MAX_REPORT_KEYS, MAX_VALUE_BYTES
+from dihera.server import ServerSettings, create_app
 from tests.unit.fake_backend import ADMIN, REPORTER, VIEWER, FakeBackend
 
 
