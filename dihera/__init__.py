@@ -16,7 +16,8 @@ The pure core (no I/O):
 - ``render``: the objects a job needs (Hera); ``env_limits``: what Linux can exec; ``argo_ui``: how a job
   reads in the Argo UI
 - ``scaling``: a running job's scale, pure; ``queueing``: Kueue's side, pure; ``key_records``: Idempotency-Key
-  records; ``convert``: older DIJob shapes to today's; ``peers``: the peer wait of every replica
+  records; ``convert``: older DIJob shapes to today's; ``peers``: the peer wait of every replica;
+  ``profilings``: the bounds of what a job reports into its status
 - ``experiment``: building DIJobs, sweeps and pipelines in Python; ``sweeps``: a sweep's space, trials, Workflow
   and results; ``pipelines``: a job trained, its policy evaluated and exported; ``workflow_parts``: what their
   Workflows share; ``submit``: submitting jobs; ``logs``: structured logs

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -27,20 +27,32 @@ __all__ = ["ATTEMPTS", "PAUSE_CAP", "write_profilings"]
 ATTEMPTS, PAUSE_CAP = 8, 0.5
 
 
-def write_profilings(api: client.ApiClient, namespace: str, name: str, report: Mapping[str, Any]) -> bool:
+def write_profilings(
+    api: client.ApiClient,
+    namespace: str,
+    name: str,
+    report: Mapping[str, Any],
+    cached: Mapping[str, Any] | None = None,
+) -> bool:
     """Merge ``report`` into ``status.profilings`` (a JSON merge patch) if the merged map stays within its
     bounds (else :class:`~dihera.profilings.ProfilingsError`); False when the DIJob does not exist;
-    :class:`~dihera.profilings.ProfilingsConflict` when every attempt lost its race."""
+    :class:`~dihera.profilings.ProfilingsConflict` when every attempt lost its race. ``cached``: the DIJob as a
+    watch last saw it, checked and written against first (no read; a stale copy only costs a 409 and a read)."""
     custom = client.CustomObjectsApi(api)
     for attempt in range(ATTEMPTS):
         if attempt:
             time.sleep(random.uniform(0, min(PAUSE_CAP, 0.02 * 2**attempt)))
-        try:
-            body = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
-        except ApiException as err:
-            if err.status == 404:
-                return False
-            raise
+        if attempt == 0 and cached is not None:
+            body: Mapping[str, Any] = cached
+        else:
+            try:
+                body = cast(
+                    dict[str, Any], custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+                )
+            except ApiException as err:
+                if err.status == 404:
+                    return False
+                raise
         bounded_merge((body.get("status") or {}).get("profilings"), report)  # raises when past a bound
         patch = {"metadata": {"resourceVersion": body["metadata"]["resourceVersion"]}}
         patch["status"] = {"profilings": dict(report)}

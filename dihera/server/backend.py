@@ -115,7 +115,7 @@ class KubeBackend:
         return self._scaler.scale(namespace, name, request)
 
     def record_profilings(self, namespace: str, name: str, data: Mapping[str, Any]) -> bool:
-        return write_profilings(self._api, namespace, name, data)
+        return write_profilings(self._api, namespace, name, data, self._store.get("DIJob", namespace, name))
 
     def authenticate(self, token: str) -> Identity | None:
         return self._auth.authenticate(token)

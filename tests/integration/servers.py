@@ -9,6 +9,7 @@ get ServiceAccount tokens from the TokenRequest API. The ``server_kubeconfig``, 
 
 from __future__ import annotations
 
+import copy
 import socket
 import ssl
 import subprocess
@@ -53,6 +54,7 @@ __all__ = [
     "long_task",
     "membership",
     "pods",
+    "reporter_token",
     "running",
     "running_server",
     "sa_token",
@@ -60,6 +62,7 @@ __all__ = [
     "spec_replicas",
     "start_doc",
     "start_job",
+    "token_client",
     "ui_trust",
     "workflow",
 ]
@@ -142,6 +145,30 @@ def sa_token(api: client.ApiClient, namespace: str, name: str, verbs: list[str] 
     request = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))
     token: str = core.create_namespaced_service_account_token(name, namespace, request).status.token
     return token
+
+
+def token_client(api: client.ApiClient, token: str) -> client.ApiClient:
+    """An API client for the cluster of ``api`` that authenticates with ``token`` only (no client certificate)."""
+    config = copy.copy(api.configuration)
+    config.cert_file = config.key_file = None
+    config.username = config.password = None
+    config.api_key, config.api_key_prefix = {"authorization": token}, {"authorization": "Bearer"}
+    return client.ApiClient(config)
+
+
+def reporter_token(kubeconfig: Path, api: client.ApiClient, namespace: str, account: str) -> tuple[str, list[Manifest]]:
+    """A token of a new ServiceAccount ``account`` in ``namespace`` holding the chart's reporter role only: its
+    ClusterRole as ``helm template`` renders it (copied under a name of the namespace's, so tests never share
+    it) and its RoleBinding as the chart binds it in a watched namespace; and the cluster-scoped objects made."""
+    objects = helm.render({"watchNamespaces": [namespace], "executor": {"rbac": True, "serviceAccounts": [account]}})
+    role = copy.deepcopy(helm.one(objects, "ClusterRole", "dihera-reporter"))
+    binding = copy.deepcopy(helm.one(objects, "RoleBinding", "dihera-reporter", namespace))
+    role["metadata"]["name"] = binding["roleRef"]["name"] = binding["metadata"]["name"] = f"{namespace}-reporter"
+    client.CoreV1Api(api).create_namespaced_service_account(namespace, {"metadata": {"name": account}})
+    apply(kubeconfig, [role, binding])
+    request = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))
+    token: str = client.CoreV1Api(api).create_namespaced_service_account_token(account, namespace, request).status.token
+    return token, [role]
 
 
 RBAC_KINDS = ("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")

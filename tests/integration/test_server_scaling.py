@@ -15,15 +15,30 @@ from __future__ import annotations
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from dihera.kube.scale_executor import JobScaler
 from dihera.scaling import RETIRED_TEMPLATE, ScaleError, ScaleRequest, read_dag
-from tests.integration.servers import ARGO, membership, pods, running, sa_token, spec_replicas, start_job, workflow
+from dihera.schema import GROUP, PLURAL, VERSION
+from tests.integration.servers import (
+    ARGO,
+    delete,
+    membership,
+    pods,
+    reporter_token,
+    running,
+    sa_token,
+    spec_replicas,
+    start_job,
+    token_client,
+    workflow,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -179,3 +194,59 @@ def test_concurrent_requests_leave_a_consistent_count(
     assert sorted(dag.live) == sorted(f"{r.task}-{r.index}" for r in members.replicas)
     assert len({r.rank for r in members.replicas}) == len(members.replicas)
     assert json.loads(data["membership.json"])["generation"] == members.generation
+
+
+def test_a_pod_token_with_only_the_report_right_reports_and_can_do_nothing_else(
+    dijob_crd: None, cluster: client.ApiClient, kubeconfig: Path, namespace: str, server: str
+) -> None:
+    """Issue 57: a job's pod (its ServiceAccount bound to the chart's reporter role only, as the chart binds it in
+    a watched namespace) reports into status.profilings through the di-server, and can neither scale through it
+    nor patch the DIJob at the API server; a report past a bound (the review's 50,000 keys) is refused."""
+    name = "reported"
+    start_job(cluster, namespace, name, collectors=2, maxReplicas=4)
+    token, made = reporter_token(kubeconfig, cluster, namespace, "job-pod")
+    http = httpx.Client(base_url=server, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    custom = client.CustomObjectsApi(cluster)
+    try:
+        report = {"evalReturn": 9.5, "evalReturnHistory": [[i, i / 2] for i in range(100)]}
+        resp = http.post(f"/v2alpha1/job/{namespace}.{name}/profilings", json=report)
+        assert resp.status_code == 200, resp.text
+        before = (membership(cluster, namespace, name), spec_replicas(cluster, namespace, name))
+        scales = [
+            http.put(f"/v1/namespaces/{namespace}/dijobs/{name}/tasks/collector/replicas", json={"replicas": 3}),
+            http.post(f"/v2alpha1/job/{namespace}.{name}/replicas", json={"replicas": 1}),
+        ]
+        assert [r.status_code for r in scales] == [403, 403], [r.text for r in scales]
+        assert f"system:serviceaccount:{namespace}:job-pod may not patch" in scales[0].json()["detail"]
+        as_pod = client.CustomObjectsApi(token_client(cluster, token))
+        refused = []
+        for write in (
+            lambda: as_pod.patch_namespaced_custom_object(
+                GROUP, VERSION, namespace, PLURAL, name, {"spec": {"suspend": True}}
+            ),
+            lambda: as_pod.patch_namespaced_custom_object_status(
+                GROUP, VERSION, namespace, PLURAL, name, {"status": {"profilings": {"evalReturn": 1e9}}}
+            ),
+            lambda: as_pod.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name),
+        ):
+            with pytest.raises(ApiException) as err:
+                write()
+            refused.append(err.value.status)
+        assert refused == [403, 403, 403]
+        flood = http.post(f"/v2alpha1/job/{namespace}.{name}/profilings", json={f"k{i}": i for i in range(50_000)})
+        # 400 naming the bound, or 413 where the di-server bounds every body before reading it (~600 KB)
+        assert flood.status_code in (400, 413), flood.text
+        assert flood.status_code == 413 or "50000 keys, more than 32" in flood.json()["message"], flood.text
+        fill = [http.post(f"/v2alpha1/job/{namespace}.{name}/profilings", json={f"m{s}_{i}": i for i in range(32)})
+                for s in range(3)]  # fmt: skip
+        assert [r.status_code for r in fill] == [200, 200, 200], [r.text for r in fill]
+        over = http.post(f"/v2alpha1/job/{namespace}.{name}/profilings", json={f"n{i}": i for i in range(31)})
+        assert over.status_code == 400 and "would hold 129 keys, more than 128" in over.json()["message"], over.text
+        body = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+        profilings = body["status"]["profilings"]
+        assert profilings["evalReturn"] == 9.5 and profilings["evalReturnHistory"] == report["evalReturnHistory"]
+        assert len(profilings) == 2 + 3 * 32 and "n0" not in profilings
+        assert not body["spec"].get("suspend")
+        assert (membership(cluster, namespace, name), spec_replicas(cluster, namespace, name)) == before
+    finally:
+        delete(cluster, made)

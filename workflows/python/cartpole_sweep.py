@@ -19,7 +19,7 @@ and stores the tables and a plot of every trial's return over iterations (SVG) a
 Needs: the chart installed (its di-server reachable from pods at DI_SERVER_URL), Argo's artifact repository
 (docs/artifacts.md), the DI-engine image (ci/images/di-engine) and dihera's image, and the ServiceAccount
 `dijob-sweeper` in the namespace with the Role of docs/experiments.md (create, get, list, watch, patch DIJobs;
-Argo's workflowtaskresults).
+create dijobs/profilings, the trials' reports; Argo's workflowtaskresults).
 
 CI runs this file on the local control plane's real node, through the chart
 (tests/integration/test_real_node_chart.py, `test_the_cartpole_sweep_example_...`: `build()` with the

@@ -1,6 +1,6 @@
 """Reports to the di-server, which merges them into the DIJob's `status.profilings` (`POST
 $DI_SERVER_URL/v2alpha1/job/<namespace>.<name>/profilings`, authorised by the pod's ServiceAccount token: it
-may `patch` DIJobs; over HTTPS the di-server's certificate is checked against `DI_SERVER_CA`, the CA the
+may `create` `dijobs/profilings`, the chart's role `<release>-reporter`; over HTTPS the di-server's certificate is checked against `DI_SERVER_CA`, the CA the
 controller gives the pods, else the image's CAs):
 
 - a sweep's trial reports its evaluator's returns (`MetricsReporter`); the sweep ranks its trials by them
@@ -118,7 +118,7 @@ class CheckpointReporter:
     `attempts` times) unless a newer one replaced it meanwhile: a di-server slow to answer under load loses no
     checkpoint. The save made on SIGTERM (`final`) is sent at once with `send_final` (a timeout within the
     pod's grace period), once, before the process exits. A failure is logged once (a job whose pods may not
-    patch DIJobs would log it at every save)."""
+    report would log it at every save)."""
 
     def __init__(
         self,
