@@ -155,6 +155,8 @@ def _trial_ref(request: Request, ctx: ServerContext) -> JobRef:
 
 
 RefOf = Callable[[Request, ServerContext], JobRef]
+#: The chart's ClusterRole (``<fullname>-<role>``) that grants the right on each subresource a guard asks about.
+_ROLE_OF = {PROFILINGS_SUBRESOURCE: "reporter"}
 
 
 def _path_ref(request: Request, _: ServerContext) -> JobRef:
@@ -168,6 +170,7 @@ def _guard(
     ``ref_of``: which job the request is about (after the token is checked, so an unknown caller learns nothing).
     ``subresource``: the right asked is ``verb`` on ``dijobs/<subresource>``, not on the DIJob itself."""
     resource = f"dijobs.{GROUP}" + (f"/{subresource}" if subresource else "")
+    hint = f" (a role granting it: the chart's ClusterRole <fullname>-{_ROLE_OF[subresource]})" if subresource else ""
 
     async def check(
         request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]
@@ -183,7 +186,7 @@ def _guard(
             raise ApiError(401, "the bearer token was not accepted by the Kubernetes API server")
         ref = ref_of(request, ctx)
         if not await ctx.access.allowed(identity, verb, ref.namespace, ref.name, subresource):
-            raise ApiError(403, f"{identity.username} may not {verb} {resource} in namespace {ref.namespace}")
+            raise ApiError(403, f"{identity.username} may not {verb} {resource} in namespace {ref.namespace}{hint}")
         return JobCall(ref, ctx)
 
     return check

@@ -240,7 +240,8 @@ def test_a_viewer_may_not_report(backend: FakeBackend) -> None:
     assert resp.json() == {
         "success": False,
         "code": 1,
-        "message": "viewer may not create dijobs.diengine.opendilab.org/profilings in namespace team-a",
+        "message": "viewer may not create dijobs.diengine.opendilab.org/profilings in namespace team-a "
+        "(a role granting it: the chart's ClusterRole <fullname>-reporter)",
         "data": None,
     }
     assert ("team-a", "dqn") not in backend.profilings
