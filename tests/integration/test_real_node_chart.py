@@ -9,8 +9,9 @@ The release is installed like test_chart_install's (own name and namespace, CRDs
 afterwards) with charts/dihera/ci/realnode-values.yaml: the local image, never pulled, and the real
 node's selector and toleration; its namespace enforces the ``restricted`` Pod Security Standard, as the local
 control plane's dihera-system does (issue 42): a pod of the chart that did not meet it would not be created.
-It watches one namespace of its own, where the chart's executor
-RoleBinding is all Argo's init and wait containers get (the job's pods run as `default`).
+It watches one namespace of its own, where the chart's executor and reporter
+RoleBindings are all Argo's init and wait containers and the job's own process get (the job's pods run as
+`default`): the process reports into its DIJob's status through the di-server, and its scale-up is refused.
 
 The di-server's pod is deleted, and a scale request sent at once through the port-forward `make demo`
 uses (ci/demo.py: started again whenever it ends): the request is answered, by the old pod or by the new
@@ -166,12 +167,33 @@ def test_controller_and_server_run_on_the_real_node(real_release: Release, clust
         assert not errors and log.strip(), (pod.metadata.name, errors[:3] or log[-2000:])
 
 
+#: The real job's process: its FQDN and rank, then, with its pod's token (ServiceAccount ``default``: the chart's
+#: executor and reporter RoleBindings only), a report and a scale-up through the chart's di-server: their statuses.
+REAL_JOB = """
+import json, os, ssl, urllib.error, urllib.request
+print(os.environ["DI_FQDN"], os.environ["DI_RANK"], flush=True)
+ca = os.environ.get("DI_SERVER_CA")
+trust = ssl.create_default_context(cadata=ca) if ca else None
+token = open("/var/run/secrets/kubernetes.io/serviceaccount/token").read()
+base = f"{os.environ['DI_SERVER_URL']}/v2alpha1/job/{os.environ['DI_JOB_ID'].replace('/', '.', 1)}"
+def post(path, body):
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    request = urllib.request.Request(base + path, json.dumps(body).encode(), headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=20, context=trust) as answer:
+            return answer.status
+    except urllib.error.HTTPError as err:
+        return err.code
+print("report", post("/profilings", {"probe": 1}), "scale", post("/replicas", {"replicas": 1}), flush=True)
+"""
+
+
 def real_job(name: str) -> dict[str, Any]:
     container = {
         "name": "di-container",
         "image": PYTHON_IMAGE,
         "imagePullPolicy": "Never",
-        "command": ["python3", "-c", "import os; print(os.environ['DI_FQDN'], os.environ['DI_RANK'])"],
+        "command": ["python3", "-c", REAL_JOB],
     }
     template = {"spec": {"containers": [container], **ON_REAL_NODE}}
     return {
@@ -220,7 +242,9 @@ def check_job(cluster: client.ApiClient, namespace: str, status: dict[str, Any])
         # The job's own line (its FQDN and rank, from dihera's env) among Argo's emissary lines (argo=true;
         # v4's emissary also logs before it).
         own = [line for line in log.splitlines() if line and "argo=true" not in line]
-        assert own == [f"real-serial-0.di-real.{namespace}.svc.cluster.local 0"], log
+        # the pod's report got through, its scale-up did not (issue 57: the reporter role, nothing more)
+        assert own == [f"real-serial-0.di-real.{namespace}.svc.cluster.local 0", "report 200 scale 403"], log
+    assert status.get("profilings") == {"probe": 1}, status
 
 def ready(url: str, context: ssl.SSLContext | None = None) -> bool:
     try:
