@@ -195,6 +195,10 @@ PROFILINGS_CHECKPOINT = "checkpoint"
 #: ``dijobs/profilings`` (a subresource only RBAC and the di-server's SubjectAccessReview know: the API server
 #: serves none), which the chart's ClusterRole ``<fullname>-reporter`` grants a job's pods.
 PROFILINGS_SUBRESOURCE = "profilings"
+#: What the TokenReview of a pod's own ServiceAccount token (bound to the pod) says in ``user.extra``: the pod's
+#: name and uid. A report sent with such a token is accepted only into the DIJob that pod is a replica of.
+TOKEN_EXTRA_POD_NAME = "authentication.kubernetes.io/pod-name"
+TOKEN_EXTRA_POD_UID = "authentication.kubernetes.io/pod-uid"
 #: On a sweep's Workflow and on its trials' DIJobs: the sweep's name (docs/experiments.md).
 LABEL_EXPERIMENT = "diengine/experiment"
 #: On a sweep's Workflow: the metric it ranks by, whether higher is better, and how many trials it has

@@ -15,6 +15,7 @@ from fastapi import Depends, Header, Path, Request, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from dihera.constants import HEADER_IDEMPOTENCY_KEY, LABEL_TRIAL_POD, PROFILINGS_SUBRESOURCE
+from dihera.kube.auth import Identity
 from dihera.kube.snapshot import JobSnapshot
 from dihera.scaling import ScaleError, ScaleRequest
 from dihera.schema import GROUP
@@ -128,10 +129,12 @@ def _job_ref(request: Request) -> JobRef:
 
 @dataclass(frozen=True)
 class JobCall:
-    """A request on one job that passed the guard: which job, and the app's context."""
+    """A request on one job that passed the guard: which job, the app's context, and who (None: auth off, or an
+    anonymous view)."""
 
     ref: JobRef
     ctx: ServerContext
+    identity: Identity | None = None
 
 
 def _namespace_ref(request: Request, _: ServerContext) -> JobRef:
@@ -187,7 +190,7 @@ def _guard(
         ref = ref_of(request, ctx)
         if not await ctx.access.allowed(identity, verb, ref.namespace, ref.name, subresource):
             raise ApiError(403, f"{identity.username} may not {verb} {resource} in namespace {ref.namespace}{hint}")
-        return JobCall(ref, ctx)
+        return JobCall(ref, ctx, identity)
 
     return check
 

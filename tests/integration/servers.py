@@ -47,14 +47,15 @@ __all__ = [
     "Tls",
     "apply",
     "argo_ui_config",
+    "bind_reporter",
     "delete",
     "identity_kubeconfig",
     "install_server_rbac",
     "local_tls",
     "long_task",
     "membership",
+    "pod_token",
     "pods",
-    "reporter_token",
     "running",
     "running_server",
     "sa_token",
@@ -156,19 +157,29 @@ def token_client(api: client.ApiClient, token: str) -> client.ApiClient:
     return client.ApiClient(config)
 
 
-def reporter_token(kubeconfig: Path, api: client.ApiClient, namespace: str, account: str) -> tuple[str, list[Manifest]]:
-    """A token of a new ServiceAccount ``account`` in ``namespace`` holding the chart's reporter role only: its
-    ClusterRole as ``helm template`` renders it (copied under a name of the namespace's, so tests never share
-    it) and its RoleBinding as the chart binds it in a watched namespace; and the cluster-scoped objects made."""
+def bind_reporter(kubeconfig: Path, namespace: str, account: str) -> list[Manifest]:
+    """Give ServiceAccount ``account`` of ``namespace`` the chart's reporter role, and nothing else: its ClusterRole
+    as ``helm template`` renders it (copied under a name of the namespace's, so tests never share it) and its
+    RoleBinding as the chart binds it in a watched namespace. The cluster-scoped objects made (for :func:`delete`)."""
     objects = helm.render({"watchNamespaces": [namespace], "executor": {"rbac": True, "serviceAccounts": [account]}})
     role = copy.deepcopy(helm.one(objects, "ClusterRole", "dihera-reporter"))
     binding = copy.deepcopy(helm.one(objects, "RoleBinding", "dihera-reporter", namespace))
     role["metadata"]["name"] = binding["roleRef"]["name"] = binding["metadata"]["name"] = f"{namespace}-reporter"
-    client.CoreV1Api(api).create_namespaced_service_account(namespace, {"metadata": {"name": account}})
     apply(kubeconfig, [role, binding])
-    request = client.AuthenticationV1TokenRequest(spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600))
-    token: str = client.CoreV1Api(api).create_namespaced_service_account_token(account, namespace, request).status.token
-    return token, [role]
+    return [role]
+
+
+def pod_token(api: client.ApiClient, pod: client.V1Pod) -> str:
+    """A token of the pod's ServiceAccount bound to the pod, as the kubelet mounts it (its TokenReview names the
+    pod in ``user.extra``)."""
+    meta = pod.metadata
+    bound = client.V1BoundObjectReference(api_version="v1", kind="Pod", name=meta.name, uid=meta.uid)
+    spec = client.V1TokenRequestSpec(audiences=[], expiration_seconds=3600, bound_object_ref=bound)
+    account = pod.spec.service_account_name or "default"
+    request = client.AuthenticationV1TokenRequest(spec=spec)
+    answer = client.CoreV1Api(api).create_namespaced_service_account_token(account, meta.namespace, request)
+    token: str = answer.status.token
+    return token
 
 
 RBAC_KINDS = ("ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")

@@ -28,10 +28,11 @@ from dihera.scaling import RETIRED_TEMPLATE, ScaleError, ScaleRequest, read_dag
 from dihera.schema import GROUP, PLURAL, VERSION
 from tests.integration.servers import (
     ARGO,
+    bind_reporter,
     delete,
     membership,
+    pod_token,
     pods,
-    reporter_token,
     running,
     sa_token,
     spec_replicas,
@@ -197,17 +198,23 @@ def test_concurrent_requests_leave_a_consistent_count(
 
 
 def test_a_pod_token_with_only_the_report_right_reports_and_can_do_nothing_else(
-    dijob_crd: None, cluster: client.ApiClient, kubeconfig: Path, namespace: str, server: str
+    dijob_crd: None, cluster: client.ApiClient, kubeconfig: Path, namespace: str, server: str, poll: Any
 ) -> None:
-    """Issue 57: a job's pod (its ServiceAccount bound to the chart's reporter role only, as the chart binds it in
-    a watched namespace) reports into status.profilings through the di-server, and can neither scale through it
-    nor patch the DIJob at the API server; a report past a bound (the review's 50,000 keys) is refused."""
-    name = "reported"
+    """Issue 57, as a job's code would try it: a replica pod's own token (ServiceAccount ``default``, bound to the
+    pod, with the chart's reporter role only, bound as the chart binds it in a watched namespace) reports into its
+    DIJob's status.profilings through the di-server, and cannot scale through it, patch or read the DIJob at the
+    API server, or report into another job; a report past a bound (the review's 50,000 keys) is refused."""
+    name, hosts = "reported", {"reported-learner-0", "reported-collector-0", "reported-collector-1"}
     start_job(cluster, namespace, name, collectors=2, maxReplicas=4)
-    token, made = reporter_token(kubeconfig, cluster, namespace, "job-pod")
-    http = httpx.Client(base_url=server, headers={"Authorization": f"Bearer {token}"}, timeout=30)
+    start_job(cluster, namespace, "other", collectors=1)
+    made = bind_reporter(kubeconfig, namespace, "default")
     custom = client.CustomObjectsApi(cluster)
     try:
+        live = poll(lambda: running(cluster, namespace, name, hosts), 60, "3 pods Running")
+        pod = live["reported-collector-1"]
+        assert (pod.spec.service_account_name or "default") == "default"
+        token = pod_token(cluster, pod)
+        http = httpx.Client(base_url=server, headers={"Authorization": f"Bearer {token}"}, timeout=30)
         report = {"evalReturn": 9.5, "evalReturnHistory": [[i, i / 2] for i in range(100)]}
         resp = http.post(f"/v2alpha1/job/{namespace}.{name}/profilings", json=report)
         assert resp.status_code == 200, resp.text
@@ -217,10 +224,13 @@ def test_a_pod_token_with_only_the_report_right_reports_and_can_do_nothing_else(
             http.post(f"/v2alpha1/job/{namespace}.{name}/replicas", json={"replicas": 1}),
         ]
         assert [r.status_code for r in scales] == [403, 403], [r.text for r in scales]
-        assert f"system:serviceaccount:{namespace}:job-pod may not patch" in scales[0].json()["detail"]
+        assert f"system:serviceaccount:{namespace}:default may not patch" in scales[0].json()["detail"]
+        elsewhere = http.post(f"/v2alpha1/job/{namespace}.other/profilings", json={"evalReturn": 1e9})
+        assert elsewhere.status_code == 403, elsewhere.text
+        assert f"pod {namespace}/{pod.metadata.name} is not a replica of DIJob {namespace}/other" in elsewhere.text
         as_pod = client.CustomObjectsApi(token_client(cluster, token))
         refused = []
-        for write in (
+        for call in (
             lambda: as_pod.patch_namespaced_custom_object(
                 GROUP, VERSION, namespace, PLURAL, name, {"spec": {"suspend": True}}
             ),
@@ -230,7 +240,7 @@ def test_a_pod_token_with_only_the_report_right_reports_and_can_do_nothing_else(
             lambda: as_pod.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name),
         ):
             with pytest.raises(ApiException) as err:
-                write()
+                call()
             refused.append(err.value.status)
         assert refused == [403, 403, 403]
         flood = http.post(f"/v2alpha1/job/{namespace}.{name}/profilings", json={f"k{i}": i for i in range(50_000)})
@@ -248,5 +258,7 @@ def test_a_pod_token_with_only_the_report_right_reports_and_can_do_nothing_else(
         assert len(profilings) == 2 + 3 * 32 and "n0" not in profilings
         assert not body["spec"].get("suspend")
         assert (membership(cluster, namespace, name), spec_replicas(cluster, namespace, name)) == before
+        other = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, "other")
+        assert "profilings" not in (other.get("status") or {}), other.get("status")
     finally:
         delete(cluster, made)

@@ -13,7 +13,13 @@ from typing import Any
 import jsonpatch  # type: ignore[import-untyped]
 
 from dihera import load_job
-from dihera.constants import LABEL_EXPERIMENT, LABEL_TRIAL_POD, PROFILINGS_SUBRESOURCE
+from dihera.constants import (
+    LABEL_EXPERIMENT,
+    LABEL_TRIAL_POD,
+    PROFILINGS_SUBRESOURCE,
+    TOKEN_EXTRA_POD_NAME,
+    TOKEN_EXTRA_POD_UID,
+)
 from dihera.kube.auth import Identity
 from dihera.kube.scale_executor import ScaleResult
 from dihera.kube.snapshot import JobSnapshot
@@ -23,12 +29,14 @@ from dihera.render import render
 from dihera.scaling import ScaleError, ScaleRequest, plan_scale, workflow_patch
 from dihera.server.idempotency import IdempotencyStore
 
-__all__ = ["ADMIN", "REPORTER", "VIEWER", "FakeBackend"]
+__all__ = ["ADMIN", "POD", "POD_NAME", "POD_UID", "REPORTER", "VIEWER", "FakeBackend"]
 
 
 ADMIN, VIEWER = "admin-token", "viewer-token"
 #: A job pod's token with only the report right (``create`` on ``dijobs/profilings``); its username is itself.
 REPORTER = "reporter"
+#: The same right, with a token bound to the pod ``POD_NAME`` (uid ``POD_UID``), as a pod's own token is.
+POD, POD_NAME, POD_UID = "pod-token", "dqn-learner-0-1234", "uid-1234"
 
 
 class FakeBackend:
@@ -62,7 +70,7 @@ class FakeBackend:
 
     def job(self, namespace: str, name: str) -> JobSnapshot | None:
         entry = self.jobs.get((namespace, name))
-        return JobSnapshot(entry["body"], entry["configmap"], ()) if entry else None
+        return JobSnapshot(entry["body"], entry["configmap"], tuple(entry.get("pods", ()))) if entry else None
 
     def trial_job(self, namespace: str, pod: str) -> str | None:
         labelled = [
@@ -107,7 +115,8 @@ class FakeBackend:
         return True
 
     def authenticate(self, token: str) -> Identity | None:
-        return {ADMIN: Identity("admin"), VIEWER: Identity("viewer"), REPORTER: Identity(REPORTER)}.get(token)
+        pod = Identity(REPORTER, extra={TOKEN_EXTRA_POD_NAME: (POD_NAME,), TOKEN_EXTRA_POD_UID: (POD_UID,)})
+        return {ADMIN: Identity("admin"), VIEWER: Identity("viewer"), REPORTER: Identity(REPORTER), POD: pod}.get(token)
 
     def allowed(self, identity: Identity, verb: str, namespace: str, name: str, subresource: str = "") -> bool:
         self.reviews.append((identity.username, verb, namespace, name, subresource))

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from dihera.profilings import MAX_KEYS, MAX_REPORT_KEYS, MAX_VALUE_BYTES
 from dihera.server import ServerSettings, create_app
-from tests.unit.fake_backend import ADMIN, REPORTER, VIEWER, FakeBackend
+from tests.unit.fake_backend import ADMIN, POD, POD_NAME, POD_UID, REPORTER, VIEWER, FakeBackend
 
 
 @pytest.fixture
@@ -231,6 +231,25 @@ def test_a_report_needs_create_on_dijobs_profilings_and_that_right_scales_nothin
     assert [r.status_code for r in refused] == [403] * 5, [r.text for r in refused]
     assert backend.scale_calls == 0
     assert {r[1:] for r in backend.reviews[1:]} == {("patch", "team-a", "dqn", ""), ("get", "team-a", "dqn", "")}
+
+
+def test_a_pods_own_token_reports_only_into_its_own_job(backend: FakeBackend) -> None:
+    """A token bound to a pod (its TokenReview names the pod) reports into the DIJob the pod is a replica of, and
+    not into another job of the namespace, though its ServiceAccount may report there."""
+    http = TestClient(create_app(ServerSettings(), backend), headers={"Authorization": f"Bearer {POD}"})
+    backend.jobs[("team-a", "dqn")]["pods"] = [{"metadata": {"name": POD_NAME, "uid": POD_UID}}]
+    backend.jobs[("team-a", "serial")]["pods"] = [{"metadata": {"name": "serial-serial-0-99", "uid": "u"}}]
+    assert http.post("/v2alpha1/job/team-a.dqn/profilings", json={"fps": 1}).status_code == 200
+    other = http.post("/v2alpha1/job/team-a.serial/profilings", json={"fps": 666})
+    assert other.status_code == 403
+    assert other.json()["message"] == (
+        f"pod team-a/{POD_NAME} is not a replica of DIJob team-a/serial: a pod's token reports only into its own "
+        "job's status.profilings (DI_JOB_ID)"
+    )
+    assert "profilings" not in backend.jobs[("team-a", "serial")]["body"]["status"]
+    # a pod of the same name that is not the token's (another uid: the pod was replaced) is not it either
+    backend.jobs[("team-a", "dqn")]["pods"] = [{"metadata": {"name": POD_NAME, "uid": "uid-new"}}]
+    assert http.post("/v2alpha1/job/team-a.dqn/profilings", json={"fps": 2}).status_code == 403
 
 
 def test_a_viewer_may_not_report(backend: FakeBackend) -> None:

@@ -8,6 +8,8 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Query, Response
 
+from dihera.constants import TOKEN_EXTRA_POD_NAME, TOKEN_EXTRA_POD_UID
+from dihera.kube.snapshot import JobSnapshot
 from dihera.profilings import (
     MAX_DEPTH,
     MAX_KEYS,
@@ -88,6 +90,25 @@ def v2_remove(call: Writer, body: ReplicasBody, task: TaskQuery = None, key: Ide
     return _scale_collectors(call, ScaleRequest.remove, body, task, key)
 
 
+def _from_its_own_pod(call: JobCall, job: JobSnapshot) -> None:
+    """A pod's own token (bound to the pod: its TokenReview names it) reports only into the DIJob the pod is a
+    replica of (the job's cached pods), so one job's code cannot write another's metrics, e.g. a sweep trial
+    its rivals'. Other tokens (a person's, a TokenRequest without a pod) are judged by their right alone."""
+    extra = call.identity.extra if call.identity is not None else {}
+    names, uids = extra.get(TOKEN_EXTRA_POD_NAME) or (), extra.get(TOKEN_EXTRA_POD_UID) or ()
+    if not names:
+        return
+    for pod in job.pods:
+        meta = pod.get("metadata") or {}
+        if meta.get("name") == names[0] and (not uids or meta.get("uid") == uids[0]):
+            return
+    raise ApiError(
+        403,
+        f"pod {call.ref.namespace}/{names[0]} is not a replica of DIJob {call.ref}: a pod's token reports only "
+        "into its own job's status.profilings (DI_JOB_ID)",
+    )
+
+
 _REPORT = (
     f"a JSON object: at most {MAX_REPORT_KEYS} keys matching {METRIC_NAME.pattern}, each value at most "
     f"{MAX_VALUE_BYTES} bytes as JSON and {MAX_DEPTH} levels deep, {MAX_REPORT_BYTES} bytes in all; a null "
@@ -98,9 +119,10 @@ _REPORT = (
 @router.post("/profilings", response_model=Envelope)
 def v2_profilings(call: Reporter, body: Annotated[dict[str, Any], Body(description=_REPORT)]) -> Envelope:
     """Record profiling data: merged into the DIJob's ``status.profilings`` (a JSON merge patch). The caller
-    may ``create`` ``dijobs/profilings`` in the namespace (the chart's ClusterRole ``<fullname>-reporter``).
-    A report past a bound is refused with 400 naming each problem; sending it again does not help."""
-    cached(call)
+    may ``create`` ``dijobs/profilings`` in the namespace (the chart's ClusterRole ``<fullname>-reporter``); a
+    pod's own token reports only into its own job. A report past a bound is refused with 400 naming each
+    problem; sending it again does not help."""
+    _from_its_own_pod(call, cached(call))
     problems = report_problems(body)
     if problems:
         raise ApiError(400, "; ".join(problems))
