@@ -1,7 +1,8 @@
 """Reports to the di-server, which merges them into the DIJob's `status.profilings` (`POST
 $DI_SERVER_URL/v2alpha1/job/<namespace>.<name>/profilings`, authorised by the pod's ServiceAccount token: it
-may `create` `dijobs/profilings`, the chart's role `<fullname>-reporter`; over HTTPS the di-server's certificate is checked against `DI_SERVER_CA`, the CA the
-controller gives the pods, else the image's CAs):
+may `create` `dijobs/profilings`, the chart's role `<fullname>-reporter`, and reports into its own DIJob only;
+over HTTPS the di-server's certificate is checked against `DI_SERVER_CA`, the CA the controller gives the pods,
+else the image's CAs):
 
 - a sweep's trial reports its evaluator's returns (`MetricsReporter`); the sweep ranks its trials by them
   (docs/experiments.md);
