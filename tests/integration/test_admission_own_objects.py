@@ -38,7 +38,7 @@ from dihera.server import ServerSettings
 from tests.chart.helm import RELEASE_NAMESPACE, Manifest, render
 from tests.integration.conftest import Poll
 from tests.integration.controllers import Controller, denied
-from tests.integration.jobs import edit_replicas, manifest, phase_is, task
+from tests.integration.jobs import edit_replicas, job_pods, manifest, phase_is, task
 from tests.integration.lifecycle import set_suspend
 from tests.integration.servers import (
     ARGO,
@@ -165,6 +165,12 @@ def pod(name: str, labels: dict[str, str] | None = None, owners: list[dict[str, 
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
+def running_pods(api: client.ApiClient, namespace: str) -> int:
+    """Live (not deleted) Running pods of the job ``elastic``."""
+    pods = job_pods(api, namespace, "elastic")
+    return sum(1 for p in pods if p["status"].get("phase") == "Running" and not p["metadata"].get("deletionTimestamp"))
+
+
 def test_writes_to_objects_dihera_does_not_own_are_refused(
     identities: Identities, cluster: client.ApiClient, namespace: str
 ) -> None:
@@ -174,7 +180,7 @@ def test_writes_to_objects_dihera_does_not_own_are_refused(
     # Argo's controller ConfigMap, as the issue names it: both ServiceAccounts may update it by RBAC alone
     for api, who in ((ctl, "controller"), (srv, "server")):
         message = refused(argo_config_dry_run(api), "ConfigMap argo/workflow-controller-configmap", NOT_OURS)
-        assert f"{user(who)} may not update ConfigMap" in message, message
+        assert f"{user(who)} may not UPDATE ConfigMap" in message, message
     # a tenant's plain ConfigMap, and one with dihera's job label only (no managed-by, no owner)
     core.create_namespaced_config_map(namespace, plain_configmap("settings"))
     core.create_namespaced_config_map(namespace, plain_configmap("half", {"diengine/job": "elastic"}))
@@ -211,7 +217,7 @@ def test_writes_to_objects_dihera_does_not_own_are_refused(
         lambda: ctl_objects.delete_pod(namespace, "web"),
         f"Pod {namespace}/web",
         NOT_OURS,
-        user("controller") + " may not delete",
+        user("controller") + " may not DELETE",
     )
     refused(lambda: ObjectStore(srv).delete_pods(namespace, ["web", "lookalike"]), NOT_OURS)
     live = {p.metadata.name for p in core.list_namespaced_pod(namespace).items if p.metadata.deletion_timestamp is None}
@@ -292,12 +298,13 @@ def test_the_controller_and_the_di_server_run_a_job_under_the_policy(
         with running_server(settings, identities.server) as url:
             http = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
             job = f"{namespace}.elastic"
-            for call in (
-                lambda: http.post(f"/v2alpha1/job/{job}/replicas", json={"replicas": 1}),
-                lambda: http.request("DELETE", f"/v2alpha1/job/{job}/replicas", json={"replicas": 1}),
-            ):
-                resp = call()
-                assert resp.status_code == 200, resp.text
+            resp = http.post(f"/v2alpha1/job/{job}/replicas", json={"replicas": 1})
+            assert resp.status_code == 200, resp.text
+            poll(lambda: running_pods(cluster, namespace) == 3, 90, "3 replicas Running after the scale-up")
+            # the di-server's scale-down: membership replaced, Workflow patched, the retired live pod deleted
+            resp = http.request("DELETE", f"/v2alpha1/job/{job}/replicas", json={"replicas": 1})
+            assert resp.status_code == 200, resp.text
+            poll(lambda: running_pods(cluster, namespace) == 2, 90, "2 replicas Running after the scale-down")
         set_suspend(cluster, namespace, "elastic", True)  # the controller deletes the Workflow
         poll(lambda: ObjectStore(cluster).get_workflow(namespace, "elastic") is None, 60, "the Workflow deleted")
     finally:
