@@ -52,8 +52,13 @@ def argo_server(kubeconfig: Path) -> str:
 
 @pytest.fixture(scope="module")
 def admission_policy(cluster: client.ApiClient) -> Iterator[None]:
-    """The chart's ValidatingAdmissionPolicy and its binding, applied for the module, removed after it."""
-    objs = [o for o in render() if o["kind"].startswith("ValidatingAdmissionPolicy")]
+    """The chart's ValidatingAdmissionPolicy of DIJob Workflows and its binding, applied for the module, removed
+    after it (not the one of the service accounts' own objects: tests/integration/test_admission_own_objects.py)."""
+    objs = [
+        o
+        for o in render()
+        if o["kind"].startswith("ValidatingAdmissionPolicy") and o["metadata"]["name"] == "dihera-dijob-workflows"
+    ]
     assert [o["kind"] for o in objs] == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
     api = client.AdmissionregistrationV1Api(cluster)
     for obj in objs:

@@ -128,3 +128,16 @@ app.kubernetes.io/component: {{ .component }}
 {{/* Where the di-server's pod sees its certificate, and the controller's the CA. */}}
 {{- define "dihera.server.tlsDir" -}}/etc/dihera/tls{{- end }}
 {{- define "dihera.controller.serverCADir" -}}/etc/dihera/server-ca{{- end }}
+
+{{/*
+CEL: whether the object named by the argument ("object" or "oldObject") carries dihera's marks (the policy
+in admission-policy-writes.yaml): the label diengine/job, and app.kubernetes.io/managed-by=dihera or an
+ownerReference to the DIJob or the Workflow that label names.
+*/}}
+{{- define "dihera.ownMarks" -}}
+{{- $o := . -}}
+has({{ $o }}.metadata.labels) && 'diengine/job' in {{ $o }}.metadata.labels && (
+('app.kubernetes.io/managed-by' in {{ $o }}.metadata.labels && {{ $o }}.metadata.labels['app.kubernetes.io/managed-by'] == 'dihera') ||
+(has({{ $o }}.metadata.ownerReferences) && {{ $o }}.metadata.ownerReferences.exists(r, r.name == {{ $o }}.metadata.labels['diengine/job'] &&
+((r.kind == 'DIJob' && r.apiVersion.startsWith('diengine.opendilab.org/')) || (r.kind == 'Workflow' && r.apiVersion.startsWith('argoproj.io/'))))))
+{{- end }}
