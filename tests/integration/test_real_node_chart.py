@@ -122,6 +122,8 @@ def real_release(kubeconfig: Path, cluster: client.ApiClient, jobs_namespace: st
         rel.must(
             "install", rel.name, str(CHART), "-f", str(VALUES), "--set", f"image.tag={tag}",
             "--set", f"watchNamespaces={{{jobs_namespace}}}",
+            # the own-objects admission policy (on by default only cluster-wide): the real components under it
+            "--set", "admissionPolicy.ownObjectsOnly=true",
             "--create-namespace", "--take-ownership", "--wait", "--timeout", TIMEOUT,
         )  # fmt: skip
         yield rel
