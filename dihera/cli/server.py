@@ -138,7 +138,11 @@ def register(sub: Any) -> None:
         action="store_true",
         help="serve plain HTTP, without a certificate (or $DIHERA_PLAIN_HTTP=true): tokens cross the network in clear",
     )
-    p.add_argument("--no-auth", action="store_true", help="accept every caller (local demo only)")
+    p.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="accept every caller (local demo only: refused unless --host is 127.0.0.1, ::1 or localhost)",
+    )
     p.add_argument(
         "--anonymous-views",
         action="store_true",

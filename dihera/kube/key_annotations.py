@@ -8,10 +8,16 @@ winner's claim and waits for its answer).
 A request runs in three steps: claim the key (a record without an answer) → scale → store the
 answer (or drop the claim when the scale failed with a server error, so a retry may run it). A claim
 older than ``stale`` seconds belongs to a replica that died mid-request and is taken over.
+
+Storing an answer never fails for its size (:mod:`dihera.key_records` bounds every record); it is tried
+again after each lost resourceVersion race for up to ``wait`` seconds (a DIJob whose status is written in a
+tight loop loses many), so the claim is settled before it could be taken for a dead replica's.
 """
 
 from __future__ import annotations
 
+import logging
+import random
 import time
 from collections.abc import Callable
 from typing import Any
@@ -28,6 +34,7 @@ from dihera.schema import GROUP, PLURAL, VERSION
 __all__ = ["AnnotationKeyStore"]
 
 JSON_PATCH = "application/json-patch+json"
+log = logging.getLogger(__name__)
 
 
 class AnnotationKeyStore:
@@ -84,8 +91,10 @@ class AnnotationKeyStore:
                 return None
 
     def _settle(self, namespace: str, name: str, key: str, answer: tuple[int, Any] | None) -> None:
-        """Store the answer of ``key`` (None: forget the key) on the latest DIJob (bounded retries)."""
-        for _ in range(10):
+        """Store the answer of ``key`` (None: forget the key) on the latest DIJob, again after each lost race for
+        up to ``wait`` seconds."""
+        deadline = time.monotonic() + self._wait
+        while True:
             body = self._jobs.get(namespace, name)
             if body is None:
                 return
@@ -95,6 +104,10 @@ class AnnotationKeyStore:
                 records[key] = mine.answer(*answer)
             if self._write(body, records):
                 return
+            if time.monotonic() >= deadline:
+                log.error("Idempotency-Key %r of DIJob %s/%s: answer not stored (lost each race)", key, namespace, name)
+                return
+            time.sleep(random.uniform(0, 0.05))
 
     def _write(self, body: dict[str, Any], records: dict[str, Record]) -> bool:
         """Replace the records if the DIJob is unchanged since ``body`` was read; False on a 409."""

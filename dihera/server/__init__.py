@@ -9,7 +9,7 @@ All Kubernetes access goes through the backend (``dihera.server.backend.KubeBack
   ``idempotency``); ``access`` and ``authcache``: the reviews, remembered briefly
 - ``backend``: the cluster as one small interface; ``views``: what the routes answer (pure); ``pages``: the
   views as HTML; ``answers``: reads' JSON reused per version; ``fastpath``: remembered reads before the
-  framework
+  framework; ``gate``: a request body's token checked before it is read, and its size bounded
 - ``models``: the request and response bodies; ``errors``: how errors are answered; ``metrics``
 """
 

@@ -4,7 +4,12 @@ Every job route authenticates the caller's bearer token (TokenReview, 401), then
 identity may ``get`` (reads) or ``patch`` (writes) DIJobs in the job's namespace, taken from the
 path only (SubjectAccessReview, 403); both answers are remembered briefly (:mod:`dihera.server.authcache`). Reads
 come from the backend's watch-backed cache. The read-only ``/ui`` views (where the Argo UI's links land)
-answer a caller without a token only when ``ServerSettings.anonymous_views`` is on.
+answer a caller without a token only when ``ServerSettings.anonymous_views`` is on. A request with a body
+is refused (401, 413) before a byte of it is read unless its token is valid and its size within the bound
+(:mod:`dihera.server.gate`).
+
+No ``/docs`` or ``/redoc``: FastAPI's pages load Swagger UI and ReDoc from a CDN, and the di-server makes no
+browser fetch from outside; ``/openapi.json`` describes the API.
 
 Where things are: the routes in :mod:`dihera.server.routes` (one router per API), what they depend on
 (identity, job reference, scaling with an Idempotency-Key) in :mod:`dihera.server.dependencies`, how
@@ -17,11 +22,12 @@ from fastapi.telemetry import TelemetryConfig
 from dihera.server import routes
 from dihera.server.access import Access
 from dihera.server.answers import AnswerCache
-from dihera.server.authcache import AuthCache
+from dihera.server.authcache import AuthCache, ReviewBudget
 from dihera.server.backend import Backend
 from dihera.server.dependencies import ServerContext
 from dihera.server.errors import ApiError, install_error_handlers
 from dihera.server.fastpath import RememberedReads
+from dihera.server.gate import BodyGate
 from dihera.server.metrics import ObserveRequests, ServerMetrics
 from dihera.server.settings import ServerSettings
 
@@ -42,12 +48,17 @@ def create_app(settings: ServerSettings, backend: Backend) -> FastAPI:
             "Callers present a Kubernetes bearer token. Reads need `get` on `dijobs`, writes `patch`, in the "
             "job's namespace. `/v2alpha1` keeps DI-orchestrator's routes and envelope; `/v1` is the clean API."
         ),
+        docs_url=None,
+        redoc_url=None,
     )
     metrics = ServerMetrics()
-    access = Access(backend, AuthCache(settings.auth_cache_seconds, settings.auth_denied_cache_seconds))
+    cache = AuthCache(settings.auth_cache_seconds, settings.auth_denied_cache_seconds)
+    access = Access(backend, cache, ReviewBudget(settings.token_reviews_per_second))
     app.state.dihera = ServerContext(settings, backend, metrics, access, AnswerCache())
-    # the last added runs first: the request metrics, then the remembered reads, then FastAPI's routes
+    # the last added runs first: the request metrics, then the body gate (a body's token checked before it is
+    # read, its size bounded), then the remembered reads, then FastAPI's routes
     app.add_middleware(RememberedReads, context=lambda: app.state.dihera)
+    app.add_middleware(BodyGate, context=lambda: app.state.dihera)
     app.add_middleware(ObserveRequests, metrics=metrics)
     install_error_handlers(app)
     for router in (

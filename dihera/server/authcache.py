@@ -11,11 +11,17 @@ denied request for ``denied_ttl`` (shorter: a caller who was just granted a role
 long, while a flood of bad tokens still costs the API server one review per ``denied_ttl``). The
 trade-off: a revoked token or role keeps working for up to ``ttl`` seconds on each di-server replica.
 ``ttl`` 0 turns the cache off.
+
+:class:`ReviewBudget` bounds how many tokens not remembered are reviewed a second (a token bucket per
+di-server): a flood of distinct bogus tokens, which no cache helps against, costs the API server at most
+that many TokenReviews; the caller past it is told when to come back (429, Retry-After). Remembered tokens
+cost nothing and are never refused.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
 import time
 from collections.abc import Callable, Hashable
@@ -23,7 +29,7 @@ from typing import Generic, TypeVar
 
 from dihera.kube.auth import Identity
 
-__all__ = ["AuthCache", "TTLCache", "decision_key", "token_key"]
+__all__ = ["AuthCache", "ReviewBudget", "TTLCache", "decision_key", "token_key"]
 
 V = TypeVar("V")
 
@@ -100,3 +106,26 @@ class AuthCache:
     ) -> None:
         ttl = self.ttl if allowed else self.denied_ttl
         self._decisions.put(decision_key(identity, verb, namespace, name, subresource), allowed, ttl)
+
+
+class ReviewBudget:
+    """A token bucket: ``rate`` reviews a second, bursts of ``2 * rate``; ``rate`` 0: no limit."""
+
+    def __init__(self, rate: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.rate, self.capacity = rate, max(1.0, 2 * rate)
+        self._clock = clock
+        self._tokens, self._at = self.capacity, clock()
+        self._lock = threading.Lock()
+
+    def take(self) -> float:
+        """0 when a review may run now (and counts it), else the seconds until one may (a whole number, >= 1)."""
+        if self.rate <= 0:
+            return 0.0
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(self.capacity, self._tokens + (now - self._at) * self.rate)
+            self._at = now
+            if self._tokens >= 1:
+                self._tokens -= 1
+                return 0.0
+            return float(max(1, math.ceil((1 - self._tokens) / self.rate)))

@@ -6,6 +6,7 @@ The app's settings, backend, access checks and metrics are one :class:`ServerCon
 runs in the threadpool: the reviews on a cache miss (:class:`~dihera.server.access.Access`) and scaling.
 """
 
+import hashlib
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -251,7 +252,8 @@ def scale(job: JobCall, request: ScaleRequest, key: str | None) -> ScaleOut:
         return 200, views.scale_out(result, ctx.settings.cluster_domain).model_dump(mode="json")
 
     if key:
-        fingerprint = json.dumps([request.action.value, request.task, request.count, request.names])
+        asked = json.dumps([request.action.value, request.task, request.count, request.names])
+        fingerprint = hashlib.sha256(asked.encode()).hexdigest()  # bounded, whatever the list of names
         try:
             status, body = ctx.backend.keys.run(str(ref), key, fingerprint, call)
         except KeyReused as err:

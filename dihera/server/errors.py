@@ -1,4 +1,8 @@
-"""How the di-server answers an error: ``{"detail"}`` on ``/v1``, DI-orchestrator's envelope on ``/v2alpha1``."""
+"""How the di-server answers an error: ``{"detail"}`` on ``/v1``, DI-orchestrator's envelope on ``/v2alpha1``.
+
+A 500 says in one line what failed (the exception's type, or the status the Kubernetes API server answered)
+and nothing of the API server's headers or body: those go to the di-server's log, which the caller cannot read.
+"""
 
 import json
 import logging
@@ -13,7 +17,7 @@ from starlette.routing import Match, Route
 
 from dihera.server.models import Envelope, ErrorBody
 
-__all__ = ["ERRORS", "V2", "V2_ERRORS", "ApiError", "install_error_handlers"]
+__all__ = ["ERRORS", "V2", "V2_ERRORS", "ApiError", "error_body", "install_error_handlers", "internal_error"]
 
 log = logging.getLogger("dihera.server.app")
 V2 = "/v2alpha1"
@@ -25,26 +29,42 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         403: "the caller may not do this on DIJobs in the namespace",
         404: "no such job, task or replica",
         409: "the job cannot be scaled now, or the Idempotency-Key was used for another request",
+        413: "the request body is larger than the server's bound (max_body_bytes)",
+        429: "too many new bearer tokens to review this second; retry after Retry-After seconds",
     }.items()
 }
 V2_ERRORS: dict[int | str, dict[str, Any]] = {k: {**v, "model": Envelope} for k, v in ERRORS.items()}
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, message: str) -> None:
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
+        self.headers = dict(headers or {})
+
+
+def error_body(path: str, message: str) -> dict[str, Any]:
+    """An error's JSON for a request to ``path``: the envelope under ``/v2alpha1``, else ``{"detail"}``."""
+    if path.startswith(V2):
+        return {"success": False, "code": 1, "message": message, "data": None}
+    return {"detail": message}
 
 
 def _error_response(
     request: Request, status: int, message: str, headers: Mapping[str, str] | None = None
 ) -> JSONResponse:
-    if request.url.path.startswith(V2):
-        body: dict[str, Any] = {"success": False, "code": 1, "message": message, "data": None}
-    else:
-        body = {"detail": message}
-    return JSONResponse(body, status_code=status, headers=headers)
+    return JSONResponse(error_body(request.url.path, message), status_code=status, headers=headers)
+
+
+def internal_error(exc: BaseException) -> str:
+    """What a 500 says about ``exc``, in one line: the API server's status and reason for its errors (kubernetes'
+    ApiException, told by its ``status`` and ``reason``), else the exception's type; never its text, which for
+    an ApiException holds the API server's headers and body."""
+    status, reason = getattr(exc, "status", None), getattr(exc, "reason", None)
+    if isinstance(status, int) and isinstance(reason, str):
+        return f"internal error: the Kubernetes API server answered {status} {reason.splitlines()[0][:80]}"
+    return f"internal error: {type(exc).__name__}"
 
 
 def _validation_message(err: RequestValidationError) -> str:
@@ -68,7 +88,7 @@ def _allowed_methods(app: FastAPI, request: Request) -> str:
 
 async def _api_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ApiError)
-    return _error_response(request, exc.status, exc.message)
+    return _error_response(request, exc.status, exc.message, exc.headers)
 
 
 async def _invalid(request: Request, exc: Exception) -> JSONResponse:
@@ -85,8 +105,8 @@ async def _http(request: Request, exc: Exception) -> JSONResponse:
 
 
 async def _crash(request: Request, exc: Exception) -> JSONResponse:
-    log.exception("%s %s failed", request.method, request.url.path)
-    return _error_response(request, 500, f"internal error: {type(exc).__name__}: {exc}")
+    log.exception("%s %s failed", request.method, request.url.path)  # the whole exception, headers and body
+    return _error_response(request, 500, f"{internal_error(exc)} (the di-server's log has the details)")
 
 
 def install_error_handlers(app: FastAPI) -> None:

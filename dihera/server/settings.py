@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from dataclasses import dataclass
 
 from dihera.queueing import KueueSettings
 
-__all__ = ["LOG_LEVELS", "ServerSettings"]
+__all__ = ["LOG_LEVELS", "ServerSettings", "is_loopback"]
 
 #: Log levels the chart allows (``logLevel``), lowest first.
 LOG_LEVELS = ("debug", "info", "warning", "error")
@@ -32,6 +33,10 @@ class ServerSettings:
     ``kueue``: scale-ups of queued jobs are admitted by Kueue first (docs/queueing.md).
     ``tls_cert_file``/``tls_key_file``: serve HTTPS with this certificate (PEM) and its key, both or
     neither; neither: plain HTTP, which ``dihera server`` starts only when told so (``--plain-http``).
+    ``auth`` off is refused unless ``host`` is a loopback address (127.0.0.0/8, ::1, ``localhost``).
+    ``max_body_bytes``: the largest request body read (413 past it; :mod:`dihera.server.gate`).
+    ``token_reviews_per_second``: TokenReviews of tokens not remembered, at most this many a second
+    with bursts of twice as many (429 with Retry-After past it); 0: no limit.
 
     Raises ValueError naming every bad field and value at once.
     """
@@ -52,6 +57,11 @@ class ServerSettings:
     kueue: KueueSettings | None = None
     tls_cert_file: str | None = None
     tls_key_file: str | None = None
+    #: 256 KiB: a scale body is under 100 bytes, a list of 1,000 replica names to remove ~20 KiB, a DI-engine
+    #: profiling report with a 10,000-point history ~200 KiB (it lands in the DIJob, which etcd caps at 1.5 MiB).
+    max_body_bytes: int = 256 * 1024
+    #: Bursts of twice as many; a remembered token (accepted or rejected) costs none.
+    token_reviews_per_second: float = 100.0
 
     def __post_init__(self) -> None:
         problems = [
@@ -77,6 +87,18 @@ class ServerSettings:
                 ("tls_cert_file", "tls_key_file") if self.tls_key_file is None else ("tls_key_file", "tls_cert_file")
             )
             problems.append(f"{missing}: missing while {given} is set (HTTPS needs the certificate and its key)")
+        if self.max_body_bytes < 1:
+            problems.append(f"max_body_bytes: {self.max_body_bytes} is not a positive number of bytes")
+        if self.token_reviews_per_second < 0:
+            problems.append(
+                f"token_reviews_per_second: {self.token_reviews_per_second} is negative (0 turns the limit off)"
+            )
+        if not self.auth and not is_loopback(self.host):
+            problems.append(
+                f"auth: off (--no-auth) while listening on {self.host!r}: anyone who reaches it could scale every "
+                "DIJob; without auth the di-server listens only on a loopback address (--host 127.0.0.1, ::1 or "
+                "localhost)"
+            )
         if not 0 <= self.port <= 65535:
             problems.append(f"port: {self.port} is not a TCP port (0-65535)")
         if problems:
@@ -94,3 +116,13 @@ class ServerSettings:
     def scope(self) -> str:
         """``all namespaces`` or the namespaces' names, for logs and messages."""
         return ", ".join(self.namespaces) if self.namespaces else "all namespaces"
+
+
+def is_loopback(host: str) -> bool:
+    """``localhost``, an address in 127.0.0.0/8, or ``::1`` (not a name that might resolve elsewhere)."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -13,6 +13,10 @@ It watches one namespace of its own, where the chart's executor and reporter
 RoleBindings are all Argo's init and wait containers and the job's own process get (the job's pods run as
 `default`): the process reports into its DIJob's status through the di-server, and its scale-up is refused.
 
+A body of 300 MB without a token, streamed to the di-server's pod through a port-forward, is answered 401 (or 413)
+and leaves the pod Running, not restarted, its cgroup's memory peak far under its limit (issue 57: the body is
+refused before a byte of it is read).
+
 The di-server's pod is deleted, and a scale request sent at once through the port-forward `make demo`
 uses (ci/demo.py: started again whenever it ends): the request is answered, by the old pod or by the new
 one after `dihera scale --server` sent it again with its Idempotency-Key, the job is scaled once, and the
@@ -38,7 +42,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import select
 import signal
+import socket
 import ssl
 import subprocess
 import sys
@@ -53,6 +59,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from kubernetes import client
+from kubernetes.utils import parse_quantity
 
 from ci.demo import supervised_forward
 from ci.devcluster import Cluster, realnode
@@ -284,6 +291,98 @@ def published_ca(cluster: client.ApiClient, release: Release, token: str, path: 
 
 def curl(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["curl", "-sS", "--max-time", "10", *args], capture_output=True, text=True, check=False)
+
+
+#: The server container's cgroup memory (v2: memory.peak and memory.current; v1: their older names; a kernel
+#: before 5.19 has no memory.peak: the current usage stands in), in bytes.
+CGROUP_MEMORY = """
+import json, os
+def read(*names):
+    for name in names:
+        for base in ("/sys/fs/cgroup", "/sys/fs/cgroup/memory"):
+            if os.path.exists(os.path.join(base, name)):
+                return int(open(os.path.join(base, name)).read().split()[0])
+current = read("memory.current", "memory.usage_in_bytes")
+print(json.dumps({"peak": read("memory.peak", "memory.max_usage_in_bytes") or current, "current": current}))
+"""
+MiB = 1024 * 1024
+
+
+def cgroup_memory(kubeconfig: Path, pod: client.V1Pod) -> dict[str, int]:
+    """The di-server container's cgroup memory (kubectl exec), in bytes: ``peak`` since it started, ``current``."""
+    argv = ["kubectl", f"--kubeconfig={kubeconfig}", "exec", "-n", pod.metadata.namespace, pod.metadata.name,
+            "-c", "server", "--", "python", "-c", CGROUP_MEMORY]  # fmt: skip
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=60)
+    assert done.returncode == 0, done.stderr
+    found: dict[str, int] = json.loads(done.stdout)
+    assert found["peak"] and found["current"], found
+    return found
+
+
+def stream_without_token(port: int, trust: ssl.SSLContext, size: int) -> tuple[bytes, int]:
+    """PUT ``size`` bytes (Content-Length) with no token to the di-server at 127.0.0.1:``port``, sent 1 MiB at a
+    time until an answer is waiting or the connection is closed: the answer's first bytes, and the bytes sent."""
+    path = "/v1/namespaces/anywhere/dijobs/anything/tasks/collector/replicas"
+    head = f"PUT {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {size}\r\n\r\n"
+    chunk, sent, answer = b"1" * MiB, 0, b""
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=60) as raw,
+        trust.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+    ):
+        tls.sendall(head.encode())
+        try:
+            while sent < size and not select.select([tls], [], [], 0)[0] and not tls.pending():
+                tls.sendall(chunk)
+                sent += len(chunk)
+        except OSError:  # the server answered and closed: the rest is never sent
+            pass
+        try:
+            while not _whole(answer) and (data := tls.recv(4096)):
+                answer += data
+        except OSError:  # closed after the answer (or reset): what came is kept
+            pass
+    return answer, sent
+
+
+def _whole(answer: bytes) -> bool:
+    """Whether ``answer`` holds an HTTP answer's head and its ``Content-Length`` of body (or 64 KiB)."""
+    head, found, body = answer.partition(b"\r\n\r\n")
+    length = re.search(rb"(?im)^content-length:\s*(\d+)", head)
+    return len(answer) > 65536 or bool(found and length and len(body) >= int(length[1]))
+
+
+def test_300_mb_without_a_token_leaves_the_di_server_running_under_its_limit(
+    real_release: Release, cluster: client.ApiClient, kubeconfig: Path, jobs_namespace: str, poll: Poll, tmp_path: Path
+) -> None:
+    """An attacker's body to the chart's di-server pod (issue 57): answered 401 or 413, the pod neither restarted
+    nor near its memory limit (its cgroup's peak grows by a few MiB, not by the body's 300)."""
+    token = sa_token(cluster, jobs_namespace, "prober", None)  # only to read the published CA
+    trust = ssl.create_default_context(cafile=str(published_ca(cluster, real_release, token, tmp_path / "ca.crt")))
+    port = free_port()
+    service = f"{real_release.name}-server"
+    forward = supervised_forward(str(kubeconfig), real_release.namespace, service, port, tmp_path / "forward.log")
+    try:
+        poll(lambda: ready(f"https://127.0.0.1:{port}", trust), 60, "the di-server through the port-forward")
+        pod = server_pod(cluster, real_release)
+        assert pod is not None
+        container = next(c for c in pod.spec.containers if c.name == "server")
+        limit = int(parse_quantity(container.resources.limits["memory"]))
+        restarts = {c.name: c.restart_count for c in pod.status.container_statuses}
+        before = cgroup_memory(kubeconfig, pod)
+        answer, sent = stream_without_token(port, trust, 300 * MiB)
+        time.sleep(2)  # an OOM kill, had there been one, is in the pod's status by now
+        after = cgroup_memory(kubeconfig, pod)
+        now = client.CoreV1Api(cluster).read_namespaced_pod(pod.metadata.name, pod.metadata.namespace)
+    finally:
+        os.killpg(forward.pid, signal.SIGTERM)
+        forward.wait(10)
+    print(f"300 MB without a token: {answer[:40]!r}, {sent / MiB:.0f} MiB sent; the di-server's cgroup peak "
+          f"{before['peak'] / MiB:.1f} → {after['peak'] / MiB:.1f} MiB (now {after['current'] / MiB:.1f} MiB, limit "
+          f"{limit / MiB:.0f} MiB)")  # fmt: skip
+    assert answer.startswith((b"HTTP/1.1 401", b"HTTP/1.1 413")), (answer, (tmp_path / "forward.log").read_text())
+    assert now.status.phase == "Running"
+    assert {c.name: c.restart_count for c in now.status.container_statuses} == restarts
+    assert after["peak"] < limit and after["peak"] - before["peak"] < 32 * MiB, (before, after, limit)
 
 
 def test_the_di_servers_pod_replaced_mid_request_scales_once_through_a_forward_that_outlives_it(

@@ -8,7 +8,7 @@ import pytest
 
 from dihera.kube.auth import Identity
 from dihera.server.access import Access
-from dihera.server.authcache import AuthCache, TTLCache, decision_key, token_key
+from dihera.server.authcache import AuthCache, ReviewBudget, TTLCache, decision_key, token_key
 from tests.unit.fake_backend import ADMIN, VIEWER, FakeBackend
 
 ALICE = Identity("alice", uid="u1", groups=("team-a",))
@@ -172,3 +172,14 @@ def test_the_server_reviews_a_busy_caller_once() -> None:
     http = TestClient(app, headers={"Authorization": f"Bearer {ADMIN}"})
     assert [http.get("/v1/namespaces/team-a/dijobs/dqn").status_code for _ in range(3)] == [200] * 3
     assert (off.token_reviews, off.access_reviews) == (3, 3)
+
+
+def test_the_review_budget_allows_a_burst_then_the_rate_and_says_when_to_come_back() -> None:
+    now = [0.0]
+    budget = ReviewBudget(2, clock=lambda: now[0])
+    assert [budget.take() for _ in range(5)] == [0, 0, 0, 0, 1]  # a burst of twice the rate, then wait 1 s
+    now[0] = 0.5  # one review's worth
+    assert budget.take() == 0 and budget.take() == 1
+    now[0] = 100.0  # refilled to the burst, not beyond
+    assert [budget.take() for _ in range(5)] == [0, 0, 0, 0, 1]
+    assert all(ReviewBudget(0).take() == 0 for _ in range(1000))  # 0: no limit
