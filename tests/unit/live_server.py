@@ -37,10 +37,10 @@ class CountingBackend(FakeBackend):
 
     def __init__(self) -> None:
         super().__init__()
-        self.reviews = 0
+        self.token_reviews = 0
 
     def authenticate(self, token: str) -> Identity | None:
-        self.reviews += 1
+        self.token_reviews += 1
         return super().authenticate(token)
 
 

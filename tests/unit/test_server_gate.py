@@ -135,7 +135,7 @@ def test_distinct_bogus_tokens_past_the_budget_get_429_and_cost_no_more_reviews(
         remembered = http.get(url, headers={"Authorization": f"Bearer {ADMIN}"})
     # a burst of 10 (twice the rate of 5 a second), then a few more as the test's seconds pass
     assert codes[:9] == [401] * 9 and codes.count(429) >= 40, codes
-    assert backend_.reviews <= 1 + 10 + 5, backend_.reviews
+    assert backend_.token_reviews <= 1 + 10 + 5, backend_.token_reviews
     assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
     assert "at most 5 a second" in refused.json()["detail"]
     assert bodied.status_code == 429 and "Retry-After" in bodied.headers  # the body gate asks the same budget
