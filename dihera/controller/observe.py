@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from dihera.constants import LABEL_JOB
 from dihera.controller.decide.hold import leftover_counted
+from dihera.controller.decide.ownership import Conflict, conflict, owns
 from dihera.controller.decide.view import JobView
 from dihera.controller.kueue import Queueing
 from dihera.controller.validated import ValidatedJobs
@@ -143,6 +144,10 @@ def _parse_membership(text: str) -> Membership:
     return Membership.from_json(text)
 
 
+def _clashes(conflicts: Sequence[Conflict], kind: str) -> bool:
+    return any(c.kind == kind for c in conflicts)
+
+
 class Observer:
     """Builds job views; ``live`` answers from the API server whatever ``reads`` a pass uses."""
 
@@ -163,15 +168,21 @@ class Observer:
         namespace, name = job.namespace, job.name
         configmap = reads.configmap(namespace, membership_configmap_name(name))
         workflow = reads.workflow(namespace, workflow_name(name))
+        service = reads.service(namespace, service_name(name))
+        foreign = workflow is not None and not owned_by(workflow, job.uid)
+        found = (("ConfigMap", configmap), ("Service", service), ("Workflow", workflow if foreign else None))
+        clashes = [c for k, o in found if o is not None and (c := conflict(k, o, name, job.uid)) is not None]
+        if _clashes(clashes, "ConfigMap"):
+            configmap = None  # another owner's: its data is never read as the job's membership
         view = JobView(body, job, None, membership_of(configmap), workflow, queue=queue, cached=reads.cached)
         if reads.cached:
             self._check_current(view, configmap)
         copies = tuple(w for w in reads.workflows(namespace, name) if w["metadata"]["name"] != workflow_name(name))
         view = dataclasses.replace(
-            view,
-            foreign=workflow is not None and not owned_by(workflow, job.uid),
+            view.with_conflicts(*clashes),
+            foreign=foreign,
             configmap=configmap,
-            service=reads.service(namespace, service_name(name)),
+            service=None if _clashes(clashes, "Service") else service,
             copies=copies,
         )
         view = self.with_pods(view, reads)
@@ -217,15 +228,17 @@ class Observer:
 
         The status names a Workflow (or a membership generation) the cache does not hold yet: just
         created, or committed by a scaler, and its watch event still on the way. A missing object is
-        asked of the API server, so one deleted for real is seen as gone (and the job fails).
+        asked of the API server, so one deleted for real is seen as gone (and the job fails); one the
+        DIJob does not own (unlabelled: never in the cache) is not waited for.
         """
         if not view.started:
             return  # nothing created yet: creation reads back what already exists
         namespace, name = view.namespace, view.name
-        if view.workflow is None and self.live.workflow(namespace, workflow_name(name)) is not None:
+        uid = view.job.uid if view.job is not None else None
+        if view.workflow is None and owned_by(self.live.workflow(namespace, workflow_name(name)) or {}, uid):
             raise CacheBehind(f"the Workflow {workflow_name(name)} is not in the watch cache yet")
         cm_name = membership_configmap_name(name)
-        if configmap is None and self.live.configmap(namespace, cm_name) is not None:
+        if configmap is None and owns(self.live.configmap(namespace, cm_name) or {}, uid):
             raise CacheBehind(f"the ConfigMap {cm_name} is not in the watch cache yet")
         recorded = view.status.get("membershipGeneration")
         if view.membership is not None and recorded is not None and view.membership.generation < int(recorded):

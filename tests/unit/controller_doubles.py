@@ -106,7 +106,7 @@ class Cluster:
         """The membership ConfigMap as the controller renders it for the job's spec."""
         return membership_configmap(load_job(self.body), membership, RenderSettings())
 
-    def delete_pods(self, namespace: str, names: list[str]) -> None:
+    def delete_pods(self, namespace: str, names: list[str], uids: Any = None) -> None:
         self.deleted += names
 
     # EventRecorder

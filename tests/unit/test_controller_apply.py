@@ -4,7 +4,7 @@ once Argo finished their tombstones, never twice."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import pytest
@@ -25,6 +25,7 @@ JOB = load_job({**job(task("collector", replicas=1), name="j"), "metadata": {"na
 #: collector-1 retired, and Argo finished its tombstone
 WORKFLOW = (
     WorkflowBuilder("j")
+    .uid("wf-uid")
     .dag([("collector", 0)])
     .replica("collector", 1, retired=True)
     .node("r", retry_node("j.collector-1", "Succeeded"))
@@ -33,16 +34,18 @@ WORKFLOW = (
 
 
 def pod(host: str) -> PodBuilder:
-    """The pod of job j's replica ``host`` (``collector-0``), Running."""
-    return PodBuilder(f"pod-{host}").host(f"j-{host}").phase("Running")
+    """The pod of job j's replica ``host`` (``collector-0``), Running, owned by its Workflow."""
+    return PodBuilder(f"pod-{host}").uid(f"uid-{host}").host(f"j-{host}").owner("wf-uid").phase("Running")
 
 
 class Objects:
     def __init__(self) -> None:
         self.deleted: list[str] = []
+        self.uids: dict[str, str] = {}
 
-    def delete_pods(self, namespace: str, names: Sequence[str]) -> None:
+    def delete_pods(self, namespace: str, names: Sequence[str], uids: Mapping[str, str] | None = None) -> None:
         self.deleted += names
+        self.uids.update(uids or {})
 
 
 def applier(objects: Objects) -> Applier:
