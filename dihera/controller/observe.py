@@ -25,6 +25,7 @@ from dihera.controller.validated import ValidatedJobs
 from dihera.errors import InvalidJobError
 from dihera.kube.watch import Store
 from dihera.membership import Membership
+from dihera.model import DIJob
 from dihera.naming import membership_configmap_name, service_name, workflow_name
 from dihera.objects import owned_by
 from dihera.render.env import MEMBERSHIP_FILE
@@ -144,6 +145,12 @@ def _parse_membership(text: str) -> Membership:
     return Membership.from_json(text)
 
 
+def _conflicts(job: DIJob, *found: Mapping[str, Any] | None) -> list[Conflict]:
+    """The conflicts among ``found``: the job's ConfigMap, Service and Workflow as read (None: none)."""
+    kinds = ("ConfigMap", "Service", "Workflow")
+    return [c for k, o in zip(kinds, found, strict=True) if o and (c := conflict(k, o, job.name, job.uid))]
+
+
 def _clashes(conflicts: Sequence[Conflict], kind: str) -> bool:
     return any(c.kind == kind for c in conflicts)
 
@@ -170,8 +177,7 @@ class Observer:
         workflow = reads.workflow(namespace, workflow_name(name))
         service = reads.service(namespace, service_name(name))
         foreign = workflow is not None and not owned_by(workflow, job.uid)
-        found = (("ConfigMap", configmap), ("Service", service), ("Workflow", workflow if foreign else None))
-        clashes = [c for k, o in found if o is not None and (c := conflict(k, o, name, job.uid)) is not None]
+        clashes = _conflicts(job, configmap, service, workflow if foreign else None)
         if _clashes(clashes, "ConfigMap"):
             configmap = None  # another owner's: its data is never read as the job's membership
         view = JobView(body, job, None, membership_of(configmap), workflow, queue=queue, cached=reads.cached)

@@ -26,7 +26,13 @@ class WaitTimeout(TimeoutError):
 
 
 class StatusConflict(Exception):
-    """The DIJob changed since it was read (another writer): read it again and recompute the status."""
+    """The DIJob changed since it was read (another writer), or is another object of the name now (deleted and
+    created again): read it again and recompute the status."""
+
+
+def _failed_test(err: ApiException) -> bool:
+    """A JSON patch's ``test`` operation failed (422, the json-patch library's words): a precondition in it."""
+    return err.status == 422 and "testing value" in str(err.body or "")
 
 
 class JobStore:
@@ -86,8 +92,10 @@ class JobStore:
         """Apply a JSON patch to the status subresource; the DIJob as written, or :class:`StatusConflict` when a
         precondition in it failed.
 
-        The controller's patches (:func:`dihera.controller.status.status_patch`) touch only the fields it
-        owns, so another writer's fields (the di-server's ``status.profilings``) are never overwritten.
+        The controller's patches (:func:`dihera.controller.decide.status.status_patch`) touch only the fields
+        it owns, so another writer's fields (the di-server's ``status.profilings``) are never overwritten, and
+        test the DIJob's uid first: a DIJob deleted and created again under the name since it was read refuses
+        the patch (a failed ``test`` answers 422), a conflict as well.
         """
         try:
             written = self._custom.patch_namespaced_custom_object_status(
@@ -103,6 +111,10 @@ class JobStore:
         except ApiException as err:
             if err.status == 409:
                 raise StatusConflict(f"DIJob {namespace}/{name} changed since it was read") from err
+            if _failed_test(err):
+                raise StatusConflict(
+                    f"DIJob {namespace}/{name} is not the object read (deleted and created again?)"
+                ) from err
             raise
         return cast(dict[str, Any], written)
 

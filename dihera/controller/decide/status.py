@@ -46,6 +46,7 @@ __all__ = [
     "StatusUpdate",
     "compute_status",
     "progress_only",
+    "same_object",
     "status_patch",
     "stuck_replicas",
     "task_status",
@@ -303,18 +304,31 @@ def _same_conditions(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str
     return bare(old) == bare(new)
 
 
+def same_object(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The patch operation that makes the API server refuse the patch unless the DIJob is still the object
+    ``body`` was read as (its uid): a DIJob deleted and created again under the name between a pass's read
+    and its write gets nothing of the old one's status. A JSON patch ``test`` (answered 422, which
+    :meth:`~dihera.kube.jobs.JobStore.patch_status` reports as a conflict): a uid set in the patch itself is
+    no precondition on the status subresource, whose update keeps the stored metadata. None without a uid."""
+    uid = body["metadata"].get("uid")
+    return {"op": "test", "path": "/metadata/uid", "value": uid} if uid else None
+
+
 def status_patch(body: Mapping[str, Any], status: Mapping[str, Any]) -> list[dict[str, Any]]:
     """JSON patch writing the controller's fields of ``status`` over the DIJob ``body`` was read as.
 
     Only :data:`OWN_FIELDS` that changed are written (``add`` replaces a whole value; a field gone is
-    removed), so a field another writer owns, or wrote since ``body`` was read, is never touched. A
-    job without a status yet gets one created under a resourceVersion precondition (another writer may
-    have created it meanwhile: then the API server answers 409 and the pass reads again). Later writes
-    carry no precondition, so the di-server's profilings writes never make them fail; a watch cache
-    behind the API server cannot make them undo a newer status either (docs/controller.md).
+    removed), so a field another writer owns, or wrote since ``body`` was read, is never touched. Every
+    write applies only to the object read (:func:`same_object`: its uid). A job without a status yet gets
+    one created under a resourceVersion precondition (another writer may have created it meanwhile: then
+    the API server answers 409 and the pass reads again). Later writes carry no resourceVersion
+    precondition, so the di-server's profilings writes never make them fail; a watch cache behind the API
+    server cannot make them undo a newer status either (docs/controller.md).
     """
     old = body.get("status")
     ops: list[dict[str, Any]] = []
+    if (same := same_object(body)) is not None:
+        ops.append(same)
     if old is None:
         ops.append(precondition(body))
         ops.append({"op": "add", "path": "/status", "value": {}})
