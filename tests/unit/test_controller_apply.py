@@ -81,6 +81,17 @@ def test_without_a_cache_the_pods_read_are_live_already() -> None:
     assert run(None) == (["pod-collector-1"], 0)
 
 
+def test_a_pod_labelled_like_the_retired_replica_but_not_the_workflows_survives() -> None:
+    """A pod anyone labelled ``diengine/pod: j-collector-1`` (no owner, or another Workflow's) is not the job's:
+    only the Workflow's pod is deleted, under its uid (a pod created again under the name meanwhile is kept)."""
+    objects = Objects()
+    planted = PodBuilder("planted").uid("u-planted").host("j-collector-1").phase("Running").obj()
+    other = PodBuilder("other").uid("u-other").host("j-collector-1").owner("another-wf").phase("Running").obj()
+    pods = [*CACHED, planted, other]
+    applier(objects).delete_retired_pods(JOB, WORKFLOW, pods, {}, lambda: pods)
+    assert objects.deleted == ["pod-collector-1"] and objects.uids == {"pod-collector-1": "uid-collector-1"}
+
+
 def test_nothing_to_delete_asks_nothing_of_the_api_server() -> None:
     objects, asked = Objects(), []
 
