@@ -60,6 +60,12 @@ class Created:
     conflicts: tuple[Conflict, ...] = ()
 
 
+def _labelled(found: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    """Whether an existing object carries the job's labels (what its watch selects it by)."""
+    labels = (found.get("metadata") or {}).get("labels") or {}
+    return all(labels.get(k) == v for k, v in wanted["metadata"]["labels"].items())
+
+
 def _suspended_in_argo(view: JobView) -> str:
     return (
         f"the Workflow {workflow_name(view.name)} was suspended in Argo (its SUSPEND): the DIJob is suspended "
@@ -202,9 +208,12 @@ class Applier:
             clash = None if created else conflict("Service", found, job.name, job.uid)
             if clash is not None:
                 return self._conflict(view, clash, extra)
-            if not created:
+            if not created and _labelled(found, wanted):
                 return dataclasses.replace(view, service=found)  # the watch cache was behind: it exists
-            self._metrics.wrote("create", "Service")
+            if not created:  # the job's own, its labels removed (the watch selects by them): put back
+                found, why = self._put_service_back(found, wanted), "found without the job's labels"
+            else:
+                self._metrics.wrote("create", "Service")
         else:
             current = self.objects.get_service(view.namespace, name)
             clash = None if current is None else conflict("Service", current, job.name, job.uid)

@@ -269,3 +269,15 @@ def test_every_status_write_tests_the_uid_of_the_dijob_read() -> None:
         jsonpatch.apply_patch(again, ops)
     first = status_patch(body(None), {"phase": "Pending"})
     assert [op["op"] for op in first[:3]] == ["test", "replace", "add"]  # uid, resourceVersion, then the status
+
+
+def test_the_jobs_own_service_stripped_of_its_labels_gets_them_back() -> None:
+    """The watch selects Services by the job's labels: the job's own Service with its labels removed looks
+    deleted; the create answered "already exists" finds it the job's (its ownerReference), so it is put back."""
+    stripped = service(dijob())
+    del stripped["metadata"]["labels"]
+    api = Api(stripped)
+    after = applier(api).undo_outside(running_view(), plan_outside(running_view(), RenderSettings()), {})
+    assert api.writes == ["put back Service"] and after.conflicts == ()
+    assert after.service is not None and after.service["metadata"]["labels"] == LABELS
+    assert [r for _, r, _ in api.events] == ["ServiceRepaired"]
