@@ -151,6 +151,13 @@ def _conflicts(job: DIJob, *found: Mapping[str, Any] | None) -> list[Conflict]:
     return [c for k, o in zip(kinds, found, strict=True) if o and (c := conflict(k, o, job.name, job.uid))]
 
 
+def _of_a_run(pod: Mapping[str, Any], workflow: str) -> bool:
+    """Whether ``pod`` belongs to a run of the job: owned by a Workflow of the job's Workflow's name (a held
+    run's, deleted: the pod goes with it). A pod anyone labelled like the job's is not waited for."""
+    refs = (pod.get("metadata") or {}).get("ownerReferences") or []
+    return any(r.get("kind") == "Workflow" and r.get("name") == workflow for r in refs)
+
+
 def _clashes(conflicts: Sequence[Conflict], kind: str) -> bool:
     return any(c.kind == kind for c in conflicts)
 
@@ -193,7 +200,8 @@ class Observer:
         )
         view = self.with_pods(view, reads)
         if leftover_counted(view):
-            view = dataclasses.replace(view, leftover_pods=len(self.live.pods(namespace, name)))
+            runs = [p for p in self.live.pods(namespace, name) if _of_a_run(p, workflow_name(name))]
+            view = dataclasses.replace(view, leftover_pods=len(runs))
         return view
 
     def finished_view(self, body: Mapping[str, Any], reads: Reads) -> JobView:

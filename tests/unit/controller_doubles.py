@@ -52,7 +52,11 @@ def workflow(converged: int, membership: Membership) -> dict[str, Any]:
 
 def pod(r: Replica) -> dict[str, Any]:
     """Replica ``r``'s pod (owned by the Workflow), Running and ready."""
-    built = PodBuilder(f"{NAME}-{r.task}-{r.index}").replica(NAME, r.task, r.index).owner("wf-uid")
+    built = (
+        PodBuilder(f"{NAME}-{r.task}-{r.index}")
+        .replica(NAME, r.task, r.index)
+        .owner("wf-uid", kind="Workflow", name=NAME)
+    )
     return built.phase("Running").ready().obj()
 
 
