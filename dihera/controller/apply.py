@@ -37,6 +37,7 @@ from dihera.kube.watch import Store
 from dihera.membership import Membership, plan_membership
 from dihera.model import DIJob
 from dihera.naming import workflow_name
+from dihera.objects import metadata
 from dihera.render import RenderSettings, render
 from dihera.render.objects import membership_configmap, service
 from dihera.scaling import ScaleRequest, retired_pods
@@ -382,7 +383,8 @@ class Applier:
         pods: Sequence[Mapping[str, Any]],
         extra: Mapping[str, str],
     ) -> None:
-        """cleanPodPolicy for a finished job's pods still around (idempotent; nothing while it runs)."""
+        """cleanPodPolicy for a finished job's pods still around (idempotent; nothing while it runs): the pods of
+        its own Workflow (``pods``), each deleted under its uid."""
         plan = plan_cleanup(job.clean_pod_policy, phase, workflow, pods)
         if plan.empty:
             return
@@ -391,7 +393,8 @@ class Applier:
             self._metrics.wrote("patch", "Workflow")
             if self._cache is not None and stopped:  # the next pass does not stop it again
                 self._cache.replace("Workflow", workflow, stopped)
-        self.objects.delete_pods(job.namespace, plan.delete_pods)  # concurrently: a big job has thousands
+        uids = {str(m["name"]): str(m["uid"]) for p in pods if (m := metadata(p)).get("uid")}
+        self.objects.delete_pods(job.namespace, plan.delete_pods, uids)  # concurrently: a big job has thousands
         self._metrics.wrote("delete", "Pod", len(plan.delete_pods))
         log.info(
             "cleanPodPolicy %s: deleted %d pod(s)%s",
