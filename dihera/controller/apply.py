@@ -164,8 +164,9 @@ class Applier:
     def undo_outside(self, view: JobView, plan: OutsidePlan, extra: Mapping[str, str]) -> JobView:
         """Delete a copy of the job's Workflow, suspend the DIJob for an Argo SUSPEND, and create again or put
         back its Service and membership ConfigMap; each with an Event. The view of what is there now."""
+        uids = {str(metadata(w)["name"]): metadata(w).get("uid") for w in view.copies}
         for name in plan.copies:
-            self._delete_copy(view, name, extra)
+            self._delete_copy(view, name, uids.get(name), extra)
         if plan.suspend and self.jobs.suspend(view.namespace, view.name):
             self._metrics.wrote("patch", "DIJob")
             self._warn(view, EventReason.SUSPENDED_IN_ARGO, _suspended_in_argo(view), extra)
@@ -179,8 +180,8 @@ class Applier:
         log.warning("%s", message, extra=extra)
         self._events.post(view.body, EVENT_WARNING, reason, message)
 
-    def _delete_copy(self, view: JobView, name: str, extra: Mapping[str, str]) -> None:
-        if not self.objects.delete_workflow(view.namespace, name):
+    def _delete_copy(self, view: JobView, name: str, uid: str | None, extra: Mapping[str, str]) -> None:
+        if not self.objects.delete_workflow(view.namespace, name, uid=uid):  # only the copy seen
             return
         self._metrics.wrote("delete", "Workflow")
         message = (

@@ -151,6 +151,13 @@ def _conflicts(job: DIJob, *found: Mapping[str, Any] | None) -> list[Conflict]:
     return [c for k, o in zip(kinds, found, strict=True) if o and (c := conflict(k, o, job.name, job.uid))]
 
 
+def _copies(job: DIJob, workflows: Sequence[Mapping[str, Any]]) -> tuple[Mapping[str, Any], ...]:
+    """The Workflows labelled with the job but its own that the DIJob owns: an Argo RESUBMIT's copy keeps the
+    ownerReferences; one without ours is not the job's (anyone may label a Workflow)."""
+    own = workflow_name(job.name)
+    return tuple(w for w in workflows if w["metadata"]["name"] != own and owned_by(w, job.uid))
+
+
 def _of_a_run(pod: Mapping[str, Any], workflow: str) -> bool:
     """Whether ``pod`` belongs to a run of the job: owned by a Workflow of the job's Workflow's name (a held
     run's, deleted: the pod goes with it). A pod anyone labelled like the job's is not waited for."""
@@ -190,7 +197,7 @@ class Observer:
         view = JobView(body, job, None, membership_of(configmap), workflow, queue=queue, cached=reads.cached)
         if reads.cached:
             self._check_current(view, configmap)
-        copies = tuple(w for w in reads.workflows(namespace, name) if w["metadata"]["name"] != workflow_name(name))
+        copies = _copies(job, reads.workflows(namespace, name))
         view = dataclasses.replace(
             view.with_conflicts(*clashes),
             foreign=foreign,

@@ -124,7 +124,7 @@ class Api:
         return self.objects.get(("Workflow", name))
 
     def list_workflows(self, namespace: str, selector: str) -> list[dict[str, Any]]:
-        return []
+        return [o for (kind, _), o in self.objects.items() if kind == "Workflow"]
 
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         return []
@@ -281,3 +281,14 @@ def test_the_jobs_own_service_stripped_of_its_labels_gets_them_back() -> None:
     assert api.writes == ["put back Service"] and after.conflicts == ()
     assert after.service is not None and after.service["metadata"]["labels"] == LABELS
     assert [r for _, r, _ in api.events] == ["ServiceRepaired"]
+
+
+def test_only_a_copy_the_dijob_owns_is_deleted() -> None:
+    """An Argo RESUBMIT's copy keeps the ownerReferences (Argo's FormulateResubmitWorkflow): it is the job's and
+    is deleted (under its uid). A Workflow anyone labelled ``diengine/job: job`` is not the job's: left alone."""
+    copy_ = {"kind": "Workflow", "metadata": {"name": "job-abcde", "uid": "c1", "ownerReferences": [OURS]}}
+    stranger = {"kind": "Workflow", "metadata": {"name": "job-zzzzz", "uid": "c2", "labels": LABELS}}
+    api = Api(copy_, stranger)
+    observer = Observer(LiveReads(cast(Any, api), cast(Any, api)), ValidatedJobs())
+    view = observer.view(body(), observer.live, {})
+    assert [w["metadata"]["name"] for w in view.copies] == ["job-abcde"]

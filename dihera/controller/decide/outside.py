@@ -2,7 +2,8 @@
 its Workflow, and its Service or membership ConfigMap deleted or edited by hand or by a tool. The DIJob
 is the source of truth (docs/argo-ui.md, "Actions on a DIJob's Workflow"):
 
-- a Workflow labelled with the job that is not its own (Argo's RESUBMIT): deleted at once, Event
+- a Workflow labelled with the job and owned by the DIJob that is not its own (Argo's RESUBMIT, which keeps
+  the ownerReferences): deleted at once (under its uid), Event
   WorkflowCopyDeleted (the chart's admission policy refuses to create it in the first place);
 - the job's Workflow suspended in Argo (SUSPEND): the DIJob is suspended instead (``spec.suspend: true``),
   Event SuspendedInArgo;

@@ -33,7 +33,8 @@ class JobView:
     ``job``: the DIJob validated (None: invalid, ``invalid`` says why). ``configmap``: its membership
     ConfigMap, ``membership`` what it holds (None: not created yet). ``workflow``: the Workflow named after
     the job, if any; it is ``foreign`` when another (deleted) DIJob owns it; ``copies``: other Workflows
-    labelled with the job (an Argo RESUBMIT's). ``service``: its headless Service (None: none).
+    labelled with the job and owned by the DIJob (an Argo RESUBMIT's: it keeps the ownerReferences).
+    ``service``: its headless Service (None: none).
     ``pods``: the pods of the job's own Workflow.
     ``queue``: Kueue's answer (None: the job is not queued). ``leftover_pods``: pods of a held run still
     going away, counted (by the API server) only when a resume or a quota release waits on them.
