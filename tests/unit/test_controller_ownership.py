@@ -10,6 +10,8 @@ from typing import Any, cast
 
 import jsonpatch  # type: ignore[import-untyped]
 import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
 from dihera.constants import EVENT_WARNING, EventReason, Phase
 from dihera.controller.apply import Applier
@@ -27,6 +29,7 @@ from dihera.controller.decide.view import JobView
 from dihera.controller.metrics import Metrics
 from dihera.controller.observe import LiveReads, Observer
 from dihera.controller.validated import ValidatedJobs
+from dihera.kube.jobs import JobStore, StatusConflict
 from dihera.render import RenderSettings, render
 from dihera.render.objects import service
 from tests.unit.jobviews import MEMBERSHIP, T1, dijob
@@ -292,3 +295,30 @@ def test_only_a_copy_the_dijob_owns_is_deleted() -> None:
     observer = Observer(LiveReads(cast(Any, api), cast(Any, api)), ValidatedJobs())
     view = observer.view(body(), observer.live, {})
     assert [w["metadata"]["name"] for w in view.copies] == ["job-abcde"]
+
+
+class _Refusing:
+    """CustomObjectsApi answering every status patch as the API server answers a failed JSON patch ``test``
+    (a bare 422), and a read with the DIJob of the name now (``uid``; None: gone)."""
+
+    def __init__(self, uid: str | None) -> None:
+        self.uid = uid
+
+    def patch_namespaced_custom_object_status(self, *args: Any, **kwargs: Any) -> None:
+        raise ApiException(status=422, reason="Unprocessable Entity")
+
+    def get_namespaced_custom_object(self, *args: Any) -> dict[str, Any]:
+        if self.uid is None:
+            raise ApiException(status=404)
+        return {"metadata": {"uid": self.uid}}
+
+
+@pytest.mark.parametrize(("now", "conflict_"), [("a-new-uid", True), (None, True), (JOB_UID, False)])
+def test_a_refused_uid_test_is_a_conflict_only_when_the_dijob_is_another_object_now(
+    now: str | None, conflict_: bool
+) -> None:
+    jobs = JobStore(client.ApiClient())
+    jobs._custom = cast(Any, _Refusing(now))
+    ops = status_patch(body({"phase": "Starting"}), {"phase": "Running"})
+    with pytest.raises(StatusConflict if conflict_ else ApiException):
+        jobs.patch_status("ns", "job", ops)
