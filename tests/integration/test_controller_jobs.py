@@ -259,10 +259,11 @@ def test_metrics_endpoint(controller: Controller, cluster: client.ApiClient, nam
 
 
 def _foreign(kind: str, name: str, namespace: str, **labels: str) -> dict[str, Any]:
-    """A Service or ConfigMap ``name`` that nobody owns (someone else's, created before the DIJob)."""
+    """A Service or ConfigMap ``name`` that nobody owns (someone else's, created before the DIJob); the Service
+    headless, like the job's, so nothing but ownership keeps the controller from writing its own spec over it."""
     meta = {"name": name, "namespace": namespace, "labels": {"app": "web", **labels}}
     if kind == "Service":
-        spec = {"selector": {"app": "web"}, "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}
+        spec = {"clusterIP": "None", "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80}]}
         return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"owner": "web"}}
 
