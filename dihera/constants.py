@@ -58,6 +58,7 @@ __all__ = [
     "TF_ENTRY_EXTRA",
     "TF_ROLE_EXTRA",
     "VACANT_RANK_ADDRESS",
+    "WARNING_CAUSES",
     "WARNING_PHASES",
     "WORKFLOW_ENTRYPOINT",
     "EventReason",
@@ -117,6 +118,14 @@ class EventReason(StrEnum):
     SERVICE_REPAIRED = "ServiceRepaired"
     #: The job's membership ConfigMap was deleted or edited: created again or put back.
     MEMBERSHIP_REPAIRED = "MembershipRepaired"
+    #: An object under one of the job's names (its Service, membership ConfigMap or Workflow) that the DIJob
+    #: does not own: left untouched, the job Pending until the name is free (a Warning; the condition's reason).
+    OBJECT_CONFLICT = "ObjectConflict"
+
+
+#: A phase decided for one of these causes posts a Warning Event, and posts it again when its message
+#: changes while the phase stays (a job Pending since its first pass, then held by a conflict).
+WARNING_CAUSES = frozenset({EventReason.OBJECT_CONFLICT})
 
 
 class StuckReason(StrEnum):

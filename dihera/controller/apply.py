@@ -18,12 +18,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from dihera.constants import EVENT_WARNING, TERMINAL_PHASES, EventReason
 from dihera.controller.decide.cleanup import plan_cleanup
 from dihera.controller.decide.hold import SuspendAction
 from dihera.controller.decide.outside import OutsidePlan
+from dihera.controller.decide.ownership import Conflict, conflict
 from dihera.controller.decide.status import StatusUpdate, status_patch
 from dihera.controller.decide.view import JobView
 from dihera.controller.metrics import Metrics
@@ -35,16 +37,32 @@ from dihera.kube.watch import Store
 from dihera.membership import Membership, plan_membership
 from dihera.model import DIJob
 from dihera.naming import workflow_name
+from dihera.objects import metadata
 from dihera.render import RenderSettings, render
 from dihera.render.objects import membership_configmap, service
 from dihera.scaling import ScaleRequest, retired_pods
 from dihera.scaling.dag import membership_of_workflow, workflow_generation
 
-__all__ = ["Applier", "Scaler", "phase_message"]
+__all__ = ["Applier", "Created", "Scaler", "phase_message"]
+
+#: A claim is created, never read (the controller may only create claims: docs/checkpoints.md): one of that
+#: name is the job's, or the one a same-named DIJob kept with reclaimPolicy Retain, and nothing of it is written.
+_UNREAD = frozenset({"PersistentVolumeClaim"})
 
 
-def _ours(found: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
-    """Whether an existing Service carries the job's labels (what its watch selects it by)."""
+@dataclass(frozen=True)
+class Created:
+    """What :meth:`Applier.create` made: the job's objects by kind as they are now (only those the DIJob owns),
+    its membership, and the objects under its names that it does not own (left untouched; with any, no Workflow
+    is created: its replicas would run without their Service or membership)."""
+
+    objects: dict[str, dict[str, Any]]
+    membership: Membership
+    conflicts: tuple[Conflict, ...] = ()
+
+
+def _labelled(found: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    """Whether an existing object carries the job's labels (what its watch selects it by)."""
     labels = (found.get("metadata") or {}).get("labels") or {}
     return all(labels.get(k) == v for k, v in wanted["metadata"]["labels"].items())
 
@@ -96,23 +114,32 @@ class Applier:
 
     # -- before the status write
 
-    def create(
-        self, job: DIJob, previous: Membership | None, extra: Mapping[str, str]
-    ) -> tuple[dict[str, dict[str, Any]], Membership]:
+    def create(self, job: DIJob, previous: Membership | None, extra: Mapping[str, str]) -> Created:
         """Render ``job`` (its replicas as ``previous`` had them) and create what does not exist yet;
-        "already exists" reads the object back, so a pass never makes a second Workflow. Returns the
-        objects by kind (ConfigMap, Service, Workflow) as they are now, and the membership."""
+        "already exists" reads the object back, so a pass never makes a second Workflow. An object found
+        under a job's name that the DIJob does not own is a conflict, left untouched
+        (:mod:`~dihera.controller.decide.ownership`); then the Workflow is not created."""
         rendered = render(job, self._render, plan_membership(job, previous))
         created_any = []
         result: dict[str, dict[str, Any]] = {}
+        conflicts: list[Conflict] = []
         for obj in rendered.objects():
-            result[obj["kind"]], created = self.objects.create(obj)
+            kind = obj["kind"]
+            if kind == "Workflow" and conflicts:
+                break
+            found, created = self.objects.create(obj)
+            clash = None if created or kind in _UNREAD else conflict(kind, found, job.name, job.uid)
+            if clash is not None:
+                log.warning("%s", clash.message, extra=extra)
+                conflicts.append(clash)
+                continue
+            result[kind] = found
             if created:
-                created_any.append(f"{obj['kind']} {obj['metadata']['name']}")
-                self._metrics.wrote("create", obj["kind"])
+                created_any.append(f"{kind} {obj['metadata']['name']}")
+                self._metrics.wrote("create", kind)
         if created_any:
             log.info("created %s", ", ".join(created_any), extra=extra)
-        return result, rendered.membership
+        return Created(result, rendered.membership, tuple(conflicts))
 
     def sync_replicas(self, view: JobView, why: str, extra: Mapping[str, str]) -> str | None:
         """Bring spec and membership together (a hand edit, or a spec left behind by a commit). None when
@@ -137,8 +164,9 @@ class Applier:
     def undo_outside(self, view: JobView, plan: OutsidePlan, extra: Mapping[str, str]) -> JobView:
         """Delete a copy of the job's Workflow, suspend the DIJob for an Argo SUSPEND, and create again or put
         back its Service and membership ConfigMap; each with an Event. The view of what is there now."""
+        uids = {str(metadata(w)["name"]): metadata(w).get("uid") for w in view.copies}
         for name in plan.copies:
-            self._delete_copy(view, name, extra)
+            self._delete_copy(view, name, uids.get(name), extra)
         if plan.suspend and self.jobs.suspend(view.namespace, view.name):
             self._metrics.wrote("patch", "DIJob")
             self._warn(view, EventReason.SUSPENDED_IN_ARGO, _suspended_in_argo(view), extra)
@@ -152,8 +180,8 @@ class Applier:
         log.warning("%s", message, extra=extra)
         self._events.post(view.body, EVENT_WARNING, reason, message)
 
-    def _delete_copy(self, view: JobView, name: str, extra: Mapping[str, str]) -> None:
-        if not self.objects.delete_workflow(view.namespace, name):
+    def _delete_copy(self, view: JobView, name: str, uid: str | None, extra: Mapping[str, str]) -> None:
+        if not self.objects.delete_workflow(view.namespace, name, uid=uid):  # only the copy seen
             return
         self._metrics.wrote("delete", "Workflow")
         message = (
@@ -163,21 +191,36 @@ class Applier:
         )
         self._warn(view, EventReason.WORKFLOW_COPY_DELETED, message, extra)
 
+    def _conflict(self, view: JobView, clash: Conflict, extra: Mapping[str, str]) -> JobView:
+        """An object under the job's name that the DIJob does not own: left untouched (the status says so)."""
+        log.warning("%s", clash.message, extra=extra)
+        view = view.with_conflicts(clash)
+        if clash.kind == "Service":
+            return dataclasses.replace(view, service=None)
+        return dataclasses.replace(view, configmap=None)
+
     def _repair_service(self, view: JobView, why: str, extra: Mapping[str, str]) -> JobView:
-        assert view.job is not None
-        wanted = service(view.job)
+        job = view.job
+        assert job is not None
+        wanted = service(job)
         name = wanted["metadata"]["name"]
         found: dict[str, Any] | None
         if why == "deleted":
             found, created = self.objects.create(wanted)
-            if not created and _ours(found, wanted):
+            clash = None if created else conflict("Service", found, job.name, job.uid)
+            if clash is not None:
+                return self._conflict(view, clash, extra)
+            if not created and _labelled(found, wanted):
                 return dataclasses.replace(view, service=found)  # the watch cache was behind: it exists
-            if not created:  # a Service of that name that is not the job's (labels): made the job's
+            if not created:  # the job's own, its labels removed (the watch selects by them): put back
                 found, why = self._put_service_back(found, wanted), "found without the job's labels"
             else:
                 self._metrics.wrote("create", "Service")
         else:
             current = self.objects.get_service(view.namespace, name)
+            clash = None if current is None else conflict("Service", current, job.name, job.uid)
+            if clash is not None:
+                return self._conflict(view, clash, extra)
             found = self._put_service_back(current, wanted) if current else None
         if found is None:
             return view  # gone meanwhile: the next pass creates it
@@ -187,11 +230,9 @@ class Applier:
         return dataclasses.replace(view, service=found)
 
     def _put_service_back(self, current: Mapping[str, Any], wanted: Mapping[str, Any]) -> dict[str, Any] | None:
-        """The Service's spec as rendered, and the job's labels and ownerReferences, over ``current``."""
+        """The Service's spec as rendered, and the job's labels, over ``current`` (the job's own)."""
         meta = dict(current["metadata"])
         meta["labels"] = {**(meta.get("labels") or {}), **wanted["metadata"]["labels"]}
-        if not meta.get("ownerReferences") and wanted["metadata"].get("ownerReferences"):
-            meta["ownerReferences"] = wanted["metadata"]["ownerReferences"]
         found = self.objects.put_back("Service", current, {"spec": wanted["spec"], "metadata": meta})
         if found is not None:
             self._metrics.wrote("update", "Service")
@@ -209,16 +250,23 @@ class Applier:
             source = f"the Workflow's {len(membership.replicas)} replicas, generation {membership.generation}"
         else:
             source = "its membership.json"
-        wanted = membership_configmap(view.job, membership, self._render)
+        job = view.job
+        wanted = membership_configmap(job, membership, self._render)
         found: dict[str, Any] | None
         if why == "deleted":
             found, created = self.objects.create(wanted)
+            clash = None if created else conflict("ConfigMap", found, job.name, job.uid)
+            if clash is not None:
+                return self._conflict(view, clash, extra)
             if not created:
                 return view  # the watch cache was behind: it exists
             self._metrics.wrote("create", "ConfigMap")
             how = f"created again from {source}"
         else:
             current = self.objects.get_configmap(view.namespace, wanted["metadata"]["name"])
+            clash = None if current is None else conflict("ConfigMap", current, job.name, job.uid)
+            if clash is not None:
+                return self._conflict(view, clash, extra)
             found = self.objects.put_back("ConfigMap", current, {"data": wanted["data"]}) if current else None
             if found is None:
                 return view
@@ -311,12 +359,13 @@ class Applier:
         watch cache may not show the scaler's deletions yet: ``live_pods`` (the API server's list) confirms
         any candidate first, so they are not deleted twice.
         """
-        ready = retired_pods(job.name, workflow, pods).ready
-        if ready and live_pods is not None:
-            ready = retired_pods(job.name, workflow, live_pods()).ready
+        found = retired_pods(job.name, workflow, pods)
+        if found.ready and live_pods is not None:
+            found = retired_pods(job.name, workflow, live_pods())
+        ready = found.ready
         if not ready:
             return
-        self.objects.delete_pods(job.namespace, ready)
+        self.objects.delete_pods(job.namespace, ready, found.uids)
         self._metrics.wrote("delete", "Pod", len(ready))
         log.info("deleted %d pod(s) of retired replicas: %s", len(ready), ", ".join(ready), extra=extra)
 
@@ -335,7 +384,8 @@ class Applier:
         pods: Sequence[Mapping[str, Any]],
         extra: Mapping[str, str],
     ) -> None:
-        """cleanPodPolicy for a finished job's pods still around (idempotent; nothing while it runs)."""
+        """cleanPodPolicy for a finished job's pods still around (idempotent; nothing while it runs): the pods of
+        its own Workflow (``pods``), each deleted under its uid."""
         plan = plan_cleanup(job.clean_pod_policy, phase, workflow, pods)
         if plan.empty:
             return
@@ -344,7 +394,8 @@ class Applier:
             self._metrics.wrote("patch", "Workflow")
             if self._cache is not None and stopped:  # the next pass does not stop it again
                 self._cache.replace("Workflow", workflow, stopped)
-        self.objects.delete_pods(job.namespace, plan.delete_pods)  # concurrently: a big job has thousands
+        uids = {str(m["name"]): str(m["uid"]) for p in pods if (m := metadata(p)).get("uid")}
+        self.objects.delete_pods(job.namespace, plan.delete_pods, uids)  # concurrently: a big job has thousands
         self._metrics.wrote("delete", "Pod", len(plan.delete_pods))
         log.info(
             "cleanPodPolicy %s: deleted %d pod(s)%s",

@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from dihera.constants import LABEL_JOB
 from dihera.controller.decide.hold import leftover_counted
+from dihera.controller.decide.ownership import Conflict, conflict, owns
 from dihera.controller.decide.view import JobView
 from dihera.controller.kueue import Queueing
 from dihera.controller.validated import ValidatedJobs
 from dihera.errors import InvalidJobError
 from dihera.kube.watch import Store
 from dihera.membership import Membership
+from dihera.model import DIJob
 from dihera.naming import membership_configmap_name, service_name, workflow_name
 from dihera.objects import owned_by
 from dihera.render.env import MEMBERSHIP_FILE
@@ -143,6 +145,30 @@ def _parse_membership(text: str) -> Membership:
     return Membership.from_json(text)
 
 
+def _conflicts(job: DIJob, *found: Mapping[str, Any] | None) -> list[Conflict]:
+    """The conflicts among ``found``: the job's ConfigMap, Service and Workflow as read (None: none)."""
+    kinds = ("ConfigMap", "Service", "Workflow")
+    return [c for k, o in zip(kinds, found, strict=True) if o and (c := conflict(k, o, job.name, job.uid))]
+
+
+def _copies(job: DIJob, workflows: Sequence[Mapping[str, Any]]) -> tuple[Mapping[str, Any], ...]:
+    """The Workflows labelled with the job but its own that the DIJob owns: an Argo RESUBMIT's copy keeps the
+    ownerReferences; one without ours is not the job's (anyone may label a Workflow)."""
+    own = workflow_name(job.name)
+    return tuple(w for w in workflows if w["metadata"]["name"] != own and owned_by(w, job.uid))
+
+
+def _of_a_run(pod: Mapping[str, Any], workflow: str) -> bool:
+    """Whether ``pod`` belongs to a run of the job: owned by a Workflow of the job's Workflow's name (a held
+    run's, deleted: the pod goes with it). A pod anyone labelled like the job's is not waited for."""
+    refs = (pod.get("metadata") or {}).get("ownerReferences") or []
+    return any(r.get("kind") == "Workflow" and r.get("name") == workflow for r in refs)
+
+
+def _clashes(conflicts: Sequence[Conflict], kind: str) -> bool:
+    return any(c.kind == kind for c in conflicts)
+
+
 class Observer:
     """Builds job views; ``live`` answers from the API server whatever ``reads`` a pass uses."""
 
@@ -163,20 +189,26 @@ class Observer:
         namespace, name = job.namespace, job.name
         configmap = reads.configmap(namespace, membership_configmap_name(name))
         workflow = reads.workflow(namespace, workflow_name(name))
+        service = reads.service(namespace, service_name(name))
+        foreign = workflow is not None and not owned_by(workflow, job.uid)
+        clashes = _conflicts(job, configmap, service, workflow if foreign else None)
+        if _clashes(clashes, "ConfigMap"):
+            configmap = None  # another owner's: its data is never read as the job's membership
         view = JobView(body, job, None, membership_of(configmap), workflow, queue=queue, cached=reads.cached)
         if reads.cached:
             self._check_current(view, configmap)
-        copies = tuple(w for w in reads.workflows(namespace, name) if w["metadata"]["name"] != workflow_name(name))
+        copies = _copies(job, reads.workflows(namespace, name))
         view = dataclasses.replace(
-            view,
-            foreign=workflow is not None and not owned_by(workflow, job.uid),
+            view.with_conflicts(*clashes),
+            foreign=foreign,
             configmap=configmap,
-            service=reads.service(namespace, service_name(name)),
+            service=None if _clashes(clashes, "Service") else service,
             copies=copies,
         )
         view = self.with_pods(view, reads)
         if leftover_counted(view):
-            view = dataclasses.replace(view, leftover_pods=len(self.live.pods(namespace, name)))
+            runs = [p for p in self.live.pods(namespace, name) if _of_a_run(p, workflow_name(name))]
+            view = dataclasses.replace(view, leftover_pods=len(runs))
         return view
 
     def finished_view(self, body: Mapping[str, Any], reads: Reads) -> JobView:
@@ -217,15 +249,17 @@ class Observer:
 
         The status names a Workflow (or a membership generation) the cache does not hold yet: just
         created, or committed by a scaler, and its watch event still on the way. A missing object is
-        asked of the API server, so one deleted for real is seen as gone (and the job fails).
+        asked of the API server, so one deleted for real is seen as gone (and the job fails); one the
+        DIJob does not own (unlabelled: never in the cache) is not waited for.
         """
         if not view.started:
             return  # nothing created yet: creation reads back what already exists
         namespace, name = view.namespace, view.name
-        if view.workflow is None and self.live.workflow(namespace, workflow_name(name)) is not None:
+        uid = view.job.uid if view.job is not None else None
+        if view.workflow is None and owned_by(self.live.workflow(namespace, workflow_name(name)) or {}, uid):
             raise CacheBehind(f"the Workflow {workflow_name(name)} is not in the watch cache yet")
         cm_name = membership_configmap_name(name)
-        if configmap is None and self.live.configmap(namespace, cm_name) is not None:
+        if configmap is None and owns(self.live.configmap(namespace, cm_name) or {}, uid):
             raise CacheBehind(f"the ConfigMap {cm_name} is not in the watch cache yet")
         recorded = view.status.get("membershipGeneration")
         if view.membership is not None and recorded is not None and view.membership.generation < int(recorded):

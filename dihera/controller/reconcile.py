@@ -5,7 +5,8 @@
 2. a job gone forgets its state; a **finished** one gets cleanPodPolicy, Kueue's Finished and its TTL;
 3. a **new** job's Pending status is written before anything is created;
 4. **converge**: create the job's objects (again, on resume), release an evicted Workload's quota, undo
-   or repair what was done to them from outside (an Argo RESUBMIT's copy, a deleted Service...), sync a
+   or repair what was done to them from outside (an Argo RESUBMIT's copy, a deleted Service...), never
+   touching an object under the job's names that the DIJob does not own (a conflict: the job waits), sync a
    running job's replicas with its spec (:mod:`~dihera.controller.decide.converge` and
    :mod:`~dihera.controller.decide.outside` decide; :mod:`~dihera.controller.apply` writes; the view is
    observed again after each write);
@@ -196,11 +197,14 @@ class Reconciler:
         queue = view.queue
         if queue is not None and queue.view is not None and self._queueing is not None:
             source = with_placements(source, self._queueing.placements(queue.view))
-        objects, membership = self._apply.create(source, view.membership, extra)
+        made = self._apply.create(source, view.membership, extra)
+        if made.conflicts:  # nothing runs: the Workflow was not created (the status says why)
+            return self._observe.with_pods(view.with_conflicts(*made.conflicts), reads)
+        objects = made.objects
         created = dataclasses.replace(
             view,
             workflow=objects["Workflow"],
-            membership=membership,
+            membership=made.membership,
             configmap=objects["ConfigMap"],
             service=objects["Service"],
             foreign=False,

@@ -26,7 +26,14 @@ class WaitTimeout(TimeoutError):
 
 
 class StatusConflict(Exception):
-    """The DIJob changed since it was read (another writer): read it again and recompute the status."""
+    """The DIJob changed since it was read (another writer), or is another object of the name now (deleted and
+    created again): read it again and recompute the status."""
+
+
+def _tested_uid(ops: Sequence[Mapping[str, Any]]) -> str | None:
+    """The uid a JSON patch's ``test`` of ``/metadata/uid`` asks for (None: no such test)."""
+    tests = (op for op in ops if op.get("op") == "test" and op.get("path") == "/metadata/uid")
+    return next((str(op["value"]) for op in tests), None)
 
 
 class JobStore:
@@ -69,6 +76,10 @@ class JobStore:
             return False
         return True
 
+    def _uid(self, namespace: str, name: str) -> str | None:
+        body = self.get(namespace, name)
+        return None if body is None else str(body["metadata"].get("uid"))
+
     def suspend(self, namespace: str, name: str) -> bool:
         """Set ``spec.suspend: true`` (a JSON merge patch); False when the DIJob is gone."""
         try:
@@ -86,8 +97,12 @@ class JobStore:
         """Apply a JSON patch to the status subresource; the DIJob as written, or :class:`StatusConflict` when a
         precondition in it failed.
 
-        The controller's patches (:func:`dihera.controller.status.status_patch`) touch only the fields it
-        owns, so another writer's fields (the di-server's ``status.profilings``) are never overwritten.
+        The controller's patches (:func:`dihera.controller.decide.status.status_patch`) touch only the fields
+        it owns, so another writer's fields (the di-server's ``status.profilings``) are never overwritten, and
+        test the DIJob's uid first: a DIJob deleted and created again under the name since it was read refuses
+        the patch, a conflict as well. The API server answers a failed ``test`` with a bare 422 (Invalid, no
+        details: measured on kube-apiserver 1.37), so a 422 is told apart from other refusals by reading the
+        DIJob's uid again (one GET, on that error only).
         """
         try:
             written = self._custom.patch_namespaced_custom_object_status(
@@ -103,6 +118,10 @@ class JobStore:
         except ApiException as err:
             if err.status == 409:
                 raise StatusConflict(f"DIJob {namespace}/{name} changed since it was read") from err
+            uid = _tested_uid(ops)
+            if err.status == 422 and uid is not None and self._uid(namespace, name) != uid:
+                why = f"DIJob {namespace}/{name} is not the object read (uid {uid}): deleted and created again"
+                raise StatusConflict(why) from err
             raise
         return cast(dict[str, Any], written)
 

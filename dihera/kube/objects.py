@@ -221,22 +221,27 @@ class ObjectStore:
             raise
         return True
 
-    def delete_pod(self, namespace: str, name: str) -> None:
+    def delete_pod(self, namespace: str, name: str, uid: str | None = None) -> None:
+        """Delete a pod (gone already is fine); with ``uid``, only that pod: one created again under the name
+        since it was read (another owner's) is kept (409, a failed precondition, is not an error)."""
+        body = client.V1DeleteOptions(preconditions=client.V1Preconditions(uid=uid)) if uid else None
         try:
-            discard(self._core.delete_namespaced_pod(name, namespace, _preload_content=False))
+            discard(self._core.delete_namespaced_pod(name, namespace, body=body, _preload_content=False))
         except ApiException as err:
-            if not _missing(err):
+            if not (_missing(err) or (uid and err.status == 409)):
                 raise
 
-    def delete_pods(self, namespace: str, names: Sequence[str]) -> None:
+    def delete_pods(self, namespace: str, names: Sequence[str], uids: Mapping[str, str] | None = None) -> None:
         """Delete pods, up to :data:`DELETE_CONCURRENCY` requests at a time (a scale-down of 100 replicas
-        took 70 s one by one on a loaded machine); the first error is raised once all were tried."""
+        took 70 s one by one on a loaded machine); the first error is raised once all were tried. ``uids``:
+        the uid each pod was decided on by (:meth:`delete_pod`)."""
+        uids = uids or {}
         if len(names) <= 1:
             for name in names:
-                self.delete_pod(namespace, name)
+                self.delete_pod(namespace, name, uids.get(name))
             return
         with ThreadPoolExecutor(min(DELETE_CONCURRENCY, len(names)), thread_name_prefix="delete-pod") as pool:
-            futures = [pool.submit(self.delete_pod, namespace, name) for name in names]
+            futures = [pool.submit(self.delete_pod, namespace, name, uids.get(name)) for name in names]
         errors = [e for f in futures if (e := f.exception()) is not None]
         if errors:
             raise errors[0]

@@ -290,8 +290,8 @@ class JobScaler:
         )
         with closing(updates):
             while True:
-                if found.ready:
-                    self._objects.delete_pods(namespace, found.ready)
+                if found.ready:  # only pods the Workflow owns, each under its uid (dihera.scaling.retired_pods)
+                    self._objects.delete_pods(namespace, found.ready, found.uids)
                     deleted += found.ready
                 if not found.waiting or time.monotonic() >= deadline:
                     break

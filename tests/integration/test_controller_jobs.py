@@ -9,6 +9,8 @@ fails these tests. Each test gets a fresh namespace and its own controller watch
 from __future__ import annotations
 
 import signal
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -254,3 +256,67 @@ def test_metrics_endpoint(controller: Controller, cluster: client.ApiClient, nam
 
     text = poll(lambda: (t := scrape()) and 'dihera_jobs{phase="Succeeded"} 1.0' in t and t, 30, "metrics")
     assert "dihera_reconcile_duration_seconds_count" in text and "dihera_reconcile_errors_total" in text
+
+
+def _foreign(kind: str, name: str, namespace: str, **labels: str) -> dict[str, Any]:
+    """A Service or ConfigMap ``name`` that nobody owns (someone else's, created before the DIJob); the Service
+    headless, like the job's, so nothing but ownership keeps the controller from writing its own spec over it."""
+    meta = {"name": name, "namespace": namespace, "labels": {"app": "web", **labels}}
+    if kind == "Service":
+        spec = {"clusterIP": "None", "selector": {"app": "web"}, "ports": [{"name": "http", "port": 80}]}
+        return {"apiVersion": "v1", "kind": "Service", "metadata": meta, "spec": spec}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {"owner": "web"}}
+
+
+def _conflict(jobs: JobStore, namespace: str, name: str) -> Callable[[], dict[str, Any] | None]:
+    """The DIJob's True condition once it is Pending with reason ObjectConflict."""
+
+    def check() -> dict[str, Any] | None:
+        status = (jobs.get(namespace, name) or {}).get("status") or {}
+        current = [c for c in status.get("conditions") or [] if c.get("status") == "True"]
+        ok = status.get("phase") == "Pending" and current and current[-1].get("reason") == "ObjectConflict"
+        return current[-1] if ok else None
+
+    return check
+
+
+def test_a_foreign_service_or_configmap_under_the_jobs_name_is_left_untouched_until_it_goes(
+    controller: Controller, cluster: client.ApiClient, namespace: str, poll: Poll
+) -> None:
+    """Someone's Service ``di-squat`` (unlabelled: the controller's watch never sees it) and someone's ConfigMap
+    ``di-squat-cm`` (labelled like the job's: in the watch cache) exist before the DIJobs that need their names:
+    each is left byte for byte as it was, the DIJob is Pending with reason ObjectConflict and a Warning Event
+    naming the object and its owner, and no Workflow runs. Deleting the Service lets its job go on."""
+    core, jobs, objects = client.CoreV1Api(cluster), JobStore(cluster), ObjectStore(cluster)
+    core.create_namespaced_service(namespace, _foreign("Service", "di-squat", namespace))
+    labels = {"diengine/job": "squat-cm", "app.kubernetes.io/managed-by": "dihera"}
+    core.create_namespaced_config_map(namespace, _foreign("ConfigMap", "di-squat-cm", namespace, **labels))
+    before = {
+        "Service": cluster.sanitize_for_serialization(core.read_namespaced_service("di-squat", namespace)),
+        "ConfigMap": cluster.sanitize_for_serialization(core.read_namespaced_config_map("di-squat-cm", namespace)),
+    }
+    for name in ("squat", "squat-cm"):
+        jobs.create(manifest(name, namespace, task("learner", **{"sim.dihera.io/run-seconds": "5"})))
+    held = {n: poll(_conflict(jobs, namespace, n), 60, f"{n} Pending, ObjectConflict") for n in ("squat", "squat-cm")}
+    assert held["squat"]["message"].startswith("a Service di-squat that this DIJob does not own exists (no owner)")
+    assert held["squat-cm"]["message"].startswith("a ConfigMap di-squat-cm that this DIJob does not own exists")
+    time.sleep(6)  # a backoff pass or two later: still untouched
+    after = {
+        "Service": cluster.sanitize_for_serialization(core.read_namespaced_service("di-squat", namespace)),
+        "ConfigMap": cluster.sanitize_for_serialization(core.read_namespaced_config_map("di-squat-cm", namespace)),
+    }
+    assert after == before  # spec, selector, labels, no ownerReferences, the same resourceVersion
+    assert objects.get_workflow(namespace, "squat") is None and objects.get_workflow(namespace, "squat-cm") is None
+    events = dijob_events(cluster, namespace, "squat")
+    warned = [m for r, m in events if r == "ObjectConflict"]
+    assert len(warned) == 1 and "Service di-squat" in warned[0] and "(no owner)" in warned[0], events
+    kinds = {
+        e.reason: e.type
+        for e in core.list_namespaced_event(namespace, field_selector="involvedObject.name=squat").items
+    }
+    assert kinds["ObjectConflict"] == "Warning"
+
+    core.delete_namespaced_service("di-squat", namespace)  # the name is free: the job goes on (a backoff pass)
+    poll(phase_is(jobs, namespace, "squat", "Succeeded"), 120, "squat Succeeded once the Service is gone")
+    mine = core.read_namespaced_service("di-squat", namespace)
+    assert [(o.kind, o.name, o.controller) for o in mine.metadata.owner_references] == [("DIJob", "squat", True)]

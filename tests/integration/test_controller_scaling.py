@@ -20,7 +20,7 @@ from dihera.schema import GROUP, PLURAL, VERSION
 from tests.integration.conftest import Poll
 from tests.integration.controllers import Controller
 from tests.integration.elastic import NAME, container_env, live_pods, settled, status_of
-from tests.integration.jobs import dijob_events, edit_replicas, manifest, task
+from tests.integration.jobs import dijob_events, edit_replicas, job_pods, manifest, task
 
 pytestmark = pytest.mark.cluster
 RUN_SECONDS = "45"  # long enough for both scale steps, short enough to see the job succeed
@@ -152,7 +152,6 @@ def test_a_stale_spec_written_after_a_newer_commit_is_not_synced_back(
     assert int((jobs.get(namespace, name) or {})["metadata"]["generation"]) == edited
 
 
-
 def test_kubectl_edit_of_a_torch_task_is_refused_once_with_a_warning(
     controller: Controller,
     cluster: client.ApiClient,
@@ -178,3 +177,38 @@ def test_kubectl_edit_of_a_torch_task_is_refused_once_with_a_warning(
     assert [m for r, m in dijob_events(cluster, namespace, name) if r == "ScaleRefused"] == warnings
     assert core.read_namespaced_config_map(f"di-{name}", namespace).data == before
     assert set(live_pods(cluster, namespace, name)) == hosts
+
+
+def test_a_pod_labelled_like_a_retired_replica_but_not_the_workflows_survives_a_scale_down(
+    controller: Controller,
+    cluster: client.ApiClient,
+    namespace: str,
+    poll: Poll,
+) -> None:
+    """Anyone who may create pods can label one ``diengine/job: shrink``, ``diengine/pod: shrink-collector-1``:
+    the scale-down (the scaler's deletion, then the controller's) deletes only the Workflow's pod of the
+    retired replica; the planted pod is never touched."""
+    name, jobs, core = "shrink", JobStore(cluster), client.CoreV1Api(cluster)
+    learner, collectors = task("learner"), task("collector", 2)
+    for t in (learner, collectors):
+        t["template"]["metadata"]["annotations"]["sim.dihera.io/run-seconds"] = "120"
+    jobs.create(manifest(name, namespace, learner, collectors, maxReplicas=4))
+    poll(lambda: (jobs.get(namespace, name) or {}).get("status", {}).get("phase") == "Running", 60, "Running")
+    retired = live_pods(cluster, namespace, name)[f"{name}-collector-1"]["metadata"]["uid"]
+    labels = {"diengine/job": name, "diengine/pod": f"{name}-collector-1", "diengine/task-type": "collector"}
+    planted = {
+        "metadata": {"name": "planted", "labels": labels},
+        "spec": {"containers": [{"name": "main", "image": "busybox"}], "nodeName": "no-such-node"},
+    }
+    planted_uid = core.create_namespaced_pod(namespace, planted).metadata.uid
+
+    edit_replicas(cluster, namespace, name, collector=1)
+
+    def retired_gone() -> bool:
+        uids = {p["metadata"]["uid"] for p in job_pods(cluster, namespace, name)}
+        return retired not in uids
+
+    poll(retired_gone, 60, "the retired collector-1's pod deleted")
+    time.sleep(3)  # the controller's passes after the scale (its own retired-pod deletion) have run
+    survivor = core.read_namespaced_pod("planted", namespace)
+    assert survivor.metadata.uid == planted_uid and survivor.metadata.deletion_timestamp is None

@@ -1,13 +1,13 @@
 """The controller runs a job whose membership has short-hostname replicas (docs/rendering.md, "Names in
 the node lists"), on kwok.
 
-A job gets short hostnames only past ~2,000 replicas (test_big_job.py at full size, make test-big); here
-the membership is made small: the job's membership ConfigMap is written first, as a job that is re-created
-or resumed finds it, with its collectors but index 0 marked short (what the planner marks when their long
-names do not fit). The controller renders the Workflow from it: the short replicas run the
-``collector-short`` template, their pods have the hostnames ``collector-<index>`` and keep the label
-``diengine/pod`` = ``<job>-collector-<index>``; the status counts them. A hand edit then adds a collector
-(a long hostname: it fits) to the Workflow that holds the short template.
+A job gets short hostnames only past ~2,000 replicas (test_big_job.py at full size, make test-big); here the
+membership is made small: the job's membership ConfigMap is written first (the DIJob created suspended, the
+ConfigMap owned by it), as a resumed job finds it, with its collectors but index 0 marked short (what the
+planner marks when their long names do not fit). The controller renders the Workflow from it: the short
+replicas run the ``collector-short`` template, their pods have the hostnames ``collector-<index>`` and keep
+the label ``diengine/pod`` = ``<job>-collector-<index>``; the status counts them. A hand edit then adds a
+collector (a long hostname: it fits) to the Workflow that holds the short template.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from dihera import RenderSettings, load_job, plan_membership, render
 from dihera.kube.jobs import JobStore
 from dihera.membership import Membership
 from dihera.scaling import read_dag
+from dihera.schema import GROUP, PLURAL, VERSION
 from tests.integration.conftest import Poll
 from tests.integration.controllers import Controller
 from tests.integration.elastic import container_env, live_pods, settled
@@ -41,16 +42,21 @@ def test_short_hostname_replicas_run_with_their_hostnames_and_are_counted(
     learner, collectors = task("learner"), task("collector", 3)
     for t in (learner, collectors):
         t["template"]["metadata"]["annotations"]["sim.dihera.io/run-seconds"] = "60"
-    doc = manifest(NAME, namespace, learner, collectors, maxReplicas=8)
-    job = load_job(doc)
+    # suspended first: nothing is created, so its membership ConfigMap can be written (owned by the DIJob, as the
+    # controller only ever reads its own) before the job starts
+    job = load_job(jobs.create(manifest(NAME, namespace, learner, collectors, maxReplicas=8, suspend=True)))
     first = plan_membership(job, None)
     short = Membership(
         first.generation,
         tuple(replace(r, short=r.task == "collector" and r.index > 0) for r in first.replicas),
     )
     configmap = render(job, RenderSettings(), short).configmap
+    assert configmap["metadata"]["ownerReferences"][0]["uid"] == job.uid
     core.create_namespaced_config_map(namespace, configmap)
-    jobs.create(doc)
+    custom.patch_namespaced_custom_object(
+        GROUP, VERSION, namespace, PLURAL, NAME, {"spec": {"suspend": False}},
+        _content_type="application/merge-patch+json",
+    )  # fmt: skip
 
     hosts = {f"{NAME}-learner-0", *(f"{NAME}-collector-{i}" for i in range(3))}  # diengine/pod: the long form
     pods, status = poll(lambda: settled(cluster, jobs, namespace, hosts, 4, 0), 90, "4 replicas Running, status")

@@ -105,15 +105,18 @@ class ClusterWide(Replica):
 def scenario_controller(api: client.ApiClient, namespace: str, server: str, token: str, poll: Poll) -> None:
     jobs = JobStore(api)
     core = client.CoreV1Api(api)
-    # a Service left behind by a pass that crashed after creating it: "already exists" is read back
+    # a Service left behind by a pass that crashed after creating it (the DIJob's own: its ownerReference; the
+    # DIJob created suspended, so nothing else is created before it): "already exists" is read back
+    elastic = manifest("elastic", namespace, task("learner", **LONG), task("collector", 2, **LONG), maxReplicas=8)
+    owners = owner_references(load_job(jobs.create({**elastic, "spec": {**elastic["spec"], "suspend": True}})))
     core.create_namespaced_service(
         namespace,
         {
-            "metadata": {"name": service_name("elastic"), "namespace": namespace},
+            "metadata": {"name": service_name("elastic"), "namespace": namespace, "ownerReferences": owners},
             "spec": {"clusterIP": "None", "selector": {"diengine/job": "elastic"}},
         },
     )
-    jobs.create(manifest("elastic", namespace, task("learner", **LONG), task("collector", 2, **LONG), maxReplicas=8))
+    set_suspend(api, namespace, "elastic", False)
     failing = task("collector", **{"sim.dihera.io/exit-code": "2", "sim.dihera.io/run-seconds": "1"})
     jobs.create(  # deleted by the controller 5 s after it failed (ttlSecondsAfterFinished)
         manifest(

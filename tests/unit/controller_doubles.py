@@ -52,7 +52,12 @@ def workflow(converged: int, membership: Membership) -> dict[str, Any]:
 
 def pod(r: Replica) -> dict[str, Any]:
     """Replica ``r``'s pod (owned by the Workflow), Running and ready."""
-    built = PodBuilder(f"{NAME}-{r.task}-{r.index}").replica(NAME, r.task, r.index).owner("wf-uid")
+    built = (
+        PodBuilder(f"{NAME}-{r.task}-{r.index}")
+        .uid(f"uid-{r.task}-{r.index}")
+        .replica(NAME, r.task, r.index)
+        .owner("wf-uid", kind="Workflow", name=NAME)
+    )
     return built.phase("Running").ready().obj()
 
 
@@ -106,7 +111,7 @@ class Cluster:
         """The membership ConfigMap as the controller renders it for the job's spec."""
         return membership_configmap(load_job(self.body), membership, RenderSettings())
 
-    def delete_pods(self, namespace: str, names: list[str]) -> None:
+    def delete_pods(self, namespace: str, names: list[str], uids: Any = None) -> None:
         self.deleted += names
 
     # EventRecorder
@@ -135,6 +140,7 @@ class LifecycleCluster(Cluster):
         self.deleted: list[tuple[str, str, str | None]] = []
         self.stopped: list[str] = []
         self.pods_deleted: list[str] = []
+        self.pod_uids: dict[str, str] = {}
         self.order: list[str] = []
         self.pods_of = LIVE.replicas
         self.created_workflow: dict[str, Any] | None = None
@@ -152,8 +158,9 @@ class LifecycleCluster(Cluster):
         self.stopped.append(name)
         self.order.append("shutdown Workflow")
 
-    def delete_pods(self, namespace: str, names: Sequence[str]) -> None:
+    def delete_pods(self, namespace: str, names: Sequence[str], uids: Any = None) -> None:
         self.pods_deleted += names
+        self.pod_uids.update(uids or {})
         self.order += ["delete pod"] * len(names)
 
     def delete_workflow(self, namespace: str, name: str, uid: str | None = None) -> bool:

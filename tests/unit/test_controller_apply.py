@@ -4,7 +4,7 @@ once Argo finished their tombstones, never twice."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 import pytest
@@ -25,6 +25,7 @@ JOB = load_job({**job(task("collector", replicas=1), name="j"), "metadata": {"na
 #: collector-1 retired, and Argo finished its tombstone
 WORKFLOW = (
     WorkflowBuilder("j")
+    .uid("wf-uid")
     .dag([("collector", 0)])
     .replica("collector", 1, retired=True)
     .node("r", retry_node("j.collector-1", "Succeeded"))
@@ -33,16 +34,18 @@ WORKFLOW = (
 
 
 def pod(host: str) -> PodBuilder:
-    """The pod of job j's replica ``host`` (``collector-0``), Running."""
-    return PodBuilder(f"pod-{host}").host(f"j-{host}").phase("Running")
+    """The pod of job j's replica ``host`` (``collector-0``), Running, owned by its Workflow."""
+    return PodBuilder(f"pod-{host}").uid(f"uid-{host}").host(f"j-{host}").owner("wf-uid").phase("Running")
 
 
 class Objects:
     def __init__(self) -> None:
         self.deleted: list[str] = []
+        self.uids: dict[str, str] = {}
 
-    def delete_pods(self, namespace: str, names: Sequence[str]) -> None:
+    def delete_pods(self, namespace: str, names: Sequence[str], uids: Mapping[str, str] | None = None) -> None:
         self.deleted += names
+        self.uids.update(uids or {})
 
 
 def applier(objects: Objects) -> Applier:
@@ -76,6 +79,17 @@ def test_a_pod_the_scaler_deleted_already_is_not_deleted_again() -> None:
 
 def test_without_a_cache_the_pods_read_are_live_already() -> None:
     assert run(None) == (["pod-collector-1"], 0)
+
+
+def test_a_pod_labelled_like_the_retired_replica_but_not_the_workflows_survives() -> None:
+    """A pod anyone labelled ``diengine/pod: j-collector-1`` (no owner, or another Workflow's) is not the job's:
+    only the Workflow's pod is deleted, under its uid (a pod created again under the name meanwhile is kept)."""
+    objects = Objects()
+    planted = PodBuilder("planted").uid("u-planted").host("j-collector-1").phase("Running").obj()
+    other = PodBuilder("other").uid("u-other").host("j-collector-1").owner("another-wf").phase("Running").obj()
+    pods = [*CACHED, planted, other]
+    applier(objects).delete_retired_pods(JOB, WORKFLOW, pods, {}, lambda: pods)
+    assert objects.deleted == ["pod-collector-1"] and objects.uids == {"pod-collector-1": "uid-collector-1"}
 
 
 def test_nothing_to_delete_asks_nothing_of_the_api_server() -> None:

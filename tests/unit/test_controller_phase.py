@@ -42,6 +42,7 @@ def test_the_table_lists_every_policy_once_in_the_documented_order() -> None:
         "held",
         "workflow_deleted",
         "deadline_exceeded",
+        "object_conflict",
         "workflow_not_created",
         "foreign_workflow",
         "workflow_shut_down",

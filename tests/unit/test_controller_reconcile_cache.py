@@ -22,7 +22,9 @@ class CountingCluster(Cluster):
 
     def __init__(self, body: dict[str, Any], membership: Membership, converged: int) -> None:
         super().__init__(body, membership, converged)
+        owners = self.configmap["metadata"]["ownerReferences"]
         self.configmap["metadata"] = {"name": membership_configmap_name(NAME), "namespace": NS, "uid": "cm"}
+        self.configmap["metadata"]["ownerReferences"] = owners
         self.workflow["metadata"].update(namespace=NS, labels={"diengine/job": NAME}, resourceVersion="1")
         self.service["metadata"].update(uid="svc", resourceVersion="1")
         self.reads: list[str] = []

@@ -65,6 +65,8 @@ def test_past_its_deadline_the_job_fails_and_its_pods_are_stopped() -> None:
     assert cluster.statuses[-1]["phase"] == "Failed"
     assert ("DeadlineExceeded" in [r for r, _ in cluster.events]) and cluster.stopped == [NAME]
     assert sorted(cluster.pods_deleted) == sorted(f"{NAME}-{r.task}-{r.index}" for r in LIVE.replicas)
+    # each under its uid: a pod created again under the name meanwhile is not the one decided on
+    assert cluster.pod_uids == {f"{NAME}-{r.task}-{r.index}": f"uid-{r.task}-{r.index}" for r in LIVE.replicas}
 
 
 def test_the_ending_is_written_before_any_replica_is_stopped() -> None:

@@ -12,7 +12,7 @@ from dihera.controller.kueue import Queueing
 from dihera.controller.metrics import Metrics
 from dihera.kube.workloads import KueueObjectMissing
 from dihera.queueing import KueueSettings
-from tests.builders import job, task
+from tests.builders import PodBuilder, job, task
 from tests.unit.controller_doubles import LIVE, NAME, NS, Cluster, LifecycleCluster, pod
 from tests.unit.controller_doubles import reconciler as make_reconciler
 
@@ -211,6 +211,19 @@ def test_a_resume_waits_for_the_evicted_runs_pods() -> None:
     reconcile(cluster, kueue)
     assert cluster.created_workflow is None
     assert "resuming once 1 pod(s) of the evicted run are gone" in cluster.body["status"]["conditions"][-1]["message"]
+
+
+def test_a_pod_labelled_like_the_jobs_by_someone_else_does_not_hold_the_resume() -> None:
+    """Only pods of a run of the job (owned by a Workflow of its name) are waited for: anyone may label a pod
+    ``diengine/job: j``, and it must not keep the job Queued for ever."""
+    kueue = Kueue()
+    cluster = running_queued_job(kueue)
+    cluster.body["status"]["phase"] = "Queued"
+    cluster.workflow = None  # type: ignore[assignment]
+    planted = PodBuilder("planted").replica(NAME, "learner", 0).phase("Running").obj()
+    cluster.list_pods = lambda namespace, selector: [planted]  # type: ignore[method-assign]
+    reconcile(cluster, kueue)
+    assert cluster.created_workflow is not None
 
 
 def test_a_finished_job_finishes_its_workload() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -88,6 +88,7 @@ class _Objects:
     def __init__(self, pods: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
         self.pods, self.updates = pods, updates
         self.deleted: list[list[str]] = []
+        self.uids: dict[str, str] = {}
         self.watched_from: list[str] = []
 
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
@@ -97,18 +98,22 @@ class _Objects:
         self.watched_from.append(after)
         yield from self.updates
 
-    def delete_pods(self, namespace: str, names: Sequence[str]) -> None:
+    def delete_pods(self, namespace: str, names: Sequence[str], uids: Mapping[str, str] | None = None) -> None:
         self.deleted.append(list(names))
+        self.uids.update(uids or {})
 
 
 def _retiring(tombstones: dict[str, str], version: str) -> dict[str, Any]:
     """Job ``j`` with collector-1 and collector-2 retired; ``tombstones``: DAG task -> its node's phase."""
-    wf = WorkflowBuilder("j").version(version).dag([("collector", i) for i in range(3)], retired=RETIRED)
+    wf = WorkflowBuilder("j").uid("wf-uid").version(version).dag([("collector", i) for i in range(3)], retired=RETIRED)
     return wf.nodes({n: retry_node(f"j.{n}", p) for n, p in tombstones.items()}).obj()
 
 
 RETIRED = ("collector-1", "collector-2")
-PODS = [PodBuilder(f"pod-{h}").host(f"j-{h}").phase("Running").obj() for h in ("collector-0", *RETIRED)]
+PODS = [
+    PodBuilder(f"pod-{h}").uid(f"uid-{h}").host(f"j-{h}").owner("wf-uid").phase("Running").obj()
+    for h in ("collector-0", *RETIRED)
+]
 
 
 def test_retired_pods_are_deleted_as_argo_finishes_their_tombstones() -> None:
@@ -143,6 +148,19 @@ def test_no_watch_when_argo_already_finished_every_tombstone() -> None:
     done = _retiring({"collector-1": "Succeeded", "collector-2": "Failed"}, "10")
     assert scaler._delete_retired_pods("ns", "j", done) == ["pod-collector-1", "pod-collector-2"]
     assert objects.watched_from == [] and objects.deleted == [["pod-collector-1", "pod-collector-2"]]
+
+
+def test_a_pod_labelled_like_a_retired_replica_but_not_the_workflows_survives_and_each_delete_names_its_uid() -> None:
+    """Anyone may label a pod ``diengine/job: j`` and ``diengine/pod: j-collector-1``: only the pods the job's
+    Workflow owns are deleted, each under a uid precondition (a pod created again under the name is kept)."""
+    planted = PodBuilder("planted").uid("uid-planted").host("j-collector-1").phase("Running").obj()
+    other = PodBuilder("other").uid("uid-other").host("j-collector-2").owner("another-wf").phase("Running").obj()
+    objects = _Objects([*PODS, planted, other], [])
+    scaler = JobScaler(client.ApiClient())
+    scaler._objects = objects  # type: ignore[assignment]
+    done = _retiring({"collector-1": "Succeeded", "collector-2": "Succeeded"}, "10")
+    assert scaler._delete_retired_pods("ns", "j", done) == ["pod-collector-1", "pod-collector-2"]
+    assert objects.uids == {"pod-collector-1": "uid-collector-1", "pod-collector-2": "uid-collector-2"}
 
 
 class _JobStore:

@@ -216,6 +216,8 @@ def test_the_retired_pods_to_delete_are_the_same_from_slim_objects(tombstone: st
     wf = dressed_workflow(workflow(retired=("collector-1",), nodes=nodes))
     assert wf is not None
     pods = [dressed_pod(p) for p in running()]
+    for p in pods:  # the Workflow's pods (only those are ever the job's)
+        p["metadata"]["ownerReferences"] = [{"kind": "Workflow", "name": JOB, "uid": "wf", "controller": True}]
     slim = slim_workflow(wf)
     assert set(slim["status"]["nodes"]) == {"a", "b"}  # a live replica's Retry node is not kept
     full = retired_pods(JOB, wf, pods)

@@ -10,6 +10,8 @@
 - ``converge``: what to create, release or sync before the status
 - ``outside``: what was done to the job's objects from outside dihera (the Argo UI's actions on its Workflow,
   its Service or membership ConfigMap deleted or edited), undone or repaired
+- ``ownership``: whether an object under one of the job's names is the job's; a conflict when it is not
+  (never adopted or written: the job Pending, ObjectConflict)
 - ``replicas``: each replica's current attempt from the Workflow's nodes and the pods (``stuck``: why a pod
   does not run)
 

@@ -1,10 +1,10 @@
 """DIJob conditions: one per phase reached, the current one True (pure).
 
-A condition's ``lastTransitionTime`` changes only when its status flips; ``lastUpdateTime`` whenever
-it is rewritten (status or message). The True one, the phase's, is always the last: the newest
-condition a reader finds says what the phase says. Its ``reason`` is the decision's cause where one exists, as the
-Kubernetes Job's conditions say why (``DeadlineExceeded``, ``BackoffLimitExceeded``, ``WorkflowDeleted``,
-``Evicted``...), else ``Job<Phase>`` (DI-orchestrator's).
+A condition's ``lastTransitionTime`` changes only when its status flips; ``lastUpdateTime`` whenever it is
+rewritten (status or message; a new message brings its decision's reason). The True one, the phase's, is
+always the last: the newest condition a reader finds says what the phase says. Its ``reason`` is the
+decision's cause where one exists, as the Kubernetes Job's conditions say why (``DeadlineExceeded``,
+``BackoffLimitExceeded``, ``WorkflowDeleted``, ``Evicted``...), else ``Job<Phase>`` (DI-orchestrator's).
 """
 
 from __future__ import annotations
@@ -38,6 +38,6 @@ def set_phase_condition(
         current.update(lastUpdateTime=now, lastTransitionTime=now)
     elif current.get("status") != "True":
         current.update(status="True", lastTransitionTime=now, lastUpdateTime=now, reason=reason, message=message)
-    elif current.get("message") != message:
-        current.update(message=message, lastUpdateTime=now)
+    elif current.get("message") != message:  # the reason follows the decision (JobPending → ObjectConflict)
+        current.update(message=message, reason=reason, lastUpdateTime=now)
     return [*others, current]

@@ -56,10 +56,12 @@ def plan_converge(view: JobView) -> ConvergePlan:
 def plan_edit(view: JobView, plan: ConvergePlan) -> SpecEdit:
     """Whether the running job's replicas and its spec must be brought together (after ``plan`` was
     applied: ``view`` shows what is there now). Nothing for a job just created, held, or whose
-    Workflow is a deleted DIJob's; on resume, replicas edited while the job was held are applied."""
+    Workflow is a deleted DIJob's, or with an object under its names it does not own (the scaler would write
+    the membership ConfigMap); on resume, replicas edited while the job was held are applied."""
     job = view.job
     fresh = plan.create is not None and not plan.resume
-    if job is None or view.foreign or fresh or plan.hold.action not in (SuspendAction.NONE, SuspendAction.RESUME):
+    held = plan.hold.action not in (SuspendAction.NONE, SuspendAction.RESUME)
+    if job is None or view.foreign or view.conflicts or fresh or held:
         return SpecEdit(EditAction.NONE)
     observed = None if plan.resume else view.status.get("observedGeneration")
     return plan_spec_edit(job, spec_generation(view.body), view.generation, observed, view.membership, view.workflow)

@@ -2,7 +2,8 @@
 its Workflow, and its Service or membership ConfigMap deleted or edited by hand or by a tool. The DIJob
 is the source of truth (docs/argo-ui.md, "Actions on a DIJob's Workflow"):
 
-- a Workflow labelled with the job that is not its own (Argo's RESUBMIT): deleted at once, Event
+- a Workflow labelled with the job and owned by the DIJob that is not its own (Argo's RESUBMIT, which keeps
+  the ownerReferences): deleted at once (under its uid), Event
   WorkflowCopyDeleted (the chart's admission policy refuses to create it in the first place);
 - the job's Workflow suspended in Argo (SUSPEND): the DIJob is suspended instead (``spec.suspend: true``),
   Event SuspendedInArgo;
@@ -11,6 +12,8 @@ is the source of truth (docs/argo-ui.md, "Actions on a DIJob's Workflow"):
 - a finished job's Workflow run again (RETRY): refused by the chart's admission policy, else stopped by
   cleanPodPolicy; the Workflow deleted (DELETE): the job fails (WorkflowDeleted);
 - the headless Service deleted or its spec edited: created again or put back, Event ServiceRepaired;
+- a Service or ConfigMap of the job's name that the DIJob does not own is never written: a conflict
+  (:mod:`~dihera.controller.decide.ownership`);
 - the membership ConfigMap deleted: created again from the Workflow's replicas and the job's membership
   generation; its node lists edited: put back from its ``membership.json``; Event MembershipRepaired.
 """
@@ -74,6 +77,8 @@ def plan_outside(view: JobView, settings: RenderSettings) -> OutsidePlan:
 
 def _service_repair(view: JobView) -> str | None:
     assert view.job is not None
+    if view.conflicting("Service"):
+        return None  # another owner's Service holds the name: never written (decide/ownership.py)
     if view.service is None:
         return "deleted"
     wanted = service(view.job)["spec"]
@@ -85,6 +90,8 @@ def _service_repair(view: JobView) -> str | None:
 def _membership_repair(view: JobView, settings: RenderSettings) -> str | None:
     """Why the membership ConfigMap must be written again: gone while the Workflow still runs the job's
     replicas (a held job has none to rebuild it from), or node lists that differ from its membership."""
+    if view.conflicting("ConfigMap"):
+        return None  # another owner's ConfigMap holds the name: never written (decide/ownership.py)
     if view.configmap is None:
         return "deleted" if view.ours is not None and view.phase not in HELD_PHASES else None
     if view.membership is None:

@@ -9,22 +9,24 @@ them in order and the first that answers wins:
                            Kueue has not admitted the job's Workload → Queued (``hold``)
 3. workflow_deleted        Workflow known to have existed, now gone → Failed (nothing is recreated)
 4. deadline_exceeded       active longer than activeDeadlineSeconds → Failed (``deadline``)
-5. workflow_not_created    no Workflow yet → Pending
-6. foreign_workflow        a deleted DIJob's Workflow holds the name → Pending
-7. workflow_shut_down      the Workflow stopped or terminated from outside dihera (Argo's STOP,
+5. object_conflict         an object the DIJob does not own holds one of its objects' names (a Service
+                           ``di-<job>``...) → Pending, reason ObjectConflict (``ownership``)
+6. workflow_not_created    no Workflow yet → Pending
+7. foreign_workflow        a deleted DIJob's Workflow holds the name → Pending
+8. workflow_shut_down      the Workflow stopped or terminated from outside dihera (Argo's STOP,
                            TERMINATE) → Succeeded if the successPolicy is met, else Failed (``outside``)
-8. drop_bound_reached      a DropReplica replica exhausted its retries and dropping it would cross
+9. drop_bound_reached      a DropReplica replica exhausted its retries and dropping it would cross
                            the bound → Failed (``failures``)
-9. backoff_exceeded        restarts of FailJob tasks > backoffLimit → Failed (``failures``)
-10. retries_exhausted      a replica's current attempt failed with no retry left → Failed (``failures``)
-11. workflow_failed        Workflow Failed / Error → Failed
-12. succeeded              Workflow Succeeded, or the successPolicy is met (default: every replica
+10. backoff_exceeded       restarts of FailJob tasks > backoffLimit → Failed (``failures``)
+11. retries_exhausted      a replica's current attempt failed with no retry left → Failed (``failures``)
+12. workflow_failed        Workflow Failed / Error → Failed
+13. succeeded              Workflow Succeeded, or the successPolicy is met (default: every replica
                            Succeeded) → Succeeded (``success``)
-13. rescheduling           membership changed (until every replica is up again) → Rescheduling
-14. replica_failed         a replica failed and will be retried → Restarting (``failures``)
-15. retry_not_up           a retry's pod is not up yet → Restarting (``failures``)
-16. pods_missing           some replica has no pod → Pending (what Argo says of it)
-17. all_up / starting      every replica Running and ready (or done) → Running, else Starting
+14. rescheduling           membership changed (until every replica is up again) → Rescheduling
+15. replica_failed         a replica failed and will be retried → Restarting (``failures``)
+16. retry_not_up           a retry's pod is not up yet → Restarting (``failures``)
+17. pods_missing           some replica has no pod → Pending (what Argo says of it)
+18. all_up / starting      every replica Running and ready (or done) → Running, else Starting
 
 Replicas dropped by ``failurePolicy: DropReplica`` are not among the facts' ``kept`` replicas: like
 replicas removed by a scale-down, they are no longer the job's.
@@ -49,6 +51,7 @@ from dihera.controller.decide.failures import (
 )
 from dihera.controller.decide.hold import held
 from dihera.controller.decide.outside import workflow_shut_down
+from dihera.controller.decide.ownership import describe
 from dihera.controller.decide.success import succeeded
 from dihera.objects import FAILED_NODE_PHASES
 
@@ -74,6 +77,14 @@ def workflow_deleted(f: Facts) -> PhaseDecision | None:
         "dihera does not recreate it",
         EventReason.WORKFLOW_DELETED,
     )
+
+
+def object_conflict(f: Facts) -> PhaseDecision | None:
+    """Objects under the job's names that the DIJob does not own (:mod:`~dihera.controller.decide.ownership`):
+    nothing of them is touched, and the job cannot run without them → Pending until the names are free."""
+    if not f.view.conflicts:
+        return None
+    return PhaseDecision(Phase.PENDING, describe(f.view.conflicts), EventReason.OBJECT_CONFLICT)
 
 
 def workflow_not_created(f: Facts) -> PhaseDecision | None:
@@ -132,6 +143,7 @@ POLICIES: tuple[Policy, ...] = (
     held,
     workflow_deleted,
     deadline_exceeded,
+    object_conflict,
     workflow_not_created,
     foreign_workflow,
     workflow_shut_down,

@@ -17,6 +17,7 @@ from dihera.constants import (
     EVENT_NORMAL,
     EVENT_WARNING,
     TERMINAL_PHASES,
+    WARNING_CAUSES,
     WARNING_PHASES,
     EventReason,
     Phase,
@@ -28,6 +29,7 @@ from dihera.controller.decide.facts import Facts, facts
 from dihera.controller.decide.failures import drop_events, restart_events
 from dihera.controller.decide.hold import HELD_PHASES, SuspendPlan
 from dihera.controller.decide.outputs import job_artifacts
+from dihera.controller.decide.ownership import retry_after
 from dihera.controller.decide.phase import decide_phase
 from dihera.controller.decide.progress import task_progress, workflow_progress
 from dihera.controller.decide.replicas import ReplicaState
@@ -44,6 +46,7 @@ __all__ = [
     "StatusUpdate",
     "compute_status",
     "progress_only",
+    "same_object",
     "status_patch",
     "stuck_replicas",
     "task_status",
@@ -172,10 +175,21 @@ def _events(f: Facts, decision: PhaseDecision, stuck: Sequence[Mapping[str, str]
     if f.membership_grew and f.live is not None:
         events.append(_membership_event(f.live))
     events += restart_events(f)
-    if decision.phase != f.view.phase:
-        kind = EVENT_WARNING if decision.phase in WARNING_PHASES else EVENT_NORMAL
+    if decision.phase != f.view.phase or _new_warning(f.view.status, decision):
+        warn = decision.phase in WARNING_PHASES or decision.cause in WARNING_CAUSES
+        kind = EVENT_WARNING if warn else EVENT_NORMAL
         events.append(Event(kind, decision.cause or condition_reason(decision.phase), decision.message))
     return events
+
+
+def _current(status: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The True condition of ``status`` (the phase's), or {}."""
+    return next((c for c in status.get("conditions") or [] if c.get("status") == "True"), {})
+
+
+def _new_warning(old: Mapping[str, Any], decision: PhaseDecision) -> bool:
+    """A Warning cause (:data:`WARNING_CAUSES`) whose message the phase's condition does not say yet."""
+    return decision.cause in WARNING_CAUSES and _current(old).get("message") != decision.message
 
 
 def _decided(f: Facts) -> tuple[PhaseDecision, list[dict[str, str]]]:
@@ -210,8 +224,15 @@ def compute_status(view: JobView, hold: SuspendPlan, now: str, refused: str | No
 
 
 def _wakeup(f: Facts) -> float | None:
-    """Seconds until a time-based decision falls due: activeDeadlineSeconds, the grace after DI-engine's end."""
-    due = [w for w in (f.deadline_left, finish_grace_left(f)) if w is not None]
+    """Seconds until a time-based decision falls due: activeDeadlineSeconds, the grace after DI-engine's end,
+    the next look at objects in conflict (a backoff: nothing queues the job when an unlabelled one goes)."""
+    conflict = None
+    if f.view.conflicts:
+        pending = _current(f.view.status)
+        conflict = retry_after(
+            pending.get("lastTransitionTime") if pending.get("type") == Phase.PENDING else None, f.now
+        )
+    due = [w for w in (f.deadline_left, finish_grace_left(f), conflict) if w is not None]
     return min(due) if due else None
 
 
@@ -283,18 +304,31 @@ def _same_conditions(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str
     return bare(old) == bare(new)
 
 
+def same_object(body: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The patch operation that makes the API server refuse the patch unless the DIJob is still the object
+    ``body`` was read as (its uid): a DIJob deleted and created again under the name between a pass's read
+    and its write gets nothing of the old one's status. A JSON patch ``test`` (answered 422, which
+    :meth:`~dihera.kube.jobs.JobStore.patch_status` reports as a conflict): a uid set in the patch itself is
+    no precondition on the status subresource, whose update keeps the stored metadata. None without a uid."""
+    uid = body["metadata"].get("uid")
+    return {"op": "test", "path": "/metadata/uid", "value": uid} if uid else None
+
+
 def status_patch(body: Mapping[str, Any], status: Mapping[str, Any]) -> list[dict[str, Any]]:
     """JSON patch writing the controller's fields of ``status`` over the DIJob ``body`` was read as.
 
     Only :data:`OWN_FIELDS` that changed are written (``add`` replaces a whole value; a field gone is
-    removed), so a field another writer owns, or wrote since ``body`` was read, is never touched. A
-    job without a status yet gets one created under a resourceVersion precondition (another writer may
-    have created it meanwhile: then the API server answers 409 and the pass reads again). Later writes
-    carry no precondition, so the di-server's profilings writes never make them fail; a watch cache
-    behind the API server cannot make them undo a newer status either (docs/controller.md).
+    removed), so a field another writer owns, or wrote since ``body`` was read, is never touched. Every
+    write applies only to the object read (:func:`same_object`: its uid). A job without a status yet gets
+    one created under a resourceVersion precondition (another writer may have created it meanwhile: then
+    the API server answers 409 and the pass reads again). Later writes carry no resourceVersion
+    precondition, so the di-server's profilings writes never make them fail; a watch cache behind the API
+    server cannot make them undo a newer status either (docs/controller.md).
     """
     old = body.get("status")
     ops: list[dict[str, Any]] = []
+    if (same := same_object(body)) is not None:
+        ops.append(same)
     if old is None:
         ops.append(precondition(body))
         ops.append({"op": "add", "path": "/status", "value": {}})

@@ -9,6 +9,7 @@ decision that needs a fact reads it here, or derives it from what is here.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,6 +21,7 @@ from dihera.model import DIJob
 
 if TYPE_CHECKING:
     from dihera.controller.decide.hold import QueueState
+    from dihera.controller.decide.ownership import Conflict
 
 __all__ = ["JobView"]
 
@@ -31,10 +33,13 @@ class JobView:
     ``job``: the DIJob validated (None: invalid, ``invalid`` says why). ``configmap``: its membership
     ConfigMap, ``membership`` what it holds (None: not created yet). ``workflow``: the Workflow named after
     the job, if any; it is ``foreign`` when another (deleted) DIJob owns it; ``copies``: other Workflows
-    labelled with the job (an Argo RESUBMIT's). ``service``: its headless Service (None: none).
+    labelled with the job and owned by the DIJob (an Argo RESUBMIT's: it keeps the ownerReferences).
+    ``service``: its headless Service (None: none).
     ``pods``: the pods of the job's own Workflow.
     ``queue``: Kueue's answer (None: the job is not queued). ``leftover_pods``: pods of a held run still
     going away, counted (by the API server) only when a resume or a quota release waits on them.
+    ``conflicts``: objects under the job's names that the DIJob does not own (left untouched; its Service,
+    ConfigMap or Workflow field is then None, but for a deleted DIJob's Workflow: ``foreign``).
     ``cached``: read from the watch cache (it may be behind the API server). ``scaled``: the scaler ran in
     this pass (the pods of replicas it retired may be gone already, though the cache still shows them).
     """
@@ -53,6 +58,19 @@ class JobView:
     leftover_pods: int = 0
     cached: bool = True
     scaled: bool = False
+    conflicts: tuple[Conflict, ...] = ()
+
+    def conflicting(self, kind: str) -> bool:
+        """Whether the job's object of ``kind`` is in conflict (another object holds its name)."""
+        return any(c.kind == kind for c in self.conflicts)
+
+    def with_conflicts(self, *found: Conflict) -> JobView:
+        """This view with ``found`` added (one conflict per kind: the first found is kept)."""
+        conflicts = list(self.conflicts)
+        for c in found:
+            if all(c.kind != old.kind for old in conflicts):
+                conflicts.append(c)
+        return dataclasses.replace(self, conflicts=tuple(conflicts)) if len(conflicts) > len(self.conflicts) else self
 
     @property
     def namespace(self) -> str:
