@@ -111,9 +111,15 @@ def _fill(schema: Mapping[str, Any], value: Any) -> Any:
     return value
 
 
+@cache
+def _defaults_schema() -> dict[str, Any]:
+    """The schema :func:`_fill` reads (never writes: it copies each default): parsed once, not per document."""
+    return dijob_schema()
+
+
 def apply_defaults(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``manifest`` with the schema's defaults applied, and unnamed tasks named after their type."""
-    out: dict[str, Any] = _fill(dijob_schema(), copy.deepcopy(dict(manifest)))
+    out: dict[str, Any] = _fill(_defaults_schema(), copy.deepcopy(dict(manifest)))
     for task in _arr(_obj(out.get("spec")).get("tasks")):
         kind = task.get("type") if isinstance(task, dict) else None
         if isinstance(kind, str) and "name" not in task and kind in {t.value for t in _SINGLETON_TYPES}:
