@@ -32,8 +32,9 @@ _MERGE_TAG = "tag:yaml.org,2002:merge"
 #: How many nodes (scalars, sequences, mappings) aliases may add to one document beyond those written.
 #: A DIJob is a few hundred nodes, and a merge key (``<<: *defaults``, as Helm and compose users write)
 #: adds its anchored mapping's few dozen, so real files stay far below; the walkers after the loader then
-#: do at most the work of the text plus this many nodes (about a second for the schema check). A
-#: document without aliases is never refused: its cost is already that of its text.
+#: do at most the work of the text plus this many nodes (98 containers whose args alias one list of 1,000
+#: strings, just below: 1.9 s to validate, 4.9 s to render, on 2 busy cores). A document without aliases
+#: is never refused: its cost is already that of its text.
 MAX_ALIAS_NODES = 100_000
 #: How deep a document may nest. A DIJob nests about 15 levels (a pod's affinity is the deepest part);
 #: the walkers recurse a few Python frames per level against Python's limit of 1,000 frames.
