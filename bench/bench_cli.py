@@ -1,15 +1,18 @@
 """CLI start-up benchmark: wall time of `dihera validate` and `dihera render` of a small job, `dihera crd`,
 `dihera convert` of an older DIJob, and `dihera wait-peers` whose names resolve (every replica's init
-container: its whole run when peers are up).
+container: its whole run when peers are up); and `dihera validate` of one file of many small DIJobs.
 
-    python bench/bench_cli.py [--runs N] [--file FILE]
+    python bench/bench_cli.py [--runs N] [--file FILE] [--many 4000,20000]
 
 Prints the median, min and max wall time of N runs of each command as a fresh process (what a person
 or a CI step pays) and its median CPU time (user + system: steadier when other work shares the
 cores), the heaviest imports of one run (`python -X importtime`), and two baselines measured in
 the same run: the interpreter alone (`python -c pass`) and importing Hera's models (`import
 hera.workflows`), the floor of any rendering with Hera. Ratios: against the goal where there is one
-(issue 12: validate <= 0.5 s, render <= 1.0 s), and render against the Hera floor. Asserts nothing.
+(issue 12: validate <= 0.5 s, render <= 1.0 s), and render against the Hera floor. ``--many``: one run of
+`dihera validate` per count of a file of that many two-task DIJobs, with the time per document and each
+count's per-document time against the first's (1.00: linear; issue 57 measured 20,000 at 5x 4,000's per
+document before a quadratic step was removed). Asserts nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -85,10 +89,40 @@ def heaviest_imports(args: list[str], top: int) -> list[tuple[float, str]]:
     return sorted(rows, reverse=True)[:top]
 
 
+def many_jobs(count: int) -> str:
+    """A YAML stream of ``count`` small DIJobs (a learner and two collectors each), as one file holds them."""
+    from dihera.manifests import dump_yaml_stream
+
+    def one(i: int) -> dict[str, object]:
+        pod = {"spec": {"containers": [{"name": "c", "image": "ding:1", "command": ["ding", "-m", "serial"]}]}}
+        tasks = [{"type": "learner", "template": pod}, {"type": "collector", "replicas": 2, "template": pod}]
+        return {"apiVersion": "diengine.opendilab.org/v2alpha1", "kind": "DIJob", "metadata": {"name": f"job-{i}"},
+                "spec": {"tasks": tasks}}  # fmt: skip
+
+    return dump_yaml_stream(one(i) for i in range(count))
+
+
+def validate_many(counts: list[int]) -> None:
+    """One `dihera validate` of a file of each count of DIJobs: seconds, per document, against the first count."""
+    first = None
+    with tempfile.TemporaryDirectory() as tmp:
+        for count in counts:
+            path = Path(tmp) / f"{count}.yaml"
+            path.write_text(many_jobs(count))
+            seconds, cpu = wall(["validate", "-q", str(path)])
+            per = seconds / count
+            first = first or per
+            print(
+                f"  dihera validate {count:>6} DIJobs  {seconds:.1f} s  cpu {cpu:.1f} s  {per * 1000:.2f} ms each  "
+                f"per document vs {counts[0]}: ratio {per / first:.2f}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--file", default="workflows/serial.yaml", help="the job (default: one replica)")
+    parser.add_argument("--many", default="4000,20000", help="counts of DIJobs in one file to validate ('': none)")
     args = parser.parse_args()
     print(
         f"dihera CLI wall time, median of {args.runs} runs ({args.file}; load {os.getloadavg()[0]:.1f} "
@@ -115,6 +149,8 @@ def main() -> None:
         )
         for seconds, module in heaviest_imports(full, 3):
             print(f"      import {module:<28} {seconds:.3f} s")
+    if args.many:
+        validate_many([int(n) for n in args.many.split(",")])
 
 
 if __name__ == "__main__":

@@ -8,9 +8,9 @@ loaded by the first :func:`render`, the Kubernetes client only by the modules th
 The pure core (no I/O):
 
 - ``schema``: the DIJob schema and the CRD made from it; ``model``: the typed DIJob; ``validation``: every
-  rule, all problems at once (``schema_problems``, ``podtemplate``, ``node_ids``, ``artifacts``: its parts;
-  ``errors``: the error types)
-- ``documents``: strict YAML reading; ``manifests``: deterministic YAML writing
+  rule, all problems at once (``schema_problems``, ``podtemplate``, ``node_ids``, ``artifacts``, ``reserved``:
+  its parts; ``errors``: the error types)
+- ``documents``: strict, bounded YAML reading; ``manifests``: deterministic YAML writing
 - ``membership``: ranks and indexes of replicas; ``naming``: every name a job creates; ``constants``: the
   API's names; ``objects``: typed views of Kubernetes and Argo objects; ``patches``: JSON patch pieces
 - ``render``: the objects a job needs (Hera); ``env_limits``: what Linux can exec; ``argo_ui``: how a job

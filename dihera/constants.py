@@ -268,6 +268,9 @@ DEFAULT_PEER_WAIT_TIMEOUT = 300
 #: chart gives the controller its own image instead (``DIHERA_PEER_WAIT_IMAGE``).
 DEFAULT_IMAGE = "dihera:0.1.0"
 
+#: The pod volume of the membership ConfigMap, in every replica's pod (mounted read-only in every container).
+MEMBERSHIP_VOLUME = "dihera-membership"
+
 # -- the checkpoint volume (spec.checkpoint, docs/checkpoints.md) -----------------------------------
 #: The pod volume of the job's checkpoint claim, in the replicas of the tasks that mount it.
 CHECKPOINT_VOLUME = "dihera-checkpoints"

@@ -1,4 +1,5 @@
-"""Deterministic YAML for Kubernetes objects: same objects, byte-identical text."""
+"""Deterministic YAML for Kubernetes objects: same objects, byte-identical text; and reading it back
+through the project's one bounded, strict loader (:mod:`dihera.documents`)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from typing import Any
 
 import yaml
 
+from dihera.documents import load_stream
+
 __all__ = ["dump_yaml", "dump_yaml_stream", "load_yaml_stream"]
 
 
-#: libyaml's emitter and parser when PyYAML was built with them (several times faster), else PyYAML's own.
+#: libyaml's emitter when PyYAML was built with it (several times faster), else PyYAML's own.
 _CDumper = getattr(yaml, "CSafeDumper", None)
-_SafeLoader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 #: Measured over all code points, libyaml writes two kinds of character differently from PyYAML's emitter:
 #: every one beyond U+FFFF it escapes (``"\U0001F680"``; text with one is written again by PyYAML's emitter,
 #: which keeps it readable), and U+0085 (NEL) it escapes as ``"\N"``, where PyYAML writes it as it is and
@@ -61,6 +63,7 @@ def dump_yaml_stream(objs: Iterable[Mapping[str, Any]]) -> str:
     return "".join("---\n" + dump_yaml(o) for o in objs)
 
 
-def load_yaml_stream(text: str) -> list[dict[str, Any]]:
-    """Every non-empty document of a YAML stream."""
-    return [d for d in yaml.load_all(text, Loader=_SafeLoader) if d is not None]
+def load_yaml_stream(text: str, source: str = "<YAML stream>") -> list[dict[str, Any]]:
+    """Every non-empty document of a YAML stream, read as :func:`dihera.documents.load_stream` reads a
+    person's file (duplicate keys and aliases past its bounds raise :class:`~dihera.errors.InvalidJobError`)."""
+    return [d.body for d in load_stream(text, source)]

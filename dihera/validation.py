@@ -43,6 +43,7 @@ from dihera.naming import SHORT_TEMPLATE_SUFFIX
 from dihera.node_ids import none_before_ditask_problems
 from dihera.podtemplate import check_pod_template, check_volume, without_nulls
 from dihera.render.providers import parse_env_provider, provider_problems
+from dihera.reserved import reserved_problems
 from dihera.schema import API_VERSION, KIND, dijob_schema
 from dihera.schema_problems import int_formats, schema_problems, unknown_field
 
@@ -111,9 +112,15 @@ def _fill(schema: Mapping[str, Any], value: Any) -> Any:
     return value
 
 
+@cache
+def _defaults_schema() -> dict[str, Any]:
+    """The schema :func:`_fill` reads (never writes: it copies each default): parsed once, not per document."""
+    return dijob_schema()
+
+
 def apply_defaults(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``manifest`` with the schema's defaults applied, and unnamed tasks named after their type."""
-    out: dict[str, Any] = _fill(dijob_schema(), copy.deepcopy(dict(manifest)))
+    out: dict[str, Any] = _fill(_defaults_schema(), copy.deepcopy(dict(manifest)))
     for task in _arr(_obj(out.get("spec")).get("tasks")):
         kind = task.get("type") if isinstance(task, dict) else None
         if isinstance(kind, str) and "name" not in task and kind in {t.value for t in _SINGLETON_TYPES}:
@@ -470,7 +477,10 @@ def validate(manifest: Any) -> list[Problem]:
     The environment-size rule (:func:`~dihera.env_limits.env_size_problems`), the short-hostname
     rule (no task named ``<job>-<another task>``) and the task-order rule (no ``none`` task before
     DI-engine tasks that take roles from node ids, :mod:`dihera.node_ids`) apply to a job not yet
-    taken up (no ``status.phase``); a running job's growth past it is refused by its scaling plan.
+    taken up (no ``status.phase``); a running job's growth past it is refused by its scaling plan. So does
+    the rule on the names dihera adds to every pod (:mod:`dihera.reserved`: env, volumes, mount path),
+    newer than some running jobs, whose templates the renderer keeps rendering as before (a variable of
+    dihera's name dropped).
     """
     if not isinstance(manifest, Mapping):
         return [Problem("(root)", f"a DIJob must be an object, got {format_value(manifest)}")]
@@ -485,6 +495,7 @@ def validate(manifest: Any) -> list[Problem]:
     if not _started(manifest):  # a running job's growth is checked by its scaling plan, on the exact membership
         problems += env_size_problems(name, spec) + _short_hostname_problems(name, spec)
         problems += none_before_ditask_problems(_arr(spec.get("tasks")))
+        problems += reserved_problems(spec, checkpoint_tasks(spec))
     problems += _success_policy_problems(spec) + _failure_policy_problems(spec) + _checkpoint_problems(spec)
     problems += provider_problems(_arr(spec.get("tasks")))
     problems += _seconds_annotation_problems(manifest) + _reserved_name_problems(spec.get("tasks"))

@@ -3,35 +3,34 @@
     dihera convert old.yaml [--collectors N] [--learners N] [--aggregator AGG.yaml] > new.yaml
 
 Exit 0 with the converted stream; 1 (and nothing on standard output) when a document cannot be
-converted, each problem naming the document and the field. A job running DI-engine's old ``ding -m dist``
-pipeline is such a problem (it needs DI-orchestrator's v1alpha1 API, which dihera does not serve, and
-cannot train as converted); ``--allow-v1alpha1-programs`` converts it anyway, with a warning.
+converted, each problem naming the document and the field (a version or kind it does not know too), or
+the file cannot be read as ``validate`` reads it (not UTF-8, not YAML, a key given twice, aliases past
+the loader's bounds: each naming the line). A job running DI-engine's old ``ding -m dist`` pipeline is
+such a problem (it needs DI-orchestrator's v1alpha1 API, which dihera does not serve, and cannot train
+as converted); ``--allow-v1alpha1-programs`` converts it anyway, with a warning.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 __all__ = ["register"]
 
 
 def _read(name: str) -> list[tuple[str, Any]]:
-    import yaml
+    """(label, document) for every document of a file, read as ``validate`` reads it: strict (a key given
+    twice is an error naming its line) and bounded (:mod:`dihera.documents`)."""
+    from dihera.cli.jobs import read_text
+    from dihera.documents import load_stream
+    from dihera.errors import InvalidJobError
 
-    from dihera.manifests import load_yaml_stream
-
-    try:
-        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
-    except OSError as err:
-        raise ValueError(f"{name}: cannot read: {err.strerror}") from err
-    try:
-        docs = load_yaml_stream(text)
-    except yaml.YAMLError as err:
-        raise ValueError(f"{name}: not valid YAML: {err}") from err
     label = "<stdin>" if name == "-" else name
+    try:
+        docs = [d.body for d in load_stream(read_text(name), label)]
+    except InvalidJobError as err:
+        raise ValueError("\n".join(f"{label}: error: {p}" for p in err.problems)) from None
     return [(f"{label}[{i}]" if len(docs) > 1 else label, d) for i, d in enumerate(docs)]
 
 

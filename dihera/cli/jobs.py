@@ -16,23 +16,51 @@ from typing import TYPE_CHECKING, Any, TextIO
 if TYPE_CHECKING:
     from dihera.documents import Document, Manifests
 
-__all__ = ["read_manifests", "register"]
+__all__ = ["read_manifests", "read_text", "register"]
+
+_UTF16_MARKS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def _not_utf8(label: str, data: bytes, err: UnicodeDecodeError) -> str:
+    byte, line = data[err.start], data.count(b"\n", 0, err.start) + 1
+    hint = " (it starts with UTF-16's byte-order mark)" if data.startswith(_UTF16_MARKS) else ""
+    return f"{label}: not UTF-8 text (byte 0x{byte:02x} at offset {err.start}, line {line}){hint}; save it as UTF-8"
+
+
+def read_text(name: str, stdin: TextIO | None = None) -> str:
+    """The UTF-8 text of a file (``-``: standard input, read as bytes when it has them).
+
+    Raises ValueError naming the file (``<stdin>``) when it cannot be read or is not UTF-8 text, with
+    the first bad byte, its offset and line.
+    """
+    label = "<stdin>" if name == "-" else name
+    try:
+        if name == "-":
+            stream = stdin or sys.stdin
+            buffer = getattr(stream, "buffer", None)
+            data: bytes | str = buffer.read() if buffer is not None else stream.read()
+        else:
+            data = Path(name).read_bytes()
+    except OSError as err:
+        raise ValueError(f"{label}: cannot read: {err.strerror}") from err
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise ValueError(_not_utf8(label, data, err)) from None
 
 
 def read_manifests(name: str, stdin: TextIO | None = None) -> Manifests:
     """The DIJobs and other objects of a file (``-``: standard input).
 
-    Raises ValueError naming the file when it cannot be read, and
+    Raises ValueError naming the file when it cannot be read or is not UTF-8 (:func:`read_text`), and
     :class:`~dihera.errors.InvalidJobError` listing every problem of its YAML and documents.
     """
     from dihera.documents import load_documents, split_manifests
 
     source = "<stdin>" if name == "-" else name
-    try:
-        text = (stdin or sys.stdin).read() if name == "-" else Path(name).read_text(encoding="utf-8")
-    except OSError as err:
-        raise ValueError(f"{name}: cannot read: {err.strerror}") from err
-    return split_manifests(load_documents(text, source), source)
+    return split_manifests(load_documents(read_text(name, stdin), source), source)
 
 
 def job_label(name: str, doc: Document, many: bool) -> str:

@@ -8,6 +8,10 @@ Accepted, per YAML document:
 - today's DIJobs (``spec.tasks``): checked and passed through;
 - any other object (ConfigMap, Service...): passed through unchanged.
 
+A DIJob or AggregatorConfig must name one of the :data:`KNOWN_API_VERSIONS` (or none: the shape decides),
+and a document of their API groups one of their kinds: anything else is an error naming the value and
+what is known, never a job rewritten to today's version on a guess.
+
 Every converted job is validated with dihera's own rules; a problem in any document fails the whole
 conversion (nothing half-converted is printed). So does a job whose program cannot train under dihera,
 DI-engine's old ``ding -m dist`` pipeline (``programs``), unless ``allow_v1alpha1_programs`` (then a
@@ -32,10 +36,20 @@ from dihera.errors import Problem, format_value
 from dihera.schema import API_VERSION
 from dihera.validation import validate
 
-__all__ = ["AGGREGATOR_KIND", "Conversion", "Counts", "Note", "convert_documents"]
+__all__ = ["AGGREGATOR_KIND", "KNOWN_API_VERSIONS", "Conversion", "Counts", "Note", "convert_documents"]
 
 AGGREGATOR_KIND = "AggregatorConfig"
 _JOB_KINDS = {"dijob", "nervexjob"}  # compared lower-cased: NerveXJob and NervexJob both exist
+#: The versions of DIJobs (and AggregatorConfigs) dihera converts: DI-orchestrator's (< 1.0, 1.0 and
+#: today's), and NerveX's before it.
+KNOWN_API_VERSIONS = (
+    "diengine.opendilab.org/v1alpha1",
+    "diengine.opendilab.org/v1alpha2",
+    API_VERSION,
+    "nervex.sensetime.com/v1alpha1",
+)
+_KNOWN_GROUPS = {v.split("/")[0] for v in KNOWN_API_VERSIONS}
+_KNOWN_KINDS = ("DIJob", "NerveXJob", AGGREGATOR_KIND)
 
 
 @dataclass(frozen=True)
@@ -176,6 +190,25 @@ def _has_v1alpha1(documents: Sequence[tuple[str, Any]]) -> bool:
     return any(is_v1alpha1(d) for _, d in documents if isinstance(d, Mapping))
 
 
+def _identity_problem(kind: str, doc: Any) -> str | None:
+    """Why a DIJob or AggregatorConfig names a version dihera does not know, or a document of their groups a
+    kind it does not know; None when neither."""
+    if not isinstance(doc, Mapping) or doc.get("apiVersion") is None:
+        return None  # no apiVersion: the shape decides (a job without kind too)
+    version = doc["apiVersion"]
+    known = _is_job(kind, doc) or kind == AGGREGATOR_KIND
+    if known and version not in KNOWN_API_VERSIONS:
+        return (
+            f"apiVersion: {format_value(version)} is not a version of {kind or 'DIJob'} dihera converts; "
+            f"known: {', '.join(KNOWN_API_VERSIONS)}"
+        )
+    if not known and str(version).split("/")[0] in _KNOWN_GROUPS:
+        return f"kind: {format_value(doc.get('kind'))} is not a kind of {version} dihera converts; known: " + ", ".join(
+            _KNOWN_KINDS
+        )
+    return None
+
+
 def convert_documents(
     documents: Sequence[tuple[str, Any]],
     counts: Counts | None = None,
@@ -188,13 +221,20 @@ def convert_documents(
     counts = counts or Counts()
     result = Conversion()
     documents = _unpack_lists(documents)
+    for label, doc in aggregators:  # those given apart; the stream's are checked below
+        problem = _identity_problem(_kind(doc), doc)
+        if problem is not None:
+            result.notes.append(Note(label, "error", problem))
     first = _first_aggregator(documents, aggregators, result.notes)
     aggregator = first[1] if first else None
     for label, doc in documents:
         kind = _kind(doc)
-        if kind == AGGREGATOR_KIND:
+        problem = _identity_problem(kind, doc)
+        if problem is not None:
+            result.notes.append(Note(f"{label} ({_name(doc)})", "error", problem))
+        elif kind == AGGREGATOR_KIND:
             continue
-        if _is_job(kind, doc):
+        elif _is_job(kind, doc):
             _add_job(result, label, doc, counts, aggregator, allow_v1alpha1_programs)
         else:
             _pass_through(result, label, kind, doc)

@@ -35,6 +35,7 @@ from dihera.constants import (
     LABEL_TASK_NAME,
     LABEL_TASK_TYPE,
     MANAGED_BY,
+    MEMBERSHIP_VOLUME,
     WORKFLOW_ENTRYPOINT,
 )
 from dihera.membership import Membership
@@ -71,7 +72,6 @@ __all__ = [
 
 ENTRYPOINT = WORKFLOW_ENTRYPOINT
 DESCRIPTION_ANNOTATION = ANNOTATION_WORKFLOW_DESCRIPTION
-MEMBERSHIP_VOLUME = "dihera-membership"
 
 #: Pod spec fields an Argo template carries itself: camelCase pod spec name -> (Template field, its model).
 _TEMPLATE_FIELDS: Mapping[str, tuple[str, type[pydantic.BaseModel] | None]] = {

@@ -7,6 +7,7 @@ import ast
 import io
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ import yaml
 
 from dihera.cli import COMMAND_MODULES, _modules_for, build_parser, main
 from tests.builders import job, task
+from tests.builders.hostile_yaml import alias_line, nested_aliases
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -263,3 +265,52 @@ def test_version_is_the_package_version(capsys: pytest.CaptureFixture[str]) -> N
     assert exited.value.code == 0
     project = next(line for line in (ROOT / "pyproject.toml").read_text().splitlines() if line.startswith("version"))
     assert capsys.readouterr().out == f"dihera {project.split('=')[1].strip().strip(chr(34))}\n"
+
+
+# -- bad input files: every command that reads one names it, exits 1, and never hangs --------------------
+_READERS = [["validate"], ["render"], ["submit"], ["convert"]]
+
+
+@pytest.mark.parametrize("command", _READERS, ids=lambda c: c[0])
+def test_a_file_that_is_not_utf8_is_named_with_the_byte(
+    command: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes(yaml.safe_dump(job(task("learner"), name="caf\u00e9"), allow_unicode=True).encode("latin-1"))
+    offset = path.read_bytes().index(b"\xe9")
+    assert main([*command, str(path)]) == 1
+    out = capsys.readouterr()
+    assert out.out == ""
+    assert f"{path}: not UTF-8 text (byte 0xe9 at offset {offset}, line " in out.err and "save it as UTF-8" in out.err
+    assert "Traceback" not in out.err
+
+
+def test_utf16_is_named_and_stdin_is_read_as_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = yaml.safe_dump(job(task("learner"))).encode("utf-16")  # what Windows PowerShell's > writes
+    stdin = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdin", stdin)
+    assert main(["validate", "-"]) == 1
+    assert capsys.readouterr().err == (
+        "<stdin>: not UTF-8 text (byte 0xff at offset 0, line 1) (it starts with UTF-16's byte-order mark); "
+        "save it as UTF-8\n"
+    )
+
+
+@pytest.mark.parametrize("command", _READERS, ids=lambda c: c[0])
+@pytest.mark.parametrize("levels", [9, 20])
+def test_nested_aliases_are_refused_in_well_under_a_second(
+    command: list[str], levels: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "lol.yaml"
+    path.write_text(nested_aliases(levels))
+    start = time.perf_counter()
+    code = main([*command, str(path)])
+    took = time.perf_counter() - start
+    out = capsys.readouterr()
+    with capsys.disabled():
+        print(f"dihera {command[0]}: nesting {levels} refused in {took:.3f} s")
+    assert code == 1 and str(path) in out.out + out.err
+    assert f"line {alias_line(6)}: document 1 (line 1): alias *l5 makes the document's aliases add" in out.out + out.err
+    assert took < 1.0  # the issue's bar (a few milliseconds here: nothing is expanded)

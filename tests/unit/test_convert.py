@@ -10,8 +10,9 @@ import pytest
 import yaml
 
 from dihera.cli import main
-from dihera.convert import Counts, convert_documents
+from dihera.convert import KNOWN_API_VERSIONS, Counts, convert_documents
 from dihera.validation import load_job, validate
+from tests.builders.hostile_yaml import alias_line, nested_aliases
 
 FIXTURES = Path(__file__).parent / "fixtures" / "convert"
 #: DI-engine's old `ding -m dist` jobs are refused unless this flag is given (tests of other features pass it)
@@ -256,3 +257,84 @@ def test_the_migration_section_exists_and_its_after_job_is_valid_stock_dqn() -> 
     # the sample quoted before it is DI-orchestrator's own (the fixture)
     learner = "ding -m dist --module spawn_learner -c /ding/cartpole_dqn_config_k8s.py.pkl -s 0 -lp $LEARNER_PORT"
     assert learner in section and learner in SAMPLE.read_text()
+
+
+# -- bad input: read as `validate` reads it, never guessed ------------------------------------------------
+def test_a_key_given_twice_fails_naming_its_line_and_prints_nothing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    text = (FIXTURES / "v2alpha1-v1.0-shape.yaml").read_text()
+    path = tmp_path / "twice.yaml"
+    path.write_text(text.replace("metadata:\n", "metadata:\n  name: first\n", 1))  # the fixture names it too
+    code = main(["convert", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 1 and out == ""
+    line = text.splitlines().index("metadata:") + 1
+    assert err.startswith(f"{path}: error: line ")
+    assert f"duplicate key 'name' (first at line {line + 1})" in err
+
+
+@pytest.mark.parametrize(
+    ("version", "kind"),
+    [("diengine.opendilab.org/v3", "DIJob"), ("example.com/v1", "DIJob"), ("diengine.opendilab.org/v1", "NerveXJob")],
+)
+def test_an_unknown_api_version_is_an_error_naming_it_and_the_known_ones(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, version: str, kind: str
+) -> None:
+    job = yaml.safe_load((Path(__file__).parents[2] / "workflows" / "job-with-tasks.yaml").read_text())
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump({**job, "apiVersion": version, "kind": kind}))
+    code = main(["convert", str(path)])
+    out, err = capsys.readouterr()
+    assert code == 1 and out == ""
+    assert f"{path} ({job['metadata']['name']}): error: apiVersion: {version!r} is not a version of {kind} " in err
+    assert f"known: {', '.join(KNOWN_API_VERSIONS)}" in err
+    assert "is written" not in err  # never rewritten on a guess
+
+
+def test_an_unknown_kind_of_a_dijob_group_is_an_error_and_other_groups_pass_through() -> None:
+    ours = {"apiVersion": "diengine.opendilab.org/v2alpha1", "kind": "DIJobTemplate", "metadata": {"name": "t"}}
+    theirs = {"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "x"}}
+    result = convert_documents([("f[0]", ours), ("f[1]", theirs)])
+    assert [(n.document, n.level, n.message) for n in result.notes] == [
+        (
+            "f[0] (t)",
+            "error",
+            "kind: 'DIJobTemplate' is not a kind of diengine.opendilab.org/v2alpha1 dihera converts; "
+            "known: DIJob, NerveXJob, AggregatorConfig",
+        ),
+        ("f[1]", "info", "Thing passed through unchanged"),
+    ]
+
+
+def test_an_aggregator_config_given_apart_with_an_unknown_version_is_an_error() -> None:
+    aggregator = yaml.safe_load((FIXTURES / "aggregator-config.yaml").read_text())
+    job = yaml.safe_load((FIXTURES / "v1alpha1-counts-in-config.yaml").read_text())
+    result = convert_documents([("f", job)], aggregators=[("a", {**aggregator, "apiVersion": "x/v0"})])
+    assert result.failed
+    assert [n.document for n in result.notes if n.level == "error" and n.message.startswith("apiVersion: 'x/v0'")] == [
+        "a"
+    ]
+
+
+def test_every_fixture_names_a_known_version() -> None:
+    for path in FIXTURES.glob("*.yaml"):
+        for doc in yaml.safe_load_all(path.read_text()):
+            assert doc.get("apiVersion") in KNOWN_API_VERSIONS, path.name
+
+
+def test_a_file_that_is_not_utf8_is_named(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    path = tmp_path / "latin1.yaml"
+    path.write_bytes("metadata:\n  name: caf\u00e9\n".encode("latin-1"))
+    assert main(["convert", str(path)]) == 1
+    assert capsys.readouterr().err == f"{path}: not UTF-8 text (byte 0xe9 at offset 21, line 2); save it as UTF-8\n"
+
+
+def test_nested_aliases_are_refused_before_anything_is_walked(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "lol.yaml"
+    path.write_text(nested_aliases(20, "container"))
+    assert main(["convert", str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"{path}: error: line {alias_line(6, 'container')}: document 1 (line 1): ")

@@ -88,6 +88,7 @@ def test_every_container_gets_the_env_before_its_own() -> None:
             },
         }
     )
+    manifest["status"] = {"phase": "Running"}  # taken up before validation refused DI_RANK (dihera.reserved)
     rendered = render(load_job(manifest))
     for name in ("a", "b"):
         env = container_env(rendered, "worker-0", name)
@@ -118,6 +119,7 @@ def test_init_containers_get_the_env_and_the_membership_mount() -> None:
             },
         }
     )
+    manifest["status"] = {"phase": "Running"}  # taken up before validation refused DI_RANK (dihera.reserved)
     rendered = render(load_job(manifest))
     t = replica_template(rendered, "worker-1")
     wait, init = t["initContainers"]  # dihera's peer wait first (tests/unit/test_render_peer_wait.py)
