@@ -9,7 +9,7 @@ not ask for while ``validate`` said valid, or render into a pod the API server r
 one name, two mounts at one path): validation refuses it instead, naming the field. DI-orchestrator
 set the same ``DI_*`` variables itself; none of its published samples sets one.
 
-:data:`DIHERA_ENV` and :data:`PROVIDER_ENV` list the names the renderer sets; a unit test renders a job
+:data:`REPLICA_ENV` and :data:`PROVIDER_ENV` list the names the renderer sets; a unit test renders a job
 with every kind of variable and checks that they are exactly the names rendered.
 """
 
@@ -24,11 +24,11 @@ from dihera.model import task_env_name
 from dihera.render.env import GENERATION_KEY, NODES_KEY, RESTART_KEY, SERVER_CA_KEY
 from dihera.render.settings import RenderSettings
 
-__all__ = ["DIHERA_ENV", "MEMBERSHIP_MOUNT", "PROVIDER_ENV", "reserved_env", "reserved_problems"]
+__all__ = ["REPLICA_ENV", "MEMBERSHIP_MOUNT", "PROVIDER_ENV", "reserved_env", "reserved_problems"]
 
 #: The variables dihera sets on every container and init container of every replica (``DI_SERVER_CA`` only
 #: when the controller knows the di-server's CA: reserved always, a job does not know where it will run).
-DIHERA_ENV: tuple[str, ...] = (
+REPLICA_ENV: tuple[str, ...] = (
     "DI_JOB_ID",
     "DI_SERVER_URL",
     SERVER_CA_KEY,
@@ -64,7 +64,7 @@ def _arr(value: Any) -> list[Any]:
 def reserved_env(tasks: Sequence[Any], task: Mapping[str, Any], checkpoint: bool) -> dict[str, str]:
     """Each variable the renderer sets on ``task``'s containers (of the defaulted ``tasks``), and who sets it;
     ``checkpoint``: the task mounts the checkpoint volume."""
-    names = {name: "set by dihera on every replica (docs/rendering.md)" for name in DIHERA_ENV}
+    names = {name: "set by dihera on every replica (docs/rendering.md)" for name in REPLICA_ENV}
     for other in tasks:
         if isinstance(other, Mapping) and isinstance(other.get("name"), str):
             names[task_env_name(other["name"])] = f"set by dihera to the addresses of task {other['name']!r}"

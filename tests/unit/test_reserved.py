@@ -14,7 +14,7 @@ from dihera.constants import CHECKPOINT_DIR_ENV, MEMBERSHIP_VOLUME
 from dihera.render.env import di_env
 from dihera.render.providers import PROVIDERS
 from dihera.render.settings import RenderSettings
-from dihera.reserved import DIHERA_ENV, MEMBERSHIP_MOUNT, PROVIDER_ENV, reserved_env
+from dihera.reserved import REPLICA_ENV, MEMBERSHIP_MOUNT, PROVIDER_ENV, reserved_env
 from dihera.validation import apply_defaults, checkpoint_tasks, load_job, validate
 from tests.builders import container, job, task
 
@@ -41,7 +41,7 @@ def _with_env(*env: dict[str, Any], init: bool = False) -> dict[str, Any]:
     return job(entry, task("collector"))
 
 
-@pytest.mark.parametrize("name", [*DIHERA_ENV, "DI_LEARNER_NODES", "DI_COLLECTOR_NODES"])
+@pytest.mark.parametrize("name", [*REPLICA_ENV, "DI_LEARNER_NODES", "DI_COLLECTOR_NODES"])
 def test_a_variable_dihera_sets_is_refused_naming_the_field(name: str) -> None:
     manifest = _with_env({"name": "A", "value": "1"}, {"name": name, "value": "3"})
     (problem,) = messages(manifest)
