@@ -57,7 +57,7 @@ def test_each_pods_artifacts_are_keyed_by_namespace_job_uid_and_the_pod_itself(
     keys = {}
     for pod in pods:
         name = pod["metadata"]["name"]
-        keys[name] = [a["s3"]["key"] for a in _executor_template(pod)["outputs"]["artifacts"]]
+        keys[name] = [(a.get("s3") or {}).get("key") for a in _executor_template(pod)["outputs"]["artifacts"]]
         prefix = f"dihera/{namespace}/{NAME}/{uid}/{name}"
         assert keys[name] == [f"{prefix}/policy.tgz", f"{prefix}/experiment.tgz"], keys[name]
     first, second = keys.values()
