@@ -26,6 +26,8 @@ REPOSITORIES = "artifact-repositories"
 DEFAULT_REPOSITORY = "workflows.argoproj.io/default-artifact-repository"
 #: os.ModeDir in a filer entry's Mode (Go's fs.FileMode)
 MODE_DIR = 1 << 31
+#: entries per page of a filer listing
+PAGE = 1000
 
 
 def default_format_repository(cluster: client.ApiClient, namespace: str, archive_logs: bool) -> dict[str, Any]:
@@ -60,7 +62,7 @@ def _entries(http: httpx.Client, directory: str) -> list[dict[str, Any]]:
     entries: list[dict[str, Any]] = []
     last = ""
     while True:
-        resp = http.get(f"{directory}/", params={"limit": 1000, "lastFileName": last})
+        resp = http.get(f"{directory}/", params={"limit": PAGE, "lastFileName": last})
         if resp.status_code == 404:
             return entries
         assert resp.status_code == 200, (directory, resp.status_code, resp.text[:300])
