@@ -3,6 +3,14 @@ end. Checked and defaulted here (pure); rendered as the replicas' output artifac
 
 Its task defaults to the learner task, else the first task. The CRD checks the shapes and that a named task
 exists (a CEL rule); this module also refuses a name used twice and Argo's own name for an archived log.
+
+It also says where a stored object goes (:func:`key_prefix`). Argo's default key (the repository's
+``keyFormat``, else ``{{workflow.name}}/{{pod.name}}``) names neither the namespace nor anything unique to the
+object, and a DIJob's Workflow and its pods are named after the job: two same-named jobs in two namespaces,
+or a job deleted and created again, would write the same objects. So every output artifact of a Workflow
+dihera renders (DIJobs, sweeps, pipelines) carries its own key (Argo's "key-only" artifacts: the repository's
+bucket and credentials, this key), ``dihera/<namespace>/<name>/<uid>/<pod>/...``, whatever the repository's
+``keyFormat`` says.
 """
 
 from __future__ import annotations
@@ -16,7 +24,44 @@ from dihera.constants import ARCHIVED_LOG_ARTIFACT, ARGO_MAIN_CONTAINER
 from dihera.errors import Problem, format_value
 from dihera.model import Artifact, TaskType
 
-__all__ = ["artifact_problems", "parse_artifacts"]
+__all__ = [
+    "KEY_ROOT",
+    "POD_NAME",
+    "WORKFLOW_UID",
+    "archive_key",
+    "artifact_problems",
+    "file_key",
+    "key_prefix",
+    "parse_artifacts",
+]
+
+#: The first segment of every key dihera sets, apart from what Argo's own key format writes.
+KEY_ROOT = "dihera"
+#: Argo's variables, substituted in an artifact's key when the pod is made (a retry's pod has its own name).
+POD_NAME = "{{pod.name}}"
+WORKFLOW_UID = "{{workflow.uid}}"
+
+
+def key_prefix(namespace: str, name: str, uid: str | None) -> str:
+    """Where a pod of the Workflow ``namespace/name`` stores its outputs: ``dihera/<namespace>/<name>/<uid>/
+    {{pod.name}}``. ``uid``: the owner's (a DIJob's ``metadata.uid``, which a Workflow rendered by the controller
+    knows), else Argo's ``{{workflow.uid}}`` (a Workflow rendered from a file, a sweep's, a pipeline's: the
+    Workflow is the owner). Namespace, name and uid are Kubernetes names, and a pod name is Argo's: no ``..``."""
+    return "/".join((KEY_ROOT, namespace, name, uid or WORKFLOW_UID, POD_NAME))
+
+
+def archive_key(prefix: str, artifact: str) -> str:
+    """The key of an artifact stored as Argo's default archive (tar + gzip): ``<prefix>/<artifact>.tgz``, the
+    file name Argo's own key format gives it."""
+    return f"{prefix}/{artifact}.tgz"
+
+
+def file_key(prefix: str, artifact: str, path: str) -> str:
+    """The key of an artifact stored as it is (``archive: none``): ``<prefix>/<artifact>/<file name>``, so argo
+    server serves it under its own name and type (the name of ``path``; the artifact's if that is empty, ``.``
+    or ``..``)."""
+    base = PurePosixPath(path).name
+    return f"{prefix}/{artifact}/{base if base not in ('', '.', '..') else artifact}"
 
 
 def _tasks(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -6,7 +6,8 @@ and ends with it: Succeeded when its ``status.phase`` is, Failed when it is ``Fa
 its ``status.artifacts``), then ``evaluate`` and, if given, ``export``, each the user's container with that
 artifact as its input ``policy`` (by key, from Argo's artifact repository) at
 :data:`~dihera.pipelines.pipeline.POLICY_PATH`. ``export`` runs after ``evaluate``: a policy that did not
-evaluate is not exported.
+evaluate is not exported. What the steps store goes to ``dihera/<namespace>/<pipeline>/<Workflow uid>/<pod>/
+<artifact>/<file>`` (:func:`dihera.artifacts.file_key`), whatever the repository's key format.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import json
 from hera.workflows import Workflow
 from hera.workflows import models as m
 
+from dihera.artifacts import file_key, key_prefix
 from dihera.constants import ANNOTATION_WORKFLOW_DESCRIPTION, ANNOTATION_WORKFLOW_TITLE, LABEL_EXPERIMENT, MANAGED_BY
 from dihera.pipelines.pipeline import POLICY_PATH, Pipeline, Step
 from dihera.workflow_parts import CHECK_EVERY_SECOND, RESTRICTED, tolerations
@@ -72,13 +74,17 @@ def _locate(pipeline: Pipeline) -> m.Template:
 _AS_IS = m.ArchiveStrategy(none=m.NoneStrategy())
 
 
-def _step(name: str, step: Step) -> m.Template:
+def _step(name: str, step: Step, prefix: str) -> m.Template:
     policy = m.Artifact(name="policy", path=POLICY_PATH, s3=m.S3Artifact(key="{{inputs.parameters.key}}"))
     resources = m.ResourceRequirements(**dict(step.resources)) if step.resources else None
     outputs = m.Outputs(
         parameters=[m.Parameter(name=k, value_from=m.ValueFrom(path=v)) for k, v in step.outputs.items()] or None,
         # stored as they are (not tar-gzipped): the Argo UI and argo server serve each file for download
-        artifacts=[m.Artifact(name=k, path=v, archive=_AS_IS) for k, v in step.artifacts.items()] or None,
+        artifacts=[
+            m.Artifact(name=k, path=v, archive=_AS_IS, s3=m.S3Artifact(key=file_key(prefix, k, v)))
+            for k, v in step.artifacts.items()
+        ]
+        or None,
     )
     return m.Template(
         name=name,
@@ -109,6 +115,7 @@ def _dag(pipeline: Pipeline) -> m.Template:
 def build_pipeline_workflow(pipeline: Pipeline) -> Workflow:
     """The Hera ``Workflow`` that runs ``pipeline``."""
     steps = "train, evaluate" + (", export" if pipeline.export else "")
+    prefix = key_prefix(pipeline.namespace, pipeline.name, None)
     description = f"DIJob {pipeline.job.name} as {pipeline.job_name}: {steps} its stored {pipeline.policy}"
     return Workflow(
         api_version="argoproj.io/v1alpha1",
@@ -128,7 +135,7 @@ def build_pipeline_workflow(pipeline: Pipeline) -> Workflow:
             _dag(pipeline),
             _train(pipeline),
             _locate(pipeline),
-            _step(EVALUATE, pipeline.evaluate),
-            *([_step(EXPORT, pipeline.export)] if pipeline.export else []),
+            _step(EVALUATE, pipeline.evaluate, prefix),
+            *([_step(EXPORT, pipeline.export, prefix)] if pipeline.export else []),
         ],
     )

@@ -27,6 +27,7 @@ from hera.workflows import Workflow
 from hera.workflows import models as m
 from pydantic import ConfigDict
 
+from dihera.artifacts import file_key, key_prefix
 from dihera.constants import ANNOTATION_WORKFLOW_DESCRIPTION, ANNOTATION_WORKFLOW_TITLE, LABEL_TRIALS, MANAGED_BY
 from dihera.sweeps.plugin import PLUGIN_NAME
 from dihera.sweeps.space import Trial
@@ -156,7 +157,8 @@ def _stopper_template(sweep: Sweep, rule: StoppingRule) -> m.Template:
 
 
 #: The summary's files stored as output artifacts (``Sweep.artifacts``), unarchived: the Argo UI and argo
-#: server serve each as it is (the plot opens in the browser).
+#: server serve each as it is (the plot opens in the browser), from ``dihera/<namespace>/<sweep>/<Workflow uid>/
+#: <pod>/<artifact>/<file>`` (:func:`dihera.artifacts.file_key`), whatever the repository's key format.
 SUMMARY_ARTIFACTS = {"plot": "trials.svg", "table": "results.md", "table-csv": "results.csv"}
 
 
@@ -164,7 +166,11 @@ def _summary_artifacts(sweep: Sweep) -> list[m.Artifact] | None:
     if not sweep.artifacts:
         return None
     none = m.ArchiveStrategy(none=m.NoneStrategy())
-    return [m.Artifact(name=k, path=f"{RESULTS_DIR}/{f}", archive=none) for k, f in SUMMARY_ARTIFACTS.items()]
+    prefix = key_prefix(sweep.namespace, sweep.name, None)
+    return [
+        m.Artifact(name=k, path=path, archive=none, s3=m.S3Artifact(key=file_key(prefix, k, path)))
+        for k, path in ((k, f"{RESULTS_DIR}/{f}") for k, f in SUMMARY_ARTIFACTS.items())
+    ]
 
 
 def _summary_template(sweep: Sweep) -> m.Template:

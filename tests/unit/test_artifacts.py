@@ -24,13 +24,22 @@ from tests.unit.jobviews import JOB, Observed, running, workflow
 POLICY = {"name": "policy", "path": "/work/exp/final.pth.tar"}
 
 
-def job(*artifacts: dict[str, Any], main: str = "di-container", checkpoint: bool = False) -> dict[str, Any]:
-    """A learner (its first container mounts /work) and a collector, with ``artifacts``."""
+def job(
+    *artifacts: dict[str, Any],
+    main: str = "di-container",
+    checkpoint: bool = False,
+    namespace: str = "ns",
+    uid: str | None = None,
+) -> dict[str, Any]:
+    """A learner (its first container mounts /work) and a collector, with ``artifacts``; ``uid``: the live
+    DIJob's (the controller renders it), else none (a file)."""
     learner = TaskBuilder("learner").command("ditask").obj()
     pod = learner["template"]["spec"]
     pod["containers"][0] |= {"name": main, "volumeMounts": [{"name": "work", "mountPath": "/work"}]}
     pod["volumes"] = [{"name": "work", "emptyDir": {}}]
-    built = DIJobBuilder("j").namespace("ns").task(learner, TaskBuilder("collector").command("ditask").obj())
+    built = DIJobBuilder("j").namespace(namespace).task(learner, TaskBuilder("collector").command("ditask").obj())
+    if uid:
+        built = built.uid(uid)
     spec: dict[str, Any] = {"artifacts": list(artifacts)} if artifacts else {}
     if checkpoint:
         spec["checkpoint"] = {}
@@ -78,7 +87,10 @@ def templates(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 def test_the_learner_template_stores_its_artifacts_through_a_main_container_after_its_first() -> None:
     learner = templates(job(POLICY))["learner"]
-    assert learner["outputs"] == {"artifacts": [{"name": "policy", "optional": True, "path": POLICY["path"]}]}
+    key = "dihera/ns/j/{{workflow.uid}}/{{pod.name}}/policy.tgz"
+    assert learner["outputs"] == {
+        "artifacts": [{"name": "policy", "optional": True, "path": POLICY["path"], "s3": {"key": key}}]
+    }
     first, collector = learner["containerSet"]["containers"]
     assert collector["name"] == "main" and collector["dependencies"] == [first["name"]]
     assert collector["image"] == "dihera:t" and collector["command"] == ["true"]
@@ -96,6 +108,55 @@ def test_tasks_without_artifacts_and_a_container_named_main_get_no_collector() -
     assert ANNOTATION_ARTIFACT_COLLECTOR not in own["metadata"]["annotations"]
     plain = templates(job())["learner"]
     assert "outputs" not in plain and len(plain["containerSet"]["containers"]) == 1
+
+
+UID = "0b7a3c2e-5f1d-4e8a-9c6b-2d4f6a8b0c1e"
+BEST = {"name": "best", "task": "collector", "path": "/dev/shm/best"}
+
+
+def keys(doc: dict[str, Any]) -> dict[str, str]:
+    """Every output artifact's key in the rendered Workflow, by ``<template>/<artifact>``."""
+    return {
+        f"{name}/{a['name']}": a["s3"]["key"]
+        for name, t in templates(doc).items()
+        for a in (t.get("outputs") or {}).get("artifacts") or []
+    }
+
+
+def test_every_artifact_is_stored_under_its_namespace_job_uid_and_pod_whatever_the_key_format() -> None:
+    rendered = keys(job(POLICY, BEST, {"name": "exp", "path": "/work/exp"}, uid=UID))
+    assert rendered == {
+        "learner/policy": f"dihera/ns/j/{UID}/{{{{pod.name}}}}/policy.tgz",
+        "learner/exp": f"dihera/ns/j/{UID}/{{{{pod.name}}}}/exp.tgz",
+        "collector/best": f"dihera/ns/j/{UID}/{{{{pod.name}}}}/best.tgz",
+    }
+    # from a file (no uid yet): the Workflow's uid, which Argo substitutes (the DIJob's Workflow is never made twice)
+    assert set(keys(job(POLICY)).values()) == {"dihera/ns/j/{{workflow.uid}}/{{pod.name}}/policy.tgz"}
+
+
+def test_same_named_jobs_in_two_namespaces_or_one_job_made_again_render_distinct_keys() -> None:
+    a, b = keys(job(POLICY, BEST, namespace="team-a", uid=UID)), keys(job(POLICY, BEST, namespace="team-b", uid=UID))
+    again = keys(job(POLICY, BEST, namespace="team-a", uid=UID.replace("0b", "ff")))
+    assert set(a.values()).isdisjoint(b.values()) and set(a.values()).isdisjoint(again.values())
+    assert all(k.startswith(f"dihera/team-a/j/{UID}/") for k in a.values()), a
+    assert keys(job(POLICY, namespace="team-a")) != keys(job(POLICY, namespace="team-b"))  # from files too
+
+
+def test_a_short_hostname_template_keeps_the_artifacts_keys() -> None:
+    from dihera.render.workflow import short_variant
+
+    learner = templates(job(POLICY, uid=UID))["learner"]
+    assert short_variant(learner)["outputs"] == learner["outputs"]
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [("/tmp/out/m.pt", "p/model/m.pt"), ("/tmp/out/..", "p/model/model"), ("/", "p/model/model")],
+)
+def test_an_unarchived_artifacts_key_ends_with_its_file_name_and_never_climbs(path: str, expected: str) -> None:
+    from dihera.artifacts import file_key
+
+    assert file_key("p", "model", path) == expected
 
 
 def stored(name: str, key: str) -> dict[str, Any]:

@@ -57,7 +57,8 @@ def test_train_then_locate_then_evaluate_then_export() -> None:
         (arg,) = next(t for t in by_name["pipeline"]["dag"]["tasks"] if t["name"] == step)["arguments"]["parameters"]
         assert arg == {"name": "key", "value": "{{tasks.locate.outputs.parameters.key}}"}
     assert by_name["evaluate"]["outputs"]["parameters"] == [{"name": "mean", "valueFrom": {"path": "/tmp/out/mean"}}]
-    as_is = {"name": "model", "path": "/tmp/out/m.pt", "archive": {"none": {}}}  # served as the file it is
+    key = "dihera/rl/p/{{workflow.uid}}/{{pod.name}}/model/m.pt"  # whatever the repository's key format
+    as_is = {"name": "model", "path": "/tmp/out/m.pt", "archive": {"none": {}}, "s3": {"key": key}}  # as it is
     assert by_name["export"]["outputs"]["artifacts"] == [as_is]
 
 

@@ -197,6 +197,10 @@ def test_the_summary_stores_its_plot_and_tables_as_unarchived_artifacts_only_whe
         "table": ("/tmp/results/results.md", {"none": {}}),
         "table-csv": ("/tmp/results/results.csv", {"none": {}}),
     }, stored
+    keys = {a["name"]: a["s3"]["key"] for a in summary(artifacts=True)["artifacts"]}  # whatever the key format
+    prefix = "dihera/exp/s/{{workflow.uid}}/{{pod.name}}"
+    assert keys == {"plot": f"{prefix}/plot/trials.svg", "table": f"{prefix}/table/results.md",
+                    "table-csv": f"{prefix}/table-csv/results.csv"}, keys  # fmt: skip
 
 
 def test_the_workflow_is_deterministic() -> None:
