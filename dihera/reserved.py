@@ -24,7 +24,7 @@ from dihera.model import task_env_name
 from dihera.render.env import GENERATION_KEY, NODES_KEY, RESTART_KEY, SERVER_CA_KEY
 from dihera.render.settings import RenderSettings
 
-__all__ = ["REPLICA_ENV", "MEMBERSHIP_MOUNT", "PROVIDER_ENV", "reserved_env", "reserved_problems"]
+__all__ = ["MEMBERSHIP_MOUNT", "PROVIDER_ENV", "REPLICA_ENV", "reserved_env", "reserved_problems"]
 
 #: The variables dihera sets on every container and init container of every replica (``DI_SERVER_CA`` only
 #: when the controller knows the di-server's CA: reserved always, a job does not know where it will run).

@@ -14,7 +14,7 @@ from dihera.constants import CHECKPOINT_DIR_ENV, MEMBERSHIP_VOLUME
 from dihera.render.env import di_env
 from dihera.render.providers import PROVIDERS
 from dihera.render.settings import RenderSettings
-from dihera.reserved import REPLICA_ENV, MEMBERSHIP_MOUNT, PROVIDER_ENV, reserved_env
+from dihera.reserved import MEMBERSHIP_MOUNT, PROVIDER_ENV, REPLICA_ENV, reserved_env
 from dihera.validation import apply_defaults, checkpoint_tasks, load_job, validate
 from tests.builders import container, job, task
 
