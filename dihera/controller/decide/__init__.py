@@ -1,8 +1,9 @@
 """The controller's decisions (pure: no clock, no cluster), all made from one
 :class:`~dihera.controller.decide.view.JobView`:
 
-- ``view``: what one pass observed of a job
+- ``view``: what one pass observed of a job (with Kueue's answer and the conflicts found under its names)
 - ``facts``: what is worked out of the view once per pass (replica states, drops, restarts, deadline)
+- ``records``: the records the policies share: the facts, the hold's plan, the drops' plan
 - ``decision``: what decisions answer (a phase with its message and cause; an Event)
 - ``phase``: the ordered table of phase policies
 - ``status``: the new status, its Events and the drops to apply (``conditions``, ``progress``, ``outputs``:
@@ -22,4 +23,7 @@ One module per lifecycle concern, each with its phase policies:
 - ``success``: successPolicy
 - ``deadline``: activeDeadlineSeconds and ttlSecondsAfterFinished
 - ``cleanup``: cleanPodPolicy once the job ended
+
+The modules sit on floors (``.importlinter``'s decide-floors contract, docs/architecture.md): each imports
+only from the floors below it, so no import, not even a type's, runs back up.
 """

@@ -4,22 +4,20 @@
 Times are RFC 3339 strings as the status holds them (``2026-01-02T03:04:05Z``); ``now`` is passed in,
 never read here. A pass returns the seconds until the nearest is due (:func:`next_wakeup`), and the work
 queue runs the job's pass again then. A held job (suspended, queued) has no deadline; a resume starts
-its clock again (:class:`~dihera.controller.decide.facts.Facts`' ``start``).
+its clock again (:class:`~dihera.controller.decide.records.Facts`' ``start``).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dihera.constants import EventReason, Phase
 from dihera.controller.decide.decision import PhaseDecision
+from dihera.controller.decide.records import Facts
 from dihera.model import DIJob
 from dihera.objects import PodPhase
-
-if TYPE_CHECKING:
-    from dihera.controller.decide.facts import Facts
 
 __all__ = ["deadline_exceeded", "next_wakeup", "parse_time", "seconds_left", "ttl_left"]
 

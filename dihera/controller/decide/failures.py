@@ -29,15 +29,12 @@ replica recorded as dropped is never counted as a live replica.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dihera.constants import EVENT_WARNING, EventReason, Phase, StuckReason
 from dihera.controller.decide.decision import Event, PhaseDecision
+from dihera.controller.decide.records import DropPlan, Facts
 from dihera.controller.decide.replicas import ReplicaState
-
-if TYPE_CHECKING:
-    from dihera.controller.decide.facts import Facts
 
 __all__ = [
     "FAILURES_NAMED",
@@ -80,27 +77,6 @@ def describe_failures(states: Sequence[ReplicaState]) -> str:
     named = "; ".join(describe_failure(s) for s in states[:FAILURES_NAMED])
     more = len(states) - FAILURES_NAMED
     return f"{named}; and {more:,} more" if more > 0 else named
-
-
-@dataclass(frozen=True)
-class DropPlan:
-    """What the failure policies make of one observation.
-
-    ``dropped``: ``status.droppedReplicas`` after it (the old entries, then the new ones);
-    ``new``: the entries added now (one ReplicaDropped Event each);
-    ``remove``: the dropped replicas still in the membership (the scale-down to apply);
-    ``refused``: why the job fails instead (a drop would cross the bound), else None.
-    """
-
-    dropped: tuple[Mapping[str, Any], ...] = ()
-    new: tuple[Mapping[str, Any], ...] = ()
-    remove: tuple[str, ...] = ()
-    refused: str | None = None
-
-    @property
-    def names(self) -> frozenset[str]:
-        """The dropped replicas still in the membership: no longer counted as the job's replicas."""
-        return frozenset(self.remove)
 
 
 def _exhausted(state: ReplicaState, drop_tasks: Collection[str], backoff_limit: int) -> bool:

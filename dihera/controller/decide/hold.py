@@ -33,19 +33,15 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dihera.constants import EventReason, Phase
 from dihera.controller.decide.decision import PhaseDecision
+from dihera.controller.decide.records import Facts, SuspendAction, SuspendPlan
+from dihera.controller.decide.view import JobView, QueueState
 from dihera.membership import Membership
 from dihera.model import DIJob
 from dihera.queueing import WorkloadView, view_workload
-
-if TYPE_CHECKING:
-    from dihera.controller.decide.facts import Facts
-    from dihera.controller.decide.view import JobView
 
 __all__ = [
     "HELD_PHASES",
@@ -60,25 +56,6 @@ __all__ = [
     "resumed_job",
     "unqueueable",
 ]
-
-
-class SuspendAction(StrEnum):
-    NONE = "none"  # not suspended: the other policies decide
-    HOLD = "hold"  # suspended and nothing runs: create nothing
-    STOP = "stop"  # suspended while running: after the status write, delete the Workflow
-    WAIT = "wait"  # resuming: the suspended run's Workflow or pods are still going away
-    RESUME = "resume"  # resuming: create the Workflow again from the membership
-
-
-@dataclass(frozen=True)
-class SuspendPlan:
-    action: SuspendAction = SuspendAction.NONE
-    #: The held phase's message (None: the job is not held).
-    message: str | None = None
-    #: Suspended (spec.suspend) or Queued (Kueue has not admitted the job's Workload).
-    phase: Phase = Phase.SUSPENDED
-    #: The Event reason of entering the phase (None: ``Job<Phase>``).
-    cause: str | None = None
 
 
 #: The phases a job is held in; leaving one resumes it.
@@ -195,29 +172,6 @@ def resumed_job(job: DIJob, membership: Membership) -> DIJob:
 
 
 # -- what Kueue's answer means
-
-
-@dataclass(frozen=True)
-class QueueState:
-    """A queued job's Workload as one pass saw it. ``hold``: why the job may not run (None: admitted);
-    ``cause``: the Event reason of that (Evicted); ``retry``: seconds before the pass must run again."""
-
-    workload: Mapping[str, Any] | None
-    view: WorkloadView | None
-    hold: str | None
-    cause: str | None = None
-    retry: float | None = None
-    #: The job's scale-up slices (docs/queueing.md, "Scaling under quota"), oldest first.
-    slices: tuple[Mapping[str, Any], ...] = ()
-    #: ``(reason, message)`` of a slice Kueue evicted (the whole job is stopped and requeued then).
-    slice_evicted: tuple[str, str] | None = None
-
-    @property
-    def requeue_due(self) -> bool:
-        """Evicted (the job's Workload or a slice) and still holding quota: release it once nothing runs."""
-        if self.view is None:
-            return False
-        return self.view.requeue_due or (self.slice_evicted is not None and self.view.reserved)
 
 
 def _hold_message(queue: str, view: WorkloadView, slice_evicted: tuple[str, str] | None) -> tuple[str, str | None]:

@@ -22,11 +22,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dihera.constants import EventReason, Phase
 from dihera.controller.decide.decision import PhaseDecision
 from dihera.controller.decide.hold import HELD_PHASES
+from dihera.controller.decide.records import Facts
 from dihera.controller.decide.success import success_reached
 from dihera.controller.decide.view import JobView
 from dihera.membership import Membership
@@ -35,9 +36,6 @@ from dihera.naming import workflow_name
 from dihera.objects import VersionMemo, metadata
 from dihera.render import RenderSettings
 from dihera.render.objects import membership_configmap, service
-
-if TYPE_CHECKING:
-    from dihera.controller.decide.facts import Facts
 
 __all__ = ["OutsidePlan", "plan_outside", "workflow_shut_down"]
 

@@ -17,11 +17,11 @@ which frees the name by itself.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from dihera.constants import LABEL_JOB, LABEL_MANAGED_BY, MANAGED_BY
 from dihera.controller.decide.deadline import parse_time
+from dihera.controller.decide.view import Conflict
 from dihera.objects import labels, metadata
 from dihera.schema import KIND
 
@@ -32,30 +32,6 @@ __all__ = ["CONFLICT_RETRY_MAX", "CONFLICT_RETRY_MIN", "Conflict", "conflict", "
 #: and a leftover the garbage collector deletes in a second costs a few seconds.
 CONFLICT_RETRY_MIN = 5.0
 CONFLICT_RETRY_MAX = 300.0
-
-
-@dataclass(frozen=True)
-class Conflict:
-    """An object named as one of the job's that the job does not own. ``owner``: who owns it, as a reader
-    reads it (``Deployment web (uid 1234)``, ``no owner``); ``leftover``: a previous same-named DIJob's object
-    being garbage-collected."""
-
-    kind: str
-    name: str
-    owner: str
-    leftover: bool = False
-
-    @property
-    def message(self) -> str:
-        if self.leftover:
-            return (
-                f"the {self.kind} {self.name} is a leftover of a deleted DIJob of the same name ({self.owner}), "
-                "being garbage-collected: the job waits for it to go and tries again"
-            )
-        return (
-            f"a {self.kind} {self.name} that this DIJob does not own exists ({self.owner}): it is left untouched; "
-            f"delete or rename it (or the DIJob) and the job goes on"
-        )
 
 
 def owns(obj: Mapping[str, Any], uid: str | None) -> bool:

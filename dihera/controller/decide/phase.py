@@ -1,6 +1,6 @@
 """Which phase a job is in, and why (pure): the ordered table of phase policies.
 
-Each policy is one small function reading the pass's :class:`~dihera.controller.decide.facts.Facts`,
+Each policy is one small function reading the pass's :class:`~dihera.controller.decide.records.Facts`,
 named after what it checks; a lifecycle feature's policies live in its own module. :data:`POLICIES` lists
 them in order and the first that answers wins:
 
@@ -39,7 +39,6 @@ from collections.abc import Callable
 from dihera.constants import EventReason, Phase
 from dihera.controller.decide.deadline import deadline_exceeded
 from dihera.controller.decide.decision import PhaseDecision
-from dihera.controller.decide.facts import Facts
 from dihera.controller.decide.failures import (
     FAILURES_NAMED,
     backoff_exceeded,
@@ -52,6 +51,7 @@ from dihera.controller.decide.failures import (
 from dihera.controller.decide.hold import held
 from dihera.controller.decide.outside import workflow_shut_down
 from dihera.controller.decide.ownership import describe
+from dihera.controller.decide.records import Facts
 from dihera.controller.decide.success import succeeded
 from dihera.objects import FAILED_NODE_PHASES
 

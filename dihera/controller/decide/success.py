@@ -27,17 +27,14 @@ neither a failure nor a restart. A Workflow that Argo marked Succeeded is a succ
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from dihera.constants import ANNOTATION_FINISH_GRACE, DEFAULT_FINISH_GRACE, Phase
 from dihera.controller.decide.deadline import seconds_left
 from dihera.controller.decide.decision import PhaseDecision
+from dihera.controller.decide.records import Facts
 from dihera.controller.decide.replicas import ReplicaState
 from dihera.model import DIJob, SuccessOperator, SuccessPolicy, TaskType
 from dihera.objects import PodPhase, WorkflowPhase
-
-if TYPE_CHECKING:
-    from dihera.controller.decide.facts import Facts
 
 __all__ = ["ENDING_TYPES", "finish_grace", "finish_grace_left", "succeeded", "success_reached"]
 

@@ -5,6 +5,11 @@
 :func:`dihera.controller.decide.status.compute_status` decide from it; after the pass creates or scales
 the job's objects it observes again into a new view. Nothing here is copied into other records: a
 decision that needs a fact reads it here, or derives it from what is here.
+
+Two of its fields are records of their own, kept here with it (the view sits below every decision, so
+it names nothing above it): :class:`QueueState`, Kueue's answer (:mod:`~dihera.controller.decide.hold`
+works it out and decides from it), and :class:`Conflict`, an object under one of the job's names that the
+DIJob does not own (:mod:`~dihera.controller.decide.ownership` finds it).
 """
 
 from __future__ import annotations
@@ -13,17 +18,14 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dihera.constants import TERMINAL_PHASES
 from dihera.membership import Membership
 from dihera.model import DIJob
+from dihera.queueing import WorkloadView
 
-if TYPE_CHECKING:
-    from dihera.controller.decide.hold import QueueState
-    from dihera.controller.decide.ownership import Conflict
-
-__all__ = ["JobView"]
+__all__ = ["Conflict", "JobView", "QueueState"]
 
 
 @dataclass(frozen=True)
@@ -112,3 +114,50 @@ class JobView:
     def ours(self) -> Mapping[str, Any] | None:
         """The Workflow if it is this job's (not a deleted DIJob's of the same name)."""
         return None if self.foreign else self.workflow
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """A queued job's Workload as one pass saw it. ``hold``: why the job may not run (None: admitted);
+    ``cause``: the Event reason of that (Evicted); ``retry``: seconds before the pass must run again."""
+
+    workload: Mapping[str, Any] | None
+    view: WorkloadView | None
+    hold: str | None
+    cause: str | None = None
+    retry: float | None = None
+    #: The job's scale-up slices (docs/queueing.md, "Scaling under quota"), oldest first.
+    slices: tuple[Mapping[str, Any], ...] = ()
+    #: ``(reason, message)`` of a slice Kueue evicted (the whole job is stopped and requeued then).
+    slice_evicted: tuple[str, str] | None = None
+
+    @property
+    def requeue_due(self) -> bool:
+        """Evicted (the job's Workload or a slice) and still holding quota: release it once nothing runs."""
+        if self.view is None:
+            return False
+        return self.view.requeue_due or (self.slice_evicted is not None and self.view.reserved)
+
+
+@dataclass(frozen=True)
+class Conflict:
+    """An object named as one of the job's that the job does not own. ``owner``: who owns it, as a reader
+    reads it (``Deployment web (uid 1234)``, ``no owner``); ``leftover``: a previous same-named DIJob's object
+    being garbage-collected."""
+
+    kind: str
+    name: str
+    owner: str
+    leftover: bool = False
+
+    @property
+    def message(self) -> str:
+        if self.leftover:
+            return (
+                f"the {self.kind} {self.name} is a leftover of a deleted DIJob of the same name ({self.owner}), "
+                "being garbage-collected: the job waits for it to go and tries again"
+            )
+        return (
+            f"a {self.kind} {self.name} that this DIJob does not own exists ({self.owner}): it is left untouched; "
+            f"delete or rename it (or the DIJob) and the job goes on"
+        )
