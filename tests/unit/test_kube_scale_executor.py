@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
-from dihera.errors import ScaleConflict
-from dihera.kube.scale_executor import JobScaler
+from dihera.errors import ScaleConflict, ScaleNotFound
+from dihera.kube.scale_executor import JobScaler, ScaleStore
 from dihera.membership import Membership
 from dihera.patches import precondition
 from dihera.render.env import MEMBERSHIP_FILE
@@ -232,3 +233,28 @@ def test_a_catch_up_decided_on_an_older_read_never_undoes_a_later_hand_edit(
         assert {"op": "replace", "path": "/spec/tasks/1/replicas", "value": 2} in patches.sent[0], patches.sent
     else:
         assert patches.sent == [], case
+
+
+class _RefusingCustom:
+    """CustomObjectsApi whose patches all fail with ``status``."""
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+    def patch_namespaced_custom_object(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise ApiException(status=self.status, reason="refused")
+
+
+@pytest.mark.parametrize(
+    ("status", "raised"), [(409, WriteConflict), (404, ScaleNotFound), (500, ApiException)], ids=str
+)
+def test_the_store_tells_a_lost_race_and_a_gone_object_in_the_use_cases_terms(
+    status: int, raised: type[Exception]
+) -> None:
+    """409: the use case reads again (WriteConflict); 404: ScaleNotFound; anything else as the API said it."""
+    store = ScaleStore(client.ApiClient())
+    store._custom = _RefusingCustom(status)  # type: ignore[assignment]
+    with pytest.raises(raised):
+        store.patch_workflow("ns", "j", [{"op": "test", "path": "/metadata/name", "value": "j"}])
+    with pytest.raises(raised):
+        store.patch_job("ns", "j", [{"op": "test", "path": "/metadata/name", "value": "j"}])
