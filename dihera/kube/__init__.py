@@ -6,7 +6,8 @@
 - ``lease``: leader election on a ``coordination.k8s.io`` Lease
 - ``jobs``: DIJobs (get, create, status write, wait); ``objects``: what a DIJob owns (ConfigMap, Service,
   Workflow, pods); ``events``: Events about a DIJob; ``apply``: a job's companion objects (server-side apply)
-- ``scale_executor``: a scale applied to a running job (the only I/O of scaling)
+- ``scale_executor``: scaling's API calls (``ScaleStore``) and ``JobScaler``, the use case of
+  :mod:`dihera.scaling.executor` wired to them
 - ``workloads``: Kueue's Workloads, ResourceFlavors and priority classes
 - ``auth``: TokenReview and SubjectAccessReview; ``key_annotations``: Idempotency-Keys kept on the DIJob;
   ``profilings``: a job's ``status.profilings``

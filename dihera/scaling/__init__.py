@@ -1,4 +1,5 @@
-"""Scaling a running job, pure: what a request asks, the plan, the Workflow patch, the DIJob patch.
+"""Scaling a running job: what a request asks, the plan, the Workflow patch, the DIJob patch (pure), and the
+use case applying them through small Protocols.
 
 The job's membership ConfigMap is the commitment; the Workflow is converged to it (measured on Argo
 v3.7.18 and v4.1.4, see docs/scaling.md). The parts, each a module named for its job:
@@ -9,9 +10,16 @@ v3.7.18 and v4.1.4, see docs/scaling.md). The parts, each a module named for its
 - :mod:`~dihera.scaling.workflow_patch`: the JSON patch converging the Workflow;
 - :mod:`~dihera.scaling.retired_pods`: the pods of retired replicas, deleted once Argo finished their tombstone;
 - :mod:`~dihera.scaling.spec_patch`: the DIJob's stamp and the patch writing counts and stamp;
-- :mod:`~dihera.scaling.spec_edit`: whether a hand edit of the spec is to be applied or caught up.
+- :mod:`~dihera.scaling.spec_edit`: whether a hand edit of the spec is to be applied or caught up;
+- :mod:`~dihera.scaling.executor`: the use case applying a request (``ScaleExecutor``): per-job locks, the
+  order of writes, Kueue's quota, retries of lost resourceVersion races;
+- :mod:`~dihera.scaling.retire`: its last step, deleting retired replicas' pods during a bounded watch;
+- :mod:`~dihera.scaling.ports`: what the use case needs of the cluster, as small Protocols.
 
-The one place that applies them to the cluster is :mod:`dihera.kube.scale_executor` (``JobScaler``).
+The use case does no I/O of its own: :mod:`dihera.kube.scale_executor` implements the ports with API calls
+and wires them in as ``JobScaler``, the one entry point the di-server, ``dihera scale`` and the controller use.
+The executor and its ports are imported from their modules (not re-exported here: the package's pure parts
+stay light for the watch layer and the controller's decisions).
 """
 
 from __future__ import annotations

@@ -9,13 +9,14 @@ from dihera.constants import LABEL_EXPERIMENT, LABEL_TRIAL_POD
 from dihera.kube.auth import Authenticator, Identity
 from dihera.kube.key_annotations import AnnotationKeyStore
 from dihera.kube.profilings import write_profilings
-from dihera.kube.scale_executor import JobScaler, ScaleResult
+from dihera.kube.scale_executor import JobScaler
 from dihera.kube.snapshot import JobSnapshot
 from dihera.kube.watch import Scopes, Store, Watches
 from dihera.kube.workloads import QuotaGate, WorkloadStore
 from dihera.naming import membership_configmap_name
 from dihera.render.settings import RenderSettings
 from dihera.scaling import ScaleRequest
+from dihera.scaling.executor import ScaleResult
 from dihera.server.idempotency import KeyStore
 from dihera.server.settings import ServerSettings
 

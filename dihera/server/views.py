@@ -7,11 +7,11 @@ from typing import Any
 
 from dihera.constants import LABEL_POD, PROFILINGS_CHECKPOINT
 from dihera.kube.experiments import trial_result
-from dihera.kube.scale_executor import ScaleResult
 from dihera.kube.snapshot import JobSnapshot
 from dihera.membership import Membership, Replica
 from dihera.naming import dag_task_name, fqdn, hostname
 from dihera.render.env import MEMBERSHIP_FILE
+from dihera.scaling.executor import ScaleResult
 from dihera.server.models import ExperimentView, JobSummary, JobView, PodView, ReplicaOut, ScaleOut, TaskOut, TrialOut
 from dihera.sweeps.results import Goal, best, by_configuration
 

@@ -8,7 +8,7 @@ on the default pair alone). Each test prints its observation (``[argo <version>]
 here first, naming the experiment.
 
 The Workflows are plain Argo objects (one DAG of long-running simulated pods, ``w0``, ``w1``, ...)
-changed with JSON patches while they run, as dihera.kube.scale_executor does.
+changed with JSON patches while they run, as dihera.scaling.executor does.
 """
 
 from __future__ import annotations

@@ -21,12 +21,12 @@ from dihera.constants import (
     TOKEN_EXTRA_POD_UID,
 )
 from dihera.kube.auth import Identity
-from dihera.kube.scale_executor import ScaleResult
 from dihera.kube.snapshot import JobSnapshot
 from dihera.membership import Membership
 from dihera.profilings import bounded_merge
 from dihera.render import render
 from dihera.scaling import ScaleError, ScaleRequest, plan_scale, workflow_patch
+from dihera.scaling.executor import ScaleResult
 from dihera.server.idempotency import IdempotencyStore
 
 __all__ = ["ADMIN", "POD", "POD_NAME", "POD_UID", "REPORTER", "VIEWER", "FakeBackend"]

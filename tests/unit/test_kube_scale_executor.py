@@ -1,26 +1,32 @@
 """JobScaler's per-job locks serialise requests and leave the table when idle (bounded by jobs in use); a
-scale-down deletes a retired replica's pod only once Argo's writes show its tombstone finished."""
+scale-down deletes a retired replica's pod only once Argo's writes show its tombstone finished (the use case,
+dihera.scaling.executor and dihera.scaling.retire, with its stores faked; its order of writes on a job in memory:
+test_scaling_executor.py)."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import pytest
 from kubernetes import client
+from kubernetes.client.exceptions import ApiException
 
-from dihera.errors import ScaleConflict
-from dihera.kube import scale_executor
-from dihera.kube.scale_executor import JobScaler
+from dihera.errors import ScaleConflict, ScaleNotFound
+from dihera.kube.scale_executor import JobScaler, ScaleStore
 from dihera.membership import Membership
 from dihera.patches import precondition
 from dihera.render.env import MEMBERSHIP_FILE
-from dihera.scaling import GENERATION_ANNOTATION, ScaleRequest
+from dihera.scaling import GENERATION_ANNOTATION, ScaleRequest, executor
+from dihera.scaling.executor import ScaleExecutor
+from dihera.scaling.ports import WriteConflict
+from dihera.scaling.retire import delete_retired_pods
 from tests.builders import PodBuilder, WorkflowBuilder, retry_node
-from tests.unit.scaled_job import base_job, base_state
+from tests.unit.scaled_job import BASE, base_job, base_state
+from tests.unit.scaling_cluster import MemoryCluster
 
 
 def test_idle_jobs_leave_no_lock_behind() -> None:
@@ -56,34 +62,36 @@ def test_one_job_is_serialised_and_its_lock_goes_with_the_last_user() -> None:
     assert not overlap.is_set() and scaler.locked_jobs == 0
 
 
-def test_lost_races_are_retried_after_growing_jittered_pauses_then_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lost_races_are_retried_after_growing_jittered_pauses_then_refused() -> None:
     pauses: list[float] = []
-    monkeypatch.setattr(scale_executor.time, "sleep", pauses.append)
-    scaler = JobScaler(client.ApiClient(), attempts=6)
+    cluster = MemoryCluster(BASE)  # no store is used: only the retries
+    scaler = ScaleExecutor(
+        jobs=cluster, memberships=cluster, workflows=cluster, retirement=cluster, attempts=6, sleep=pauses.append
+    )
     losses = iter(range(3))
 
     def step() -> str:  # loses three races, then wins
         if next(losses, None) is not None:
-            raise scale_executor._Conflict()
+            raise WriteConflict()
         return "written"
 
     assert scaler._retry(step) == "written"
     assert len(pauses) == 3
-    assert all(0 <= p <= scale_executor.CONFLICT_PAUSE * 2**i for i, p in enumerate(pauses)), pauses
+    assert all(0 <= p <= executor.CONFLICT_PAUSE * 2**i for i, p in enumerate(pauses)), pauses
 
     pauses.clear()
 
     def always() -> str:
-        raise scale_executor._Conflict()
+        raise WriteConflict()
 
     with pytest.raises(ScaleConflict, match="gave up after 6 resourceVersion conflicts"):
         scaler._retry(always)
     assert len(pauses) == 5  # no pause after the last attempt
-    assert max(pauses) <= scale_executor.CONFLICT_PAUSE_CAP
+    assert max(pauses) <= executor.CONFLICT_PAUSE_CAP
 
 
 class _Objects:
-    """The ObjectStore calls of a scale-down's pod deletion: Argo's writes arrive as ``updates``."""
+    """The RetirementStore of a scale-down's pod deletion: Argo's writes arrive as ``updates``."""
 
     def __init__(self, pods: list[dict[str, Any]], updates: list[dict[str, Any]]) -> None:
         self.pods, self.updates = pods, updates
@@ -94,7 +102,9 @@ class _Objects:
     def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
         return self.pods
 
-    def watch_workflow(self, namespace: str, name: str, after: str, seconds: float) -> Iterator[dict[str, Any]]:
+    def watch_workflow(
+        self, namespace: str, name: str, after: str, seconds: float
+    ) -> Generator[dict[str, Any], None, None]:
         self.watched_from.append(after)
         yield from self.updates
 
@@ -125,9 +135,7 @@ def test_retired_pods_are_deleted_as_argo_finishes_their_tombstones() -> None:
             _retiring({"collector-1": "Succeeded", "collector-2": "Succeeded"}, "13"),
         ],
     )
-    scaler = JobScaler(client.ApiClient())
-    scaler._objects = objects  # type: ignore[assignment]
-    deleted = scaler._delete_retired_pods("ns", "j", _retiring({}, "10"))
+    deleted = delete_retired_pods(objects, "ns", "j", _retiring({}, "10"))
     assert objects.watched_from == ["10"]  # from the version our patch wrote
     assert objects.deleted == [["pod-collector-1"], ["pod-collector-2"]]
     assert deleted == ["pod-collector-1", "pod-collector-2"]
@@ -135,18 +143,14 @@ def test_retired_pods_are_deleted_as_argo_finishes_their_tombstones() -> None:
 
 def test_a_pod_argo_has_not_finished_in_time_is_left_to_the_controller() -> None:
     objects = _Objects(PODS, [_retiring({"collector-1": "Succeeded"}, "11")])  # then the watch times out
-    scaler = JobScaler(client.ApiClient(), retire_wait=5)
-    scaler._objects = objects  # type: ignore[assignment]
-    assert scaler._delete_retired_pods("ns", "j", _retiring({}, "10")) == ["pod-collector-1"]
+    assert delete_retired_pods(objects, "ns", "j", _retiring({}, "10"), wait=5) == ["pod-collector-1"]
     assert objects.deleted == [["pod-collector-1"]]
 
 
 def test_no_watch_when_argo_already_finished_every_tombstone() -> None:
     objects = _Objects(PODS, [])
-    scaler = JobScaler(client.ApiClient())
-    scaler._objects = objects  # type: ignore[assignment]
     done = _retiring({"collector-1": "Succeeded", "collector-2": "Failed"}, "10")
-    assert scaler._delete_retired_pods("ns", "j", done) == ["pod-collector-1", "pod-collector-2"]
+    assert delete_retired_pods(objects, "ns", "j", done) == ["pod-collector-1", "pod-collector-2"]
     assert objects.watched_from == [] and objects.deleted == [["pod-collector-1", "pod-collector-2"]]
 
 
@@ -156,25 +160,28 @@ def test_a_pod_labelled_like_a_retired_replica_but_not_the_workflows_survives_an
     planted = PodBuilder("planted").uid("uid-planted").host("j-collector-1").phase("Running").obj()
     other = PodBuilder("other").uid("uid-other").host("j-collector-2").owner("another-wf").phase("Running").obj()
     objects = _Objects([*PODS, planted, other], [])
-    scaler = JobScaler(client.ApiClient())
-    scaler._objects = objects  # type: ignore[assignment]
     done = _retiring({"collector-1": "Succeeded", "collector-2": "Succeeded"}, "10")
-    assert scaler._delete_retired_pods("ns", "j", done) == ["pod-collector-1", "pod-collector-2"]
+    assert delete_retired_pods(objects, "ns", "j", done) == ["pod-collector-1", "pod-collector-2"]
     assert objects.uids == {"pod-collector-1": "uid-collector-1", "pod-collector-2": "uid-collector-2"}
 
 
 class _JobStore:
-    """The DIJob as each read finds it: one body a read, the last one again once they run out."""
+    """The DIJob as each read finds it: one body a read, the last one again once they run out; the patches
+    ``sent``."""
 
     def __init__(self, *bodies: dict[str, Any]) -> None:
         self.bodies = list(bodies)
+        self.sent: list[list[dict[str, Any]]] = []
 
-    def get(self, namespace: str, name: str) -> dict[str, Any]:
+    def get_job(self, namespace: str, name: str) -> dict[str, Any]:
         return self.bodies.pop(0) if len(self.bodies) > 1 else self.bodies[0]
+
+    def patch_job(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> None:
+        self.sent.append([dict(op) for op in ops])
 
 
 class _Membership:
-    """The running job's ConfigMap and Workflow (what ``JobScaler._read`` and ``_write_spec`` read)."""
+    """The running job's ConfigMap and Workflow (what ``ScaleExecutor._read`` and ``_write_spec`` read)."""
 
     def __init__(self, membership: Membership, workflow: dict[str, Any]) -> None:
         self.configmap = {
@@ -189,14 +196,11 @@ class _Membership:
     def get_workflow(self, namespace: str, name: str) -> dict[str, Any]:
         return self.workflow
 
+    def replace_configmap(self, namespace: str, configmap: Mapping[str, Any]) -> None:
+        raise AssertionError("a sync of an older spec commits nothing")
 
-class _Patches:
-    def __init__(self) -> None:
-        self.sent: list[list[dict[str, Any]]] = []
-
-    def patch_namespaced_custom_object(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        self.sent.append(args[5])
-        return {}
+    def patch_workflow(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        raise AssertionError("the Workflow is not converged in these tests")
 
 
 def _stamped(stamp: int, collectors: int, version: str) -> dict[str, Any]:
@@ -218,10 +222,9 @@ def test_a_catch_up_decided_on_an_older_read_never_undoes_a_later_hand_edit(
     """The controller's sync reads stamp 4 < membership 5 (catch up); by the time it writes the spec, a scaler
     may have written generation 5 and the user edited the replicas: that edit is applied later, not undone."""
     _, membership, workflow = base_state()
-    scaler = JobScaler(client.ApiClient())
-    scaler._jobs = _JobStore(_stamped(4, 3, "10"), later)  # type: ignore[assignment]
-    scaler._objects = _Membership(replace(membership, generation=5), workflow)  # type: ignore[assignment]
-    scaler._custom = patches = _Patches()  # type: ignore[assignment]
+    patches = _JobStore(_stamped(4, 3, "10"), later)
+    stores = _Membership(replace(membership, generation=5), workflow)
+    scaler = ScaleExecutor(jobs=patches, memberships=stores, workflows=stores, retirement=_Objects([], []))
     scaler._converge_workflow = lambda namespace, name: []  # type: ignore[method-assign]
     result = scaler.scale("ns", "j", ScaleRequest.sync(), update_spec=False)
     assert not result.changed, case
@@ -230,3 +233,28 @@ def test_a_catch_up_decided_on_an_older_read_never_undoes_a_later_hand_edit(
         assert {"op": "replace", "path": "/spec/tasks/1/replicas", "value": 2} in patches.sent[0], patches.sent
     else:
         assert patches.sent == [], case
+
+
+class _RefusingCustom:
+    """CustomObjectsApi whose patches all fail with ``status``."""
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+    def patch_namespaced_custom_object(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise ApiException(status=self.status, reason="refused")
+
+
+@pytest.mark.parametrize(
+    ("status", "raised"), [(409, WriteConflict), (404, ScaleNotFound), (500, ApiException)], ids=str
+)
+def test_the_store_tells_a_lost_race_and_a_gone_object_in_the_use_cases_terms(
+    status: int, raised: type[Exception]
+) -> None:
+    """409: the use case reads again (WriteConflict); 404: ScaleNotFound; anything else as the API said it."""
+    store = ScaleStore(client.ApiClient())
+    store._custom = _RefusingCustom(status)  # type: ignore[assignment]
+    with pytest.raises(raised):
+        store.patch_workflow("ns", "j", [{"op": "test", "path": "/metadata/name", "value": "j"}])
+    with pytest.raises(raised):
+        store.patch_job("ns", "j", [{"op": "test", "path": "/metadata/name", "value": "j"}])

@@ -14,9 +14,9 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from dihera.kube.scale_executor import ScaleResult
 from dihera.kube.snapshot import JobSnapshot
 from dihera.scaling import ScaleRequest
+from dihera.scaling.executor import ScaleResult
 from dihera.server import ServerSettings, create_app
 from tests.builders import job as job_doc
 from tests.builders import task

@@ -11,9 +11,10 @@ dihera.controller.leaseRules: the Lease of leader election, by a Role in the rel
 {{- define "dihera.controller.namespacedRules" -}}
 # The DIJobs it reconciles: watched (dihera/kube/watch/watches.py: Watches), read live when the watch
 # may be behind (dihera/kube/jobs.py: JobStore.get), stamped by a synced hand edit and scaled down by
-# failurePolicy DropReplica (dihera/kube/scale_executor.py: JobScaler.scale), suspended for an Argo SUSPEND
-# (dihera/kube/jobs.py: JobStore.suspend), deleted by ttlSecondsAfterFinished (dihera/kube/jobs.py:
-# JobStore.delete); their status written once a pass (dihera/kube/jobs.py: JobStore.patch_status).
+# failurePolicy DropReplica (dihera/kube/scale_executor.py: ScaleStore.get_job, ScaleStore.patch_job),
+# suspended for an Argo SUSPEND (dihera/kube/jobs.py: JobStore.suspend), deleted by ttlSecondsAfterFinished
+# (dihera/kube/jobs.py: JobStore.delete); their status written once a pass (dihera/kube/jobs.py:
+# JobStore.patch_status).
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs]
   verbs: [get, list, watch, patch, delete]
@@ -28,8 +29,10 @@ dihera.controller.leaseRules: the Lease of leader election, by a Role in the rel
 # The Argo Workflow that runs each DIJob, and copies of it: watched (dihera/kube/watch/watches.py: Watches),
 # read and listed live (dihera/kube/objects.py: ObjectStore.get_workflow, ObjectStore.list_workflows), created
 # and created again on resume
-# (dihera/kube/objects.py: ObjectStore.create), converged by scaling (dihera/kube/scale_executor.py:
-# JobScaler.scale), stopped by cleanPodPolicy (dihera/kube/objects.py: ObjectStore.shutdown_workflow),
+# (dihera/kube/objects.py: ObjectStore.create), converged by scaling and watched until Argo finishes the
+# retired replicas
+# (dihera/kube/scale_executor.py: ScaleStore.get_workflow, ScaleStore.patch_workflow, ScaleStore.watch_workflow),
+# stopped by cleanPodPolicy (dihera/kube/objects.py: ObjectStore.shutdown_workflow),
 # deleted by spec.suspend and Kueue's eviction, a copy deleted (dihera/kube/objects.py: ObjectStore.delete_workflow).
 - apiGroups: [argoproj.io]
   resources: [workflows]
@@ -49,7 +52,8 @@ dihera.controller.leaseRules: the Lease of leader election, by a Role in the rel
 # The job's membership ConfigMap: watched, label-selected (dihera/kube/watch/watches.py: Watches); created
 # and created again when deleted (dihera/kube/objects.py: ObjectStore.create); read live
 # (dihera/kube/objects.py: ObjectStore.get_configmap); replaced with a resourceVersion when scaling
-# (dihera/kube/scale_executor.py: JobScaler.scale) and when put back (dihera/kube/objects.py: ObjectStore.put_back).
+# (dihera/kube/scale_executor.py: ScaleStore.get_configmap, ScaleStore.replace_configmap) and when put
+# back (dihera/kube/objects.py: ObjectStore.put_back).
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [get, list, watch, create, update]

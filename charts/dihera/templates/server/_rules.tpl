@@ -9,9 +9,10 @@ its callers with TokenReviews and SubjectAccessReviews).
 */}}
 
 {{- define "dihera.server.namespacedRules" -}}
-# Jobs: watched (dihera/kube/watch/watches.py: Watches), read and scaled (spec.tasks[].replicas and the
-# stamp: dihera/kube/scale_executor.py: JobScaler.scale; Idempotency-Keys: dihera/kube/key_annotations.py:
-# AnnotationKeyStore.run), their profilings recorded (dihera/kube/profilings.py: write_profilings).
+# Jobs: watched (dihera/kube/watch/watches.py: Watches), read and scaled, spec.tasks[].replicas and the
+# stamp (dihera/kube/scale_executor.py: ScaleStore.get_job, ScaleStore.patch_job), their Idempotency-Keys
+# kept (dihera/kube/key_annotations.py: AnnotationKeyStore.run), their profilings recorded
+# (dihera/kube/profilings.py: write_profilings).
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs]
   verbs: [get, list, watch, patch]
@@ -19,17 +20,17 @@ its callers with TokenReviews and SubjectAccessReviews).
   resources: [dijobs/status]
   verbs: [patch]
 # The job's Workflow: read, converged when scaling, watched until Argo finishes the retired replicas
-# (dihera/kube/scale_executor.py: JobScaler.scale).
+# (dihera/kube/scale_executor.py: ScaleStore.get_workflow, ScaleStore.patch_workflow, ScaleStore.watch_workflow).
 - apiGroups: [argoproj.io]
   resources: [workflows]
   verbs: [get, patch, watch]
-# The job's membership ConfigMap: watched (dihera/kube/watch/watches.py: Watches), read and replaced with
-# a resourceVersion when scaling (dihera/kube/scale_executor.py: JobScaler.scale).
+# The job's membership ConfigMap: watched (dihera/kube/watch/watches.py: Watches), read and replaced with a
+# resourceVersion when scaling (dihera/kube/scale_executor.py: ScaleStore.get_configmap, ScaleStore.replace_configmap).
 - apiGroups: [""]
   resources: [configmaps]
   verbs: [get, list, watch, update]
 # Replica pods: their addresses and phases watched (dihera/kube/watch/watches.py: Watches), the retired ones
-# deleted on scale-down (dihera/kube/scale_executor.py: JobScaler.scale).
+# deleted on scale-down (dihera/kube/scale_executor.py: ScaleStore.list_pods, ScaleStore.delete_pods).
 - apiGroups: [""]
   resources: [pods]
   verbs: [list, watch, delete]
