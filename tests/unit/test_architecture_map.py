@@ -46,7 +46,7 @@ class Entry:
 def sections(text: str) -> dict[str, str]:
     """Each ``##`` and ``###`` heading's text, up to the next heading of either level."""
     out: dict[str, str] = {}
-    name, lines = "", []
+    name, lines = "", list[str]()
     for line in text.splitlines():
         if line.startswith("## ") or line.startswith("### "):
             out[name] = "\n".join(lines)
@@ -201,7 +201,7 @@ def test_the_floors_table_is_the_import_linter_contract(package: str) -> None:
 
 
 def test_the_typed_views_name_what_their_files_define() -> None:
-    """"Typed views, one of each": each backticked name after a file's path is defined in that file."""
+    """The "Typed views, one of each" section: each backticked name after a file's path is defined in that file."""
     text, wrong = DOC_SECTIONS["Typed views, one of each"], []
     path: Path | None = None
     for token in TICKED.findall(text):
