@@ -17,7 +17,8 @@ The pure core (no I/O):
   reads in the Argo UI
 - ``scaling``: a running job's scale, pure; ``queueing``: Kueue's side, pure; ``key_records``: Idempotency-Key
   records; ``convert``: older DIJob shapes to today's; ``peers``: the peer wait of every replica;
-  ``profilings``: the bounds of what a job reports into its status
+  ``profilings``: the bounds of what a job reports into its status; ``rl``: the RL figures a job reports and
+  the decisions made from them; ``shapes``: TypedDicts of the raw objects dihera reads
 - ``experiment``: building DIJobs, sweeps and pipelines in Python; ``sweeps``: a sweep's space, trials, Workflow
   and results; ``pipelines``: a job trained, its policy evaluated and exported; ``workflow_parts``: what their
   Workflows share; ``submit``: submitting jobs; ``logs``: structured logs
