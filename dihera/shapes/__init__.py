@@ -1,4 +1,6 @@
 """Typed views of the objects dihera reads: TypedDicts of their raw shapes (as the API server sends them)
 with small view helpers, declared once. The watch layer keeps exactly the fields they declare, so a field a
 decision reads but the cache drops is a type error, not a silent ``None``.
+
+- ``meta``: the metadata every object shares (``ObjectMeta``, ``OwnerReference``)
 """
