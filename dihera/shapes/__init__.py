@@ -3,4 +3,8 @@ with small view helpers, declared once. The watch layer keeps exactly the fields
 decision reads but the cache drops is a type error, not a silent ``None``.
 
 - ``meta``: the metadata every object shares (``ObjectMeta``, ``OwnerReference``)
+- ``pod``: a pod (``Pod``: phase, conditions, container states, each container's memory limit)
+- ``workflow``: an Argo Workflow (``Workflow``, its nodes' ``NodeStatus``, the entry DAG's tasks)
+- ``configmap``: a ConfigMap (``ConfigMap``: the membership ConfigMap's metadata and data)
+- ``service``, ``workload``: a job's headless Service and its Kueue Workload, as the watch cache keeps them
 """
