@@ -4,7 +4,8 @@ exactly these fields (:mod:`dihera.kube.watch.slim`), so reading one not declare
 
 from __future__ import annotations
 
-from typing import TypedDict
+from collections.abc import Mapping
+from typing import TypedDict, cast
 
 from dihera.shapes.meta import ObjectMeta
 
@@ -21,6 +22,7 @@ __all__ = [
     "PodStatus",
     "ResourceLimits",
     "ResourceRequirements",
+    "as_pod",
 ]
 
 
@@ -93,3 +95,9 @@ class Pod(TypedDict, total=False):
     metadata: ObjectMeta
     spec: PodSpec
     status: PodStatus
+
+
+def as_pod(raw: Mapping[str, object]) -> Pod:
+    """A Pod as the API server or the watch cache served it, read through its typed view (the one place a raw
+    dict becomes one: a full object holds more than the view declares; the declared keys read the same)."""
+    return cast(Pod, raw)

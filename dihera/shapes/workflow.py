@@ -6,7 +6,8 @@ progress and output artifacts' keys). The watch cache keeps exactly these fields
 
 from __future__ import annotations
 
-from typing import TypedDict
+from collections.abc import Mapping
+from typing import TypedDict, cast
 
 from dihera.shapes.meta import ObjectMeta
 
@@ -22,6 +23,8 @@ __all__ = [
     "Workflow",
     "WorkflowSpec",
     "WorkflowStatus",
+    "as_nodes",
+    "as_workflow",
 ]
 
 
@@ -102,3 +105,15 @@ class Workflow(TypedDict, total=False):
     metadata: ObjectMeta
     spec: WorkflowSpec
     status: WorkflowStatus
+
+
+def as_workflow(raw: Mapping[str, object]) -> Workflow:
+    """A Workflow as the API server or the watch cache served it, read through its typed view (the one place a raw
+    dict becomes one: a full object holds more than the view declares; the declared keys read the same)."""
+    return cast(Workflow, raw)
+
+
+def as_nodes(raw: Mapping[str, object]) -> Mapping[str, NodeStatus]:
+    """``status.nodes`` (node id → node) as read (:func:`dihera.scaling.dag.workflow_nodes` unpacks
+    ``compressedNodes``), through the nodes' typed view."""
+    return cast(Mapping[str, NodeStatus], raw)
