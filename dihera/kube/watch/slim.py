@@ -59,23 +59,33 @@ class _Dropped:
 
 
 _DROP = _Dropped()
+#: The leaf types a shape may declare → what a value must be an instance of to be kept.
+_LEAVES: dict[object, type] = {str: str, int: int, bool: bool, object: object}
 #: A value as a watch event brings it → what the cache keeps of it (:data:`_DROP`: nothing).
 Slimmer = Callable[[object], object]
 
 
 def _typeddict(shape: type) -> Slimmer:
-    fields = {key: slimmer(tp) for key, tp in get_type_hints(shape).items()}
+    hints = get_type_hints(shape)
+    # fields whose value is kept as it is when it is of its type (str, int, bool; object: any), checked inline:
+    # a watch event slims every pod and Workflow it brings, and a call per field would triple the cost
+    leaves = tuple((key, _LEAVES[tp]) for key, tp in hints.items() if tp in _LEAVES)
+    nested = tuple((key, slimmer(tp)) for key, tp in hints.items() if tp not in _LEAVES)
 
     def slim(value: object) -> object:
-        if not isinstance(value, Mapping):
+        if not isinstance(value, dict):  # JSON objects are dicts (a Mapping check costs an ABC lookup per dict)
             return {}
         out: dict[str, object] = {}
-        for key, field in fields.items():
+        for key, kind in leaves:
+            raw = value.get(key)
+            if raw is not None and isinstance(raw, kind):
+                out[key] = raw
+        for key, field in nested:
             raw = value.get(key)
             if raw is None:
                 continue
             kept = field(raw)
-            if kept is _DROP or (isinstance(kept, Mapping) and not kept and raw):
+            if kept is _DROP or (isinstance(kept, dict) and not kept and raw):
                 continue  # not of its type, or slimming emptied it
             out[key] = kept
         return out
@@ -94,9 +104,20 @@ def _list(element: Slimmer) -> Slimmer:
 
 def _dict(item: Slimmer) -> Slimmer:
     def slim(value: object) -> object:
-        if not isinstance(value, Mapping):
+        if not isinstance(value, dict):
             return _DROP
         return {k: kept for k, v in value.items() if v is not None and (kept := item(v)) is not _DROP}
+
+    return slim
+
+
+def _leaf_dict(kind: type) -> Slimmer:
+    """``dict[str, str]`` (labels, annotations, a ConfigMap's data): the entries of that type, inline."""
+
+    def slim(value: object) -> object:
+        if not isinstance(value, dict):
+            return _DROP
+        return {k: v for k, v in value.items() if isinstance(v, kind)}
 
     return slim
 
@@ -120,7 +141,7 @@ def slimmer(tp: object) -> Slimmer:
     if origin is list:
         return _list(slimmer(args[0]))
     if origin is dict and args[0] is str:
-        return _dict(slimmer(args[1]))
+        return _leaf_dict(_LEAVES[args[1]]) if args[1] in _LEAVES else _dict(slimmer(args[1]))
     if tp in (str, int, bool):
         return _leaf(cast(type, tp))
     raise TypeError(
