@@ -9,8 +9,8 @@ memory. Which fields those are is not listed here: it is the typed views of :mod
 that keeps exactly the keys each TypedDict declares. A decision that reads a field the shape does not
 declare is a type error, not a silent ``None``: indexing it fails (mypy: key not in the TypedDict), and its
 ``.get`` is typed ``object``, which fails where it is read as a str, a number or a mapping (mypy lets it
-pass only in an ``==`` or a truth test). To read a new field, declare it in the shape and the cache keeps it (``tests/unit/test_kube_watch_slim.py`` compares
-decisions on full and slim objects).
+pass only in an ``==`` or a truth test). To read a new field, declare it in the shape and the cache keeps
+it (``tests/unit/test_kube_watch_slim.py`` compares decisions on full and slim objects).
 
 How a shape's types are kept: a TypedDict → its declared keys, each slimmed by its type; ``list[X]`` →
 every element slimmed (none dropped: a Workflow template's position is a patch path); ``dict[str, X]`` →
