@@ -41,6 +41,7 @@ from dihera.controller.decide.records import Facts, SuspendAction, SuspendPlan
 from dihera.controller.decide.view import JobView, QueueState
 from dihera.membership import Membership
 from dihera.model import DIJob
+from dihera.objects import deleting
 from dihera.queueing import WorkloadView, view_workload
 from dihera.shapes.workflow import Workflow
 
@@ -64,7 +65,7 @@ HELD_PHASES = frozenset({Phase.SUSPENDED, Phase.QUEUED})
 
 
 def _running(workflow: Workflow | None, foreign: bool) -> bool:
-    return workflow is not None and not foreign and not (workflow.get("metadata") or {}).get("deletionTimestamp")
+    return workflow is not None and not foreign and not deleting(workflow)
 
 
 def plan_suspend(

@@ -24,7 +24,7 @@ from dihera.constants import ANNOTATION_ARTIFACT_COLLECTOR, ANNOTATION_NODE_NAME
 from dihera.controller.decide.stuck import pod_problem
 from dihera.membership import Membership, Replica
 from dihera.naming import dag_task_name, hostname
-from dihera.objects import FAILED_NODE_PHASES, PodPhase, VersionMemo
+from dihera.objects import FAILED_NODE_PHASES, PodPhase, VersionMemo, labels, metadata
 from dihera.scaling.dag import live_replicas, workflow_nodes
 from dihera.shapes.pod import ContainerStatus, Pod
 from dihera.shapes.workflow import Workflow, as_nodes
@@ -46,7 +46,7 @@ _ARGO_CONTAINERS = frozenset({"wait", "init"})
 
 def _user_statuses(pod: Pod) -> list[ContainerStatus]:
     """The statuses of the user's containers: not Argo's own, nor the one dihera added to collect artifacts."""
-    collector = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_ARTIFACT_COLLECTOR)
+    collector = metadata(pod).get("annotations", {}).get(ANNOTATION_ARTIFACT_COLLECTOR)
     return [
         cs
         for cs in (pod.get("status") or {}).get("containerStatuses") or []
@@ -155,7 +155,7 @@ def _ready(pod: Pod) -> bool:
 
 
 def _pod_attempt(pod: Pod) -> int:
-    return attempt_of(((pod.get("metadata") or {}).get("annotations") or {}).get(NODE_NAME_ANNOTATION, ""))
+    return attempt_of(metadata(pod).get("annotations", {}).get(NODE_NAME_ANNOTATION, ""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +177,7 @@ class PodFacts:
 
 
 def _facts(pod: Pod) -> PodFacts:
-    meta = pod.get("metadata") or {}
+    meta = metadata(pod)
     return PodFacts(
         name=str(meta.get("name") or ""),
         attempt=_pod_attempt(pod),
@@ -238,7 +238,7 @@ def _attempt_nodes(workflow: Workflow | None) -> Mapping[str, AttemptNodes]:
 def _by_hostname(pods: Iterable[Pod]) -> dict[str, list[PodFacts]]:
     out: dict[str, list[PodFacts]] = {}
     for pod in pods:
-        host = ((pod.get("metadata") or {}).get("labels") or {}).get(LABEL_POD)
+        host = labels(pod).get(LABEL_POD)
         if host:
             out.setdefault(host, []).append(pod_facts(pod))
     return out

@@ -14,6 +14,7 @@ Containers are looked at in the order init containers, containers; the first pro
 from __future__ import annotations
 
 from dihera.constants import STUCK_WAITING_REASONS, StuckReason
+from dihera.objects import deleting
 from dihera.shapes.pod import ContainerStatus, Pod, PodStatus
 
 __all__ = ["pod_problem"]
@@ -53,7 +54,7 @@ def _container_problem(pod: Pod, cs: ContainerStatus) -> tuple[str, str] | None:
 
 def pod_problem(pod: Pod | None) -> tuple[str, str] | None:
     """``(reason, message)`` of what keeps the pod from running, or None when nothing does."""
-    if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
+    if pod is None or deleting(pod):
         return None
     status = pod.get("status") or {}
     found = _unschedulable(status)
