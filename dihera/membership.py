@@ -18,7 +18,7 @@ import itertools
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import NotRequired, TypedDict, cast
 
 from dihera.constants import (
     ENV_STRING_MARGIN,
@@ -82,7 +82,7 @@ class Membership:
 
     @classmethod
     def from_json(cls, text: str) -> Membership:
-        data: dict[str, Any] = json.loads(text)
+        data = cast(_MembershipJson, json.loads(text))  # checked below: int(), str() and KeyError
         return cls(
             generation=int(data["generation"]),
             replicas=tuple(
@@ -94,10 +94,24 @@ class Membership:
         )
 
 
-def _replica_json(r: Replica) -> dict[str, Any]:
+class _ReplicaJson(TypedDict):
+    rank: int
+    task: str
+    index: int
+    short: NotRequired[bool]
+
+
+class _MembershipJson(TypedDict):
+    """``membership.json``, the membership ConfigMap's key the replicas read."""
+
+    generation: int
+    replicas: list[_ReplicaJson]
+
+
+def _replica_json(r: Replica) -> _ReplicaJson:
     """A replica in ``membership.json``; ``short`` only when true, so memberships without short
     hostnames keep the JSON they always had."""
-    out: dict[str, Any] = {"rank": r.rank, "task": r.task, "index": r.index}
+    out: _ReplicaJson = {"rank": r.rank, "task": r.task, "index": r.index}
     if r.short:
         out["short"] = True
     return out

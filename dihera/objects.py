@@ -2,15 +2,20 @@
 metadata accessors, the one owner-reference builder, and the one memo of what is worked out per object
 version.
 
-Objects stay the plain dicts the API serves (and the watch layer keeps slim copies of); these functions
-read them the one way, so no module walks ``.get("metadata") or {}`` by hand.
+Objects stay the plain dicts the API serves (and the watch layer keeps slim copies of); their shapes are
+the TypedDicts of :mod:`dihera.shapes` (``Pod``, ``Workflow``, ``ConfigMap``...). These functions read them
+the one way: :func:`metadata` takes any object (typed or raw) and answers its typed ``ObjectMeta``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from enum import StrEnum
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar, cast
+
+from dihera.shapes.meta import ObjectMeta
+from dihera.shapes.pod import Pod
+from dihera.shapes.workflow import Artifact, ArtifactLocation, Workflow
 
 __all__ = [
     "ARTIFACT_KEY_FIELDS",
@@ -82,16 +87,17 @@ FULFILLED_NODE_PHASES = frozenset(
 )
 
 
-def metadata(obj: Mapping[str, Any] | None) -> Mapping[str, Any]:
-    """``metadata`` of an object ({} when it has none)."""
-    return (obj or {}).get("metadata") or {}
+def metadata(obj: Mapping[str, object] | None) -> ObjectMeta:
+    """``metadata`` of an object, typed or raw ({} when it has none): where a raw dict becomes a typed view."""
+    meta = (obj or {}).get("metadata")
+    return cast(ObjectMeta, meta) if isinstance(meta, Mapping) else {}
 
 
-def labels(obj: Mapping[str, Any] | None) -> Mapping[str, str]:
+def labels(obj: Mapping[str, object] | None) -> Mapping[str, str]:
     return metadata(obj).get("labels") or {}
 
 
-def deleting(obj: Mapping[str, Any] | None) -> bool:
+def deleting(obj: Mapping[str, object] | None) -> bool:
     """Whether the object is being deleted (it has a ``deletionTimestamp``)."""
     return bool(metadata(obj).get("deletionTimestamp"))
 
@@ -100,41 +106,52 @@ _POD_PHASES = frozenset(p.value for p in PodPhase)
 _WORKFLOW_PHASES = frozenset(p.value for p in WorkflowPhase)
 
 
-def pod_phase(pod: Mapping[str, Any]) -> PodPhase | None:
+def pod_phase(pod: Pod) -> PodPhase | None:
     """A pod's phase (None while it has none yet)."""
-    phase = (pod.get("status") or {}).get("phase")
+    phase = pod.get("status", {}).get("phase")
     return PodPhase(phase) if phase in _POD_PHASES else None
 
 
-def workflow_phase(workflow: Mapping[str, Any] | None) -> WorkflowPhase | None:
+def workflow_phase(workflow: Workflow | None) -> WorkflowPhase | None:
     """A Workflow's phase (None before Argo set one)."""
-    phase = ((workflow or {}).get("status") or {}).get("phase")
+    phase = (workflow or {}).get("status", {}).get("phase")
     return WorkflowPhase(phase) if phase in _WORKFLOW_PHASES else None
 
 
-#: An Argo artifact's location, by the repository's kind, and the fields naming its object there.
-ARTIFACT_LOCATIONS = ("s3", "gcs", "oss", "azure", "hdfs", "artifactory", "http", "git", "raw", "plugin")
-ARTIFACT_KEY_FIELDS = ("key", "blob", "path", "url", "repo")
+_Location = Literal["s3", "gcs", "oss", "azure", "hdfs", "artifactory", "http", "git", "raw", "plugin"]
+_KeyField = Literal["key", "blob", "path", "url", "repo"]
+#: An Argo artifact's location, by the repository's kind, and the fields naming its object there (in the
+#: order :func:`artifact_key` tries them; :class:`dihera.shapes.workflow.Artifact` declares them all).
+ARTIFACT_LOCATIONS: tuple[_Location, ...] = (
+    "s3", "gcs", "oss", "azure", "hdfs", "artifactory", "http", "git", "raw", "plugin"
+)  # fmt: skip
+ARTIFACT_KEY_FIELDS: tuple[_KeyField, ...] = ("key", "blob", "path", "url", "repo")
 
 
-def artifact_key(artifact: Mapping[str, Any]) -> str | None:
+def artifact_key(artifact: Artifact) -> str | None:
     """Where an Argo artifact's repository keeps it: its location's key (blob, path, URL...), else None."""
     for kind in ARTIFACT_LOCATIONS:
         location = artifact.get(kind)
         if isinstance(location, Mapping):
             for field in ARTIFACT_KEY_FIELDS:
-                if isinstance(location.get(field), str):
-                    return str(location[field])
+                value = location.get(field)
+                if isinstance(value, str):
+                    return value
     return None
 
 
-def slim_artifact(artifact: Mapping[str, Any]) -> dict[str, Any]:
+def slim_artifact(artifact: Artifact) -> Artifact:
     """An Argo artifact's name and the fields of :func:`artifact_key` (what a watch cache keeps of it)."""
-    out: dict[str, Any] = {"name": artifact.get("name")}
+    out: Artifact = {"name": artifact.get("name", "")}
     for kind in ARTIFACT_LOCATIONS:
         location = artifact.get(kind)
         if isinstance(location, Mapping):
-            out[kind] = {k: location[k] for k in ARTIFACT_KEY_FIELDS if isinstance(location.get(k), str)}
+            kept: ArtifactLocation = {}
+            for field in ARTIFACT_KEY_FIELDS:
+                value = location.get(field)
+                if isinstance(value, str):
+                    kept[field] = value
+            out[kind] = kept
     return out
 
 
@@ -151,12 +168,12 @@ def owner_reference(api_version: str, kind: str, name: str, uid: str) -> dict[st
     }
 
 
-def owned_by(obj: Mapping[str, Any], uid: str | None) -> bool:
+def owned_by(obj: Mapping[str, object], uid: str | None) -> bool:
     """Whether ``obj`` has an ownerReference to ``uid``."""
     return uid is not None and any(r.get("uid") == uid for r in metadata(obj).get("ownerReferences") or [])
 
 
-def version_key(obj: Mapping[str, Any] | None) -> tuple[str, str] | None:
+def version_key(obj: Mapping[str, object] | None) -> tuple[str, str] | None:
     """``(uid, resourceVersion)``: one version of one object, which never changes (None without them)."""
     meta = metadata(obj)
     uid, version = meta.get("uid"), meta.get("resourceVersion")
@@ -177,7 +194,7 @@ class VersionMemo(Generic[T]):
         self._kept = kept
         self._memo: dict[str, tuple[str, T]] = {}
 
-    def __call__(self, obj: Mapping[str, Any], *args: Any) -> T:
+    def __call__(self, obj: Mapping[str, object], *args: object) -> T:
         key = version_key(obj)
         if key is None:
             return self._work(obj, *args)

@@ -37,11 +37,15 @@ from dihera.kube.watch import Store
 from dihera.membership import Membership, plan_membership
 from dihera.model import DIJob
 from dihera.naming import workflow_name
-from dihera.objects import metadata
+from dihera.objects import labels, metadata
 from dihera.render import RenderSettings, render
 from dihera.render.objects import membership_configmap, service
 from dihera.scaling import ScaleRequest, retired_pods
 from dihera.scaling.dag import membership_of_workflow, workflow_generation
+from dihera.shapes.configmap import as_configmap
+from dihera.shapes.pod import Pod
+from dihera.shapes.service import as_service
+from dihera.shapes.workflow import Workflow
 
 __all__ = ["Applier", "Created", "Scaler", "phase_message"]
 
@@ -56,15 +60,15 @@ class Created:
     its membership, and the objects under its names that it does not own (left untouched; with any, no Workflow
     is created: its replicas would run without their Service or membership)."""
 
-    objects: dict[str, dict[str, Any]]
+    objects: dict[str, Mapping[str, object]]
     membership: Membership
     conflicts: tuple[Conflict, ...] = ()
 
 
-def _labelled(found: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+def _labelled(found: Mapping[str, object], wanted: Mapping[str, object]) -> bool:
     """Whether an existing object carries the job's labels (what its watch selects it by)."""
-    labels = (found.get("metadata") or {}).get("labels") or {}
-    return all(labels.get(k) == v for k, v in wanted["metadata"]["labels"].items())
+    found_labels = labels(found)
+    return all(found_labels.get(k) == v for k, v in labels(wanted).items())
 
 
 def _suspended_in_argo(view: JobView) -> str:
@@ -121,7 +125,7 @@ class Applier:
         (:mod:`~dihera.controller.decide.ownership`); then the Workflow is not created."""
         rendered = render(job, self._render, plan_membership(job, previous))
         created_any = []
-        result: dict[str, dict[str, Any]] = {}
+        result: dict[str, Mapping[str, object]] = {}
         conflicts: list[Conflict] = []
         for obj in rendered.objects():
             kind = obj["kind"]
@@ -211,7 +215,7 @@ class Applier:
             if clash is not None:
                 return self._conflict(view, clash, extra)
             if not created and _labelled(found, wanted):
-                return dataclasses.replace(view, service=found)  # the watch cache was behind: it exists
+                return dataclasses.replace(view, service=as_service(found))  # the watch cache was behind: it exists
             if not created:  # the job's own, its labels removed (the watch selects by them): put back
                 found, why = self._put_service_back(found, wanted), "found without the job's labels"
             else:
@@ -227,7 +231,7 @@ class Applier:
         how = "created again" if why == "deleted" else "put back"
         message = f"the job's headless Service {name} was {why}: {how} (the replicas' FQDNs resolve through it)"
         self._warn(view, EventReason.SERVICE_REPAIRED, message, extra)
-        return dataclasses.replace(view, service=found)
+        return dataclasses.replace(view, service=as_service(found))
 
     def _put_service_back(self, current: Mapping[str, Any], wanted: Mapping[str, Any]) -> dict[str, Any] | None:
         """The Service's spec as rendered, and the job's labels, over ``current`` (the job's own)."""
@@ -274,7 +278,7 @@ class Applier:
             how = f"put back from {source}"
         message = f"the job's membership ConfigMap {wanted['metadata']['name']} was {why}: {how}"
         self._warn(view, EventReason.MEMBERSHIP_REPAIRED, message, extra)
-        return dataclasses.replace(view, configmap=found, membership=membership)
+        return dataclasses.replace(view, configmap=as_configmap(found), membership=membership)
 
     # -- the status write
 
@@ -305,7 +309,7 @@ class Applier:
         view: JobView,
         update: StatusUpdate,
         action: SuspendAction,
-        live_pods: Callable[[], Sequence[Mapping[str, Any]]] | None,
+        live_pods: Callable[[], Sequence[Pod]] | None,
         extra: Mapping[str, str],
     ) -> None:
         """What the written status records and must follow it, in order (the module docstring)."""
@@ -346,10 +350,10 @@ class Applier:
     def delete_retired_pods(
         self,
         job: DIJob,
-        workflow: Mapping[str, Any],
-        pods: Sequence[Mapping[str, Any]],
+        workflow: Workflow,
+        pods: Sequence[Pod],
         extra: Mapping[str, str],
-        live_pods: Callable[[], Sequence[Mapping[str, Any]]] | None = None,
+        live_pods: Callable[[], Sequence[Pod]] | None = None,
     ) -> None:
         """Delete the live pods of retired replicas whose tombstone Argo has finished (the scaler's leftovers).
 
@@ -369,9 +373,9 @@ class Applier:
         self._metrics.wrote("delete", "Pod", len(ready))
         log.info("deleted %d pod(s) of retired replicas: %s", len(ready), ", ".join(ready), extra=extra)
 
-    def delete_workflow(self, job: DIJob, workflow: Mapping[str, Any], extra: Mapping[str, str]) -> None:
+    def delete_workflow(self, job: DIJob, workflow: Workflow, extra: Mapping[str, str]) -> None:
         """A held job: delete its Workflow (its pods go with it); the ConfigMap and the Service stay."""
-        meta = workflow["metadata"]
+        meta = metadata(workflow)
         if self.objects.delete_workflow(job.namespace, meta["name"], uid=meta.get("uid")):
             self._metrics.wrote("delete", "Workflow")
             log.info("spec.suspend: deleted the Workflow %s; its pods go with it", meta["name"], extra=extra)
@@ -380,8 +384,8 @@ class Applier:
         self,
         job: DIJob,
         phase: str,
-        workflow: Mapping[str, Any] | None,
-        pods: Sequence[Mapping[str, Any]],
+        workflow: Workflow | None,
+        pods: Sequence[Pod],
         extra: Mapping[str, str],
     ) -> None:
         """cleanPodPolicy for a finished job's pods still around (idempotent; nothing while it runs): the pods of
@@ -390,11 +394,11 @@ class Applier:
         if plan.empty:
             return
         if plan.shutdown_workflow and workflow is not None:
-            stopped = self.objects.shutdown_workflow(job.namespace, workflow["metadata"]["name"])
+            stopped = self.objects.shutdown_workflow(job.namespace, metadata(workflow)["name"])
             self._metrics.wrote("patch", "Workflow")
             if self._cache is not None and stopped:  # the next pass does not stop it again
                 self._cache.replace("Workflow", workflow, stopped)
-        uids = {str(m["name"]): str(m["uid"]) for p in pods if (m := metadata(p)).get("uid")}
+        uids = {m["name"]: m["uid"] for p in pods if (m := metadata(p)).get("uid")}
         self.objects.delete_pods(job.namespace, plan.delete_pods, uids)  # concurrently: a big job has thousands
         self._metrics.wrote("delete", "Pod", len(plan.delete_pods))
         log.info(

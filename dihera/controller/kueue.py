@@ -9,8 +9,8 @@ evicted Workload's quota once its replicas are stopped, and ``Finished`` when th
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol
 
 from dihera.constants import ANNOTATION_WORKLOAD_SLICE, LABEL_JOB, Phase
 from dihera.controller.decide.hold import QueueState, queue_state, unqueueable
@@ -18,6 +18,7 @@ from dihera.controller.metrics import Metrics
 from dihera.kube.jobs import StatusConflict
 from dihera.kube.workloads import KueueObjectMissing
 from dihera.model import DIJob
+from dihera.objects import metadata
 from dihera.queueing import (
     KueueSettings,
     Placement,
@@ -41,21 +42,23 @@ RETRY_SECONDS = 30.0
 class WorkloadAPI(Protocol):
     """What :class:`Queueing` needs of :class:`dihera.kube.workloads.WorkloadStore`."""
 
-    def get(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def get(self, namespace: str, name: str) -> dict[str, object] | None: ...
 
-    def create(self, workload: Mapping[str, Any]) -> tuple[dict[str, Any], bool]: ...
+    def create(self, workload: Mapping[str, object]) -> tuple[dict[str, object], bool]: ...
 
-    def patch_status(self, namespace: str, name: str, ops: Any) -> dict[str, Any] | None: ...
+    def patch_status(
+        self, namespace: str, name: str, ops: Sequence[Mapping[str, object]]
+    ) -> dict[str, object] | None: ...
 
-    def resource_flavor(self, name: str) -> dict[str, Any] | None: ...
+    def resource_flavor(self, name: str) -> dict[str, object] | None: ...
 
     def priority_value(self, name: str) -> int: ...
 
-    def list(self, namespace: str, selector: str) -> list[dict[str, Any]]: ...
+    def list(self, namespace: str, selector: str) -> list[dict[str, object]]: ...
 
     def delete(self, namespace: str, name: str) -> bool: ...
 
-    def patch(self, namespace: str, name: str, ops: Any) -> dict[str, Any] | None: ...
+    def patch(self, namespace: str, name: str, ops: Sequence[Mapping[str, object]]) -> dict[str, object] | None: ...
 
 
 class Queueing:
@@ -67,8 +70,8 @@ class Queueing:
         workloads: WorkloadAPI,
         metrics: Metrics,
         clock: Callable[[], str],
-        cached: Callable[[str, str], dict[str, Any] | None] | None = None,
-        cached_of_job: Callable[[str, str], list[dict[str, Any]]] | None = None,
+        cached: Callable[[str, str], dict[str, object] | None] | None = None,
+        cached_of_job: Callable[[str, str], list[dict[str, object]]] | None = None,
     ) -> None:
         self.settings = settings
         self._api = workloads
@@ -77,7 +80,7 @@ class Queueing:
         self._cached = cached
         self._cached_of_job = cached_of_job
 
-    def _read(self, namespace: str, name: str, live: bool) -> dict[str, Any] | None:
+    def _read(self, namespace: str, name: str, live: bool) -> dict[str, object] | None:
         found = None if live or self._cached is None else self._cached(namespace, name)
         return found if found is not None else self._api.get(namespace, name)
 
@@ -106,13 +109,13 @@ class Queueing:
                 )
         return queue_state(queue, workload, self._slices(job, live))
 
-    def _slices(self, job: DIJob, live: bool) -> list[dict[str, Any]]:
+    def _slices(self, job: DIJob, live: bool) -> list[dict[str, object]]:
         if live or self._cached_of_job is None:
             found = self._api.list(job.namespace, f"{LABEL_JOB}={job.name}")
         else:
             found = self._cached_of_job(job.namespace, job.name)
-        slices = [w for w in found if ANNOTATION_WORKLOAD_SLICE in ((w.get("metadata") or {}).get("annotations") or {})]
-        return sorted(slices, key=lambda w: int(w["metadata"]["annotations"][ANNOTATION_WORKLOAD_SLICE]))
+        slices = [w for w in found if ANNOTATION_WORKLOAD_SLICE in metadata(w).get("annotations", {})]
+        return sorted(slices, key=lambda w: int(metadata(w)["annotations"][ANNOTATION_WORKLOAD_SLICE]))
 
     def placements(self, view: WorkloadView) -> dict[str, Placement]:
         """Task → node labels and tolerations of the flavors Kueue assigned (one GET per flavor)."""
@@ -142,7 +145,10 @@ class Queueing:
         )
 
     def _patch(
-        self, job: DIJob, workload: Mapping[str, Any], ops_for: Callable[[Mapping[str, Any]], list[dict[str, Any]]]
+        self,
+        job: DIJob,
+        workload: Mapping[str, object],
+        ops_for: Callable[[Mapping[str, object]], list[dict[str, object]]],
     ) -> bool:
         """Write ``ops_for(workload)`` to the Workload's status; a copy older than the API server's (the
         watch cache's, or Kueue wrote meanwhile) is read again and the patch recomputed once. True if written."""

@@ -27,8 +27,12 @@ from dihera.kube.watch import Store
 from dihera.membership import Membership
 from dihera.model import DIJob
 from dihera.naming import membership_configmap_name, service_name, workflow_name
-from dihera.objects import owned_by
+from dihera.objects import metadata, owned_by
 from dihera.render.env import MEMBERSHIP_FILE
+from dihera.shapes.configmap import ConfigMap, as_configmap
+from dihera.shapes.pod import Pod, as_pod
+from dihera.shapes.service import Service, as_service
+from dihera.shapes.workflow import Workflow, as_workflow
 
 __all__ = ["CacheBehind", "CachedReads", "JobReader", "LiveReads", "ObjectReader", "Observer", "Reads"]
 
@@ -43,15 +47,18 @@ class JobReader(Protocol):
 
 
 class ObjectReader(Protocol):
-    def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    """The API server's answers as served (:class:`~dihera.kube.objects.ObjectStore`): raw, read through
+    :mod:`dihera.shapes`' views by :class:`LiveReads`."""
 
-    def get_workflow(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def get_configmap(self, namespace: str, name: str) -> Mapping[str, object] | None: ...
 
-    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]: ...
+    def get_workflow(self, namespace: str, name: str) -> Mapping[str, object] | None: ...
 
-    def get_service(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def list_pods(self, namespace: str, selector: str) -> Sequence[Mapping[str, object]]: ...
 
-    def list_workflows(self, namespace: str, selector: str) -> list[dict[str, Any]]: ...
+    def get_service(self, namespace: str, name: str) -> Mapping[str, object] | None: ...
+
+    def list_workflows(self, namespace: str, selector: str) -> Sequence[Mapping[str, object]]: ...
 
 
 class Reads(Protocol):
@@ -60,15 +67,15 @@ class Reads(Protocol):
 
     def dijob(self, namespace: str, name: str) -> dict[str, Any] | None: ...
 
-    def configmap(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def configmap(self, namespace: str, name: str) -> ConfigMap | None: ...
 
-    def workflow(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def workflow(self, namespace: str, name: str) -> Workflow | None: ...
 
-    def pods(self, namespace: str, job: str) -> list[dict[str, Any]]: ...
+    def pods(self, namespace: str, job: str) -> list[Pod]: ...
 
-    def service(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def service(self, namespace: str, name: str) -> Service | None: ...
 
-    def workflows(self, namespace: str, job: str) -> list[dict[str, Any]]:
+    def workflows(self, namespace: str, job: str) -> list[Workflow]:
         """Every Workflow labelled with the job (its own, and copies of it)."""
         ...
 
@@ -84,20 +91,23 @@ class LiveReads:
     def dijob(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self._jobs.get(namespace, name)
 
-    def configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._objects.get_configmap(namespace, name)
+    def configmap(self, namespace: str, name: str) -> ConfigMap | None:
+        found = self._objects.get_configmap(namespace, name)
+        return None if found is None else as_configmap(found)
 
-    def workflow(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._objects.get_workflow(namespace, name)
+    def workflow(self, namespace: str, name: str) -> Workflow | None:
+        found = self._objects.get_workflow(namespace, name)
+        return None if found is None else as_workflow(found)
 
-    def pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
-        return self._objects.list_pods(namespace, f"{LABEL_JOB}={job}")
+    def pods(self, namespace: str, job: str) -> list[Pod]:
+        return [as_pod(p) for p in self._objects.list_pods(namespace, f"{LABEL_JOB}={job}")]
 
-    def service(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._objects.get_service(namespace, name)
+    def service(self, namespace: str, name: str) -> Service | None:
+        found = self._objects.get_service(namespace, name)
+        return None if found is None else as_service(found)
 
-    def workflows(self, namespace: str, job: str) -> list[dict[str, Any]]:
-        return self._objects.list_workflows(namespace, f"{LABEL_JOB}={job}")
+    def workflows(self, namespace: str, job: str) -> list[Workflow]:
+        return [as_workflow(w) for w in self._objects.list_workflows(namespace, f"{LABEL_JOB}={job}")]
 
 
 class CachedReads:
@@ -111,26 +121,26 @@ class CachedReads:
     def dijob(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self.cache.get("DIJob", namespace, name)
 
-    def configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def configmap(self, namespace: str, name: str) -> ConfigMap | None:
         return self.cache.get("ConfigMap", namespace, name)
 
-    def workflow(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def workflow(self, namespace: str, name: str) -> Workflow | None:
         return self.cache.get("Workflow", namespace, name)
 
-    def pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
+    def pods(self, namespace: str, job: str) -> list[Pod]:
         return self.cache.pods(namespace, job)
 
-    def service(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def service(self, namespace: str, name: str) -> Service | None:
         return self.cache.get("Service", namespace, name)
 
-    def workflows(self, namespace: str, job: str) -> list[dict[str, Any]]:
+    def workflows(self, namespace: str, job: str) -> list[Workflow]:
         return self.cache.of_job("Workflow", namespace, job)
 
 
-def membership_of(configmap: Mapping[str, Any] | None) -> Membership | None:
+def membership_of(configmap: ConfigMap | None) -> Membership | None:
     """The membership a ConfigMap holds; None when it has no ``membership.json`` or an unreadable one (edited
     by hand: the pass rebuilds it from the Workflow, :meth:`~dihera.controller.apply.Applier.repairs`)."""
-    text = ((configmap or {}).get("data") or {}).get(MEMBERSHIP_FILE)
+    text = (configmap or {}).get("data", {}).get(MEMBERSHIP_FILE)
     if not text:
         return None
     try:
@@ -145,23 +155,23 @@ def _parse_membership(text: str) -> Membership:
     return Membership.from_json(text)
 
 
-def _conflicts(job: DIJob, *found: Mapping[str, Any] | None) -> list[Conflict]:
+def _conflicts(job: DIJob, *found: Mapping[str, object] | None) -> list[Conflict]:
     """The conflicts among ``found``: the job's ConfigMap, Service and Workflow as read (None: none)."""
     kinds = ("ConfigMap", "Service", "Workflow")
     return [c for k, o in zip(kinds, found, strict=True) if o and (c := conflict(k, o, job.name, job.uid))]
 
 
-def _copies(job: DIJob, workflows: Sequence[Mapping[str, Any]]) -> tuple[Mapping[str, Any], ...]:
+def _copies(job: DIJob, workflows: Sequence[Workflow]) -> tuple[Workflow, ...]:
     """The Workflows labelled with the job but its own that the DIJob owns: an Argo RESUBMIT's copy keeps the
     ownerReferences; one without ours is not the job's (anyone may label a Workflow)."""
     own = workflow_name(job.name)
-    return tuple(w for w in workflows if w["metadata"]["name"] != own and owned_by(w, job.uid))
+    return tuple(w for w in workflows if metadata(w).get("name") != own and owned_by(w, job.uid))
 
 
-def _of_a_run(pod: Mapping[str, Any], workflow: str) -> bool:
+def _of_a_run(pod: Pod, workflow: str) -> bool:
     """Whether ``pod`` belongs to a run of the job: owned by a Workflow of the job's Workflow's name (a held
     run's, deleted: the pod goes with it). A pod anyone labelled like the job's is not waited for."""
-    refs = (pod.get("metadata") or {}).get("ownerReferences") or []
+    refs = metadata(pod).get("ownerReferences", [])
     return any(r.get("kind") == "Workflow" and r.get("name") == workflow for r in refs)
 
 
@@ -227,7 +237,7 @@ class Observer:
         ours = view.ours
         if ours is None:
             return dataclasses.replace(view, pods=())
-        uid = ours["metadata"].get("uid")
+        uid = metadata(ours).get("uid")
         return dataclasses.replace(
             view, pods=tuple(p for p in reads.pods(view.namespace, view.name) if owned_by(p, uid))
         )
@@ -244,7 +254,7 @@ class Observer:
         )
         return self.with_pods(changed, reads)
 
-    def _check_current(self, view: JobView, configmap: Mapping[str, Any] | None) -> None:
+    def _check_current(self, view: JobView, configmap: ConfigMap | None) -> None:
         """Raise :class:`CacheBehind` when the cache is behind what the status records.
 
         The status names a Workflow (or a membership generation) the cache does not hold yet: just

@@ -28,7 +28,6 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from dihera.constants import TERMINAL_PHASES
 from dihera.controller.apply import Applier, phase_message
@@ -45,9 +44,13 @@ from dihera.controller.validated import ValidatedJobs
 from dihera.kube.jobs import StatusConflict
 from dihera.kube.watch import Store
 from dihera.membership import plan_membership
-from dihera.objects import owned_by
+from dihera.objects import metadata, owned_by
 from dihera.queueing import with_placements
 from dihera.scaling import EditAction
+from dihera.shapes.configmap import as_configmap
+from dihera.shapes.pod import Pod
+from dihera.shapes.service import as_service
+from dihera.shapes.workflow import as_workflow
 
 __all__ = ["CacheBehind", "ConfirmLive", "Reconciler", "utc_now"]
 
@@ -203,10 +206,10 @@ class Reconciler:
         objects = made.objects
         created = dataclasses.replace(
             view,
-            workflow=objects["Workflow"],
+            workflow=as_workflow(objects["Workflow"]),
             membership=made.membership,
-            configmap=objects["ConfigMap"],
-            service=objects["Service"],
+            configmap=as_configmap(objects["ConfigMap"]),
+            service=as_service(objects["Service"]),
             foreign=False,
         )
         return self._observe.with_pods(created, reads)
@@ -278,8 +281,8 @@ class Reconciler:
             return None
         return None if self._refused.get(key) == refused else refused
 
-    def _live_pods(self, view: JobView) -> list[dict[str, Any]]:
-        uid = view.ours["metadata"].get("uid") if view.ours is not None else None
+    def _live_pods(self, view: JobView) -> list[Pod]:
+        uid = metadata(view.ours).get("uid")
         return [p for p in self._live.pods(view.namespace, view.name) if owned_by(p, uid)]
 
     def _finished(self, view: JobView, extra: Mapping[str, str]) -> float | None:

@@ -17,7 +17,6 @@ import signal
 import socket
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from dihera.constants import FIELD_MANAGER_CONTROLLER
 from dihera.controller.apply import Applier
@@ -71,7 +70,7 @@ class Controller:
             applier,
             metrics,
             cache=self.store,
-            queueing=self._queueing(settings, api, metrics),
+            queueing=self._queueing(settings, WorkloadStore(api), metrics),
             job_objects_ready=self.watches.ready,
             progress_batch=settings.progress_batch_seconds,
         )
@@ -79,13 +78,13 @@ class Controller:
         self.triggers = Triggers(self.store, self.queue, settings.pod_batch_seconds, self.watches.release_if_idle)
         self.watches.bind(self.triggers.on_event, self.triggers.on_listed, self.triggers.on_ready)
 
-    def _queueing(self, settings: ControllerSettings, api: Any, metrics: Metrics) -> Queueing | None:
+    def _queueing(self, settings: ControllerSettings, workloads: WorkloadStore, metrics: Metrics) -> Queueing | None:
         if settings.kueue is None:
             return None
         store = self.store
         return Queueing(
             settings.kueue,
-            WorkloadStore(api),
+            workloads,
             metrics,
             utc_now,
             lambda ns, n: store.get("Workload", ns, n),

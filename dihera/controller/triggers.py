@@ -22,8 +22,8 @@ A listing queues every job it brought or dropped.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Protocol
 
 from dihera.kube.watch import JobKey, Store, job_of
 
@@ -64,7 +64,7 @@ class Triggers:
         }
         self._release_if_idle = release_if_idle
 
-    def on_event(self, kind: str, type_: str, obj: dict[str, Any]) -> None:
+    def on_event(self, kind: str, type_: str, obj: Mapping[str, object]) -> None:
         job = job_of(kind, obj)
         if job is None:
             return
@@ -79,7 +79,9 @@ class Triggers:
         if type_ == "DELETED":
             self._release_if_idle(job[0])
 
-    def on_listed(self, kind: str, listed: list[dict[str, Any]], gone: list[dict[str, Any]]) -> None:
+    def on_listed(
+        self, kind: str, listed: Sequence[Mapping[str, object]], gone: Sequence[Mapping[str, object]]
+    ) -> None:
         if kind == "DIJob":  # deleted while the watch was being restarted
             for obj in gone:
                 self.on_event(kind, "DELETED", obj)

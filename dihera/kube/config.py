@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Callable
-from typing import Any
 
 from kubernetes import client, config
 
@@ -26,10 +25,10 @@ def _wrap_requests(
     api: client.ApiClient, timeout: tuple[float, float], on_request: OnRequest | None
 ) -> client.ApiClient:
     """Every request of ``api`` passes here: the default timeout, and ``on_request`` to count it."""
-    send: Any = api.rest_client.request
+    send: Callable[..., object] = api.rest_client.request
 
     @functools.wraps(send)
-    def request(method: str, url: str, *args: Any, _request_timeout: Any = None, **kwargs: Any) -> Any:
+    def request(method: str, url: str, *args: object, _request_timeout: object = None, **kwargs: object) -> object:
         if _request_timeout is None and "watch=true" not in url:
             _request_timeout = timeout
         if on_request is not None:

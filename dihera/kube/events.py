@@ -19,7 +19,7 @@ import queue
 import threading
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TypedDict
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -27,6 +27,7 @@ from kubernetes.client.exceptions import ApiException
 from dihera.constants import FIELD_MANAGER_CONTROLLER
 from dihera.kube.errors import describe_api_error
 from dihera.kube.responses import discard
+from dihera.objects import metadata
 
 __all__ = ["BACKLOG", "EventRecorder"]
 
@@ -34,6 +35,41 @@ log = logging.getLogger("dihera.controller")
 
 #: Events queued for the sender at most; past that, :meth:`EventRecorder.post` sends in the caller's thread.
 BACKLOG = 1000
+
+
+class _EventMeta(TypedDict):
+    name: str
+    namespace: str
+
+
+class _InvolvedObject(TypedDict):
+    apiVersion: str
+    kind: str
+    name: str
+    namespace: str
+    uid: str | None
+    resourceVersion: str | None
+
+
+class _Source(TypedDict):
+    component: str
+
+
+class _Event(TypedDict):
+    """A core/v1 Event as posted."""
+
+    apiVersion: str
+    kind: str
+    metadata: _EventMeta
+    involvedObject: _InvolvedObject
+    type: str
+    reason: str
+    message: str
+    source: _Source
+    reportingComponent: str
+    firstTimestamp: str
+    lastTimestamp: str
+    count: int
 
 
 class EventRecorder:
@@ -52,7 +88,7 @@ class EventRecorder:
         self._core = client.CoreV1Api(api)
         self._component = component
         self._on_posted = on_posted
-        self._backlog: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=backlog)
+        self._backlog: queue.Queue[_Event | None] = queue.Queue(maxsize=backlog)
         self._sender: threading.Thread | None = None
 
     def start(self) -> None:
@@ -73,7 +109,7 @@ class EventRecorder:
             return
         sender.join(timeout)
 
-    def post(self, job: Mapping[str, Any], type_: str, reason: str, message: str) -> None:
+    def post(self, job: Mapping[str, object], type_: str, reason: str, message: str) -> None:
         """Post one Event: queued for the sender once started, else (or when the backlog is full) sent now."""
         body = self._event(job, type_, reason, message)
         if self._sender is not None:
@@ -88,16 +124,16 @@ class EventRecorder:
         while (body := self._backlog.get()) is not None:
             self._send(body)
 
-    def _event(self, job: Mapping[str, Any], type_: str, reason: str, message: str) -> dict[str, Any]:
-        meta = job["metadata"]
+    def _event(self, job: Mapping[str, object], type_: str, reason: str, message: str) -> _Event:
+        meta = metadata(job)
         now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         return {
             "apiVersion": "v1",
             "kind": "Event",
             "metadata": {"name": f"{meta['name']}.{uuid.uuid4().hex[:16]}", "namespace": meta["namespace"]},
             "involvedObject": {
-                "apiVersion": job["apiVersion"],
-                "kind": job["kind"],
+                "apiVersion": str(job["apiVersion"]),
+                "kind": str(job["kind"]),
                 "name": meta["name"],
                 "namespace": meta["namespace"],
                 "uid": meta.get("uid"),
@@ -113,7 +149,7 @@ class EventRecorder:
             "count": 1,
         }
 
-    def _send(self, body: dict[str, Any]) -> None:
+    def _send(self, body: _Event) -> None:
         involved = body["involvedObject"]
         try:
             discard(self._core.create_namespaced_event(involved["namespace"], body, _preload_content=False))  # type: ignore[arg-type]

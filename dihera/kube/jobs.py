@@ -10,6 +10,7 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from dihera.constants import FIELD_MANAGER_CONTROLLER, TERMINAL_PHASES
+from dihera.objects import metadata
 from dihera.schema import GROUP, PLURAL, VERSION
 
 __all__ = ["TERMINAL_PHASES", "JobStore", "StatusConflict", "WaitTimeout"]
@@ -18,7 +19,7 @@ __all__ = ["TERMINAL_PHASES", "JobStore", "StatusConflict", "WaitTimeout"]
 class WaitTimeout(TimeoutError):
     """The job did not reach the wanted phase in time; ``last`` is the last status seen."""
 
-    def __init__(self, job: str, phase: str, timeout: float, last: Mapping[str, Any]) -> None:
+    def __init__(self, job: str, phase: str, timeout: float, last: Mapping[str, object]) -> None:
         self.last = dict(last)
         super().__init__(
             f"DIJob {job} did not reach phase {phase} within {timeout:g}s (last phase: {last.get('phase') or '-'})"
@@ -30,7 +31,7 @@ class StatusConflict(Exception):
     created again): read it again and recompute the status."""
 
 
-def _tested_uid(ops: Sequence[Mapping[str, Any]]) -> str | None:
+def _tested_uid(ops: Sequence[Mapping[str, object]]) -> str | None:
     """The uid a JSON patch's ``test`` of ``/metadata/uid`` asks for (None: no such test)."""
     tests = (op for op in ops if op.get("op") == "test" and op.get("path") == "/metadata/uid")
     return next((str(op["value"]) for op in tests), None)
@@ -42,6 +43,7 @@ class JobStore:
     def __init__(self, api: client.ApiClient) -> None:
         self._custom = client.CustomObjectsApi(api)
 
+    # A DIJob as served: its readers (cli, submit) take it as dict[str, Any] until they read the DIJob's view.
     def get(self, namespace: str, name: str) -> dict[str, Any] | None:
         try:
             obj = self._custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
@@ -51,9 +53,9 @@ class JobStore:
             raise
         return cast(dict[str, Any], obj)
 
-    def create(self, manifest: Mapping[str, Any]) -> dict[str, Any]:
+    def create(self, manifest: Mapping[str, object]) -> dict[str, Any]:
         """Create a DIJob; the API server's validation errors (CEL rules name the field) propagate as ApiException."""
-        namespace = manifest["metadata"].get("namespace") or "default"
+        namespace = metadata(manifest).get("namespace") or "default"
         created = self._custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, dict(manifest))
         return cast(dict[str, Any], created)
 
@@ -78,7 +80,7 @@ class JobStore:
 
     def _uid(self, namespace: str, name: str) -> str | None:
         body = self.get(namespace, name)
-        return None if body is None else str(body["metadata"].get("uid"))
+        return None if body is None else str(metadata(body).get("uid"))
 
     def suspend(self, namespace: str, name: str) -> bool:
         """Set ``spec.suspend: true`` (a JSON merge patch); False when the DIJob is gone."""
@@ -93,7 +95,7 @@ class JobStore:
             raise
         return True
 
-    def patch_status(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    def patch_status(self, namespace: str, name: str, ops: Sequence[Mapping[str, object]]) -> dict[str, object]:
         """Apply a JSON patch to the status subresource; the DIJob as written, or :class:`StatusConflict` when a
         precondition in it failed.
 
@@ -123,7 +125,7 @@ class JobStore:
                 why = f"DIJob {namespace}/{name} is not the object read (uid {uid}): deleted and created again"
                 raise StatusConflict(why) from err
             raise
-        return cast(dict[str, Any], written)
+        return cast(dict[str, object], written)
 
     def wait_for_phase(
         self,
@@ -131,19 +133,19 @@ class JobStore:
         name: str,
         phase: str,
         timeout: float,
-        progress: Callable[[Mapping[str, Any]], None] | None = None,
+        progress: Callable[[Mapping[str, object]], None] | None = None,
         interval: float = 1.0,
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """Poll until the job's phase is ``phase`` (or terminal); return its status.
 
         ``progress`` is called with the status each time it changes. Raises :class:`WaitTimeout`
         after ``timeout`` seconds, and :class:`RuntimeError` if the job ends in another terminal phase.
         """
         deadline = time.monotonic() + timeout
-        last: dict[str, Any] = {}
+        last: dict[str, object] = {}
         while True:
             obj = self.get(namespace, name)
-            status = dict((obj or {}).get("status") or {})
+            status = dict(_mapping((obj or {}).get("status")))
             if status != last and progress is not None:
                 progress(status)
             last = status
@@ -159,8 +161,13 @@ class JobStore:
             time.sleep(interval)
 
 
-def _message(status: Mapping[str, Any]) -> str:
-    for cond in status.get("conditions") or []:
+def _mapping(value: object) -> Mapping[str, object]:
+    return cast(Mapping[str, object], value) if isinstance(value, Mapping) else {}
+
+
+def _message(status: Mapping[str, object]) -> str:
+    conditions = status.get("conditions")
+    for cond in map(_mapping, conditions if isinstance(conditions, list) else []):
         if cond.get("status") == "True":
             return str(cond.get("message") or cond.get("reason") or "")
     return ""

@@ -19,8 +19,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -28,6 +27,7 @@ from kubernetes.client.exceptions import ApiException
 from dihera.constants import ANNOTATION_IDEMPOTENCY, FIELD_MANAGER_SERVER
 from dihera.key_records import Answer, KeyBusy, KeyReused, Record, decode, encode, prune
 from dihera.kube.jobs import JobStore
+from dihera.objects import metadata
 from dihera.patches import pointer, precondition
 from dihera.schema import GROUP, PLURAL, VERSION
 
@@ -90,7 +90,7 @@ class AnnotationKeyStore:
             if self._write(body, records):
                 return None
 
-    def _settle(self, namespace: str, name: str, key: str, answer: tuple[int, Any] | None) -> None:
+    def _settle(self, namespace: str, name: str, key: str, answer: tuple[int, object] | None) -> None:
         """Store the answer of ``key`` (None: forget the key) on the latest DIJob, again after each lost race for
         up to ``wait`` seconds."""
         deadline = time.monotonic() + self._wait
@@ -109,10 +109,10 @@ class AnnotationKeyStore:
                 return
             time.sleep(random.uniform(0, 0.05))
 
-    def _write(self, body: dict[str, Any], records: dict[str, Record]) -> bool:
+    def _write(self, body: Mapping[str, object], records: dict[str, Record]) -> bool:
         """Replace the records if the DIJob is unchanged since ``body`` was read; False on a 409."""
-        meta = body["metadata"]
-        ops: list[dict[str, Any]] = [precondition(body)]
+        meta = metadata(body)
+        ops: list[dict[str, object]] = [precondition(body)]
         if meta.get("annotations") is None:
             ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
         path = f"/metadata/annotations/{pointer(ANNOTATION_IDEMPOTENCY)}"
@@ -137,5 +137,5 @@ class AnnotationKeyStore:
         return True
 
 
-def _records(body: dict[str, Any]) -> dict[str, Record]:
-    return decode(((body.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_IDEMPOTENCY))
+def _records(body: Mapping[str, object]) -> dict[str, Record]:
+    return decode(metadata(body).get("annotations", {}).get(ANNOTATION_IDEMPOTENCY))

@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
 
 from kubernetes import client
 from kubernetes.leaderelection import electionconfig, leaderelection
@@ -35,10 +34,10 @@ class _Lock(LeaseLock):
         self.api_instance = client.CoordinationV1Api(api)
         self.closed = threading.Event()
 
-    def create(self, name: str, namespace: str, election_record: Any) -> bool:
+    def create(self, name: str, namespace: str, election_record: object) -> bool:
         return False if self.closed.is_set() else bool(super().create(name, namespace, election_record))  # type: ignore[no-untyped-call]
 
-    def update(self, name: str, namespace: str, updated_record: Any) -> bool:
+    def update(self, name: str, namespace: str, updated_record: object) -> bool:
         return False if self.closed.is_set() else bool(super().update(name, namespace, updated_record))  # type: ignore[no-untyped-call]
 
 

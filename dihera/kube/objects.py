@@ -8,12 +8,13 @@ from __future__ import annotations
 import math
 from collections.abc import Generator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, cast
+from typing import cast
 
 from kubernetes import client, watch
 from kubernetes.client.exceptions import ApiException
 
 from dihera.kube.responses import decoded, discard
+from dihera.objects import metadata
 
 __all__ = [
     "DELETE_CONCURRENCY",
@@ -44,7 +45,7 @@ class ObjectStore:
 
     # -- reads -----------------------------------------------------------------------------------
 
-    def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def get_configmap(self, namespace: str, name: str) -> dict[str, object] | None:
         try:
             obj = self._core.read_namespaced_config_map(name, namespace, _preload_content=False)
         except ApiException as err:
@@ -53,7 +54,7 @@ class ObjectStore:
             raise
         return decoded(obj)
 
-    def get_workflow(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def get_workflow(self, namespace: str, name: str) -> dict[str, object] | None:
         try:
             obj = self._custom.get_namespaced_custom_object(
                 WORKFLOW_GROUP, WORKFLOW_VERSION, namespace, WORKFLOW_PLURAL, name
@@ -64,7 +65,7 @@ class ObjectStore:
             raise
         return _as_dict(obj)
 
-    def get_service(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def get_service(self, namespace: str, name: str) -> dict[str, object] | None:
         try:
             obj = self._core.read_namespaced_service(name, namespace, _preload_content=False)
         except ApiException as err:
@@ -73,16 +74,16 @@ class ObjectStore:
             raise
         return decoded(obj)
 
-    def list_workflows(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+    def list_workflows(self, namespace: str, selector: str) -> list[dict[str, object]]:
         """Workflows matching a label selector."""
         found = self._custom.list_namespaced_custom_object(
             WORKFLOW_GROUP, WORKFLOW_VERSION, namespace, WORKFLOW_PLURAL, label_selector=selector
         )
-        return [dict(item) for item in cast(dict[str, Any], found).get("items") or []]
+        return _items(_as_dict(found))
 
     def watch_workflow(
         self, namespace: str, name: str, after: str, seconds: float
-    ) -> Generator[dict[str, Any], None, None]:
+    ) -> Generator[dict[str, object], None, None]:
         """The Workflow as each write after resourceVersion ``after`` leaves it, for up to ``seconds``.
 
         One watch of that one object (no polling of a Workflow that may weigh megabytes); it ends when the
@@ -115,23 +116,22 @@ class ObjectStore:
         finally:
             stream.stop()  # type: ignore[no-untyped-call]
 
-    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+    def list_pods(self, namespace: str, selector: str) -> list[dict[str, object]]:
         """Pods matching a label selector, as plain dicts (the API's JSON, camelCase)."""
         resp = self._core.list_namespaced_pod(namespace, label_selector=selector, _preload_content=False)
-        items: list[dict[str, Any]] = decoded(resp).get("items", [])
-        return items
+        return _items(decoded(resp))
 
     # -- writes ----------------------------------------------------------------------------------
 
-    def create(self, obj: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    def create(self, obj: Mapping[str, object]) -> tuple[dict[str, object], bool]:
         """Create a ConfigMap, Service, PersistentVolumeClaim or Workflow; ``(object, created)``. An existing
         object is read back, but a claim: it is returned as given (a claim of that name is the job's, or one a
         DIJob of the same name kept with reclaimPolicy Retain, to be mounted again; nothing of it is read)."""
-        kind = obj["kind"]
-        meta = obj["metadata"]
+        kind = str(obj["kind"])
+        meta = metadata(obj)
         ns, name = meta["namespace"], meta["name"]
         try:
-            resp: Any
+            resp: object
             if kind == "PersistentVolumeClaim":
                 resp = self._core.create_namespaced_persistent_volume_claim(ns, dict(obj), _preload_content=False)  # type: ignore[arg-type]
             elif kind == "ConfigMap":
@@ -153,7 +153,7 @@ class ObjectStore:
             return self._read_existing(kind, ns, name), False
         return decoded(resp), True
 
-    def _read_existing(self, kind: str, namespace: str, name: str) -> dict[str, Any]:
+    def _read_existing(self, kind: str, namespace: str, name: str) -> dict[str, object]:
         if kind == "Workflow":
             found = self.get_workflow(namespace, name)
         elif kind == "ConfigMap":
@@ -164,24 +164,31 @@ class ObjectStore:
             raise RuntimeError(f"{kind} {namespace}/{name} exists but cannot be read")
         return found
 
-    def put_back(self, kind: str, obj: Mapping[str, Any], fields: Mapping[str, Any]) -> dict[str, Any] | None:
+    def put_back(
+        self, kind: str, obj: Mapping[str, object], fields: Mapping[str, Mapping[str, object]]
+    ) -> dict[str, object] | None:
         """Write ``fields`` (top-level: ``spec`` of a Service, merged; ``data`` of a ConfigMap; ``metadata``)
         over ``obj`` as the API server served it, with its resourceVersion (a 409 when it changed
         meanwhile); None when it is gone."""
-        meta = obj["metadata"]
+        meta = metadata(obj)
         body = {**obj, **fields}
-        resp: Any
+        resp: object
         try:
             if kind == "Service":
-                spec = {**(obj.get("spec") or {}), **(fields.get("spec") or {})}
-                service: Any = {**body, "spec": spec}
+                spec = {**_mapping(obj.get("spec")), **fields.get("spec", {})}
+                service = {**body, "spec": spec}
                 resp = self._core.replace_namespaced_service(
-                    meta["name"], meta["namespace"], service, _preload_content=False
+                    meta["name"],
+                    meta["namespace"],
+                    service,  # type: ignore[arg-type]  # the client sends a dict as it is
+                    _preload_content=False,
                 )
             elif kind == "ConfigMap":
-                configmap: Any = body
                 resp = self._core.replace_namespaced_config_map(
-                    meta["name"], meta["namespace"], configmap, _preload_content=False
+                    meta["name"],
+                    meta["namespace"],
+                    body,  # type: ignore[arg-type]
+                    _preload_content=False,
                 )
             else:
                 raise ValueError(f"cannot put {kind} {meta['namespace']}/{meta['name']} back: unsupported kind")
@@ -191,7 +198,7 @@ class ObjectStore:
             raise
         return decoded(resp)
 
-    def shutdown_workflow(self, namespace: str, name: str, how: str = "Terminate") -> dict[str, Any] | None:
+    def shutdown_workflow(self, namespace: str, name: str, how: str = "Terminate") -> dict[str, object] | None:
         """Ask Argo to stop a Workflow (``spec.shutdown``); the Workflow as patched, or None when it is gone."""
         try:
             patched = self._custom.patch_namespaced_custom_object(
@@ -247,6 +254,16 @@ class ObjectStore:
             raise errors[0]
 
 
-def _as_dict(obj: object) -> dict[str, Any]:
+def _as_dict(obj: object) -> dict[str, object]:
     """Custom-object calls return the decoded JSON object."""
-    return cast(dict[str, Any], obj)
+    return cast(dict[str, object], obj)
+
+
+def _mapping(value: object) -> Mapping[str, object]:
+    return cast(Mapping[str, object], value) if isinstance(value, Mapping) else {}
+
+
+def _items(found: Mapping[str, object]) -> list[dict[str, object]]:
+    """The objects of a list answer (its ``items``)."""
+    items = found.get("items")
+    return [cast(dict[str, object], i) for i in items if isinstance(i, dict)] if isinstance(items, list) else []

@@ -11,11 +11,12 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import cast
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
+from dihera.objects import metadata
 from dihera.profilings import ProfilingsConflict, bounded_merge
 from dihera.schema import GROUP, PLURAL, VERSION
 
@@ -31,8 +32,8 @@ def write_profilings(
     api: client.ApiClient,
     namespace: str,
     name: str,
-    report: Mapping[str, Any],
-    cached: Mapping[str, Any] | None = None,
+    report: Mapping[str, object],
+    cached: Mapping[str, object] | None = None,
 ) -> bool:
     """Merge ``report`` into ``status.profilings`` (a JSON merge patch) if the merged map stays within its
     bounds (else :class:`~dihera.profilings.ProfilingsError`); False when the DIJob does not exist;
@@ -43,19 +44,21 @@ def write_profilings(
         if attempt:
             time.sleep(random.uniform(0, min(PAUSE_CAP, 0.02 * 2**attempt)))
         if attempt == 0 and cached is not None:
-            body: Mapping[str, Any] = cached
+            body: Mapping[str, object] = cached
         else:
             try:
                 body = cast(
-                    dict[str, Any], custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
+                    dict[str, object], custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
                 )
             except ApiException as err:
                 if err.status == 404:
                     return False
                 raise
-        bounded_merge((body.get("status") or {}).get("profilings"), report)  # raises when past a bound
-        patch = {"metadata": {"resourceVersion": body["metadata"]["resourceVersion"]}}
-        patch["status"] = {"profilings": dict(report)}
+        bounded_merge(_profilings(body), report)  # raises when past a bound
+        patch = {
+            "metadata": {"resourceVersion": metadata(body)["resourceVersion"]},
+            "status": {"profilings": dict(report)},
+        }
         try:
             custom.patch_namespaced_custom_object_status(GROUP, VERSION, namespace, PLURAL, name, patch)
         except ApiException as err:
@@ -68,3 +71,10 @@ def write_profilings(
     raise ProfilingsConflict(
         f"DIJob {namespace}/{name} changed under each of {ATTEMPTS} attempts to record the report; send it again"
     )
+
+
+def _profilings(body: Mapping[str, object]) -> Mapping[str, object] | None:
+    """``status.profilings`` of a DIJob as read (None: none yet)."""
+    status = body.get("status")
+    found = status.get("profilings") if isinstance(status, Mapping) else None
+    return cast(Mapping[str, object], found) if isinstance(found, Mapping) else None

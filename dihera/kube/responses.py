@@ -10,9 +10,11 @@ operator extras are installed (a big job's pod list is tens of MB of JSON), else
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import cast
 
-_loads: Callable[[bytes], Any]
+from urllib3.response import BaseHTTPResponse
+
+_loads: Callable[[bytes], object]
 try:
     import orjson
 
@@ -25,16 +27,23 @@ except ModuleNotFoundError:  # a plain install (no operator extras): the standar
 __all__ = ["decoded", "discard"]
 
 
-def decoded(resp: Any) -> dict[str, Any]:
+def _raw(resp: object) -> BaseHTTPResponse:
+    """A call made with ``_preload_content=False`` answers the raw response (the generated client's
+    annotations name the model it would have decoded)."""
+    return cast(BaseHTTPResponse, resp)
+
+
+def decoded(resp: object) -> dict[str, object]:
     """The JSON object a raw response carries; its connection goes back to the pool."""
+    raw = _raw(resp)
     try:
-        data: dict[str, Any] = _loads(resp.data)
+        data = cast(dict[str, object], _loads(raw.data))
     finally:
-        resp.release_conn()
+        raw.release_conn()
     return data
 
 
-def discard(resp: Any) -> None:
+def discard(resp: object) -> None:
     """Read and drop a raw response's body (the object a DELETE or a create echoes), so its connection is
     reused."""
-    resp.drain_conn()
+    _raw(resp).drain_conn()

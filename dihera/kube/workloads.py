@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import cast
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -18,6 +18,7 @@ from dihera.constants import ANNOTATION_WORKLOAD_SLICE, FIELD_MANAGER_CONTROLLER
 from dihera.errors import QuotaRefused
 from dihera.kube.jobs import StatusConflict
 from dihera.model import DIJob
+from dihera.objects import metadata
 from dihera.patches import precondition
 from dihera.queueing import KueueSettings, build_workload, queue_name, slice_name, view_workload, workload_name
 from dihera.queueing.slices import added_replicas, plan_release
@@ -36,8 +37,8 @@ class KueueObjectMissing(LookupError):
     """A Kueue object the job needs does not exist (a WorkloadPriorityClass the settings name)."""
 
 
-def _as_dict(obj: object) -> dict[str, Any]:
-    return cast(dict[str, Any], obj)
+def _as_dict(obj: object) -> dict[str, object]:
+    return cast(dict[str, object], obj)
 
 
 class WorkloadStore:
@@ -46,7 +47,7 @@ class WorkloadStore:
     def __init__(self, api: client.ApiClient) -> None:
         self._custom = client.CustomObjectsApi(api)
 
-    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def get(self, namespace: str, name: str) -> dict[str, object] | None:
         try:
             obj = self._custom.get_namespaced_custom_object(
                 KUEUE_GROUP, KUEUE_VERSION, namespace, WORKLOAD_PLURAL, name
@@ -57,16 +58,16 @@ class WorkloadStore:
             raise
         return _as_dict(obj)
 
-    def list(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+    def list(self, namespace: str, selector: str) -> list[dict[str, object]]:
         resp = self._custom.list_namespaced_custom_object(
             KUEUE_GROUP, KUEUE_VERSION, namespace, WORKLOAD_PLURAL, label_selector=selector
         )
-        items: list[dict[str, Any]] = _as_dict(resp).get("items") or []
-        return items
+        items = _as_dict(resp).get("items")
+        return [_as_dict(i) for i in items if isinstance(i, dict)] if isinstance(items, list) else []
 
-    def create(self, workload: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    def create(self, workload: Mapping[str, object]) -> tuple[dict[str, object], bool]:
         """``(workload, created)``; one that already exists is read back."""
-        meta = workload["metadata"]
+        meta = metadata(workload)
         try:
             created = self._custom.create_namespaced_custom_object(
                 KUEUE_GROUP, KUEUE_VERSION, meta["namespace"], WORKLOAD_PLURAL, dict(workload)
@@ -80,7 +81,7 @@ class WorkloadStore:
             return found, False
         return _as_dict(created), True
 
-    def patch_status(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    def patch_status(self, namespace: str, name: str, ops: Sequence[Mapping[str, object]]) -> dict[str, object] | None:
         """A JSON patch of ``workloads/status`` (with its own resourceVersion precondition): the Workload as written,
         None when it is gone, :class:`StatusConflict` when it changed since it was read."""
         try:
@@ -102,7 +103,7 @@ class WorkloadStore:
             raise
         return _as_dict(written)
 
-    def patch(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    def patch(self, namespace: str, name: str, ops: Sequence[Mapping[str, object]]) -> dict[str, object] | None:
         """A JSON patch of a Workload (its spec: the podSets of a requeued job); None when it is gone."""
         try:
             written = self._custom.patch_namespaced_custom_object(
@@ -131,7 +132,7 @@ class WorkloadStore:
             raise
         return True
 
-    def resource_flavor(self, name: str) -> dict[str, Any] | None:
+    def resource_flavor(self, name: str) -> dict[str, object] | None:
         try:
             obj = self._custom.get_cluster_custom_object(KUEUE_GROUP, KUEUE_VERSION, "resourceflavors", name)
         except ApiException as err:
@@ -151,7 +152,7 @@ class WorkloadStore:
                     "them; or create it, or map spec.priority to another with --kueue-priority-classes)"
                 ) from err
             raise
-        return int(_as_dict(obj).get("value") or 0)
+        return int(cast(int, _as_dict(obj).get("value") or 0))
 
 
 class QuotaGate:
@@ -226,14 +227,14 @@ class QuotaGate:
                 extra={"job": job.id},
             )
 
-    def slices(self, job: DIJob) -> list[dict[str, Any]]:
+    def slices(self, job: DIJob) -> list[dict[str, object]]:
         """The job's slice Workloads, oldest (lowest generation) first."""
         found = [
             w
             for w in self._store.list(job.namespace, f"{LABEL_JOB}={job.name}")
-            if ANNOTATION_WORKLOAD_SLICE in ((w.get("metadata") or {}).get("annotations") or {})
+            if ANNOTATION_WORKLOAD_SLICE in metadata(w).get("annotations", {})
         ]
-        return sorted(found, key=lambda w: int(w["metadata"]["annotations"][ANNOTATION_WORKLOAD_SLICE]))
+        return sorted(found, key=lambda w: int(metadata(w)["annotations"][ANNOTATION_WORKLOAD_SLICE]))
 
 
 def _describe(counts: Mapping[str, int]) -> str:

@@ -252,3 +252,57 @@ def test_stored_artifacts_and_the_collector_container_read_the_same_from_slim_ob
     assert finished_ok(slim_pod(finishing)) and finished_ok(finishing)
     for policy in (CleanPodPolicy.ALL, CleanPodPolicy.RUNNING):
         assert plan_cleanup(policy, "Succeeded", wf, [slim_pod(finishing)]).empty
+
+
+def test_a_slim_pod_holds_only_fields_its_shape_declares() -> None:
+    """The cache keeps what dihera.shapes.Pod declares, nothing else: a field not declared is dropped."""
+    from dihera.kube.watch.slim import kept_fields
+    from dihera.shapes.pod import Pod
+
+    declared = set(kept_fields(Pod))
+
+    def paths(value: Any, prefix: str = "") -> set[str]:
+        if isinstance(value, list):
+            return {p for v in value for p in paths(v, prefix)}
+        if not isinstance(value, dict) or prefix in ("metadata.labels.", "metadata.annotations."):
+            return set()
+        return {f"{prefix}{k}" for k in value} | {p for k, v in value.items() for p in paths(v, f"{prefix}{k}.")}
+
+    slim = slim_pod(dressed_pod(OOM))
+    assert paths(slim) <= declared
+    assert "status.containerStatuses.state.terminated.exitCode" in paths(slim)
+    assert "spec.containers.resources.limits.memory" in declared
+
+
+def test_a_shape_with_a_type_the_slimmer_cannot_keep_is_refused() -> None:
+    from typing import TypedDict
+
+    from dihera.kube.watch.slim import slimmer
+
+    class Odd(TypedDict, total=False):
+        when: float
+
+    with pytest.raises(TypeError, match="float"):
+        slimmer(Odd)
+
+
+def test_a_service_and_a_workload_keep_what_their_shapes_declare() -> None:
+    from dihera.kube.watch.slim import slim_service, slim_workload
+
+    ports = [{"name": "p", "port": 1, "targetPort": 1, "protocol": "TCP"}]
+    svc = {
+        "metadata": {"name": "j", "managedFields": MANAGED},
+        "spec": {"clusterIP": "None", "ports": ports, "sessionAffinity": "None"},
+    }
+    assert slim_service(svc) == {"metadata": {"name": "j"}, "spec": {"clusterIP": "None", "ports": ports}}
+    admission = {"clusterQueue": "q", "podSetAssignments": [{"name": "learner", "count": 1}]}
+    wl = {
+        "metadata": {"name": "w"},
+        "spec": {"queueName": "q", "podSets": [{"name": "learner", "count": 1, "template": {"spec": {}}}]},
+        "status": {"admission": admission, "requeueState": {"count": 1}},
+    }
+    assert slim_workload(wl) == {
+        "metadata": {"name": "w"},
+        "spec": {"queueName": "q", "podSets": [{"name": "learner", "count": 1}]},
+        "status": {"admission": admission},
+    }

@@ -23,14 +23,15 @@ to Argo, which creates it anew).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from dihera.constants import TERMINAL_PHASES, Phase
 from dihera.controller.decide.replicas import finished_ok
 from dihera.model import CleanPodPolicy
 from dihera.objects import LIVE_POD_PHASES, PodPhase, WorkflowPhase, deleting, metadata, pod_phase, workflow_phase
+from dihera.shapes.pod import Pod
+from dihera.shapes.workflow import Workflow
 
 __all__ = ["CleanupPlan", "plan_cleanup"]
 
@@ -50,8 +51,8 @@ class CleanupPlan:
 def plan_cleanup(
     policy: CleanPodPolicy,
     phase: str,
-    workflow: Mapping[str, Any] | None,
-    pods: Sequence[Mapping[str, Any]],
+    workflow: Workflow | None,
+    pods: Sequence[Pod],
 ) -> CleanupPlan:
     """What to do for a job in ``phase``; nothing unless it is Succeeded or Failed."""
     if phase not in TERMINAL_PHASES or policy is CleanPodPolicy.NONE:
@@ -64,29 +65,26 @@ def plan_cleanup(
     return CleanupPlan(shutdown, tuple(sorted(doomed)))
 
 
-def _phases(pods: Sequence[Mapping[str, Any]]) -> dict[str, PodPhase]:
+def _phases(pods: Sequence[Pod]) -> dict[str, PodPhase]:
     """Name → phase of the pods cleanup may act on: neither going away nor finishing."""
     return {
-        str(metadata(p)["name"]): pod_phase(p) or PodPhase.PENDING
-        for p in pods
-        if not deleting(p) and not _finishing(p)
+        metadata(p)["name"]: pod_phase(p) or PodPhase.PENDING for p in pods if not deleting(p) and not _finishing(p)
     }
 
 
-def _settled(workflow: Mapping[str, Any] | None, shutdown: bool) -> bool:
+def _settled(workflow: Workflow | None, shutdown: bool) -> bool:
     """Argo will not make an ended pod again: the Workflow completed or is told to stop (this plan's shutdown
     is written before its deletions). Before, a pod whose end Argo has not recorded yet is "missing" to it."""
     return workflow is None or shutdown or not _running(workflow)
 
 
-def _finishing(pod: Mapping[str, Any]) -> bool:
+def _finishing(pod: Pod) -> bool:
     """Still live, its user containers all exited 0: Argo's wait container is storing its outputs and log."""
     return pod_phase(pod) in LIVE_POD_PHASES and finished_ok(pod)
 
 
-def _running(workflow: Mapping[str, Any]) -> bool:
+def _running(workflow: Workflow) -> bool:
     """Whether Argo still runs the Workflow and it was not told to stop yet."""
     return (
-        workflow_phase(workflow) not in _COMPLETED_WORKFLOW
-        and (workflow.get("spec") or {}).get("shutdown") != "Terminate"
+        workflow_phase(workflow) not in _COMPLETED_WORKFLOW and workflow.get("spec", {}).get("shutdown") != "Terminate"
     )

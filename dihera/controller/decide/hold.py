@@ -41,7 +41,9 @@ from dihera.controller.decide.records import Facts, SuspendAction, SuspendPlan
 from dihera.controller.decide.view import JobView, QueueState
 from dihera.membership import Membership
 from dihera.model import DIJob
+from dihera.objects import deleting
 from dihera.queueing import WorkloadView, view_workload
+from dihera.shapes.workflow import Workflow
 
 __all__ = [
     "HELD_PHASES",
@@ -62,14 +64,14 @@ __all__ = [
 HELD_PHASES = frozenset({Phase.SUSPENDED, Phase.QUEUED})
 
 
-def _running(workflow: Mapping[str, Any] | None, foreign: bool) -> bool:
-    return workflow is not None and not foreign and not (workflow.get("metadata") or {}).get("deletionTimestamp")
+def _running(workflow: Workflow | None, foreign: bool) -> bool:
+    return workflow is not None and not foreign and not deleting(workflow)
 
 
 def plan_suspend(
     suspend: bool,
     old: Mapping[str, Any],
-    workflow: Mapping[str, Any] | None,
+    workflow: Workflow | None,
     foreign: bool,
     replicas: int,
     leftover_pods: int,
@@ -113,7 +115,7 @@ def _held(
     hold: str,
     cause: str | None,
     started: bool,
-    workflow: Mapping[str, Any] | None,
+    workflow: Workflow | None,
     foreign: bool,
     replicas: int,
     leftover_pods: int,

@@ -9,11 +9,11 @@ too; :func:`dihera.controller.decide.status.compute_status` keeps every other fi
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping
-from typing import Any
+from collections.abc import Collection
 
-from dihera.objects import artifact_key
+from dihera.objects import artifact_key, metadata
 from dihera.scaling.dag import workflow_nodes
+from dihera.shapes.workflow import Artifact, NodeStatus, Workflow, as_nodes
 
 __all__ = ["job_artifacts"]
 
@@ -28,26 +28,26 @@ def _replica_attempt(node_name: str, prefix: str) -> tuple[str, int]:
     return node_name[len(prefix) : attempt.start()], int(attempt.group(1))
 
 
-def _stored(node: Mapping[str, Any], names: Collection[str]) -> list[Mapping[str, Any]]:
+def _stored(node: NodeStatus, names: Collection[str]) -> list[Artifact]:
     """The node's output artifacts named in ``names``."""
-    arts = (node.get("outputs") or {}).get("artifacts") or []
-    return [a for a in arts if isinstance(a, Mapping) and a.get("name") in names]
+    arts = node.get("outputs", {}).get("artifacts", [])
+    return [a for a in arts if isinstance(a, dict) and a.get("name") in names]
 
 
-def job_artifacts(workflow: Mapping[str, Any] | None, names: Collection[str]) -> list[dict[str, str]]:
+def job_artifacts(workflow: Workflow | None, names: Collection[str]) -> list[dict[str, str]]:
     """Every artifact in ``names`` a replica's node of ``workflow`` stored, its latest attempt's; in replica and
     artifact order."""
     if not workflow or not names:
         return []
-    prefix = f"{workflow['metadata']['name']}."
+    prefix = f"{metadata(workflow)['name']}."
     latest: dict[tuple[str, str], tuple[int, dict[str, str]]] = {}
-    for node_id, node in workflow_nodes(workflow).items():
-        name = str(node.get("name", ""))
+    for node_id, node in as_nodes(workflow_nodes(workflow)).items():  # a node's id is its key (Argo's)
+        name = node.get("name", "")
         if node.get("type") != "Pod" or not name.startswith(prefix):
             continue
         replica, number = _replica_attempt(name, prefix)
         for art in _stored(node, names):
-            entry = {"name": str(art["name"]), "replica": replica, "node": str(node.get("id") or node_id)}
+            entry = {"name": art["name"], "replica": replica, "node": node_id}
             key = artifact_key(art)
             if key is not None:
                 entry["key"] = key

@@ -20,9 +20,7 @@ is the source of truth (docs/argo-ui.md, "Actions on a DIJob's Workflow"):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from dihera.constants import EventReason, Phase
 from dihera.controller.decide.decision import PhaseDecision
@@ -36,6 +34,7 @@ from dihera.naming import workflow_name
 from dihera.objects import VersionMemo, metadata
 from dihera.render import RenderSettings
 from dihera.render.objects import membership_configmap, service
+from dihera.shapes.configmap import ConfigMap
 
 __all__ = ["OutsidePlan", "plan_outside", "workflow_shut_down"]
 
@@ -99,7 +98,7 @@ def _membership_repair(view: JobView, settings: RenderSettings) -> str | None:
 
 
 def _derived_edits(
-    configmap: Mapping[str, Any], job: DIJob, membership: Membership, settings: RenderSettings
+    configmap: ConfigMap, job: DIJob, membership: Membership, settings: RenderSettings
 ) -> tuple[str, ...]:
     """The data keys of the ConfigMap that differ from what its own ``membership.json`` renders."""
     wanted = membership_configmap(job, membership, settings)["data"]

@@ -17,13 +17,13 @@ which frees the name by itself.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from dihera.constants import LABEL_JOB, LABEL_MANAGED_BY, MANAGED_BY
 from dihera.controller.decide.deadline import parse_time
 from dihera.controller.decide.view import Conflict
 from dihera.objects import labels, metadata
 from dihera.schema import KIND
+from dihera.shapes.meta import OwnerReference
 
 __all__ = ["CONFLICT_RETRY_MAX", "CONFLICT_RETRY_MIN", "Conflict", "conflict", "describe", "owns", "retry_after"]
 
@@ -34,19 +34,19 @@ CONFLICT_RETRY_MIN = 5.0
 CONFLICT_RETRY_MAX = 300.0
 
 
-def owns(obj: Mapping[str, Any], uid: str | None) -> bool:
+def owns(obj: Mapping[str, object], uid: str | None) -> bool:
     """Whether ``obj`` has the controlling ownerReference to the DIJob ``uid``."""
     refs = metadata(obj).get("ownerReferences") or []
     return uid is not None and any(r.get("uid") == uid and r.get("controller") is True for r in refs)
 
 
-def _owner(refs: Sequence[Mapping[str, Any]]) -> str:
+def _owner(refs: Sequence[OwnerReference]) -> str:
     if not refs:
         return "no owner"
     return ", ".join(f"owned by {r.get('kind')} {r.get('name')} (uid {r.get('uid')})" for r in refs)
 
 
-def _leftover(obj: Mapping[str, Any], job: str) -> bool:
+def _leftover(obj: Mapping[str, object], job: str) -> bool:
     """The job's labels, and owned by another DIJob of the job's name or already being deleted."""
     found = labels(obj)
     if found.get(LABEL_JOB) != job or found.get(LABEL_MANAGED_BY) != MANAGED_BY[LABEL_MANAGED_BY]:
@@ -56,7 +56,7 @@ def _leftover(obj: Mapping[str, Any], job: str) -> bool:
     return same_name or bool(metadata(obj).get("deletionTimestamp"))
 
 
-def conflict(kind: str, obj: Mapping[str, Any], job: str, uid: str | None) -> Conflict | None:
+def conflict(kind: str, obj: Mapping[str, object], job: str, uid: str | None) -> Conflict | None:
     """The conflict ``obj``, a ``kind`` found under one of job ``job``'s names, is; None when the DIJob ``uid``
     owns it. (``kind`` is given: the watch cache's slim copies do not keep it.)"""
     if owns(obj, uid):

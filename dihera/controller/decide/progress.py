@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 from dihera.controller.decide.replicas import ReplicaState
+from dihera.shapes.workflow import Workflow
 
 __all__ = ["parse_progress", "task_progress", "workflow_progress"]
 
@@ -46,7 +46,7 @@ def task_progress(states: Sequence[ReplicaState]) -> dict[str, str]:
     return {task: f"{done}/{total}" for task, (done, total) in sums.items()}
 
 
-def workflow_progress(workflow: Mapping[str, Any] | None) -> str | None:
+def workflow_progress(workflow: Workflow | None) -> str | None:
     """The Workflow's ``status.progress`` when valid, else None."""
     value = ((workflow or {}).get("status") or {}).get("progress")
     return str(value) if parse_progress(value) is not None else None

@@ -20,6 +20,8 @@ from dihera.controller.decide.replicas import ReplicaState
 from dihera.controller.decide.view import JobView
 from dihera.membership import Membership
 from dihera.model import SuccessPolicy
+from dihera.objects import metadata
+from dihera.shapes.workflow import WorkflowStatus
 
 __all__ = ["DropPlan", "Facts", "SuspendAction", "SuspendPlan"]
 
@@ -109,14 +111,14 @@ class Facts:
         return bool(self.kept) and all(s.up for s in self.kept)
 
     @property
-    def workflow_status(self) -> Mapping[str, Any]:
+    def workflow_status(self) -> WorkflowStatus:
         return (self.view.workflow or {}).get("status") or {}
 
     @property
     def workflow_name(self) -> str:
         """The job's Workflow's name (the one it had, once deleted; the job's name before it exists)."""
         ours = self.view.ours
-        return str(ours["metadata"]["name"] if ours is not None else self.view.status.get("workflowName") or "")
+        return str(metadata(ours)["name"] if ours is not None else self.view.status.get("workflowName") or "")
 
     @property
     def membership_grew(self) -> bool:

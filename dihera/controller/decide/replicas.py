@@ -18,14 +18,16 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import NamedTuple, TypedDict
 
 from dihera.constants import ANNOTATION_ARTIFACT_COLLECTOR, ANNOTATION_NODE_NAME, LABEL_POD
 from dihera.controller.decide.stuck import pod_problem
 from dihera.membership import Membership, Replica
 from dihera.naming import dag_task_name, hostname
-from dihera.objects import FAILED_NODE_PHASES, PodPhase, VersionMemo
+from dihera.objects import FAILED_NODE_PHASES, PodPhase, VersionMemo, labels, metadata
 from dihera.scaling.dag import live_replicas, workflow_nodes
+from dihera.shapes.pod import ContainerStatus, Pod
+from dihera.shapes.workflow import Workflow, as_nodes
 
 __all__ = [
     "NODE_NAME_ANNOTATION",
@@ -42,9 +44,9 @@ _ATTEMPT = re.compile(r"\((\d+)\)$")
 _ARGO_CONTAINERS = frozenset({"wait", "init"})
 
 
-def _user_statuses(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _user_statuses(pod: Pod) -> list[ContainerStatus]:
     """The statuses of the user's containers: not Argo's own, nor the one dihera added to collect artifacts."""
-    collector = ((pod.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_ARTIFACT_COLLECTOR)
+    collector = metadata(pod).get("annotations", {}).get(ANNOTATION_ARTIFACT_COLLECTOR)
     return [
         cs
         for cs in (pod.get("status") or {}).get("containerStatuses") or []
@@ -100,7 +102,7 @@ def attempt_of(node_name: str) -> int:
     return int(match.group(1)) if match else 0
 
 
-def exit_code(pod: Mapping[str, Any]) -> int | None:
+def exit_code(pod: Pod) -> int | None:
     """The first non-zero exit code of the user's containers (Argo's own are skipped), else 0 or None."""
     codes = []
     for cs in _user_statuses(pod):
@@ -111,7 +113,7 @@ def exit_code(pod: Mapping[str, Any]) -> int | None:
     return nonzero[0] if nonzero else (0 if codes else None)
 
 
-def finished_ok(pod: Mapping[str, Any]) -> bool:
+def finished_ok(pod: Pod) -> bool:
     """Every user container (Argo's own skipped) has terminated with exit code 0."""
     statuses = _user_statuses(pod)
     return bool(statuses) and all(
@@ -123,7 +125,7 @@ def finished_ok(pod: Mapping[str, Any]) -> bool:
 _REASON_CHARS = 200
 
 
-def failure_reason(pod: Mapping[str, Any]) -> str | None:
+def failure_reason(pod: Pod) -> str | None:
     """``<reason>: <message>`` of a Failed pod whose status names a reason (the kubelet's: ``Evicted`` for
     memory, disk or an emptyDir over its sizeLimit, ``DeadlineExceeded``, ``UnexpectedAdmissionError`` ...;
     these pods' containers are removed, so their logs are gone), else None."""
@@ -136,7 +138,7 @@ def failure_reason(pod: Mapping[str, Any]) -> str | None:
     return text if len(text) <= _REASON_CHARS else text[: _REASON_CHARS - 3] + "..."
 
 
-def ended_at(pod: Mapping[str, Any]) -> str | None:
+def ended_at(pod: Pod) -> str | None:
     """When every user container (Argo's own skipped) had terminated: the latest ``finishedAt``; else None."""
     ends = []
     for cs in _user_statuses(pod):
@@ -147,13 +149,13 @@ def ended_at(pod: Mapping[str, Any]) -> str | None:
     return max(ends) if ends else None
 
 
-def _ready(pod: Mapping[str, Any]) -> bool:
+def _ready(pod: Pod) -> bool:
     conds = (pod.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conds)
 
 
-def _pod_attempt(pod: Mapping[str, Any]) -> int:
-    return attempt_of(((pod.get("metadata") or {}).get("annotations") or {}).get(NODE_NAME_ANNOTATION, ""))
+def _pod_attempt(pod: Pod) -> int:
+    return attempt_of(metadata(pod).get("annotations", {}).get(NODE_NAME_ANNOTATION, ""))
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +176,8 @@ class PodFacts:
     failure_reason: str | None
 
 
-def _facts(pod: Mapping[str, Any]) -> PodFacts:
-    meta = pod.get("metadata") or {}
+def _facts(pod: Pod) -> PodFacts:
+    meta = metadata(pod)
     return PodFacts(
         name=str(meta.get("name") or ""),
         attempt=_pod_attempt(pod),
@@ -207,8 +209,8 @@ AttemptNodes = Mapping[int, NodeFacts]
 _NO_NODES: AttemptNodes = MappingProxyType({})
 
 
-def _read_attempt_nodes(workflow: Mapping[str, Any]) -> dict[str, AttemptNodes]:
-    nodes = workflow_nodes(workflow)
+def _read_attempt_nodes(workflow: Workflow) -> dict[str, AttemptNodes]:
+    nodes = as_nodes(workflow_nodes(workflow))
     prefix = f"{workflow['metadata']['name']}."
     out: dict[str, dict[int, NodeFacts]] = {}
     for node in nodes.values():
@@ -227,16 +229,16 @@ def _read_attempt_nodes(workflow: Mapping[str, Any]) -> dict[str, AttemptNodes]:
 _attempt_nodes_of: VersionMemo[dict[str, AttemptNodes]] = VersionMemo(_read_attempt_nodes, kept=64)
 
 
-def _attempt_nodes(workflow: Mapping[str, Any] | None) -> Mapping[str, AttemptNodes]:
+def _attempt_nodes(workflow: Workflow | None) -> Mapping[str, AttemptNodes]:
     """Every replica's attempt nodes, by its DAG name and attempt number (a non-retried replica's one
     node is attempt 0): one pass over the Workflow's nodes, not one per replica; once per version."""
     return _attempt_nodes_of(workflow) if workflow else {}
 
 
-def _by_hostname(pods: Iterable[Mapping[str, Any]]) -> dict[str, list[PodFacts]]:
+def _by_hostname(pods: Iterable[Pod]) -> dict[str, list[PodFacts]]:
     out: dict[str, list[PodFacts]] = {}
     for pod in pods:
-        host = ((pod.get("metadata") or {}).get("labels") or {}).get(LABEL_POD)
+        host = labels(pod).get(LABEL_POD)
         if host:
             out.setdefault(host, []).append(pod_facts(pod))
     return out
@@ -276,7 +278,16 @@ def _same_pods(a: Sequence[PodFacts], b: Sequence[PodFacts]) -> bool:
     return len(a) == len(b) and all(map(operator.is_, a, b))
 
 
-def _pod_fields(pod: PodFacts | None) -> dict[str, Any]:
+class _PodFields(TypedDict, total=False):
+    pod_name: str | None
+    pod_phase: str | None
+    ready: bool
+    exit_code: int | None
+    finished: bool
+    ended_at: str | None
+
+
+def _pod_fields(pod: PodFacts | None) -> _PodFields:
     """The :class:`ReplicaState` fields read from the current attempt's pod (none: not created yet)."""
     if pod is None:
         return {"pod_name": None, "pod_phase": None, "ready": False, "exit_code": None, "finished": False}
@@ -321,8 +332,8 @@ def _state(job_name: str, r: Replica, nodes: AttemptNodes, mine: Sequence[PodFac
 def replica_states(
     job_name: str,
     membership: Membership,
-    workflow: Mapping[str, Any] | None,
-    pods: Sequence[Mapping[str, Any]],
+    workflow: Workflow | None,
+    pods: Sequence[Pod],
 ) -> tuple[ReplicaState, ...]:
     """Every live replica of ``membership`` in rank order (retired ones left out), with its current attempt."""
     pods_of = _by_hostname(pods)

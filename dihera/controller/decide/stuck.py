@@ -13,15 +13,14 @@ Containers are looked at in the order init containers, containers; the first pro
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from dihera.constants import STUCK_WAITING_REASONS, StuckReason
+from dihera.objects import deleting
+from dihera.shapes.pod import ContainerStatus, Pod, PodStatus
 
 __all__ = ["pod_problem"]
 
 
-def _unschedulable(status: Mapping[str, Any]) -> tuple[str, str] | None:
+def _unschedulable(status: PodStatus) -> tuple[str, str] | None:
     for cond in status.get("conditions") or []:
         unscheduled = cond.get("type") == "PodScheduled" and cond.get("status") == "False"
         if unscheduled and cond.get("reason") == StuckReason.UNSCHEDULABLE:
@@ -29,7 +28,7 @@ def _unschedulable(status: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def _memory_limit(pod: Mapping[str, Any], container: str) -> str | None:
+def _memory_limit(pod: Pod, container: str) -> str | None:
     spec = pod.get("spec") or {}
     for c in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
         if c.get("name") == container:
@@ -38,14 +37,14 @@ def _memory_limit(pod: Mapping[str, Any], container: str) -> str | None:
     return None
 
 
-def _container_problem(pod: Mapping[str, Any], cs: Mapping[str, Any]) -> tuple[str, str] | None:
+def _container_problem(pod: Pod, cs: ContainerStatus) -> tuple[str, str] | None:
     name = cs.get("name") or "?"
     waiting = (cs.get("state") or {}).get("waiting") or {}
     if waiting.get("reason") in STUCK_WAITING_REASONS:
         detail = waiting.get("message") or ""
         return str(waiting["reason"]), f"container {name}" + (f": {detail}" if detail else "")
-    for when in ("state", "lastState"):
-        term = (cs.get(when) or {}).get("terminated") or {}
+    for state in (cs.get("state"), cs.get("lastState")):
+        term = (state or {}).get("terminated") or {}
         if term.get("reason") == StuckReason.OOM_KILLED:
             limit = _memory_limit(pod, str(name))
             within = f" (memory limit {limit})" if limit else ""
@@ -53,9 +52,9 @@ def _container_problem(pod: Mapping[str, Any], cs: Mapping[str, Any]) -> tuple[s
     return None
 
 
-def pod_problem(pod: Mapping[str, Any] | None) -> tuple[str, str] | None:
+def pod_problem(pod: Pod | None) -> tuple[str, str] | None:
     """``(reason, message)`` of what keeps the pod from running, or None when nothing does."""
-    if pod is None or (pod.get("metadata") or {}).get("deletionTimestamp"):
+    if pod is None or deleting(pod):
         return None
     status = pod.get("status") or {}
     found = _unschedulable(status)

@@ -24,6 +24,10 @@ from dihera.constants import TERMINAL_PHASES
 from dihera.membership import Membership
 from dihera.model import DIJob
 from dihera.queueing import WorkloadView
+from dihera.shapes.configmap import ConfigMap
+from dihera.shapes.pod import Pod
+from dihera.shapes.service import Service
+from dihera.shapes.workflow import Workflow
 
 __all__ = ["Conflict", "JobView", "QueueState"]
 
@@ -50,12 +54,12 @@ class JobView:
     job: DIJob | None
     invalid: str | None = None
     membership: Membership | None = None
-    workflow: Mapping[str, Any] | None = None
+    workflow: Workflow | None = None
     foreign: bool = False
-    pods: tuple[Mapping[str, Any], ...] = ()
-    configmap: Mapping[str, Any] | None = None
-    service: Mapping[str, Any] | None = None
-    copies: tuple[Mapping[str, Any], ...] = ()
+    pods: tuple[Pod, ...] = ()
+    configmap: ConfigMap | None = None
+    service: Service | None = None
+    copies: tuple[Workflow, ...] = ()
     queue: QueueState | None = None
     leftover_pods: int = 0
     cached: bool = True
@@ -111,7 +115,7 @@ class JobView:
         return self.phase in TERMINAL_PHASES
 
     @property
-    def ours(self) -> Mapping[str, Any] | None:
+    def ours(self) -> Workflow | None:
         """The Workflow if it is this job's (not a deleted DIJob's of the same name)."""
         return None if self.foreign else self.workflow
 

@@ -19,10 +19,13 @@ import logging
 import random
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import cast
 
 import orjson
 from kubernetes.client.exceptions import ApiException
+from urllib3.response import BaseHTTPResponse
+
+from dihera.objects import metadata
 
 __all__ = ["Gone", "Informer", "ListCall", "json_lines"]
 
@@ -30,7 +33,7 @@ log = logging.getLogger("dihera.kube")
 
 #: A generated client's list method bound to its scope, e.g. ``functools.partial(core.list_namespaced_pod,
 #: "ns", label_selector=...)``: called with ``limit``/``_continue`` to list, with ``watch=True`` to watch.
-ListCall = Callable[..., Any]
+ListCall = Callable[..., object]
 #: (connect, read) seconds for a page of a listing.
 LIST_TIMEOUT = (10.0, 60.0)
 #: Objects per page of a listing (as client-go's reflector pages).
@@ -67,13 +70,20 @@ def json_lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
         yield rest
 
 
-def _check(response: Any, what: str) -> None:
+def _raw(response: object) -> BaseHTTPResponse:
+    """A list call's answer: with ``_preload_content=False`` the generated client returns the raw response."""
+    return cast(BaseHTTPResponse, response)
+
+
+def _check(response: BaseHTTPResponse, what: str) -> None:
     if response.status >= 400:
         body = response.data
         response.release_conn()
         if response.status == 410:
             raise Gone(f"{what}: 410 Gone")
-        raise ApiException(status=response.status, reason=getattr(response, "reason", ""), body=body)
+        raise ApiException(
+            status=response.status, reason=getattr(response, "reason", ""), body=body.decode(errors="replace")
+        )
 
 
 class Informer:
@@ -89,8 +99,8 @@ class Informer:
         self,
         list_call: ListCall,
         name: str,
-        on_listed: Callable[[list[dict[str, Any]], str], None],
-        on_event: Callable[[str, dict[str, Any]], None],
+        on_listed: Callable[[list[dict[str, object]], str], None],
+        on_event: Callable[[str, dict[str, object]], None],
         watch_seconds: int = 300,
         backoffs: Sequence[float] = (1, 2, 5, 10),
         on_synced: Callable[[], None] | None = None,
@@ -104,7 +114,7 @@ class Informer:
         self._backoffs = tuple(backoffs) or (1.0,)
         self.synced = threading.Event()
         self._stop = threading.Event()
-        self._response: Any = None
+        self._response: BaseHTTPResponse | None = None
         self._thread = threading.Thread(target=self._run, name=f"informer-{name}", daemon=True)
 
     def start(self) -> None:
@@ -157,12 +167,12 @@ class Informer:
 
     def _list(self) -> str:
         """Every object, in pages of :data:`PAGE`; hands them over; returns the listing's resourceVersion."""
-        items: list[dict[str, Any]] = []
+        items: list[dict[str, object]] = []
         token: str | None = None
         version = ""
         while True:
-            response = self._list_call(
-                limit=PAGE, _continue=token, _preload_content=False, _request_timeout=LIST_TIMEOUT
+            response = _raw(
+                self._list_call(limit=PAGE, _continue=token, _preload_content=False, _request_timeout=LIST_TIMEOUT)
             )
             _check(response, f"listing {self.name}")
             data = response.data
@@ -180,13 +190,15 @@ class Informer:
     def _watch(self, version: str) -> str:
         """One watch from ``version`` until the server ends it; returns the last version it delivered."""
         seconds = int(self._watch_seconds * (1 + random.random()))  # spread, as client-go's reflector does
-        response = self._list_call(
-            watch=True,
-            resource_version=version,
-            allow_watch_bookmarks=True,
-            timeout_seconds=seconds,
-            _preload_content=False,
-            _request_timeout=(LIST_TIMEOUT[0], seconds + 30),
+        response = _raw(
+            self._list_call(
+                watch=True,
+                resource_version=version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=seconds,
+                _preload_content=False,
+                _request_timeout=(LIST_TIMEOUT[0], seconds + 30),
+            )
         )
         self._response = response
         if self._stop.is_set():  # stopped while the request was sent: nothing shut it down
@@ -200,14 +212,15 @@ class Informer:
                 if self._stop.is_set():
                     break
                 event = orjson.loads(line)
-                kind, obj = event.get("type"), event.get("object") or {}
+                kind = event.get("type")
+                obj: dict[str, object] = event.get("object") or {}
                 if kind == "ERROR":
                     if obj.get("code") == 410:
                         raise Gone(str(obj.get("message") or "410 Gone"))
                     raise ApiException(
                         status=obj.get("code"), reason=str(obj.get("reason")), body=line.decode(errors="replace")
                     )
-                version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                version = metadata(obj).get("resourceVersion") or version
                 if kind == "BOOKMARK":
                     continue
                 try:

@@ -10,13 +10,13 @@ label, e.g. a DI-engine config shipped beside a DIJob, is not the controller's).
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from kubernetes import client
 
 from dihera.constants import KUEUE_GROUP, KUEUE_VERSION, LABEL_JOB, MANAGED_BY
+from dihera.objects import metadata
 from dihera.schema import GROUP, PLURAL, VERSION
 
 __all__ = ["KINDS", "JobKey", "Kind", "job_of", "list_call", "managed_job_selector"]
@@ -59,7 +59,7 @@ _CORE_LISTS = {
 }
 
 
-def list_call(api: client.ApiClient, kind: Kind, namespace: str | None) -> Any:
+def list_call(api: client.ApiClient, kind: Kind, namespace: str | None) -> Callable[..., object]:
     """The generated client's list method of ``kind`` bound to its scope (``namespace`` None: every
     namespace) and selector, as :class:`dihera.kube.watch.informer.Informer` calls it (``limit``,
     ``_continue`` to list; ``watch=True`` to watch)."""
@@ -82,11 +82,11 @@ def list_call(api: client.ApiClient, kind: Kind, namespace: str | None) -> Any:
     )
 
 
-def job_of(kind: str, obj: Mapping[str, Any]) -> JobKey | None:
+def job_of(kind: str, obj: Mapping[str, object]) -> JobKey | None:
     """The job an object belongs to: a DIJob is its own, the others name it in their ``diengine/job`` label."""
-    meta = obj.get("metadata") or {}
-    namespace = str(meta.get("namespace") or "")
+    meta = metadata(obj)
+    namespace = meta.get("namespace", "")
     if kind == "DIJob":
-        return (namespace, str(meta["name"])) if meta.get("name") else None
-    job = (meta.get("labels") or {}).get(LABEL_JOB)
-    return (namespace, str(job)) if job else None
+        return (namespace, meta["name"]) if meta.get("name") else None
+    job = meta.get("labels", {}).get(LABEL_JOB)
+    return (namespace, job) if job else None

@@ -18,11 +18,16 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Collection, Mapping
-from typing import Any
+from collections.abc import Callable, Collection, Mapping, Sequence
+from typing import Any, Literal, cast, overload
 
 from dihera.kube.watch.kinds import job_of
 from dihera.kube.watch.slim import SLIMMERS
+from dihera.objects import metadata
+from dihera.shapes.configmap import ConfigMap
+from dihera.shapes.pod import Pod
+from dihera.shapes.service import Service
+from dihera.shapes.workflow import Workflow
 
 __all__ = ["KINDS", "Store"]
 
@@ -37,23 +42,26 @@ ECHOES_KEPT = 10_000
 Key = tuple[str, str]  # (namespace, name)
 
 
-def _key(obj: Mapping[str, Any]) -> Key:
-    meta = obj.get("metadata") or {}
-    return str(meta.get("namespace") or ""), str(meta.get("name") or "")
+def _key(obj: Mapping[str, object]) -> Key:
+    meta = metadata(obj)
+    return meta.get("namespace", ""), meta.get("name", "")
 
 
-def _uid(obj: Mapping[str, Any]) -> str:
-    return str((obj.get("metadata") or {}).get("uid") or "")
+def _uid(obj: Mapping[str, object]) -> str:
+    return metadata(obj).get("uid", "")
 
 
-def _age(obj: Mapping[str, Any]) -> tuple[str, int]:
+def _version(obj: Mapping[str, object]) -> str:
+    return metadata(obj).get("resourceVersion", "")
+
+
+def _age(obj: Mapping[str, object]) -> tuple[str, int]:
     """Order of two objects of one name: creation time, then resourceVersion (a tie-break only)."""
-    meta = obj.get("metadata") or {}
-    version = str(meta.get("resourceVersion") or "")
-    return str(meta.get("creationTimestamp") or ""), int(version) if version.isdigit() else 0
+    version = _version(obj)
+    return metadata(obj).get("creationTimestamp", ""), int(version) if version.isdigit() else 0
 
 
-def _job_of(kind: str, obj: Mapping[str, Any]) -> str | None:
+def _job_of(kind: str, obj: Mapping[str, object]) -> str | None:
     key = job_of(kind, obj)
     return key[1] if key is not None else None
 
@@ -64,7 +72,7 @@ class Store:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
         self._clock = clock
-        self._objects: dict[str, dict[Key, dict[str, dict[str, Any]]]] = {kind: {} for kind in KINDS}
+        self._objects: dict[str, dict[Key, dict[str, Mapping[str, object]]]] = {kind: {} for kind in KINDS}
         #: kind → (namespace, job) → names of the job's objects of that kind
         self._by_job: dict[str, dict[Key, set[str]]] = {kind: {} for kind in KINDS}
         #: kind → uid → when an event last brought the object (``clock``)
@@ -77,11 +85,11 @@ class Store:
         #: (uid, resourceVersion) of events that delivered our own write (:meth:`own_write`)
         self._echoes: set[tuple[str, str]] = set()
 
-    def put(self, kind: str, obj: Mapping[str, Any]) -> None:
+    def put(self, kind: str, obj: Mapping[str, object]) -> None:
         """An object as a watch event delivered it (added, modified, or listed)."""
         slim = SLIMMERS[kind](obj)
         key = _key(slim)
-        version = str(slim["metadata"].get("resourceVersion") or "")
+        version = _version(slim)
         uid = _uid(slim)
         with self._lock:
             self._delivered.setdefault(uid, deque(maxlen=DELIVERED_KEPT)).append(version)
@@ -114,7 +122,7 @@ class Store:
         if not names:
             self._by_job[kind].pop((key[0], job), None)
 
-    def drop(self, kind: str, obj: Mapping[str, Any]) -> None:
+    def drop(self, kind: str, obj: Mapping[str, object]) -> None:
         """A DELETED event: forget that object (a newer one of the same name stays)."""
         key = _key(obj)
         with self._lock:
@@ -129,7 +137,7 @@ class Store:
             if not same_name:
                 del self._objects[kind][key]
 
-    def replace(self, kind: str, read: Mapping[str, Any], written: Mapping[str, Any]) -> bool:
+    def replace(self, kind: str, read: Mapping[str, object], written: Mapping[str, object]) -> bool:
         """After a write made from ``read``: ``written`` (the API server's answer) goes into the cache at
         once, so the next pass reads its own write even before the watch delivers it. True if it did.
 
@@ -140,7 +148,7 @@ class Store:
         the cache never goes back to a status older than the one just written.
         """
         key, uid = _key(read), _uid(read)
-        version = str((written.get("metadata") or {}).get("resourceVersion") or "")
+        version = _version(written)
         with self._lock:
             if self._objects[kind].get(key, {}).get(uid) is None or version in self._delivered.get(uid, ()):
                 return False
@@ -148,40 +156,62 @@ class Store:
             self._pinned[uid] = (version, self._clock() + PIN_SECONDS)
             return True
 
-    def own_write(self, obj: Mapping[str, Any]) -> bool:
+    def own_write(self, obj: Mapping[str, object]) -> bool:
         """Whether this event delivered our own last write of the object (:meth:`replace`): the cache held it
         already, so the event brings nothing a pass has not seen. Answers True once per write."""
-        key = (_uid(obj), str((obj.get("metadata") or {}).get("resourceVersion") or ""))
+        key = (_uid(obj), _version(obj))
         with self._lock:
             if key in self._echoes:
                 self._echoes.discard(key)
                 return True
             return False
 
-    def get(self, kind: str, namespace: str, name: str) -> dict[str, Any] | None:
+    # The kinds' typed views (dihera.shapes: what their slimmer keeps). DIJob and Workload are read as raw
+    # dicts until their readers take dihera.shapes' views.
+    @overload
+    def get(self, kind: Literal["Pod"], namespace: str, name: str) -> Pod | None: ...
+    @overload
+    def get(self, kind: Literal["Workflow"], namespace: str, name: str) -> Workflow | None: ...
+    @overload
+    def get(self, kind: Literal["ConfigMap"], namespace: str, name: str) -> ConfigMap | None: ...
+    @overload
+    def get(self, kind: Literal["Service"], namespace: str, name: str) -> Service | None: ...
+    @overload
+    def get(self, kind: Literal["DIJob", "Workload"], namespace: str, name: str) -> dict[str, Any] | None: ...
+    def get(self, kind: str, namespace: str, name: str) -> Mapping[str, object] | None:
         with self._lock:
             same_name = self._objects[kind].get((namespace, name))
             if not same_name:
                 return None
             return max(same_name.values(), key=_age)
 
-    def labelled(self, kind: str, namespace: str, label: str, value: str) -> list[dict[str, Any]]:
+    def labelled(self, kind: Literal["DIJob"], namespace: str, label: str, value: str) -> list[dict[str, Any]]:
         """The ``kind`` objects of the namespace whose label ``label`` is ``value``, in name order (a scan of
         the namespace's objects of that kind: for rare look-ups, such as a followed link)."""
         with self._lock:
             return [
-                obj
+                cast(dict[str, Any], obj)  # a DIJob's slim copy is the whole object but managedFields
                 for (ns, _), same_name in sorted(self._objects[kind].items())
                 if ns == namespace
                 for obj in same_name.values()
-                if ((obj.get("metadata") or {}).get("labels") or {}).get(label) == value
+                if metadata(obj).get("labels", {}).get(label) == value
             ]
 
-    def pods(self, namespace: str, job: str) -> list[dict[str, Any]]:
+    def pods(self, namespace: str, job: str) -> list[Pod]:
         """The pods labelled ``diengine/job=<job>`` in the namespace, in name order."""
         return self.of_job("Pod", namespace, job)
 
-    def of_job(self, kind: str, namespace: str, job: str) -> list[dict[str, Any]]:
+    @overload
+    def of_job(self, kind: Literal["Pod"], namespace: str, job: str) -> list[Pod]: ...
+    @overload
+    def of_job(self, kind: Literal["Workflow"], namespace: str, job: str) -> list[Workflow]: ...
+    @overload
+    def of_job(self, kind: Literal["ConfigMap"], namespace: str, job: str) -> list[ConfigMap]: ...
+    @overload
+    def of_job(self, kind: Literal["Service"], namespace: str, job: str) -> list[Service]: ...
+    @overload
+    def of_job(self, kind: Literal["Workload"], namespace: str, job: str) -> list[dict[str, Any]]: ...
+    def of_job(self, kind: str, namespace: str, job: str) -> Sequence[Mapping[str, object]]:
         """The ``kind`` objects of the job in the namespace (labelled ``diengine/job=<job>``), in name order."""
         with self._lock:
             names = sorted(self._by_job[kind].get((namespace, job), ()))
@@ -204,7 +234,7 @@ class Store:
 
     def sweep(
         self, kind: str, namespace: str | None, listed: Collection[str], listed_at: float
-    ) -> list[dict[str, Any]]:
+    ) -> list[Mapping[str, object]]:
         """Drop the ``kind`` objects (of ``namespace``; None: all) that a listing started at ``listed_at``
         (:meth:`now`) did not return, unless an event brought them after it started. Returns them.
         """

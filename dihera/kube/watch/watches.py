@@ -25,24 +25,24 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from kubernetes import client
 
 from dihera.kube.watch.informer import Informer
 from dihera.kube.watch.kinds import KINDS, JobKey, list_call
 from dihera.kube.watch.store import Store
+from dihera.objects import metadata
 
 __all__ = ["OnEvent", "OnListed", "Scopes", "Watches"]
 
 log = logging.getLogger("dihera.kube")
 
 #: ``(kind, type, object)`` of a watch event (``ADDED``, ``MODIFIED``, ``DELETED``), after the store has it.
-OnEvent = Callable[[str, str, dict[str, Any]], None]
+OnEvent = Callable[[str, str, Mapping[str, object]], None]
 #: ``(kind, listed, gone)`` of a listing, after the store has it: the objects listed, those it dropped.
-OnListed = Callable[[str, list[dict[str, Any]], list[dict[str, Any]]], None]
+OnListed = Callable[[str, Sequence[Mapping[str, object]], Sequence[Mapping[str, object]]], None]
 Scope = str | None  # a namespace; None: every namespace
 
 
@@ -256,14 +256,14 @@ class Watches:
         if waiting:
             self._on_ready(waiting)
 
-    def _listed(self, scope: Scope, kind: str, objects: list[dict[str, Any]], _version: str) -> None:
+    def _listed(self, scope: Scope, kind: str, objects: list[dict[str, object]], _version: str) -> None:
         started = self._store.now()
         for obj in objects:
             self._store.put(kind, obj)
-        gone = self._store.sweep(kind, scope, {str(o["metadata"].get("uid")) for o in objects}, started)
+        gone = self._store.sweep(kind, scope, {metadata(o).get("uid", "") for o in objects}, started)
         self._on_listed(kind, objects, gone)
 
-    def _event(self, scope: Scope, kind: str, type_: str, obj: dict[str, Any]) -> None:
+    def _event(self, scope: Scope, kind: str, type_: str, obj: dict[str, object]) -> None:
         if type_ == "DELETED":
             self._store.drop(kind, obj)
         else:
@@ -272,8 +272,9 @@ class Watches:
 
     # -- namespace patterns
 
-    def _namespaces_listed(self, objects: list[dict[str, Any]]) -> None:
-        matching = {str(o["metadata"]["name"]) for o in objects if self._scopes.matches(str(o["metadata"]["name"]))}
+    def _namespaces_listed(self, objects: list[dict[str, object]]) -> None:
+        names = {metadata(o).get("name", "") for o in objects}
+        matching = {name for name in names if self._scopes.matches(name)}
         with self._lock:
             watched = {s for s in self._informers if s is not None}
             for namespace in sorted(matching - watched):
@@ -281,8 +282,8 @@ class Watches:
         for namespace in sorted(watched - matching):
             self._stop_scope(namespace)
 
-    def _namespace_event(self, type_: str, obj: dict[str, Any]) -> None:
-        name = str(obj["metadata"]["name"])
+    def _namespace_event(self, type_: str, obj: dict[str, object]) -> None:
+        name = metadata(obj).get("name", "")
         if not self._scopes.matches(name):
             return
         if type_ == "DELETED":
