@@ -3,4 +3,6 @@ with small view helpers, declared once. The watch layer keeps exactly the fields
 decision reads but the cache drops is a type error, not a silent ``None``.
 
 - ``meta``: the metadata every object shares (``ObjectMeta``, ``OwnerReference``)
+- ``dijob``: the DIJob, its spec (tasks) and its status (conditions, replicas, progress, outputs)
+- ``json_types``: free JSON without ``Any`` (a pod template's inside, Hera's output)
 """
