@@ -11,10 +11,10 @@ from typing import TypeAlias
 __all__ = ["JsonObject", "JsonValue", "ReadJson", "ReadJsonObject"]
 
 #: A JSON value as ``json.loads`` returns it.
-JsonValue: TypeAlias = "None | bool | int | float | str | list[JsonValue] | dict[str, JsonValue]"
+JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
 #: A JSON object as ``json.loads`` returns it.
 JsonObject: TypeAlias = "dict[str, JsonValue]"
 #: A JSON value only read (covariant: a ``dict[str, str]`` or a TypedDict's value is one).
-ReadJson: TypeAlias = "None | bool | int | float | str | Sequence[ReadJson] | Mapping[str, ReadJson]"
+ReadJson: TypeAlias = "bool | int | float | str | Sequence[ReadJson] | Mapping[str, ReadJson] | None"
 #: A JSON object only read.
 ReadJsonObject: TypeAlias = "Mapping[str, ReadJson]"
