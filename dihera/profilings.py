@@ -91,7 +91,7 @@ def _value_problems(key: str, value: Any) -> list[str]:
     return []
 
 
-def report_problems(report: Mapping[str, Any]) -> list[str]:
+def report_problems(report: Mapping[str, object]) -> list[str]:
     """Everything wrong with ``report`` on its own: its key count, each key's name, each value's nesting and
     size, its size as a whole. Empty: the report is within bounds (the merged map is checked apart)."""
     problems = []
@@ -124,13 +124,13 @@ def merge(current: Any, patch: Any) -> Any:
     return out
 
 
-def bounded_merge(current: Mapping[str, Any] | None, report: Mapping[str, Any]) -> dict[str, Any]:
+def bounded_merge(current: Mapping[str, object] | None, report: Mapping[str, object]) -> dict[str, object]:
     """``status.profilings`` once ``report`` (within bounds: :func:`report_problems`) is merged into
     ``current``; :class:`ProfilingsError` when it would hold more than :data:`MAX_KEYS` keys or
     :data:`MAX_TOTAL_BYTES` bytes and is larger than ``current`` (a map already past a bound, written before
     the bounds, may still shrink: a ``null`` removes a key)."""
     before = dict(current or {})
-    merged: dict[str, Any] = merge(before, dict(report))
+    merged: dict[str, object] = merge(before, dict(report))
     problems = []
     if len(merged) > MAX_KEYS and len(merged) > len(before):
         problems.append(

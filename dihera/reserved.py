@@ -53,7 +53,7 @@ MEMBERSHIP_MOUNT = RenderSettings.membership_dir
 _CONTAINER_KEYS = ("initContainers", "containers")
 
 
-def _obj(value: Any) -> Mapping[str, Any]:
+def _obj(value: Any) -> Mapping[str, object]:
     return value if isinstance(value, Mapping) else {}
 
 
@@ -61,7 +61,7 @@ def _arr(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def reserved_env(tasks: Sequence[Any], task: Mapping[str, Any], checkpoint: bool) -> dict[str, str]:
+def reserved_env(tasks: Sequence[Any], task: Mapping[str, object], checkpoint: bool) -> dict[str, str]:
     """Each variable the renderer sets on ``task``'s containers (of the defaulted ``tasks``), and who sets it;
     ``checkpoint``: the task mounts the checkpoint volume."""
     names = {name: "set by dihera on every replica (docs/rendering.md)" for name in REPLICA_ENV}
@@ -76,7 +76,7 @@ def reserved_env(tasks: Sequence[Any], task: Mapping[str, Any], checkpoint: bool
     return names
 
 
-def _env_problems(pod: Mapping[str, Any], where: str, reserved: Mapping[str, str]) -> list[Problem]:
+def _env_problems(pod: Mapping[str, object], where: str, reserved: Mapping[str, str]) -> list[Problem]:
     return [
         Problem(
             f"{where}.{kind}[{j}].env[{k}].name",
@@ -90,7 +90,7 @@ def _env_problems(pod: Mapping[str, Any], where: str, reserved: Mapping[str, str
     ]
 
 
-def _mount_problems(pod: Mapping[str, Any], where: str) -> list[Problem]:
+def _mount_problems(pod: Mapping[str, object], where: str) -> list[Problem]:
     why = f"is where dihera mounts the membership ConfigMap ({MEMBERSHIP_VOLUME}) in each container; use another path"
     return [
         Problem(f"{where}.{kind}[{j}].volumeMounts[{k}].mountPath", f"{format_value(mount['mountPath'])} {why}")
@@ -128,7 +128,7 @@ def _volume_problems(volumes: list[Any], where: str, job_volumes: Mapping[str, i
     return problems
 
 
-def reserved_problems(spec: Mapping[str, Any], checkpoint_tasks: Sequence[str]) -> list[Problem]:
+def reserved_problems(spec: Mapping[str, object], checkpoint_tasks: Sequence[str]) -> list[Problem]:
     """Every env entry, volume and mount path of a defaulted spec's templates that takes one dihera adds;
     ``checkpoint_tasks``: the tasks that mount the checkpoint volume (its name is checked with it)."""
     tasks = _arr(spec.get("tasks"))

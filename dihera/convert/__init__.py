@@ -66,7 +66,7 @@ class Note:
 
 @dataclass
 class Conversion:
-    objects: list[dict[str, Any]] = field(default_factory=list)
+    objects: list[dict[str, object]] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
 
     @property
@@ -78,7 +78,7 @@ def _kind(doc: Any) -> str:
     return str(doc.get("kind") or "") if isinstance(doc, Mapping) else ""
 
 
-def _name(doc: Mapping[str, Any]) -> str:
+def _name(doc: Mapping[str, object]) -> str:
     meta = doc.get("metadata")
     return str(meta.get("name")) if isinstance(meta, Mapping) and meta.get("name") else "?"
 
@@ -99,7 +99,9 @@ def _looks_like_a_job(doc: Any) -> bool:
     return isinstance(doc, Mapping) and (is_v1alpha1(doc) or is_v1shape(doc) or "tasks" in (doc.get("spec") or {}))
 
 
-def _convert_job(doc: Mapping[str, Any], counts: Counts, aggregator: Mapping[str, Any] | None) -> tuple[Any, Notes]:
+def _convert_job(
+    doc: Mapping[str, object], counts: Counts, aggregator: Mapping[str, object] | None
+) -> tuple[Any, Notes]:
     notes = Notes()
     if is_v1alpha1(doc):
         if _kind(doc).lower() == "nervexjob":
@@ -153,7 +155,7 @@ def _job_problems(job: Any, notes: Notes) -> list[Problem]:
     return problems
 
 
-def _program_note(doc: Mapping[str, Any], notes: Notes, allow: bool) -> None:
+def _program_note(doc: Mapping[str, object], notes: Notes, allow: bool) -> None:
     """The old ``ding -m dist`` pipeline: a problem when it needs the v1alpha1 API (unless ``allow``), else a
     warning."""
     found = old_pipeline(doc, is_v1alpha1(doc))
@@ -169,9 +171,9 @@ def _program_note(doc: Mapping[str, Any], notes: Notes, allow: bool) -> None:
 def _add_job(
     result: Conversion,
     label: str,
-    doc: Mapping[str, Any],
+    doc: Mapping[str, object],
     counts: Counts,
-    aggregator: Mapping[str, Any] | None,
+    aggregator: Mapping[str, object] | None,
     allow_v1alpha1_programs: bool = False,
 ) -> None:
     """Convert one job: its notes, and the converted job unless it has a problem."""

@@ -34,10 +34,10 @@ class Notes:
         self.problems.append(Problem(path, message))
 
 
-def metadata(doc: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
+def metadata(doc: Mapping[str, object], notes: Notes) -> dict[str, object]:
     """name, namespace, labels and annotations; fields the API server set are dropped (said once)."""
     raw = doc.get("metadata")
-    meta: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    meta: Mapping[str, object] = raw if isinstance(raw, Mapping) else {}
     out = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if meta.get(k)}
     if not isinstance(out.get("name"), str):
         notes.problem("metadata.name", f"is required to name the job (got {format_value(meta.get('name'))})")
@@ -71,5 +71,5 @@ def priority(value: Any, path: str, notes: Notes) -> str | None:
     return found
 
 
-def job_manifest(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
+def job_manifest(meta: Mapping[str, object], spec: Mapping[str, object]) -> dict[str, object]:
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": dict(meta), "spec": dict(spec)}

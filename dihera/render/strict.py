@@ -35,7 +35,7 @@ def _lost(given: Any, kept: Any, path: str) -> list[str]:
     return []
 
 
-def strict(model: type[M], data: Mapping[str, Any], path: str) -> M:
+def strict(model: type[M], data: Mapping[str, object], path: str) -> M:
     """``model`` from ``data``; :class:`UnknownFieldError` naming every key the model would drop."""
     obj = model.model_validate(data)
     lost = _lost(data, obj.model_dump(by_alias=True, exclude_none=True, mode="json"), path)
@@ -44,5 +44,5 @@ def strict(model: type[M], data: Mapping[str, Any], path: str) -> M:
     return obj
 
 
-def strict_list(model: type[M], items: Sequence[Mapping[str, Any]], path: str) -> list[M]:
+def strict_list(model: type[M], items: Sequence[Mapping[str, object]], path: str) -> list[M]:
     return [strict(model, item, f"{path}[{i}]") for i, item in enumerate(items)]

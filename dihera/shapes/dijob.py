@@ -11,7 +11,8 @@ is core/v1 (too large to declare): its ``metadata`` and ``spec`` stay free JSON 
 
 from __future__ import annotations
 
-from typing import TypedDict
+from collections.abc import Mapping
+from typing import TypedDict, cast
 
 from dihera.rl.figures import TrainingStatus
 from dihera.shapes.json_types import JsonObject
@@ -31,6 +32,8 @@ __all__ = [
     "StuckReplica",
     "SuccessPolicySpec",
     "TaskSpec",
+    "as_dijob",
+    "as_status",
 ]
 
 
@@ -184,3 +187,18 @@ class DIJobObject(TypedDict, total=False):
     metadata: ObjectMeta
     spec: DIJobSpec
     status: DIJobStatus
+
+
+def as_dijob(obj: Mapping[str, object]) -> DIJobObject:
+    """``obj``, a DIJob as raw JSON (the API server's, or a manifest), as the typed view; no copy.
+
+    The one place the shape is asserted rather than checked: the API server checked the object against the
+    CRD's schema (the same one these types are declared from), and a manifest from a file is checked by
+    :mod:`dihera.validation` before its fields are read.
+    """
+    return cast(DIJobObject, obj)
+
+
+def as_status(status: Mapping[str, object]) -> DIJobStatus:
+    """A DIJob's ``status`` as raw JSON as the typed view (see :func:`as_dijob`); no copy."""
+    return cast(DIJobStatus, status)

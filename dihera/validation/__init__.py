@@ -42,7 +42,7 @@ from dihera.validation.structure import Defaulted, apply_defaults, arr, identity
 __all__ = ["DEFAULT_NAMESPACE", "MAX_HOSTNAME", "apply_defaults", "checkpoint_tasks", "load_job", "validate"]
 
 
-def _started(manifest: Mapping[str, Any]) -> bool:
+def _started(manifest: Mapping[str, object]) -> bool:
     """Whether the controller has taken the job up (``status.phase`` set)."""
     status = manifest.get("status")
     return isinstance(status, Mapping) and bool(status.get("phase"))

@@ -39,7 +39,7 @@ _SECONDS_ANNOTATIONS = {
 }
 
 
-def seconds_annotation_problems(manifest: Mapping[str, Any]) -> list[Problem]:
+def seconds_annotation_problems(manifest: Mapping[str, object]) -> list[Problem]:
     """The job's annotations that hold seconds must hold whole seconds."""
     annotations = obj(obj(manifest.get("metadata")).get("annotations"))
     problems = []
@@ -90,7 +90,7 @@ def cel_drop_replica_allows_scaling(job: Defaulted) -> list[Problem]:
     return problems
 
 
-def checkpoint_tasks(spec: Mapping[str, Any]) -> list[str]:
+def checkpoint_tasks(spec: Mapping[str, object]) -> list[str]:
     """The tasks mounting the checkpoint volume of a defaulted spec: ``checkpoint.tasks``, else the learner
     task, else every task."""
     ckpt = spec.get("checkpoint")
@@ -151,7 +151,7 @@ def _checkpoint_name_problems(volumes: Any, where: str) -> list[Problem]:
     ]
 
 
-def _mount_path_problems(pod: Mapping[str, Any], where: str, path: Any) -> list[Problem]:
+def _mount_path_problems(pod: Mapping[str, object], where: str, path: Any) -> list[Problem]:
     why = (
         f"{format_value(path)} is spec.checkpoint.mountPath, where the checkpoint volume is mounted; "
         "choose another path (or another spec.checkpoint.mountPath)"

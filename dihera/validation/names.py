@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from dihera.errors import Problem
 from dihera.naming import SHORT_TEMPLATE_SUFFIX
@@ -23,7 +22,7 @@ MAX_HOSTNAME = 63
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
-def job_name_problems(manifest: Mapping[str, Any]) -> list[Problem]:
+def job_name_problems(manifest: Mapping[str, object]) -> list[Problem]:
     """``metadata.name`` is given and a DNS label starting with a letter."""
     name = obj(manifest.get("metadata")).get("name")
     if not isinstance(name, str) or not name:

@@ -6,7 +6,7 @@ here reads the clock or the cluster; :mod:`dihera.controller.reconcile` does bot
 only when :attr:`StatusUpdate.changed`. Once a job is Succeeded or Failed its status is final: later
 observations (pods being cleaned up) do not rewrite it. The status is typed
 (:class:`~dihera.shapes.dijob.DIJobStatus`); what the other decide modules still hand as raw dicts (the
-view's status, the conditions, the dropped replicas) is cast in one place each (:func:`_typed`).
+view's status, the conditions, the dropped replicas) is taken as typed through :func:`~dihera.shapes.dijob.as_status`.
 """
 
 from __future__ import annotations
@@ -42,10 +42,11 @@ from dihera.patches import precondition
 from dihera.shapes.dijob import (
     ArtifactOutput,
     Condition,
-    DIJobObject,
     DIJobStatus,
     DroppedReplica,
     StuckReplica,
+    as_dijob,
+    as_status,
 )
 
 __all__ = [
@@ -179,7 +180,7 @@ def _events(f: Facts, decision: PhaseDecision, stuck: Sequence[StuckReplica], re
     """The Events of a pass, in order: drops, stuck replicas, a refused scale, a new membership, restarts,
     the phase change. Every one but ScaleRefused follows a change of the status; the reconciler passes a
     refusal once."""
-    old = _typed(f.view.status)
+    old = as_status(f.view.status)
     events = [*drop_events(f), *_stuck_events(old, stuck)]
     if refused:
         events.append(Event(EVENT_WARNING, EventReason.SCALE_REFUSED, refused))
@@ -191,17 +192,6 @@ def _events(f: Facts, decision: PhaseDecision, stuck: Sequence[StuckReplica], re
         kind = EVENT_WARNING if warn else EVENT_NORMAL
         events.append(Event(kind, decision.cause or condition_reason(decision.phase), decision.message))
     return events
-
-
-def _typed(status: Mapping[str, object]) -> DIJobStatus:
-    """A status read as raw JSON (the view's: the API server's, checked against the CRD's schema) as the
-    typed status. The one place the shape is asserted, not checked."""
-    return cast(DIJobStatus, status)
-
-
-def _typed_object(body: Mapping[str, object]) -> DIJobObject:
-    """A DIJob read as raw JSON (the API server's) as the typed object; see :func:`_typed`."""
-    return cast(DIJobObject, body)
 
 
 def _current(status: DIJobStatus) -> Condition:
@@ -230,7 +220,7 @@ def compute_status(view: JobView, hold: SuspendPlan, now: str, refused: str | No
     """The new status of the job ``view`` shows; ``hold``: what spec.suspend / Kueue ask
     (:func:`~dihera.controller.decide.hold.plan_hold`); ``now``: an RFC 3339 timestamp
     (``2026-01-02T03:04:05Z``); ``refused``: why a hand edit of the replicas was refused (a Warning)."""
-    old = _typed(view.status)
+    old = as_status(view.status)
     if view.finished:  # final, but for the artifacts stored after the end (dihera/controller/decide/outputs.py)
         stored = _artifacts(view)
         status: DIJobStatus = {**old, "artifacts": stored} if stored else {**old}
@@ -255,7 +245,7 @@ def _wakeup(f: Facts) -> float | None:
     the next look at objects in conflict (a backoff: nothing queues the job when an unlabelled one goes)."""
     conflict = None
     if f.view.conflicts:
-        pending = _current(_typed(f.view.status))
+        pending = _current(as_status(f.view.status))
         conflict = retry_after(
             pending.get("lastTransitionTime") if pending.get("type") == Phase.PENDING else None, f.now
         )
@@ -265,7 +255,7 @@ def _wakeup(f: Facts) -> float | None:
 
 def _status(f: Facts, decision: PhaseDecision, stuck: list[StuckReplica]) -> DIJobStatus:
     """The status fields the controller owns, from the facts and the phase decided."""
-    old, now = _typed(f.view.status), f.now
+    old, now = as_status(f.view.status), f.now
     old_mg = old.get("membershipGeneration")
     new_mg = f.live.generation if f.live else old_mg
     # every committed membership change (scale-up or down, server or spec edit) is one reschedule
@@ -294,7 +284,7 @@ def _optional(f: Facts, decision: PhaseDecision, stuck: list[StuckReplica], gene
         out["stuckReplicas"] = stuck
     if dropped := _dropped(f):
         out["droppedReplicas"] = dropped
-    if (profilings := _typed(f.view.status).get("profilings")) is not None:
+    if (profilings := as_status(f.view.status).get("profilings")) is not None:
         out["profilings"] = profilings
     if f.workflow_name:
         out["workflowName"] = f.workflow_name
@@ -348,7 +338,7 @@ def same_object(body: Mapping[str, object]) -> dict[str, object] | None:
     and its write gets nothing of the old one's status. A JSON patch ``test`` (answered 422, which
     :meth:`~dihera.kube.jobs.JobStore.patch_status` reports as a conflict): a uid set in the patch itself is
     no precondition on the status subresource, whose update keeps the stored metadata. None without a uid."""
-    uid = _typed_object(body).get("metadata", {}).get("uid")
+    uid = as_dijob(body)["metadata"].get("uid")
     return {"op": "test", "path": "/metadata/uid", "value": uid} if uid else None
 
 
@@ -363,7 +353,7 @@ def status_patch(body: Mapping[str, object], status: DIJobStatus) -> list[dict[s
     precondition, so the di-server's profilings writes never make them fail; a watch cache behind the API
     server cannot make them undo a newer status either (docs/controller.md).
     """
-    read = _typed_object(body).get("status")
+    read = as_dijob(body).get("status")
     ops: list[dict[str, object]] = []
     if (same := same_object(body)) is not None:
         ops.append(same)

@@ -53,13 +53,13 @@ def _provider(task: Task) -> Provider | None:
     return PROVIDERS[task.env_provider.name] if task.env_provider is not None else None
 
 
-def provider_env(job: DIJob, task: Task, settings: RenderSettings) -> list[dict[str, Any]]:
+def provider_env(job: DIJob, task: Task, settings: RenderSettings) -> list[dict[str, object]]:
     """The variables ``task``'s provider adds to each of its containers ([] without one)."""
     provider = _provider(task)
     return provider.env(job, task, settings) if provider else []
 
 
-def provider_ports(task: Task) -> list[dict[str, Any]]:
+def provider_ports(task: Task) -> list[dict[str, object]]:
     """The container ports ``task``'s provider declares on its first container."""
     provider = _provider(task)
     return provider.ports(task) if provider else []
