@@ -4,5 +4,6 @@ decision reads but the cache drops is a type error, not a silent ``None``.
 
 - ``meta``: the metadata every object shares (``ObjectMeta``, ``OwnerReference``)
 - ``dijob``: the DIJob, its spec (tasks) and its status (conditions, replicas, progress, outputs)
+- ``workload``: the Kueue Workload (podSets; conditions, admission, reclaimable pods)
 - ``json_types``: free JSON without ``Any`` (a pod template's inside, Hera's output)
 """
