@@ -71,7 +71,7 @@ def short_hostname_problems(job: Defaulted) -> list[Problem]:
         return problems
     task_names = {t["name"] for t in tasks if isinstance(t.get("name"), str)}
     for i, t in enumerate(tasks):
-        other = t["name"].removeprefix(f"{name}-") if isinstance(t.get("name"), str) else None
+        other = n.removeprefix(f"{name}-") if isinstance(n := t.get("name"), str) else None
         if other is not None and other != t["name"] and other in task_names:
             problems.append(
                 Problem(
@@ -81,7 +81,7 @@ def short_hostname_problems(job: Defaulted) -> list[Problem]:
                     '(docs/rendering.md, "Names in the node lists"); choose another name',
                 )
             )
-        base = t["name"].removesuffix(SHORT_TEMPLATE_SUFFIX) if isinstance(t.get("name"), str) else None
+        base = n.removesuffix(SHORT_TEMPLATE_SUFFIX) if isinstance(n := t.get("name"), str) else None
         if base is not None and base != t["name"] and base in task_names:
             problems.append(
                 Problem(
