@@ -155,8 +155,9 @@ def apply_defaults(manifest: Mapping[str, object]) -> dict[str, object]:
     """A copy of ``manifest`` with the schema's defaults applied, and unnamed tasks named after their type."""
     out: dict[str, object] = _fill(_defaults_schema(), copy.deepcopy(dict(manifest)))
     for task in arr(obj(out.get("spec")).get("tasks")):
-        kind = task.get("type") if isinstance(task, dict) else None
-        singleton = kind in {t.value for t in SINGLETON_TYPES}
-        if isinstance(task, dict) and isinstance(kind, str) and "name" not in task and singleton:
+        if not isinstance(task, dict) or "name" in task:
+            continue
+        kind = task.get("type")
+        if isinstance(kind, str) and kind in {t.value for t in SINGLETON_TYPES}:
             task["name"] = kind
     return out
