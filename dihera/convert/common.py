@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from dihera.errors import Problem, format_value
 from dihera.schema import API_VERSION, KIND
@@ -49,7 +48,7 @@ def metadata(doc: Mapping[str, object], notes: Notes) -> dict[str, object]:
     return out
 
 
-def clean_pod_policy(value: Any, path: str, notes: Notes) -> str | None:
+def clean_pod_policy(value: object, path: str, notes: Notes) -> str | None:
     if value is None or value == "":
         return None
     policy = _CLEAN_POD_POLICIES.get(str(value).lower())
@@ -60,7 +59,7 @@ def clean_pod_policy(value: Any, path: str, notes: Notes) -> str | None:
     return policy
 
 
-def priority(value: Any, path: str, notes: Notes) -> str | None:
+def priority(value: object, path: str, notes: Notes) -> str | None:
     """v1alpha1's ``priorityClassName`` (default, high) and v2alpha1's ``priority`` (normal, high)."""
     if value is None:
         return None
