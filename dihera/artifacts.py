@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import PurePosixPath
-from typing import Any
 
 from dihera.constants import ARCHIVED_LOG_ARTIFACT, ARGO_MAIN_CONTAINER
 from dihera.errors import Problem, format_value
@@ -73,11 +72,11 @@ def _tasks(spec: Mapping[str, object]) -> list[Mapping[str, object]]:
     )
 
 
-def _map(value: Any) -> Mapping[str, object]:
+def _map(value: object) -> Mapping[str, object]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _list(value: Any) -> list[Any]:
+def _list(value: object) -> list[object]:
     return value if isinstance(value, list) else []
 
 
@@ -109,7 +108,7 @@ def _mount_paths(spec: Mapping[str, object], task: Mapping[str, object], checkpo
     return [p for p in paths if isinstance(p, str)]
 
 
-def _path_problem(i: int, path: Any, task: str, mounts: list[str] | None) -> Problem | None:
+def _path_problem(i: int, path: object, task: str, mounts: list[str] | None) -> Problem | None:
     """An artifact's path must lie in a volume of its task's first container (docs/artifacts.md)."""
     if mounts is None or not isinstance(path, str) or not path.startswith("/"):
         return None

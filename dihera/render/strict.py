@@ -9,7 +9,7 @@ checks that every key given survived.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pydantic
 
@@ -26,7 +26,7 @@ class UnknownFieldError(ValueError):
         super().__init__(f"unknown field(s) for {model}: {', '.join(self.fields)}")
 
 
-def _lost(given: Any, kept: Any, path: str) -> list[str]:
+def _lost(given: object, kept: object, path: str) -> list[str]:
     if isinstance(given, Mapping) and isinstance(kept, Mapping):
         lost = [f"{path}.{k}" for k, v in given.items() if k not in kept and v is not None]
         return lost + [p for k, v in given.items() if k in kept for p in _lost(v, kept[k], f"{path}.{k}")]

@@ -11,7 +11,6 @@ See docs/providers.md.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from dihera.errors import Problem
 from dihera.membership import Membership
@@ -36,7 +35,7 @@ __all__ = [
 PROVIDERS: Mapping[str, Provider] = {p.name: p for p in (torch.PROVIDER, tensorflow.PROVIDER, mxnet.PROVIDER)}
 
 
-def parse_env_provider(entry: Any) -> EnvProvider | None:
+def parse_env_provider(entry: object) -> EnvProvider | None:
     """The typed ``envProvider`` of a (validated, defaulted) task entry, or None."""
     if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
         return None  # the schema reports it
@@ -76,7 +75,7 @@ def membership_data(
     return data
 
 
-def provider_problems(tasks: Sequence[Any]) -> list[Problem]:
+def provider_problems(tasks: Sequence[object]) -> list[Problem]:
     """Every provider rule broken by a (defaulted) ``spec.tasks`` list; unknown names are the schema's."""
     by_provider: dict[str, list[ProviderTask]] = {}
     for i, t in enumerate(tasks):
