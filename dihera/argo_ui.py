@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
 
 import yaml
 
@@ -143,6 +142,6 @@ def configmap_data(server_url: str) -> dict[str, str]:
     }
 
 
-def helm_values(server_url: str) -> dict[str, Any]:
+def helm_values(server_url: str) -> dict[str, object]:
     """The same for argo-helm's ``argo-workflows`` chart: its values ``controller.columns`` and ``controller.links``."""
     return {"controller": argo_config(server_url)}

@@ -18,7 +18,6 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import PurePosixPath
-from typing import Any
 
 from dihera.constants import ARCHIVED_LOG_ARTIFACT, ARGO_MAIN_CONTAINER
 from dihera.errors import Problem, format_value
@@ -64,7 +63,7 @@ def file_key(prefix: str, artifact: str, path: str) -> str:
     return f"{prefix}/{artifact}/{base if base not in ('', '.', '..') else artifact}"
 
 
-def _tasks(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _tasks(spec: Mapping[str, object]) -> list[Mapping[str, object]]:
     tasks = spec.get("tasks")
     return (
         [t for t in tasks if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
@@ -73,20 +72,20 @@ def _tasks(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     )
 
 
-def _map(value: Any) -> Mapping[str, Any]:
+def _map(value: object) -> Mapping[str, object]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _list(value: Any) -> list[Any]:
+def _list(value: object) -> list[object]:
     return value if isinstance(value, list) else []
 
 
-def _items(spec: Mapping[str, Any]) -> list[tuple[int, Mapping[str, Any]]]:
+def _items(spec: Mapping[str, object]) -> list[tuple[int, Mapping[str, object]]]:
     items = spec.get("artifacts")
     return [(i, a) for i, a in enumerate(items) if isinstance(a, Mapping)] if isinstance(items, list) else []
 
 
-def default_task(spec: Mapping[str, Any]) -> str | None:
+def default_task(spec: Mapping[str, object]) -> str | None:
     """The task of an artifact that names none: the learner task, else the first task."""
     tasks = _tasks(spec)
     names: list[str] = [str(t["name"]) for t in tasks if t.get("type") == TaskType.LEARNER]
@@ -94,7 +93,7 @@ def default_task(spec: Mapping[str, Any]) -> str | None:
     return names[0] if names else None
 
 
-def _mount_paths(spec: Mapping[str, Any], task: Mapping[str, Any], checkpointed: list[str]) -> list[str] | None:
+def _mount_paths(spec: Mapping[str, object], task: Mapping[str, object], checkpointed: list[str]) -> list[str] | None:
     """Where the task's first container mounts volumes (the checkpoint volume's too); None when a container
     is named main (Argo collects from that one, dihera adds nothing)."""
     containers = [
@@ -109,7 +108,7 @@ def _mount_paths(spec: Mapping[str, Any], task: Mapping[str, Any], checkpointed:
     return [p for p in paths if isinstance(p, str)]
 
 
-def _path_problem(i: int, path: Any, task: str, mounts: list[str] | None) -> Problem | None:
+def _path_problem(i: int, path: object, task: str, mounts: list[str] | None) -> Problem | None:
     """An artifact's path must lie in a volume of its task's first container (docs/artifacts.md)."""
     if mounts is None or not isinstance(path, str) or not path.startswith("/"):
         return None
@@ -123,11 +122,11 @@ def _path_problem(i: int, path: Any, task: str, mounts: list[str] | None) -> Pro
     return Problem(f"spec.artifacts[{i}].path", why)
 
 
-def artifact_problems(spec: Mapping[str, Any], checkpointed: list[str]) -> list[Problem]:
+def artifact_problems(spec: Mapping[str, object], checkpointed: list[str]) -> list[Problem]:
     """Every problem of a defaulted spec's ``artifacts``: a task that is not the job's, a name used twice or
     reserved by Argo, a path outside the task's volumes (``checkpointed``: the tasks mounting the checkpoint
     volume)."""
-    tasks = {t["name"]: t for t in _tasks(spec)}
+    tasks = {str(t["name"]): t for t in _tasks(spec)}  # names are strings (_tasks)
     fallback = default_task(spec)
     counts = Counter(a["name"] for _, a in _items(spec) if isinstance(a.get("name"), str))
     problems = []
@@ -150,7 +149,10 @@ def artifact_problems(spec: Mapping[str, Any], checkpointed: list[str]) -> list[
     return problems
 
 
-def parse_artifacts(spec: Mapping[str, Any]) -> tuple[Artifact, ...]:
+def parse_artifacts(spec: Mapping[str, object]) -> tuple[Artifact, ...]:
     """The artifacts of a valid, defaulted spec, each with its task."""
     task = default_task(spec)
-    return tuple(Artifact(name=a["name"], path=a["path"], task=a.get("task") or task or "") for _, a in _items(spec))
+    return tuple(
+        Artifact(name=str(a["name"]), path=str(a["path"]), task=str(a.get("task") or task or ""))
+        for _, a in _items(spec)
+    )

@@ -15,7 +15,7 @@ whose bound does not fit.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TypeGuard
 
 from dihera.constants import ENV_STRING_MARGIN, MAX_ENV_STRING, TF_ENTRY_EXTRA, TF_ROLE_EXTRA, VACANT_RANK_ADDRESS
 from dihera.errors import Problem
@@ -125,33 +125,34 @@ def max_replicas(job: str, counts: Mapping[str, int], tensorflow_tasks: Sequence
     return lo
 
 
-def _provider(task: Mapping[str, Any]) -> Any:
+def _provider(task: Mapping[str, object]) -> object:
     provider = task.get("envProvider")
     return provider.get("name") if isinstance(provider, Mapping) else None
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _named_tasks(spec: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _named_tasks(spec: Mapping[str, object]) -> list[Mapping[str, object]]:
     tasks = spec.get("tasks")
     if not isinstance(tasks, list):
         return []
     return [t for t in tasks if isinstance(t, Mapping) and isinstance(t.get("name"), str)]
 
 
-def env_size_problems(job: str, spec: Mapping[str, Any]) -> list[Problem]:
+def env_size_problems(job: str, spec: Mapping[str, object]) -> list[Problem]:
     """A (defaulted) spec whose largest membership (its replicas, or maxReplicas when larger) would
     render an environment string Linux refuses to exec: one problem naming the field and what fits."""
     tasks = _named_tasks(spec)
-    counts = [t.get("replicas", 1) for t in tasks]
-    if not job or not tasks or not all(_is_count(c) for c in counts):
+    given = [t.get("replicas", 1) for t in tasks]
+    counts = [c for c in given if _is_count(c)]
+    if not job or not tasks or len(counts) != len(given):
         return []
     hi = spec.get("maxReplicas")
     total = max(sum(counts), hi if _is_count(hi) else 0)
-    counts_by_task = {t["name"]: c for t, c in zip(tasks, counts, strict=True)}
-    tf = [t["name"] for t in tasks if _provider(t) == "tensorflow"]
+    counts_by_task = {str(t["name"]): c for t, c in zip(tasks, counts, strict=True)}  # names: str (_named_tasks)
+    tf = [str(t["name"]) for t in tasks if _provider(t) == "tensorflow"]
     bound = membership_env_bound(job, counts_by_task, total, tf)
     if bound <= MAX_ENV_STRING:
         return []

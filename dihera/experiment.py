@@ -72,11 +72,11 @@ def task(
     command: Sequence[str] | None = None,
     args: Sequence[str] | None = None,
     env: Mapping[str, str] | None = None,
-    resources: Mapping[str, Any] | None = None,
-    template: Mapping[str, Any] | None = None,
+    resources: Mapping[str, object] | None = None,
+    template: Mapping[str, object] | None = None,
     env_provider: EnvProvider | str | None = None,
     failure_policy: FailurePolicy | str | None = None,
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """One task entry (``spec.tasks[]``): give ``image`` (and ``command``...) or a whole pod ``template``.
 
     ``env_provider``: a framework's env for the task (``"torch"`` or :func:`env_provider`).
@@ -86,7 +86,7 @@ def task(
     if (template is None) == (image is None):
         raise ValueError("task: give either image (with command, args, env, resources) or template, not both")
     if template is None:
-        container: dict[str, Any] = {"name": "main", "image": image}
+        container: dict[str, object] = {"name": "main", "image": image}
         if command:
             container["command"] = list(command)
         if args:
@@ -96,7 +96,7 @@ def task(
         if resources:
             container["resources"] = dict(resources)
         template = {"spec": {"containers": [container], "restartPolicy": "Never"}}
-    entry: dict[str, Any] = {"type": TaskType(type).value, "replicas": replicas, "template": dict(template)}
+    entry: dict[str, object] = {"type": TaskType(type).value, "replicas": replicas, "template": dict(template)}
     if name is not None:
         entry["name"] = name
     if env_provider is not None:
@@ -116,7 +116,7 @@ def env_provider(
 
 def dijob(
     name: str,
-    tasks: Sequence[Mapping[str, Any] | Task],
+    tasks: Sequence[Mapping[str, object] | Task],
     *,
     namespace: str = "default",
     labels: Mapping[str, str] | None = None,
@@ -128,7 +128,7 @@ def dijob(
     Raises :class:`~dihera.errors.InvalidJobError` listing every problem.
     """
     entries = [t.to_dict() if isinstance(t, Task) else dict(t) for t in tasks]
-    metadata: dict[str, Any] = {"name": name, "namespace": namespace}
+    metadata: dict[str, object] = {"name": name, "namespace": namespace}
     if labels:
         metadata["labels"] = dict(labels)
     manifest = {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": {**spec, "tasks": entries}}
@@ -197,7 +197,7 @@ def sweep(
     queue: str | None = None,
     service_account: str | None = None,
     node_selector: Mapping[str, str] | None = None,
-    tolerations: Sequence[Mapping[str, Any]] = (),
+    tolerations: Sequence[Mapping[str, object]] = (),
     early_stopping: StoppingRule | None = None,
     artifacts: bool = False,
     runner: Runner | str = Runner.RESOURCE,
@@ -247,7 +247,7 @@ def step(
     artifacts: Mapping[str, str] | None = None,
     env: Mapping[str, str] | None = None,
     working_dir: str | None = None,
-    resources: Mapping[str, Any] | None = None,
+    resources: Mapping[str, object] | None = None,
 ) -> Step:
     """A pipeline's step after training: ``command`` in ``image`` with the policy at :data:`POLICY_PATH`;
     ``outputs``: output parameters (name -> a file it writes), ``artifacts``: output artifacts (name -> path)."""
@@ -272,7 +272,7 @@ def pipeline(
     export: Step | None = None,
     service_account: str | None = None,
     node_selector: Mapping[str, str] | None = None,
-    tolerations: Sequence[Mapping[str, Any]] = (),
+    tolerations: Sequence[Mapping[str, object]] = (),
     locate_timeout: int = 300,
 ) -> Pipeline:
     """``job`` trained (as DIJob ``<name>-train``), then ``evaluate`` and ``export`` (:func:`step`) run on the

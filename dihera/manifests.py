@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import yaml
 
@@ -44,11 +43,11 @@ if _CDumper is not None:
     _FastDumper.add_representer(str, _str)
 
 
-def _dump(obj: Mapping[str, Any], dumper: type) -> str:
+def _dump(obj: Mapping[str, object], dumper: type) -> str:
     return yaml.dump(obj, Dumper=dumper, sort_keys=False, default_flow_style=False, width=1 << 20, allow_unicode=True)
 
 
-def dump_yaml(obj: Mapping[str, Any]) -> str:
+def dump_yaml(obj: Mapping[str, object]) -> str:
     """One object as YAML (byte-identical whether or not PyYAML has libyaml)."""
     if _CDumper is None:
         return _dump(obj, _Dumper)
@@ -58,12 +57,12 @@ def dump_yaml(obj: Mapping[str, Any]) -> str:
     return text
 
 
-def dump_yaml_stream(objs: Iterable[Mapping[str, Any]]) -> str:
+def dump_yaml_stream(objs: Iterable[Mapping[str, object]]) -> str:
     """Several objects as one YAML stream (``---`` between documents)."""
     return "".join("---\n" + dump_yaml(o) for o in objs)
 
 
-def load_yaml_stream(text: str, source: str = "<YAML stream>") -> list[dict[str, Any]]:
+def load_yaml_stream(text: str, source: str = "<YAML stream>") -> list[dict[str, object]]:
     """Every non-empty document of a YAML stream, read as :func:`dihera.documents.load_stream` reads a
     person's file (duplicate keys and aliases past its bounds raise :class:`~dihera.errors.InvalidJobError`)."""
     return [d.body for d in load_stream(text, source)]

@@ -7,9 +7,21 @@ import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, cast
 
 from dihera.schema import API_VERSION, KIND
+from dihera.shapes.dijob import (
+    ArtifactSpec,
+    CheckpointSpec,
+    DIJobObject,
+    DIJobSpec,
+    EnvProviderSpec,
+    PodTemplate,
+    SuccessPolicySpec,
+    TaskSpec,
+)
+from dihera.shapes.json_types import JsonObject
+from dihera.shapes.meta import ObjectMeta
 
 __all__ = [
     "Artifact",
@@ -62,8 +74,8 @@ class SuccessPolicy:
     operator: SuccessOperator = SuccessOperator.ALL
     target_tasks: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"operator": self.operator.value}
+    def to_dict(self) -> SuccessPolicySpec:
+        out: SuccessPolicySpec = {"operator": self.operator.value}
         if self.target_tasks:
             out["targetTasks"] = list(self.target_tasks)
         return out
@@ -102,16 +114,14 @@ class Checkpoint:
     mount_path: str = "/var/dihera/checkpoints"
     reclaim_policy: ReclaimPolicy = ReclaimPolicy.DELETE
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"size": self.size}
+    def to_dict(self) -> CheckpointSpec:
+        out: CheckpointSpec = {"size": self.size}
         if self.storage_class_name is not None:
             out["storageClassName"] = self.storage_class_name
-        out |= {
-            "accessMode": self.access_mode,
-            "tasks": list(self.tasks),
-            "mountPath": self.mount_path,
-            "reclaimPolicy": self.reclaim_policy.value,
-        }
+        out["accessMode"] = self.access_mode
+        out["tasks"] = list(self.tasks)
+        out["mountPath"] = self.mount_path
+        out["reclaimPolicy"] = self.reclaim_policy.value
         return out
 
 
@@ -124,7 +134,7 @@ class Artifact:
     path: str
     task: str
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> ArtifactSpec:
         return {"name": self.name, "path": self.path, "task": self.task}
 
 
@@ -146,8 +156,8 @@ class EnvProvider:
     role: str | None = None
     allow_scaling: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name}
+    def to_dict(self) -> EnvProviderSpec:
+        out: EnvProviderSpec = {"name": self.name}
         if self.port is not None:
             out["port"] = self.port
         if self.role is not None:
@@ -167,12 +177,12 @@ class Task:
     env_provider: EnvProvider | None = None
     failure_policy: FailurePolicy = FailurePolicy.FAIL_JOB
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_dict(self) -> TaskSpec:
+        out: TaskSpec = {
             "name": self.name,
             "type": self.type.value,
             "replicas": self.replicas,
-            "template": copy.deepcopy(dict(self.template)),
+            "template": cast(PodTemplate, copy.deepcopy(dict(self.template))),
         }
         if self.failure_policy is not FailurePolicy.FAIL_JOB:
             out["failurePolicy"] = self.failure_policy.value
@@ -195,7 +205,7 @@ class DIJob:
     group: str | None = None
     min_replicas: int | None = None
     max_replicas: int | None = None
-    volumes: tuple[Mapping[str, Any], ...] = ()
+    volumes: tuple[Mapping[str, object], ...] = ()
     labels: Mapping[str, str] = field(default_factory=dict)
     annotations: Mapping[str, str] = field(default_factory=dict)
     uid: str | None = None
@@ -236,25 +246,29 @@ class DIJob:
         tasks = tuple(dataclasses.replace(t, replicas=replicas) if t.name == task_name else t for t in self.tasks)
         return DIJob(**{**self.__dict__, "tasks": tasks})
 
-    def _optional_spec(self) -> dict[str, Any]:
+    def _optional_spec(self) -> DIJobSpec:
         """The spec fields written only when set: replica bounds, volumes, checkpoint, artifacts."""
-        optional: dict[str, Any] = {
-            "minReplicas": self.min_replicas,
-            "maxReplicas": self.max_replicas,
-            "volumes": [copy.deepcopy(dict(v)) for v in self.volumes] or None,
-            "checkpoint": self.checkpoint.to_dict() if self.checkpoint is not None else None,
-            "artifacts": [a.to_dict() for a in self.artifacts] or None,
-        }
-        return {k: v for k, v in optional.items() if v is not None}
+        out: DIJobSpec = {}
+        if self.min_replicas is not None:
+            out["minReplicas"] = self.min_replicas
+        if self.max_replicas is not None:
+            out["maxReplicas"] = self.max_replicas
+        if self.volumes:
+            out["volumes"] = [cast(JsonObject, copy.deepcopy(dict(v))) for v in self.volumes]
+        if self.checkpoint is not None:
+            out["checkpoint"] = self.checkpoint.to_dict()
+        if self.artifacts:
+            out["artifacts"] = [a.to_dict() for a in self.artifacts]
+        return out
 
-    def to_manifest(self) -> dict[str, Any]:
+    def to_manifest(self) -> DIJobObject:
         """The DIJob object (defaults written out), ready to create through the Kubernetes API."""
-        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        metadata: ObjectMeta = {"name": self.name, "namespace": self.namespace}
         if self.labels:
             metadata["labels"] = dict(self.labels)
         if self.annotations:
             metadata["annotations"] = dict(self.annotations)
-        spec: dict[str, Any] = {
+        spec: DIJobSpec = {
             "priority": self.priority.value,
             "cleanPodPolicy": self.clean_pod_policy.value,
             "preemptible": self.preemptible,
@@ -270,6 +284,6 @@ class DIJob:
             spec["suspend"] = True
         if self.group is not None:
             spec["group"] = self.group
-        spec |= self._optional_spec()
+        spec.update(self._optional_spec())
         spec["tasks"] = [t.to_dict() for t in self.tasks]
         return {"apiVersion": API_VERSION, "kind": KIND, "metadata": metadata, "spec": spec}

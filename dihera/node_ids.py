@@ -26,7 +26,7 @@ __all__ = ["none_before_ditask_problems"]
 _DI_ENGINE_TYPES = {TaskType.LEARNER.value, TaskType.EVALUATOR.value, TaskType.COLLECTOR.value}
 
 
-def _command_lines(task: Mapping[str, Any]) -> Iterator[list[str]]:
+def _command_lines(task: Mapping[str, object]) -> Iterator[list[str]]:
     """Each container's command and args as words (shell scripts split on whitespace)."""
     template = task.get("template")
     spec = template.get("spec") if isinstance(template, Mapping) else None
@@ -56,14 +56,14 @@ def _ditask_reason(words: Sequence[str]) -> str | None:
     return None
 
 
-def _rank_dependence(task: Mapping[str, Any]) -> str | None:
+def _rank_dependence(task: Mapping[str, object]) -> str | None:
     """Why a DI-engine task's program depends on its replicas' ranks, or None."""
     if not isinstance(task.get("type"), str) or task["type"] not in _DI_ENGINE_TYPES:
         return None
     return next((r for words in _command_lines(task) if (r := _ditask_reason(words))), None)
 
 
-def _label(task: Mapping[str, Any]) -> str:
+def _label(task: Mapping[str, object]) -> str:
     return repr(task.get("name") or task.get("type"))
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
+
+from dihera.shapes.meta import ObjectMeta
 
 __all__ = ["pointer", "precondition"]
 
@@ -13,9 +15,13 @@ def pointer(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def precondition(obj: Mapping[str, Any]) -> dict[str, Any]:
+def precondition(obj: Mapping[str, object]) -> dict[str, Any]:
     """A patch operation making the API server refuse the patch (409) if ``obj`` changed since it was read.
 
     Setting ``metadata.resourceVersion`` in a patch is the API server's optimistic-concurrency check.
     """
-    return {"op": "replace", "path": "/metadata/resourceVersion", "value": obj["metadata"]["resourceVersion"]}
+    return {
+        "op": "replace",
+        "path": "/metadata/resourceVersion",
+        "value": cast(ObjectMeta, obj["metadata"])["resourceVersion"],
+    }

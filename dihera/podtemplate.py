@@ -46,19 +46,20 @@ def _needs_limit(resource: str) -> bool:
     return ("/" in resource and not resource.startswith("kubernetes.io/")) or resource.startswith("hugepages-")
 
 
-def _quantity(value: Any) -> Any:
+def _quantity(value: object) -> object:
     """A number (``cpu: 1``) as the string the API server stores; anything else as it is."""
     return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
 
 
-def _missing_limits(requests: Any, limits: Any) -> dict[str, Any]:
+def _missing_limits(requests: object, limits: object) -> dict[str, object]:
     """The requests of resources that need a limit (:func:`_needs_limit`) and have none."""
     if not isinstance(requests, Mapping) or not (limits is None or isinstance(limits, Mapping)):
         return {}
-    return {k: v for k, v in requests.items() if _needs_limit(k) and k not in (limits or {})}
+    have = limits if isinstance(limits, Mapping) else {}
+    return {k: v for k, v in requests.items() if _needs_limit(k) and k not in have}
 
 
-def _quantities(resources: Any) -> Any:
+def _quantities(resources: object) -> object:
     """Quantities as the API server stores them.
 
     Numbers (``cpu: 1``) become strings. An extended resource that is only requested
@@ -78,7 +79,7 @@ def _quantities(resources: Any) -> Any:
     return out
 
 
-def _normalize_container(container: Any) -> Any:
+def _normalize_container(container: object) -> object:
     if not isinstance(container, Mapping) or "resources" not in container:
         return container
     return {**container, "resources": _quantities(container["resources"])}
@@ -104,7 +105,7 @@ def _validator(model: str | None = None) -> Any:
     return jsonschema.validators.validator_for(schema)(schema, format_checker=int_formats())
 
 
-def check_volume(volume: Any, path: str) -> list[Problem]:
+def check_volume(volume: object, path: str) -> list[Problem]:
     """Every problem of one job-level volume (``spec.volumes[i]``), a core/v1 Volume."""
     return schema_problems(_validator("V1Volume"), without_nulls(volume), path, "core/v1 Volume")
 
@@ -118,7 +119,7 @@ def without_nulls(value: Any) -> Any:
     return value
 
 
-def _rule_problems(spec: Mapping[str, Any], spath: str) -> list[Problem]:
+def _rule_problems(spec: Mapping[str, object], spath: str) -> list[Problem]:
     """dihera's rules on top of core/v1: reserved fields, restartPolicy, an image per container."""
     problems: list[Problem] = []
     for key, why in RESERVED_POD_SPEC_FIELDS.items():
@@ -140,7 +141,7 @@ def _rule_problems(spec: Mapping[str, Any], spath: str) -> list[Problem]:
     return problems
 
 
-def check_pod_template(template: Any, path: str) -> list[Problem]:
+def check_pod_template(template: object, path: str) -> list[Problem]:
     """Every problem of one task's pod template; ``path`` is where it sits in the DIJob."""
     if not isinstance(template, Mapping):
         return [Problem(path, f"must be a pod template object, got {format_value(template)}")]
@@ -157,7 +158,7 @@ def check_pod_template(template: Any, path: str) -> list[Problem]:
     return problems
 
 
-def _check_unique_names(spec: Mapping[str, Any], path: str) -> list[Problem]:
+def _check_unique_names(spec: Mapping[str, object], path: str) -> list[Problem]:
     problems: list[Problem] = []
     seen: dict[str, str] = {}
     for key in ("initContainers", "containers"):

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from dihera.sweeps.sweep import METRIC_NAME
 
@@ -63,13 +62,13 @@ class ProfilingsConflict(Exception):
     """Another writer changed the DIJob under every attempt to record a report (not recorded: send it again)."""
 
 
-def _size(value: Any) -> int:
+def _size(value: object) -> int:
     return len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
 
 
-def _deeper_than(value: Any, limit: int) -> bool:
+def _deeper_than(value: object, limit: int) -> bool:
     """Whether lists and objects nest more than ``limit`` levels in ``value`` (iterative: no recursion)."""
-    stack = [(value, 0)]
+    stack: list[tuple[object, int]] = [(value, 0)]
     while stack:
         item, depth = stack.pop()
         children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
@@ -81,7 +80,7 @@ def _deeper_than(value: Any, limit: int) -> bool:
     return False
 
 
-def _value_problems(key: str, value: Any) -> list[str]:
+def _value_problems(key: str, value: object) -> list[str]:
     where = f"status.profilings.{key}"
     if _deeper_than(value, MAX_DEPTH):
         return [f"{where}: nests lists and objects deeper than {MAX_DEPTH} levels"]
@@ -91,7 +90,7 @@ def _value_problems(key: str, value: Any) -> list[str]:
     return []
 
 
-def report_problems(report: Mapping[str, Any]) -> list[str]:
+def report_problems(report: Mapping[str, object]) -> list[str]:
     """Everything wrong with ``report`` on its own: its key count, each key's name, each value's nesting and
     size, its size as a whole. Empty: the report is within bounds (the merged map is checked apart)."""
     problems = []
@@ -111,11 +110,16 @@ def report_problems(report: Mapping[str, Any]) -> list[str]:
     return problems
 
 
-def merge(current: Any, patch: Any) -> Any:
+def merge(current: object, patch: object) -> object:
     """``patch`` applied to ``current`` as a JSON merge patch (RFC 7386), as the API server applies it."""
     if not isinstance(patch, dict):
         return patch
-    out = dict(current) if isinstance(current, dict) else {}
+    return _merge_objects(current if isinstance(current, dict) else {}, patch)
+
+
+def _merge_objects(current: Mapping[str, object], patch: Mapping[str, object]) -> dict[str, object]:
+    """:func:`merge` of an object patch: a copy of ``current`` with each key of ``patch`` merged or removed."""
+    out = dict(current)
     for key, value in patch.items():
         if value is None:
             out.pop(key, None)
@@ -124,13 +128,13 @@ def merge(current: Any, patch: Any) -> Any:
     return out
 
 
-def bounded_merge(current: Mapping[str, Any] | None, report: Mapping[str, Any]) -> dict[str, Any]:
+def bounded_merge(current: Mapping[str, object] | None, report: Mapping[str, object]) -> dict[str, object]:
     """``status.profilings`` once ``report`` (within bounds: :func:`report_problems`) is merged into
     ``current``; :class:`ProfilingsError` when it would hold more than :data:`MAX_KEYS` keys or
     :data:`MAX_TOTAL_BYTES` bytes and is larger than ``current`` (a map already past a bound, written before
     the bounds, may still shrink: a ``null`` removes a key)."""
     before = dict(current or {})
-    merged: dict[str, Any] = merge(before, dict(report))
+    merged = _merge_objects(before, report)
     problems = []
     if len(merged) > MAX_KEYS and len(merged) > len(before):
         problems.append(

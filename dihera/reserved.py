@@ -16,7 +16,6 @@ with every kind of variable and checks that they are exactly the names rendered.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from dihera.constants import CHECKPOINT_DIR_ENV, MEMBERSHIP_VOLUME
 from dihera.errors import Problem, format_value
@@ -53,15 +52,15 @@ MEMBERSHIP_MOUNT = RenderSettings.membership_dir
 _CONTAINER_KEYS = ("initContainers", "containers")
 
 
-def _obj(value: Any) -> Mapping[str, Any]:
+def _obj(value: object) -> Mapping[str, object]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _arr(value: Any) -> list[Any]:
+def _arr(value: object) -> list[object]:
     return value if isinstance(value, list) else []
 
 
-def reserved_env(tasks: Sequence[Any], task: Mapping[str, Any], checkpoint: bool) -> dict[str, str]:
+def reserved_env(tasks: Sequence[object], task: Mapping[str, object], checkpoint: bool) -> dict[str, str]:
     """Each variable the renderer sets on ``task``'s containers (of the defaulted ``tasks``), and who sets it;
     ``checkpoint``: the task mounts the checkpoint volume."""
     names = {name: "set by dihera on every replica (docs/rendering.md)" for name in REPLICA_ENV}
@@ -76,7 +75,7 @@ def reserved_env(tasks: Sequence[Any], task: Mapping[str, Any], checkpoint: bool
     return names
 
 
-def _env_problems(pod: Mapping[str, Any], where: str, reserved: Mapping[str, str]) -> list[Problem]:
+def _env_problems(pod: Mapping[str, object], where: str, reserved: Mapping[str, str]) -> list[Problem]:
     return [
         Problem(
             f"{where}.{kind}[{j}].env[{k}].name",
@@ -90,18 +89,18 @@ def _env_problems(pod: Mapping[str, Any], where: str, reserved: Mapping[str, str
     ]
 
 
-def _mount_problems(pod: Mapping[str, Any], where: str) -> list[Problem]:
+def _mount_problems(pod: Mapping[str, object], where: str) -> list[Problem]:
     why = f"is where dihera mounts the membership ConfigMap ({MEMBERSHIP_VOLUME}) in each container; use another path"
     return [
-        Problem(f"{where}.{kind}[{j}].volumeMounts[{k}].mountPath", f"{format_value(mount['mountPath'])} {why}")
+        Problem(f"{where}.{kind}[{j}].volumeMounts[{k}].mountPath", f"{format_value(path)} {why}")
         for kind in _CONTAINER_KEYS
         for j, c in enumerate(_arr(pod.get(kind)))
         for k, mount in enumerate(_arr(_obj(c).get("volumeMounts")))
-        if isinstance(_obj(mount).get("mountPath"), str) and mount["mountPath"].rstrip("/") == MEMBERSHIP_MOUNT
+        if isinstance(path := _obj(mount).get("mountPath"), str) and path.rstrip("/") == MEMBERSHIP_MOUNT
     ]
 
 
-def _volume_problems(volumes: list[Any], where: str, job_volumes: Mapping[str, int] | None) -> list[Problem]:
+def _volume_problems(volumes: list[object], where: str, job_volumes: Mapping[str, int] | None) -> list[Problem]:
     """A template's volume names: not dihera's, not a job volume's (``job_volumes``: name -> index), unique.
     ``job_volumes`` None: these are the job's volumes (validation checks that they are unique)."""
     problems: list[Problem] = []
@@ -128,14 +127,14 @@ def _volume_problems(volumes: list[Any], where: str, job_volumes: Mapping[str, i
     return problems
 
 
-def reserved_problems(spec: Mapping[str, Any], checkpoint_tasks: Sequence[str]) -> list[Problem]:
+def reserved_problems(spec: Mapping[str, object], checkpoint_tasks: Sequence[str]) -> list[Problem]:
     """Every env entry, volume and mount path of a defaulted spec's templates that takes one dihera adds;
     ``checkpoint_tasks``: the tasks that mount the checkpoint volume (its name is checked with it)."""
     tasks = _arr(spec.get("tasks"))
     job_volumes: dict[str, int] = {}
     for k, v in enumerate(_arr(spec.get("volumes"))):
-        if isinstance(_obj(v).get("name"), str):
-            job_volumes.setdefault(v["name"], k)
+        if isinstance(name := _obj(v).get("name"), str):
+            job_volumes.setdefault(name, k)
     problems = _volume_problems(_arr(spec.get("volumes")), "spec.volumes", None)
     for i, task in enumerate(tasks):
         if not isinstance(task, Mapping):

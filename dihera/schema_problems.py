@@ -36,7 +36,7 @@ def int_formats() -> jsonschema.FormatChecker:
     return checker
 
 
-def field_path(base: str, parts: Iterable[Any]) -> str:
+def field_path(base: str, parts: Iterable[object]) -> str:
     """``spec.tasks[0].name`` from a base path and JSON-schema path parts."""
     out = base
     for part in parts:

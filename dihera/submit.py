@@ -14,16 +14,17 @@ from kubernetes import client
 
 from dihera.kube.jobs import JobStore
 from dihera.model import DIJob
+from dihera.shapes.dijob import as_status
 from dihera.validation import load_job
 
 __all__ = ["format_progress", "submit"]
 
 
-def format_progress(status: Mapping[str, Any]) -> str:
+def format_progress(status: Mapping[str, object]) -> str:
     """One line: ``Running  ready 3/4  collector Running=2  learner Succeeded=1``."""
     phase = status.get("phase") or "(no status yet)"
     parts = [f"{phase:<12}", f"ready {status.get('readyReplicas', 0)}/{status.get('replicas', 0)}"]
-    for task, phases in sorted((status.get("taskStatus") or {}).items()):
+    for task, phases in sorted((as_status(status).get("taskStatus") or {}).items()):
         parts.append(f"{task} " + ",".join(f"{p}={n}" for p, n in sorted(phases.items())))
     if status.get("restarts"):
         parts.append(f"restarts {status['restarts']}")
@@ -31,13 +32,13 @@ def format_progress(status: Mapping[str, Any]) -> str:
 
 
 def submit(
-    job: DIJob | Mapping[str, Any],
+    job: DIJob | Mapping[str, object],
     *,
     api: client.ApiClient,
     namespace: str | None = None,
     wait: str | None = None,
     timeout: float = 600.0,
-    progress: Callable[[Mapping[str, Any]], None] | None = None,
+    progress: Callable[[Mapping[str, object]], None] | None = None,
 ) -> dict[str, Any]:
     """Create the DIJob through the Kubernetes API; with ``wait``, block until that phase.
 

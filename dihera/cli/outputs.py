@@ -16,10 +16,12 @@ import io
 import os
 import sys
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote
+
+from dihera.shapes.dijob import ArtifactOutput, as_status
 
 __all__ = ["argo_server_url", "artifact_path", "register", "save_artifact"]
 
@@ -39,13 +41,13 @@ def argo_server_url(value: str | None, insecure: bool | None = None) -> str | No
     return f"{'http' if plain else 'https'}://{text.rstrip('/')}"
 
 
-def artifact_path(namespace: str, workflow: str, entry: Mapping[str, str]) -> str:
+def artifact_path(namespace: str, workflow: str, entry: ArtifactOutput) -> str:
     """argo server's path of one ``status.artifacts`` entry's object."""
     parts = (namespace, workflow, entry["node"], entry["name"])
     return "/artifacts/" + "/".join(quote(p, safe="") for p in parts)
 
 
-def save_artifact(body: bytes, entry: Mapping[str, str], directory: Path) -> Path:
+def save_artifact(body: bytes, entry: ArtifactOutput, directory: Path) -> Path:
     """Write one downloaded artifact under ``directory/<replica>``: an archive unpacked into ``<name>/``
     (members outside it refused), anything else as its key's file name. Returns what was written."""
     replica = directory / entry["replica"]
@@ -61,7 +63,7 @@ def save_artifact(body: bytes, entry: Mapping[str, str], directory: Path) -> Pat
     return target
 
 
-def _table(entries: list[Mapping[str, str]]) -> str:
+def _table(entries: Sequence[ArtifactOutput]) -> str:
     rows = [("REPLICA", "ARTIFACT", "NODE", "KEY")] + [
         (e["replica"], e["name"], e["node"], e.get("key", "")) for e in entries
     ]
@@ -71,7 +73,7 @@ def _table(entries: list[Mapping[str, str]]) -> str:
     )
 
 
-def _download(args: argparse.Namespace, namespace: str, workflow: str, entries: list[Mapping[str, str]]) -> int:
+def _download(args: argparse.Namespace, namespace: str, workflow: str, entries: Sequence[ArtifactOutput]) -> int:
     import httpx
 
     base = argo_server_url(args.argo_server, args.argo_insecure or None)
@@ -108,7 +110,7 @@ def _cmd_outputs(args: argparse.Namespace) -> int:
     if job is None:
         print(f"DIJob {namespace}/{name} not found", file=sys.stderr)
         return EXIT_NOT_FOUND
-    status: Mapping[str, Any] = job.get("status") or {}
+    status = as_status(job.get("status") or {})
     entries = [e for e in status.get("artifacts") or [] if isinstance(e, Mapping)]
     if args.replica:
         entries = [e for e in entries if e.get("replica") == args.replica]

@@ -23,7 +23,7 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     from dihera.submit import format_progress, submit
     from dihera.validation import DEFAULT_NAMESPACE, load_job
 
-    def show(status: Mapping[str, Any]) -> None:
+    def show(status: Mapping[str, object]) -> None:
         print(f"  {format_progress(status)}", file=sys.stderr, flush=True)
 
     try:

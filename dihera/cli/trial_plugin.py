@@ -15,6 +15,7 @@ import hmac
 import json
 import logging
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from dihera.kube.experiments import trial_result
+from dihera.shapes.dijob import DIJobObject, as_dijob
 from dihera.sweeps.plugin import PluginRequestError, SummaryRequest, TrialRefused, TrialRequest, Trials
 from dihera.sweeps.results import Goal, best_values, csv_table, markdown_table
 
@@ -60,18 +62,18 @@ class _Watch:
             )
             self._informer.start()
 
-    def _listed(self, objects: list[dict[str, Any]], _version: str) -> None:
+    def _listed(self, objects: list[dict[str, object]], _version: str) -> None:
         for obj in objects:
             self._trials.seen(obj)
 
-    def _event(self, kind: str, obj: dict[str, Any]) -> None:
+    def _event(self, kind: str, obj: dict[str, object]) -> None:
         if kind == "DELETED":
             self._trials.gone(obj)
         else:
             self._trials.seen(obj)
 
 
-def summary_reply(jobs: list[dict[str, Any]] | None, request: SummaryRequest) -> dict[str, Any]:
+def summary_reply(jobs: Sequence[DIJobObject] | None, request: SummaryRequest) -> dict[str, object]:
     """The summary node's reply: the results table (Markdown, CSV) and the best values, from the trials' DIJobs
     as the watch saw them (what ``dihera experiment summarize`` writes, without its files)."""
     if jobs is None:
@@ -134,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _create(jobs: Any, manifest: dict[str, Any]) -> None:
+def _create(jobs: Any, manifest: DIJobObject) -> None:
     from kubernetes.client.exceptions import ApiException
 
     try:
@@ -143,7 +145,7 @@ def _create(jobs: Any, manifest: dict[str, Any]) -> None:
         if err.status == 409:  # created before this plugin restarted: the watch reports it
             return
         if err.status is not None and 400 <= err.status < 500 and err.status != 429:
-            name = manifest["metadata"]["name"]
+            name = as_dijob(manifest)["metadata"]["name"]
             raise TrialRefused(f"the API server refused DIJob {name}: {err.status} {err.body}") from err
         raise
-    log.info("created DIJob %s", manifest["metadata"]["name"])
+    log.info("created DIJob %s", as_dijob(manifest)["metadata"]["name"])

@@ -66,7 +66,7 @@ class Note:
 
 @dataclass
 class Conversion:
-    objects: list[dict[str, Any]] = field(default_factory=list)
+    objects: list[dict[str, object]] = field(default_factory=list)
     notes: list[Note] = field(default_factory=list)
 
     @property
@@ -74,32 +74,35 @@ class Conversion:
         return any(n.level == "error" for n in self.notes)
 
 
-def _kind(doc: Any) -> str:
+def _kind(doc: object) -> str:
     return str(doc.get("kind") or "") if isinstance(doc, Mapping) else ""
 
 
-def _name(doc: Mapping[str, Any]) -> str:
-    meta = doc.get("metadata")
+def _name(doc: object) -> str:
+    meta = doc.get("metadata") if isinstance(doc, Mapping) else None
     return str(meta.get("name")) if isinstance(meta, Mapping) and meta.get("name") else "?"
 
 
-def _unpack_lists(documents: Sequence[tuple[str, Any]]) -> list[tuple[str, Any]]:
+def _unpack_lists(documents: Sequence[tuple[str, object]]) -> list[tuple[str, object]]:
     """A ``kind: List`` (as ``kubectl get -o yaml`` writes) stands for its items."""
-    out: list[tuple[str, Any]] = []
+    out: list[tuple[str, object]] = []
     for label, doc in documents:
-        if _kind(doc) == "List" and isinstance(doc.get("items"), list):
-            out += [(f"{label}.items[{i}]", item) for i, item in enumerate(doc["items"])]
+        items = doc.get("items") if _kind(doc) == "List" and isinstance(doc, Mapping) else None
+        if isinstance(items, list):
+            out += [(f"{label}.items[{i}]", item) for i, item in enumerate(items)]
         else:
             out.append((label, doc))
     return out
 
 
-def _looks_like_a_job(doc: Any) -> bool:
+def _looks_like_a_job(doc: object) -> bool:
     """A document without ``kind`` whose spec has a DIJob shape is taken as a DIJob."""
     return isinstance(doc, Mapping) and (is_v1alpha1(doc) or is_v1shape(doc) or "tasks" in (doc.get("spec") or {}))
 
 
-def _convert_job(doc: Mapping[str, Any], counts: Counts, aggregator: Mapping[str, Any] | None) -> tuple[Any, Notes]:
+def _convert_job(
+    doc: Mapping[str, object], counts: Counts, aggregator: Mapping[str, object] | None
+) -> tuple[Any, Notes]:
     notes = Notes()
     if is_v1alpha1(doc):
         if _kind(doc).lower() == "nervexjob":
@@ -123,8 +126,8 @@ def _convert_job(doc: Mapping[str, Any], counts: Counts, aggregator: Mapping[str
 
 
 def _first_aggregator(
-    documents: Sequence[tuple[str, Any]], aggregators: Sequence[tuple[str, Any]], notes: list[Note]
-) -> tuple[str, Any] | None:
+    documents: Sequence[tuple[str, object]], aggregators: Sequence[tuple[str, object]], notes: list[Note]
+) -> tuple[str, object] | None:
     """The first AggregatorConfig of the stream or given apart, as (label, document); a note for each other."""
     configs = [(label, d) for label, d in [*documents, *aggregators] if _kind(d) == AGGREGATOR_KIND]
     for label, _ in configs[1:]:
@@ -132,11 +135,11 @@ def _first_aggregator(
     return configs[0] if configs else None
 
 
-def _is_job(kind: str, doc: Any) -> bool:
+def _is_job(kind: str, doc: object) -> bool:
     return kind.lower() in _JOB_KINDS or (kind == "" and _looks_like_a_job(doc))
 
 
-def _pass_through(result: Conversion, label: str, kind: str, doc: Any) -> None:
+def _pass_through(result: Conversion, label: str, kind: str, doc: object) -> None:
     """Any other object goes out unchanged; what is not an object is an error."""
     if isinstance(doc, Mapping):
         result.objects.append(dict(doc))
@@ -145,7 +148,7 @@ def _pass_through(result: Conversion, label: str, kind: str, doc: Any) -> None:
         result.notes.append(Note(label, "error", f"not an object: {format_value(doc)}"))
 
 
-def _job_problems(job: Any, notes: Notes) -> list[Problem]:
+def _job_problems(job: object, notes: Notes) -> list[Problem]:
     """The conversion's problems, else those of validating the converted job."""
     problems: list[Problem] = list(notes.problems)
     if job is not None and not problems:
@@ -153,7 +156,7 @@ def _job_problems(job: Any, notes: Notes) -> list[Problem]:
     return problems
 
 
-def _program_note(doc: Mapping[str, Any], notes: Notes, allow: bool) -> None:
+def _program_note(doc: Mapping[str, object], notes: Notes, allow: bool) -> None:
     """The old ``ding -m dist`` pipeline: a problem when it needs the v1alpha1 API (unless ``allow``), else a
     warning."""
     found = old_pipeline(doc, is_v1alpha1(doc))
@@ -169,9 +172,9 @@ def _program_note(doc: Mapping[str, Any], notes: Notes, allow: bool) -> None:
 def _add_job(
     result: Conversion,
     label: str,
-    doc: Mapping[str, Any],
+    doc: Mapping[str, object],
     counts: Counts,
-    aggregator: Mapping[str, Any] | None,
+    aggregator: Mapping[str, object] | None,
     allow_v1alpha1_programs: bool = False,
 ) -> None:
     """Convert one job: its notes, and the converted job unless it has a problem."""
@@ -186,11 +189,11 @@ def _add_job(
         result.objects.append(job)
 
 
-def _has_v1alpha1(documents: Sequence[tuple[str, Any]]) -> bool:
+def _has_v1alpha1(documents: Sequence[tuple[str, object]]) -> bool:
     return any(is_v1alpha1(d) for _, d in documents if isinstance(d, Mapping))
 
 
-def _identity_problem(kind: str, doc: Any) -> str | None:
+def _identity_problem(kind: str, doc: object) -> str | None:
     """Why a DIJob or AggregatorConfig names a version dihera does not know, or a document of their groups a
     kind it does not know; None when neither."""
     if not isinstance(doc, Mapping) or doc.get("apiVersion") is None:
@@ -210,9 +213,9 @@ def _identity_problem(kind: str, doc: Any) -> str | None:
 
 
 def convert_documents(
-    documents: Sequence[tuple[str, Any]],
+    documents: Sequence[tuple[str, object]],
     counts: Counts | None = None,
-    aggregators: Sequence[tuple[str, Any]] = (),
+    aggregators: Sequence[tuple[str, object]] = (),
     allow_v1alpha1_programs: bool = False,
 ) -> Conversion:
     """Convert ``documents`` ((label, document) pairs); ``aggregators``: AggregatorConfigs given apart;
@@ -226,7 +229,7 @@ def convert_documents(
         if problem is not None:
             result.notes.append(Note(label, "error", problem))
     first = _first_aggregator(documents, aggregators, result.notes)
-    aggregator = first[1] if first else None
+    aggregator = first[1] if first and isinstance(first[1], Mapping) else None  # its kind: a Mapping
     for label, doc in documents:
         kind = _kind(doc)
         problem = _identity_problem(kind, doc)
@@ -234,7 +237,7 @@ def convert_documents(
             result.notes.append(Note(f"{label} ({_name(doc)})", "error", problem))
         elif kind == AGGREGATOR_KIND:
             continue
-        elif _is_job(kind, doc):
+        elif _is_job(kind, doc) and isinstance(doc, Mapping):  # a job is a Mapping (_kind, _looks_like_a_job)
             _add_job(result, label, doc, counts, aggregator, allow_v1alpha1_programs)
         else:
             _pass_through(result, label, kind, doc)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from dihera.errors import Problem, format_value
 from dihera.schema import API_VERSION, KIND
@@ -34,10 +33,10 @@ class Notes:
         self.problems.append(Problem(path, message))
 
 
-def metadata(doc: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
+def metadata(doc: Mapping[str, object], notes: Notes) -> dict[str, object]:
     """name, namespace, labels and annotations; fields the API server set are dropped (said once)."""
     raw = doc.get("metadata")
-    meta: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
+    meta: Mapping[str, object] = raw if isinstance(raw, Mapping) else {}
     out = {k: meta[k] for k in ("name", "namespace", "labels", "annotations") if meta.get(k)}
     if not isinstance(out.get("name"), str):
         notes.problem("metadata.name", f"is required to name the job (got {format_value(meta.get('name'))})")
@@ -49,7 +48,7 @@ def metadata(doc: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
     return out
 
 
-def clean_pod_policy(value: Any, path: str, notes: Notes) -> str | None:
+def clean_pod_policy(value: object, path: str, notes: Notes) -> str | None:
     if value is None or value == "":
         return None
     policy = _CLEAN_POD_POLICIES.get(str(value).lower())
@@ -60,7 +59,7 @@ def clean_pod_policy(value: Any, path: str, notes: Notes) -> str | None:
     return policy
 
 
-def priority(value: Any, path: str, notes: Notes) -> str | None:
+def priority(value: object, path: str, notes: Notes) -> str | None:
     """v1alpha1's ``priorityClassName`` (default, high) and v2alpha1's ``priority`` (normal, high)."""
     if value is None:
         return None
@@ -71,5 +70,5 @@ def priority(value: Any, path: str, notes: Notes) -> str | None:
     return found
 
 
-def job_manifest(meta: Mapping[str, Any], spec: Mapping[str, Any]) -> dict[str, Any]:
+def job_manifest(meta: Mapping[str, object], spec: Mapping[str, object]) -> dict[str, object]:
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": dict(meta), "spec": dict(spec)}

@@ -10,7 +10,6 @@ convert`` refuses it (an error) unless asked to convert it as it is (then a warn
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from dihera.convert.scan import dist_pipeline_fields, server_requests
 
@@ -32,7 +31,7 @@ _NEEDS_ADDRESSES = (
 )
 
 
-def old_pipeline(document: Mapping[str, Any], v1alpha1: bool) -> tuple[str, str, bool] | None:
+def old_pipeline(document: Mapping[str, object], v1alpha1: bool) -> tuple[str, str, bool] | None:
     """``(field, message, fatal)`` when the job runs ``ding -m dist``: fatal when it needs the v1alpha1
     API (a v1alpha1 job, whose collectors and learners that API created, or a DI-engine config naming
     ``operator_server`` / ``system_addr``); None when it does not run that pipeline."""

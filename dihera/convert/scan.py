@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 __all__ = [
     "V1_PORTS",
@@ -35,7 +35,7 @@ _DIST = re.compile(r"\bding\s+(?:-m|--mode)[=\s]+dist\b")
 _COUNT = re.compile(r"""\b(collector_num|learner_num|collector_target_num|learner_target_num)['"]?\s*[:=]\s*(\d+)""")
 
 
-def strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
+def strings(value: object, path: str) -> Iterator[tuple[str, str]]:
     """Every string in ``value`` with its field path (``spec.learner.template.spec.containers[0].args[0]``)."""
     if isinstance(value, str):
         yield path, value
@@ -47,7 +47,7 @@ def strings(value: Any, path: str) -> Iterator[tuple[str, str]]:
             yield from strings(v, f"{path}[{i}]")
 
 
-def _container_fields(template: Any, path: str) -> Iterator[tuple[str, str]]:
+def _container_fields(template: object, path: str) -> Iterator[tuple[str, str]]:
     spec = template.get("spec") if isinstance(template, Mapping) else None
     if not isinstance(spec, Mapping):
         return
@@ -59,7 +59,7 @@ def _container_fields(template: Any, path: str) -> Iterator[tuple[str, str]]:
                 yield from strings(c.get(field), f"{path}.spec.{kind}[{i}].{field}")
 
 
-def runtime_variables(template: Any, path: str) -> list[tuple[str, str]]:
+def runtime_variables(template: object, path: str) -> list[tuple[str, str]]:
     """(field path, variable) for each use of a variable DI-orchestrator < 1.0 set and dihera does not."""
     found: dict[tuple[str, str], None] = {}
     for field, text in _container_fields(template, path):
@@ -87,7 +87,7 @@ def _advice(variable: str) -> str:
     )
 
 
-def runtime_variable_warnings(template: Any, path: str) -> list[tuple[str, str]]:
+def runtime_variable_warnings(template: object, path: str) -> list[tuple[str, str]]:
     """(field path, warning) for each variable the old runtime set that dihera does not."""
     return [(field, _advice(variable)) for field, variable in runtime_variables(template, path)]
 
@@ -107,7 +107,7 @@ class CountHint:
     path: str
 
 
-def count_hints(document: Any) -> list[CountHint]:
+def count_hints(document: object) -> list[CountHint]:
     """Every ``collector_num`` / ``learner_num`` (and ``*_target_num``) assignment in the document's strings."""
     hints = []
     for path, text in strings(document, ""):
@@ -116,12 +116,12 @@ def count_hints(document: Any) -> list[CountHint]:
     return hints
 
 
-def server_requests(document: Any) -> list[str]:
+def server_requests(document: object) -> list[str]:
     """Paths of strings whose DI-engine config talks to DI-orchestrator's di-server (``operator_server``)."""
     return [path for path, text in strings(document, "") if _SERVER.search(text)]
 
 
-def _containers(value: Any, path: str) -> Iterator[tuple[str, Mapping[str, Any]]]:
+def _containers(value: object, path: str) -> Iterator[tuple[str, Mapping[str, object]]]:
     """Every container and init container of every pod template in ``value``, with its field path."""
     if isinstance(value, Mapping):
         for kind in ("initContainers", "containers"):
@@ -137,11 +137,11 @@ def _containers(value: Any, path: str) -> Iterator[tuple[str, Mapping[str, Any]]
             yield from _containers(v, f"{path}[{i}]")
 
 
-def dist_pipeline_fields(document: Any) -> list[str]:
+def dist_pipeline_fields(document: object) -> list[str]:
     """Paths of the containers whose command and args run DI-engine's old ``ding -m dist`` pipeline."""
     found = []
     for path, container in _containers(document, ""):
-        words = [str(w) for field in ("command", "args") for w in (container.get(field) or [])]
+        words = [str(w) for field in ("command", "args") for w in cast(Iterable[object], container.get(field) or [])]
         if _DIST.search(" ".join(words)):
             found.append(path)
     return found

@@ -10,9 +10,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 from dihera.convert.common import Notes, clean_pod_policy, job_manifest, metadata, priority
 from dihera.convert.scan import CountHint, count_hints, runtime_variable_warnings
@@ -38,7 +38,7 @@ class Counts:
     learners: int | None = None
 
 
-def is_v1alpha1(doc: Mapping[str, Any]) -> bool:
+def is_v1alpha1(doc: Mapping[str, object]) -> bool:
     spec = doc.get("spec")
     return isinstance(spec, Mapping) and any(c[0] in spec for c in _COMPONENTS) and "tasks" not in spec
 
@@ -66,20 +66,20 @@ def _count(task: str, flag: int | None, hints: list[CountHint], path: str, notes
     return 1
 
 
-def _task(name: str, type_: str, replicas: int, template: Any, path: str, notes: Notes) -> dict[str, Any] | None:
+def _task(name: str, type_: str, replicas: int, template: object, path: str, notes: Notes) -> dict[str, object] | None:
     if not isinstance(template, Mapping) or not isinstance(template.get("spec"), Mapping):
         notes.problem(f"{path}.template", f"must be a pod template with a spec (got {format_value(template)})")
         return None
     for field, warning in runtime_variable_warnings(template, f"{path}.template"):
         notes.warn(field, warning)
-    entry: dict[str, Any] = {"name": name, "type": type_, "replicas": replicas, "template": dict(template)}
+    entry: dict[str, object] = {"name": name, "type": type_, "replicas": replicas, "template": dict(template)}
     return entry
 
 
-def _aggregator(config: Mapping[str, Any] | None, notes: Notes) -> dict[str, Any] | None:
+def _aggregator(config: Mapping[str, object] | None, notes: Notes) -> dict[str, object] | None:
     if config is None:
         return None
-    spec = (config.get("spec") or {}).get("aggregator") if isinstance(config.get("spec"), Mapping) else None
+    spec = given.get("aggregator") if isinstance(given := config.get("spec"), Mapping) else None
     if not isinstance(spec, Mapping):
         notes.problem("AggregatorConfig.spec.aggregator", "is required (a pod template under spec.aggregator.template)")
         return None
@@ -91,9 +91,9 @@ def _aggregator(config: Mapping[str, Any] | None, notes: Notes) -> dict[str, Any
     return _task("aggregator", "none", 1, spec.get("template"), "AggregatorConfig.spec.aggregator", notes)
 
 
-def _spec_fields(spec: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
+def _spec_fields(spec: Mapping[str, object], notes: Notes) -> dict[str, object]:
     """priority, cleanPodPolicy and volumes carried over; group and unknown fields dropped (said)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     if (p := priority(spec.get("priorityClassName"), "spec.priorityClassName", notes)) is not None:
         out["priority"] = p
     if (c := clean_pod_policy(spec.get("cleanPodPolicy"), "spec.cleanPodPolicy", notes)) is not None:
@@ -103,18 +103,18 @@ def _spec_fields(spec: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
     for key in sorted(set(spec) - _KNOWN):
         notes.warn(f"spec.{key}", "unknown to DI-orchestrator v1alpha1 and to dihera; dropped")
     if spec.get("volumes"):
-        out["volumes"] = list(spec["volumes"])
+        out["volumes"] = list(cast(Iterable[object], spec["volumes"]))  # as the document gives them
     return out
 
 
 def _component_task(
-    key: str, name: str, type_: str, spec: Mapping[str, Any], flag: int | None, hints: list[CountHint], notes: Notes
-) -> dict[str, Any] | None:
+    key: str, name: str, type_: str, spec: Mapping[str, object], flag: int | None, hints: list[CountHint], notes: Notes
+) -> dict[str, object] | None:
     """The task of the component ``spec.<key>`` (None: it has a problem); ``flag``: the count given."""
     if key == "actor":
         notes.say("spec.actor", "NerveXJob's actor is the collector task")
     path = f"spec.{key}"
-    component = spec[key] if isinstance(spec[key], Mapping) else {}
+    component = given if isinstance(given := spec[key], Mapping) else {}
     for extra in sorted(set(component) - {"template", "replicas"}):
         notes.warn(f"{path}.{extra}", "unknown to DI-orchestrator v1alpha1 and to dihera; dropped")
     own = component.get("replicas")
@@ -124,11 +124,11 @@ def _component_task(
 
 
 def _component_tasks(
-    spec: Mapping[str, Any], counts: Counts, hints: list[CountHint], notes: Notes
-) -> list[dict[str, Any]]:
+    spec: Mapping[str, object], counts: Counts, hints: list[CountHint], notes: Notes
+) -> list[dict[str, object]]:
     """The coordinator, collector and learner tasks, in that order (``actor``: the collector)."""
     flags = {"collector": counts.collectors, "learner": counts.learners}
-    tasks: list[dict[str, Any]] = []
+    tasks: list[dict[str, object]] = []
     for key, name, type_ in _COMPONENTS:
         if key not in spec or any(t["name"] == name for t in tasks):
             continue
@@ -137,17 +137,17 @@ def _component_tasks(
     return tasks
 
 
-def _warn_missing(spec: Mapping[str, Any], notes: Notes) -> None:
+def _warn_missing(spec: Mapping[str, object], notes: Notes) -> None:
     for name in ("coordinator", "collector", "learner"):
         if not any(c[1] == name and c[0] in spec for c in _COMPONENTS):
             notes.warn(f"spec.{name}", f"missing: the job has no {name} task")
 
 
 def convert_v1alpha1(
-    doc: Mapping[str, Any], counts: Counts, aggregator: Mapping[str, Any] | None, notes: Notes
-) -> dict[str, Any]:
+    doc: Mapping[str, object], counts: Counts, aggregator: Mapping[str, object] | None, notes: Notes
+) -> dict[str, object]:
     """The v2alpha1 DIJob for a v1alpha1 one (problems and warnings go to ``notes``)."""
-    spec: Mapping[str, Any] = doc["spec"]
+    spec = cast(Mapping[str, object], doc["spec"])  # an object: is_v1alpha1
     meta = metadata(doc, notes)
     out = _spec_fields(spec, notes)
     hints = count_hints(doc)

@@ -7,8 +7,8 @@ pass to DI-engine. It becomes one task ``worker`` of type ``none`` with ``minRep
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import cast
 
 from dihera.convert.common import Notes, clean_pod_policy, job_manifest, metadata, priority
 from dihera.convert.scan import runtime_variable_warnings, strings
@@ -33,13 +33,13 @@ _KNOWN = {
 }
 
 
-def is_v1shape(doc: Mapping[str, Any]) -> bool:
+def is_v1shape(doc: Mapping[str, object]) -> bool:
     spec = doc.get("spec")
     return isinstance(spec, Mapping) and "template" in spec and "tasks" not in spec
 
 
-def _engine_fields(spec: Mapping[str, Any], notes: Notes) -> None:
-    fields = dict(spec.get("engineFields") or {}) if isinstance(spec.get("engineFields"), Mapping) else {}
+def _engine_fields(spec: Mapping[str, object], notes: Notes) -> None:
+    fields: dict[str, object] = dict(given) if isinstance(given := spec.get("engineFields"), Mapping) else {}
     fields.update({k: spec[k] for k in _ENGINE_FLAGS if k in spec})
     commands = " ".join(text for _, text in strings(spec.get("template"), ""))
     for key, value in fields.items():
@@ -59,10 +59,10 @@ def _engine_fields(spec: Mapping[str, Any], notes: Notes) -> None:
             )
 
 
-def _spec_fields(spec: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
+def _spec_fields(spec: Mapping[str, object], notes: Notes) -> dict[str, object]:
     """priority, cleanPodPolicy, preemptible and backoffLimit carried over; group and unknown fields
     dropped (said)."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     if (p := priority(spec.get("priority"), "spec.priority", notes)) is not None:
         out["priority"] = p
     if (c := clean_pod_policy(spec.get("cleanPodPolicy"), "spec.cleanPodPolicy", notes)) is not None:
@@ -77,7 +77,7 @@ def _spec_fields(spec: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
     return out
 
 
-def _replicas(spec: Mapping[str, Any], notes: Notes) -> tuple[int, dict[str, int]]:
+def _replicas(spec: Mapping[str, object], notes: Notes) -> tuple[int, dict[str, int]]:
     """The task's replicas (``minReplicas``, at least 1) and the job's bounds (``minReplicas``,
     ``maxReplicas`` raised to the replicas)."""
     low, high = spec.get("minReplicas"), spec.get("maxReplicas")
@@ -95,7 +95,7 @@ def _replicas(spec: Mapping[str, Any], notes: Notes) -> tuple[int, dict[str, int
     return replicas, bounds
 
 
-def _template(spec: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
+def _template(spec: Mapping[str, object], notes: Notes) -> dict[str, object]:
     """The one pod template, that becomes the task ``worker``'s ({} when it is not one: a problem)."""
     template = spec.get("template")
     if not isinstance(template, Mapping) or not isinstance(template.get("spec"), Mapping):
@@ -110,14 +110,14 @@ def _template(spec: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
     return dict(template)
 
 
-def convert_v1shape(doc: Mapping[str, Any], notes: Notes) -> dict[str, Any]:
-    spec: Mapping[str, Any] = doc["spec"]
+def convert_v1shape(doc: Mapping[str, object], notes: Notes) -> dict[str, object]:
+    spec = cast(Mapping[str, object], doc["spec"])  # an object: is_v1shape
     meta = metadata(doc, notes)
     out = _spec_fields(spec, notes)
     _engine_fields(spec, notes)
     replicas, bounds = _replicas(spec, notes)
     out.update(bounds)
     if spec.get("volumes"):
-        out["volumes"] = list(spec["volumes"])
+        out["volumes"] = list(cast(Iterable[object], spec["volumes"]))  # as the document gives them
     out["tasks"] = [{"name": TASK_NAME, "type": "none", "replicas": replicas, "template": _template(spec, notes)}]
     return job_manifest(meta, out)

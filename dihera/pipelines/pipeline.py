@@ -18,6 +18,7 @@ from typing import Any
 
 from dihera.constants import LABEL_EXPERIMENT
 from dihera.model import DIJob
+from dihera.shapes.dijob import DIJobObject
 from dihera.validation import load_job
 
 __all__ = ["PIPELINE_NAME", "POLICY_PATH", "Pipeline", "PipelineError", "Step"]
@@ -81,7 +82,7 @@ class Pipeline:
     export: Step | None = None
     service_account: str | None = None
     node_selector: Mapping[str, str] | None = None
-    tolerations: Sequence[Mapping[str, Any]] = ()
+    tolerations: Sequence[Mapping[str, object]] = ()
     locate_timeout: int = 300
 
     def __post_init__(self) -> None:
@@ -107,7 +108,7 @@ class Pipeline:
     def job_name(self) -> str:
         return f"{self.name}-train"
 
-    def job_manifest(self) -> dict[str, Any]:
+    def job_manifest(self) -> DIJobObject:
         """The DIJob the ``train`` step creates: ``job`` named ``<name>-train``, labelled with the pipeline."""
         manifest = copy.deepcopy(self.job.to_manifest())
         meta = manifest["metadata"]

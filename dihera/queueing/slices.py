@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+
+from dihera.shapes.workload import as_workload
 
 __all__ = ["Release", "added_replicas", "plan_release", "pod_set_counts", "resize_ops"]
 
@@ -22,21 +23,21 @@ def added_replicas(before: Mapping[str, int], after: Mapping[str, int]) -> dict[
     return {t: n - before.get(t, 0) for t, n in after.items() if n > before.get(t, 0)}
 
 
-def pod_set_counts(workload: Mapping[str, Any]) -> dict[str, int]:
+def pod_set_counts(workload: Mapping[str, object]) -> dict[str, int]:
     """PodSet → count a Workload asks for, less what its status says is reclaimable."""
     reclaimable = {
         str(r.get("name")): int(r.get("count") or 0)
-        for r in (workload.get("status") or {}).get("reclaimablePods") or []
+        for r in (as_workload(workload).get("status") or {}).get("reclaimablePods") or []
     }
     out: dict[str, int] = {}
-    for p in (workload.get("spec") or {}).get("podSets") or []:
+    for p in (as_workload(workload).get("spec") or {}).get("podSets") or []:
         name = str(p.get("name"))
         out[name] = max(int(p.get("count") or 0) - reclaimable.get(name, 0), 0)
     return out
 
 
-def _reclaimable(workload: Mapping[str, Any]) -> dict[str, int]:
-    entries = (workload.get("status") or {}).get("reclaimablePods") or []
+def _reclaimable(workload: Mapping[str, object]) -> dict[str, int]:
+    entries = (as_workload(workload).get("status") or {}).get("reclaimablePods") or []
     return {str(r.get("name")): int(r.get("count") or 0) for r in entries}
 
 
@@ -53,7 +54,7 @@ def _covers(capacity: Mapping[str, int], needed: Mapping[str, int]) -> bool:
     return all(capacity.get(t, 0) >= n for t, n in needed.items())
 
 
-def _capacity(base: Mapping[str, Any], slices: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+def _capacity(base: Mapping[str, object], slices: Sequence[Mapping[str, object]]) -> dict[str, int]:
     """Task → replicas the base Workload and its slices hold quota for."""
     capacity = dict(pod_set_counts(base))
     for s in slices:
@@ -63,7 +64,7 @@ def _capacity(base: Mapping[str, Any], slices: Sequence[Mapping[str, Any]]) -> d
 
 
 def _unneeded_slices(
-    capacity: dict[str, int], slices: Sequence[Mapping[str, Any]], needed: Mapping[str, int]
+    capacity: dict[str, int], slices: Sequence[Mapping[str, object]], needed: Mapping[str, int]
 ) -> tuple[list[str], dict[str, int]]:
     """The slices (oldest first) whose quota ``needed`` can do without, newest first, and the capacity
     left once they are deleted."""
@@ -71,7 +72,7 @@ def _unneeded_slices(
     for s in reversed(slices):
         without = {t: capacity.get(t, 0) - pod_set_counts(s).get(t, 0) for t in capacity}
         if _covers(without, needed):
-            delete.append(str(s["metadata"]["name"]))
+            delete.append(str(as_workload(s)["metadata"]["name"]))
             capacity = without
     return delete, capacity
 
@@ -81,10 +82,11 @@ def _excess(capacity: Mapping[str, int], needed: Mapping[str, int]) -> dict[str,
     return {t: capacity.get(t, 0) - needed.get(t, 0) for t in capacity if capacity.get(t, 0) > needed.get(t, 0)}
 
 
-def _reclaim(base: Mapping[str, Any], excess: Mapping[str, int]) -> dict[str, int] | None:
+def _reclaim(base: Mapping[str, object], excess: Mapping[str, int]) -> dict[str, int] | None:
     """The base Workload's ``reclaimablePods`` grown by ``excess`` (at most each podSet's count); None
     when that changes nothing."""
-    spec_counts = {str(p.get("name")): int(p.get("count") or 0) for p in (base.get("spec") or {}).get("podSets") or []}
+    pod_sets = (as_workload(base).get("spec") or {}).get("podSets") or []
+    spec_counts = {str(p.get("name")): int(p.get("count") or 0) for p in pod_sets}
     old = _reclaimable(base)
     reclaim = dict(old)
     for t, n in excess.items():
@@ -93,7 +95,9 @@ def _reclaim(base: Mapping[str, Any], excess: Mapping[str, int]) -> dict[str, in
     return reclaim if reclaim != old else None
 
 
-def plan_release(base: Mapping[str, Any], slices: Sequence[Mapping[str, Any]], needed: Mapping[str, int]) -> Release:
+def plan_release(
+    base: Mapping[str, object], slices: Sequence[Mapping[str, object]], needed: Mapping[str, int]
+) -> Release:
     """After a scale-down to ``needed`` (task → replicas): the slices (oldest first) no longer needed, newest
     first, and the base's reclaimable pods for what is still in excess."""
     delete, capacity = _unneeded_slices(_capacity(base, slices), slices, needed)
@@ -103,12 +107,12 @@ def plan_release(base: Mapping[str, Any], slices: Sequence[Mapping[str, Any]], n
     return Release(tuple(delete), _reclaim(base, excess))
 
 
-def resize_ops(base: Mapping[str, Any], needed: Mapping[str, int]) -> list[dict[str, Any]]:
+def resize_ops(base: Mapping[str, object], needed: Mapping[str, int]) -> list[dict[str, object]]:
     """JSON patch giving the base Workload's podSets the membership's counts ([]: already so), each guarded
     by a test of the podSet's name. Only while it reserves no quota (Kueue refuses podSet changes then):
     when the job is requeued after an eviction."""
-    ops: list[dict[str, Any]] = []
-    for i, p in enumerate((base.get("spec") or {}).get("podSets") or []):
+    ops: list[dict[str, object]] = []
+    for i, p in enumerate((as_workload(base).get("spec") or {}).get("podSets") or []):
         want = needed.get(str(p.get("name")))
         if want is not None and want > 0 and want != p.get("count"):
             ops.append({"op": "test", "path": f"/spec/podSets/{i}/name", "value": p.get("name")})

@@ -18,13 +18,15 @@ import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from dihera.constants import KUEUE_API_VERSION, KUEUE_GROUP, LABEL_JOB, LABEL_QUEUE_NAME, MANAGED_BY
 from dihera.model import DIJob
 from dihera.objects import owner_reference
 from dihera.patches import precondition
 from dihera.schema import API_VERSION, KIND
+from dihera.shapes.meta import ObjectMeta, OwnerReference
+from dihera.shapes.workload import PodSet, PodSetTemplate, WorkloadCondition, WorkloadObject, as_workload
 
 __all__ = [
     "Placement",
@@ -65,11 +67,15 @@ def queue_name(labels: Mapping[str, str] | None) -> str | None:
     return value or None
 
 
-def _pod_template(template: Mapping[str, Any]) -> dict[str, Any]:
+def _pod_template(template: Mapping[str, Any]) -> PodSetTemplate:
     """A task's pod template as a podSet holds it (Kueue allows only labels and annotations in its metadata)."""
     meta = template.get("metadata") or {}
-    out: dict[str, Any] = {"spec": copy.deepcopy(dict(template.get("spec") or {}))}
-    kept = {k: dict(meta[k]) for k in ("labels", "annotations") if meta.get(k)}
+    out: PodSetTemplate = {"spec": copy.deepcopy(dict(template.get("spec") or {}))}
+    kept: ObjectMeta = {}
+    if meta.get("labels"):
+        kept["labels"] = dict(meta["labels"])
+    if meta.get("annotations"):
+        kept["annotations"] = dict(meta["annotations"])
     if kept:
         out["metadata"] = kept
     return out
@@ -83,22 +89,22 @@ def build_workload(
     counts: Mapping[str, int] | None = None,
     name: str | None = None,
     annotations: Mapping[str, str] | None = None,
-) -> dict[str, Any]:
+) -> WorkloadObject:
     """The Workload asking ``queue`` for ``job``'s replicas (``counts``: task → replicas; default the
     spec's; a task with 0 is left out). ``priority`` is the value of the WorkloadPriorityClass
     ``priority_class`` (Kueue orders and preempts by it). ``name``: default :func:`workload_name`."""
     wanted = counts if counts is not None else {t.name: t.replicas for t in job.tasks}
-    pod_sets = [
+    pod_sets: list[PodSet] = [
         {"name": t.name, "count": int(wanted[t.name]), "template": _pod_template(t.template)}
         for t in job.tasks
         if wanted.get(t.name, 0) > 0
     ]
     owner = owner_reference(API_VERSION, KIND, job.name, str(job.uid))
-    metadata: dict[str, Any] = {
+    metadata: ObjectMeta = {
         "name": name or workload_name(job.name),
         "namespace": job.namespace,
         "labels": {**MANAGED_BY, LABEL_JOB: job.name},
-        "ownerReferences": [owner],
+        "ownerReferences": [cast(OwnerReference, owner)],  # objects.owner_reference: a raw dict
     }
     if annotations:
         metadata["annotations"] = dict(annotations)
@@ -115,14 +121,14 @@ def build_workload(
     }
 
 
-def _condition(workload: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    for cond in (workload.get("status") or {}).get("conditions") or []:
+def _condition(workload: Mapping[str, object], kind: str) -> WorkloadCondition | None:
+    for cond in (as_workload(workload).get("status") or {}).get("conditions") or []:
         if cond.get("type") == kind:
-            return dict(cond)
+            return WorkloadCondition(**cond)
     return None
 
 
-def _true(cond: Mapping[str, Any] | None) -> bool:
+def _true(cond: WorkloadCondition | None) -> bool:
     return cond is not None and cond.get("status") == "True"
 
 
@@ -151,7 +157,7 @@ class WorkloadView:
         return self.evicted is not None and self.reserved and not self.finished
 
 
-def _waiting(reserved: Mapping[str, Any] | None, admitted: Mapping[str, Any] | None) -> str | None:
+def _waiting(reserved: WorkloadCondition | None, admitted: WorkloadCondition | None) -> str | None:
     """Kueue's word on why a Workload is not admitted (``reason: message``): its QuotaReserved condition
     when that is not True, else its Admitted condition; None when admitted or when Kueue said nothing."""
     if _true(admitted):
@@ -162,21 +168,21 @@ def _waiting(reserved: Mapping[str, Any] | None, admitted: Mapping[str, Any] | N
     return f"{why.get('reason') or 'Pending'}: {why['message']}"
 
 
-def _eviction(evicted: Mapping[str, Any] | None) -> tuple[str, str] | None:
+def _eviction(evicted: WorkloadCondition | None) -> tuple[str, str] | None:
     """``(reason, message)`` of an Evicted condition that is True, else None."""
     if evicted is None or not _true(evicted):
         return None
     return (str(evicted.get("reason") or ""), str(evicted.get("message") or ""))
 
 
-def _admission_flavors(workload: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+def _admission_flavors(workload: Mapping[str, object]) -> dict[str, dict[str, str]]:
     """podSet name → {resource → flavor} of the Workload's admission (empty when not admitted)."""
-    admission = (workload.get("status") or {}).get("admission") or {}
+    admission = (as_workload(workload).get("status") or {}).get("admission") or {}
     assignments = admission.get("podSetAssignments") or []
     return {str(a.get("name")): dict(a.get("flavors") or {}) for a in assignments}
 
 
-def view_workload(workload: Mapping[str, Any]) -> WorkloadView:
+def view_workload(workload: Mapping[str, object]) -> WorkloadView:
     """Read a Workload's conditions and admission."""
     reserved = _condition(workload, QUOTA_RESERVED)
     admitted = _condition(workload, ADMITTED)
@@ -185,7 +191,7 @@ def view_workload(workload: Mapping[str, Any]) -> WorkloadView:
     waiting = _waiting(reserved, admitted)
     flavors = _admission_flavors(workload)
     return WorkloadView(
-        name=str((workload.get("metadata") or {}).get("name") or ""),
+        name=str((as_workload(workload).get("metadata") or {}).get("name") or ""),
         admitted=_true(admitted) and evicted is None and not finished,
         reserved=_true(reserved),
         finished=finished,
@@ -244,12 +250,12 @@ def with_placements(job: DIJob, where: Mapping[str, Placement]) -> DIJob:
 
 
 def _set_conditions(
-    conditions: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]], now: str, generation: int
-) -> list[dict[str, Any]]:
+    conditions: Sequence[WorkloadCondition], new: Sequence[WorkloadCondition], now: str, generation: int
+) -> list[WorkloadCondition]:
     """``conditions`` with each of ``new`` set (``lastTransitionTime`` kept unless its status flips)."""
-    out = [dict(c) for c in conditions]
+    out = [WorkloadCondition(**c) for c in conditions]
     for cond in new:
-        full = {**cond, "observedGeneration": generation, "lastTransitionTime": now}
+        full: WorkloadCondition = {**cond, "observedGeneration": generation, "lastTransitionTime": now}
         for i, old in enumerate(out):
             if old.get("type") == cond["type"]:
                 if old.get("status") == cond["status"]:
@@ -262,8 +268,8 @@ def _set_conditions(
 
 
 def requeue_patch(
-    workload: Mapping[str, Any], now: str, evicted: tuple[str, str] | None = None
-) -> list[dict[str, Any]]:
+    workload: Mapping[str, object], now: str, evicted: tuple[str, str] | None = None
+) -> list[dict[str, object]]:
     """JSON patch of ``workloads/status`` releasing an evicted Workload's quota once its replicas are
     stopped, as Kueue's job reconciler does for its own integrations: QuotaReserved False (reason
     Pending, the eviction's message), Admitted False, ``admission`` and ``reclaimablePods`` removed, and
@@ -274,8 +280,9 @@ def requeue_patch(
     if eviction is None or not view.reserved or view.finished:
         return []
     reason, message = eviction
-    status = workload.get("status") or {}
-    generation = int((workload.get("metadata") or {}).get("generation") or 0)
+    typed = as_workload(workload)
+    status = typed.get("status") or {}
+    generation = int((typed.get("metadata") or {}).get("generation") or 0)
     conditions = _set_conditions(
         status.get("conditions") or [],
         [
@@ -296,7 +303,7 @@ def requeue_patch(
         now,
         generation,
     )
-    ops: list[dict[str, Any]] = [
+    ops: list[dict[str, object]] = [
         precondition(workload),
         {"op": "add", "path": "/status/conditions", "value": conditions},
     ]
@@ -304,14 +311,15 @@ def requeue_patch(
     return ops
 
 
-def finish_patch(workload: Mapping[str, Any], succeeded: bool, message: str, now: str) -> list[dict[str, Any]]:
+def finish_patch(workload: Mapping[str, object], succeeded: bool, message: str, now: str) -> list[dict[str, object]]:
     """JSON patch of ``workloads/status`` marking the Workload ``Finished`` (reason Succeeded or Failed), so
     Kueue releases its quota. [] when it is already finished."""
     if view_workload(workload).finished:
         return []
-    status = workload.get("status") or {}
-    generation = int((workload.get("metadata") or {}).get("generation") or 0)
-    finished = {
+    typed = as_workload(workload)
+    status = typed.get("status") or {}
+    generation = int((typed.get("metadata") or {}).get("generation") or 0)
+    finished: WorkloadCondition = {
         "type": FINISHED,
         "status": "True",
         "reason": "Succeeded" if succeeded else "Failed",

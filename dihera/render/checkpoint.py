@@ -9,8 +9,6 @@ and the replicas made again mount the same one.
 
 from __future__ import annotations
 
-from typing import Any
-
 from dihera.constants import CHECKPOINT_DIR_ENV, CHECKPOINT_VOLUME
 from dihera.model import DIJob, Task
 from dihera.naming import checkpoint_claim_name
@@ -23,14 +21,14 @@ def _mounts(job: DIJob, task: Task) -> bool:
     return job.checkpoint is not None and task.name in job.checkpoint.tasks
 
 
-def checkpoint_volumes(job: DIJob, task: Task) -> list[dict[str, Any]]:
+def checkpoint_volumes(job: DIJob, task: Task) -> list[dict[str, object]]:
     """The pod volume of the claim, in the pods of a task that mounts it."""
     if not _mounts(job, task):
         return []
     return [{"name": CHECKPOINT_VOLUME, "persistentVolumeClaim": {"claimName": checkpoint_claim_name(job.name)}}]
 
 
-def checkpoint_mounts(job: DIJob, task: Task) -> list[dict[str, Any]]:
+def checkpoint_mounts(job: DIJob, task: Task) -> list[dict[str, object]]:
     """The claim's mount, in every container and init container of a task that mounts it."""
     if not _mounts(job, task):
         return []
@@ -38,7 +36,7 @@ def checkpoint_mounts(job: DIJob, task: Task) -> list[dict[str, Any]]:
     return [{"name": CHECKPOINT_VOLUME, "mountPath": job.checkpoint.mount_path}]
 
 
-def checkpoint_env(job: DIJob, task: Task) -> list[dict[str, Any]]:
+def checkpoint_env(job: DIJob, task: Task) -> list[dict[str, object]]:
     """``DI_CHECKPOINT_DIR=<mountPath>/<task>-<index>``: the replica's own directory in the volume."""
     if not _mounts(job, task):
         return []

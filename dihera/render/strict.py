@@ -9,7 +9,7 @@ checks that every key given survived.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pydantic
 
@@ -26,7 +26,7 @@ class UnknownFieldError(ValueError):
         super().__init__(f"unknown field(s) for {model}: {', '.join(self.fields)}")
 
 
-def _lost(given: Any, kept: Any, path: str) -> list[str]:
+def _lost(given: object, kept: object, path: str) -> list[str]:
     if isinstance(given, Mapping) and isinstance(kept, Mapping):
         lost = [f"{path}.{k}" for k, v in given.items() if k not in kept and v is not None]
         return lost + [p for k, v in given.items() if k in kept for p in _lost(v, kept[k], f"{path}.{k}")]
@@ -35,7 +35,7 @@ def _lost(given: Any, kept: Any, path: str) -> list[str]:
     return []
 
 
-def strict(model: type[M], data: Mapping[str, Any], path: str) -> M:
+def strict(model: type[M], data: Mapping[str, object], path: str) -> M:
     """``model`` from ``data``; :class:`UnknownFieldError` naming every key the model would drop."""
     obj = model.model_validate(data)
     lost = _lost(data, obj.model_dump(by_alias=True, exclude_none=True, mode="json"), path)
@@ -44,5 +44,5 @@ def strict(model: type[M], data: Mapping[str, Any], path: str) -> M:
     return obj
 
 
-def strict_list(model: type[M], items: Sequence[Mapping[str, Any]], path: str) -> list[M]:
+def strict_list(model: type[M], items: Sequence[Mapping[str, object]], path: str) -> list[M]:
     return [strict(model, item, f"{path}[{i}]") for i, item in enumerate(items)]

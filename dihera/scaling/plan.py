@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from dihera.env_limits import MAX_VALUE_BYTES, nodes_bytes
 from dihera.errors import InvalidScale, OutOfBounds, ScaleNotFound
@@ -101,7 +100,7 @@ def _check_bounds(job: DIJob, current: Mapping[str, int], counts: Mapping[str, i
         )
 
 
-def plan_scale(job: DIJob, membership: Membership, workflow: Mapping[str, Any], request: ScaleRequest) -> ScalePlan:
+def plan_scale(job: DIJob, membership: Membership, workflow: Mapping[str, object], request: ScaleRequest) -> ScalePlan:
     """What ``request`` does to a running job. Raises ScaleError (nothing to change) when refused.
 
     Scale-down removes the named replicas, else the task's highest-ranked; scale-up takes, per new

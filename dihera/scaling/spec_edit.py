@@ -28,7 +28,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from dihera.membership import Membership
 from dihera.model import DIJob
@@ -56,7 +55,7 @@ def plan_spec_edit(
     generation: int,
     observed_generation: int | None,
     membership: Membership | None,
-    workflow: Mapping[str, Any] | None,
+    workflow: Mapping[str, object] | None,
 ) -> SpecEdit:
     """What to do about the replicas in ``job``'s spec, given the running job's objects.
 

@@ -7,31 +7,31 @@ The stamp ``diengine/membership-generation`` is the membership generation the sp
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from dihera.constants import ANNOTATION_GENERATION
 from dihera.membership import Membership
 from dihera.patches import pointer
+from dihera.shapes.dijob import as_dijob
 
 __all__ = ["GENERATION_ANNOTATION", "job_spec_patch", "spec_generation", "spec_is_current", "stamp_patch"]
 
 GENERATION_ANNOTATION = ANNOTATION_GENERATION
 
 
-def spec_generation(manifest: Mapping[str, Any]) -> int:
+def spec_generation(manifest: Mapping[str, object]) -> int:
     """The DIJob's stamp: the membership generation its spec's replicas were written or synced at.
 
     No stamp: 1 (a job's first membership is rendered from its spec); an unreadable one: 0 (older
     than any membership, so the spec follows the membership).
     """
-    text = ((manifest.get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_GENERATION)
+    text = ((as_dijob(manifest).get("metadata") or {}).get("annotations") or {}).get(ANNOTATION_GENERATION)
     try:
         return int(text) if text is not None else 1
     except ValueError:
         return 0
 
 
-def spec_is_current(manifest: Mapping[str, Any], membership: Membership) -> bool:
+def spec_is_current(manifest: Mapping[str, object], membership: Membership) -> bool:
     """Whether the DIJob's spec is at least as new as ``membership`` (its stamp ≥ the generation).
 
     A current spec whose counts differ from the membership is a hand edit: the membership follows it.
@@ -41,11 +41,11 @@ def spec_is_current(manifest: Mapping[str, Any], membership: Membership) -> bool
     return spec_generation(manifest) >= membership.generation
 
 
-def _stamp_ops(manifest: Mapping[str, Any], generation: int) -> list[dict[str, Any]]:
+def _stamp_ops(manifest: Mapping[str, object], generation: int) -> list[dict[str, object]]:
     if spec_generation(manifest) >= generation:
         return []  # the stamp never goes back
-    ops: list[dict[str, Any]] = []
-    if (manifest.get("metadata") or {}).get("annotations") is None:
+    ops: list[dict[str, object]] = []
+    if (as_dijob(manifest).get("metadata") or {}).get("annotations") is None:
         ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
     key = f"/metadata/annotations/{pointer(ANNOTATION_GENERATION)}"
     ops.append({"op": "add", "path": key, "value": str(generation)})
@@ -53,8 +53,8 @@ def _stamp_ops(manifest: Mapping[str, Any], generation: int) -> list[dict[str, A
 
 
 def job_spec_patch(
-    manifest: Mapping[str, Any], counts: Mapping[str, int], generation: int | None = None
-) -> list[dict[str, Any]]:
+    manifest: Mapping[str, object], counts: Mapping[str, int], generation: int | None = None
+) -> list[dict[str, object]]:
     """JSON patch setting ``spec.tasks[i].replicas`` of a DIJob manifest to ``counts`` ([] if equal).
 
     With ``generation`` (the membership ``counts`` were read from) it also stamps the DIJob with it,
@@ -65,10 +65,10 @@ def job_spec_patch(
     """
     if generation is not None and spec_generation(manifest) >= generation:
         return []  # written for this membership or a newer one: what differs is a later hand edit
-    ops: list[dict[str, Any]] = []
-    for i, t in enumerate(manifest["spec"]["tasks"]):
+    ops: list[dict[str, object]] = []
+    for i, t in enumerate(as_dijob(manifest)["spec"]["tasks"]):
         name = t.get("name") or t.get("type")
-        if name in counts and t.get("replicas", 1) != counts[name]:
+        if name is not None and name in counts and t.get("replicas", 1) != counts[name]:
             if "name" in t:
                 ops.append({"op": "test", "path": f"/spec/tasks/{i}/name", "value": t["name"]})
             ops.append({"op": "replace", "path": f"/spec/tasks/{i}/replicas", "value": counts[name]})
@@ -77,6 +77,6 @@ def job_spec_patch(
     return ops
 
 
-def stamp_patch(manifest: Mapping[str, Any], generation: int) -> list[dict[str, Any]]:
+def stamp_patch(manifest: Mapping[str, object], generation: int) -> list[dict[str, object]]:
     """JSON patch stamping a DIJob (metadata only) with ``generation`` ([] if its stamp is as new)."""
     return _stamp_ops(manifest, generation)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from dihera.constants import PROFILINGS_CHECKPOINT
 
@@ -18,7 +17,7 @@ SHORT_NAME = "dijob"
 
 _JSON_SCHEMA_ONLY = ("$schema", "$id", "title")
 
-PRINTER_COLUMNS: list[dict[str, Any]] = [
+PRINTER_COLUMNS: list[dict[str, object]] = [
     {"name": "Phase", "type": "string", "jsonPath": ".status.phase", "description": "Phase of the job"},
     {"name": "Ready", "type": "integer", "jsonPath": ".status.readyReplicas", "description": "Pods that are ready"},
     {"name": "Replicas", "type": "integer", "jsonPath": ".status.replicas", "description": "Desired pods of all tasks"},
@@ -60,14 +59,14 @@ PRINTER_COLUMNS: list[dict[str, Any]] = [
 ]
 
 
-def _openapi(schema: dict[str, Any]) -> dict[str, Any]:
+def _openapi(schema: dict[str, object]) -> dict[str, object]:
     out = copy.deepcopy(schema)
     for key in _JSON_SCHEMA_ONLY:
         out.pop(key, None)
     return out
 
 
-def crd_manifest(schema: dict[str, Any]) -> dict[str, Any]:
+def crd_manifest(schema: dict[str, object]) -> dict[str, object]:
     """The CRD manifest for ``schema`` (the DIJob JSON schema)."""
     return {
         "apiVersion": "apiextensions.k8s.io/v1",

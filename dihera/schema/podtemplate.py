@@ -27,9 +27,9 @@ def _schema_text() -> str:
     return resources.files(__package__).joinpath(POD_TEMPLATE_FILE).read_text(encoding="utf-8")
 
 
-def pod_template_schema() -> dict[str, Any]:
+def pod_template_schema() -> dict[str, object]:
     """A fresh copy of the strict core/v1 PodTemplateSpec JSON schema (draft 2020-12)."""
-    loaded: dict[str, Any] = json.loads(_schema_text())
+    loaded: dict[str, object] = json.loads(_schema_text())
     return loaded
 
 
@@ -46,12 +46,12 @@ def _clean(node: Any) -> Any:
     return {k: _clean(v) for k, v in node.items() if k not in _DROPPED_KEYS}
 
 
-def _titled(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+def _titled(name: str, schema: dict[str, object]) -> dict[str, object]:
     match = _MODEL_NAME.match(name)
     return {"title": f"core/v1 {match.group(1) if match else name}", **schema}
 
 
-def build_pod_template_schema() -> dict[str, Any]:
+def build_pod_template_schema() -> dict[str, object]:
     """The strict PodTemplateSpec schema from the installed Kubernetes client (generation time only)."""
     from kubernetes.client import V1PodTemplateSpec
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from dihera.constants import LABEL_EXPERIMENT, LABEL_TRIAL_POD
 from dihera.kube.auth import Authenticator, Identity
@@ -40,13 +40,13 @@ class Backend(Protocol):
         """The name of the DIJob a sweep's trial pod created (labelled ``diengine/trial-pod``), if cached."""
         ...
 
-    def experiment_jobs(self, namespace: str, experiment: str) -> list[dict[str, Any]]:
+    def experiment_jobs(self, namespace: str, experiment: str) -> list[dict[str, object]]:
         """The cached DIJobs of a sweep (labelled ``diengine/experiment``), in name order."""
         ...
 
     def scale(self, namespace: str, name: str, request: ScaleRequest) -> ScaleResult: ...
 
-    def record_profilings(self, namespace: str, name: str, data: Mapping[str, Any]) -> bool:
+    def record_profilings(self, namespace: str, name: str, data: Mapping[str, object]) -> bool:
         """Merge a report (within bounds: :func:`dihera.profilings.report_problems`) into the DIJob's
         ``status.profilings``; :class:`~dihera.profilings.ProfilingsError` when the merged map would be past
         its bounds; False when the DIJob does not exist."""
@@ -109,13 +109,13 @@ class KubeBackend:
         found = self._store.labelled("DIJob", namespace, LABEL_TRIAL_POD, pod)
         return str(found[0]["metadata"]["name"]) if found else None
 
-    def experiment_jobs(self, namespace: str, experiment: str) -> list[dict[str, Any]]:
+    def experiment_jobs(self, namespace: str, experiment: str) -> list[dict[str, object]]:
         return self._store.labelled("DIJob", namespace, LABEL_EXPERIMENT, experiment)
 
     def scale(self, namespace: str, name: str, request: ScaleRequest) -> ScaleResult:
         return self._scaler.scale(namespace, name, request)
 
-    def record_profilings(self, namespace: str, name: str, data: Mapping[str, Any]) -> bool:
+    def record_profilings(self, namespace: str, name: str, data: Mapping[str, object]) -> bool:
         return write_profilings(self._api, namespace, name, data, self._store.get("DIJob", namespace, name))
 
     def authenticate(self, token: str) -> Identity | None:

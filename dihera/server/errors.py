@@ -7,7 +7,6 @@ and nothing of the API server's headers or body: those go to the di-server's log
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -21,7 +20,7 @@ __all__ = ["ERRORS", "V2", "V2_ERRORS", "ApiError", "error_body", "install_error
 
 log = logging.getLogger("dihera.server.app")
 V2 = "/v2alpha1"
-ERRORS: dict[int | str, dict[str, Any]] = {
+ERRORS: dict[int | str, dict[str, object]] = {
     code: {"model": ErrorBody, "description": text}
     for code, text in {
         400: "malformed request, or outside the job's minReplicas/maxReplicas",
@@ -33,7 +32,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         429: "too many new bearer tokens to review this second; retry after Retry-After seconds",
     }.items()
 }
-V2_ERRORS: dict[int | str, dict[str, Any]] = {k: {**v, "model": Envelope} for k, v in ERRORS.items()}
+V2_ERRORS: dict[int | str, dict[str, object]] = {k: {**v, "model": Envelope} for k, v in ERRORS.items()}
 
 
 class ApiError(Exception):
@@ -44,7 +43,7 @@ class ApiError(Exception):
         self.headers = dict(headers or {})
 
 
-def error_body(path: str, message: str) -> dict[str, Any]:
+def error_body(path: str, message: str) -> dict[str, object]:
     """An error's JSON for a request to ``path``: the envelope under ``/v2alpha1``, else ``{"detail"}``."""
     if path.startswith(V2):
         return {"success": False, "code": 1, "message": message, "data": None}

@@ -76,7 +76,7 @@ class JobView(BaseModel):
     job: JobSummary
     progress: str | None = Field(description="the Workflow's progress N/M, as the Argo UI shows it (status.progress)")
     taskProgress: dict[str, str] = Field(description="per task, its live replicas' self-reported progress summed")
-    checkpoint: dict[str, Any] | None = Field(
+    checkpoint: dict[str, object] | None = Field(
         default=None,
         description="the last checkpoint the job reported (status.profilings.checkpoint: iteration, path, replica, "
         "time, onTerm), if any",
@@ -100,7 +100,7 @@ class TrialOut(BaseModel):
 
     index: int
     job: str
-    values: dict[str, Any]
+    values: dict[str, object]
     seed: int
     phase: str = Field(description="the DIJob's phase; Stopped when early stopping stopped it")
     metric: float | None = Field(description="the last value of the sweep's metric it reported")
@@ -116,7 +116,7 @@ class ExperimentView(BaseModel):
     goal: str
     trials: int | None = Field(description="how many the sweep has (its Workflow's label), if known")
     counts: dict[str, int] = Field(description="trials done, running, failed, stopped (of those created)")
-    best: dict[str, Any] | None = Field(description="the best configuration so far: values, mean, halfWidth, seeds")
+    best: dict[str, object] | None = Field(description="the best configuration so far: values, mean, halfWidth, seeds")
     rows: list[TrialOut]
 
 

@@ -152,7 +152,7 @@ def experiment_view(
     for r in results:
         counts[_COUNTED.get(r.phase, "running")] += 1
     top = best(by_configuration(results), goal)
-    chosen = None
+    chosen: dict[str, object] | None = None
     if top is not None:
         chosen = {"values": dict(top.values), "mean": top.mean, "halfWidth": top.half_width, "seeds": top.reported}
     rows = [

@@ -7,5 +7,9 @@ decision reads but the cache drops is a type error, not a silent ``None`` (index
 - ``pod``: a pod (``Pod``: phase, conditions, container states, each container's memory limit)
 - ``workflow``: an Argo Workflow (``Workflow``, its nodes' ``NodeStatus``, the entry DAG's tasks)
 - ``configmap``: a ConfigMap (``ConfigMap``: the membership ConfigMap's metadata and data)
-- ``service``, ``workload``: a job's headless Service and its Kueue Workload, as the watch cache keeps them
+- ``service``: a job's headless Service, as the watch cache keeps it
+- ``dijob``: the DIJob, its spec (tasks) and its status (conditions, replicas, progress, outputs)
+- ``workload``: the Kueue Workload (podSets; conditions, admission, reclaimable pods; ``Workload``: what the
+  watch cache keeps of it)
+- ``json_types``: free JSON without ``Any`` (a pod template's inside, Hera's output)
 """

@@ -28,6 +28,7 @@ import yaml
 
 from dihera.constants import LABEL_EXPERIMENT, MANAGED_BY
 from dihera.schema import GROUP, PLURAL
+from dihera.shapes.dijob import DIJobObject, DIJobStatus, as_dijob
 
 __all__ = [
     "AGENT_RULES",
@@ -53,12 +54,12 @@ REQUEUE_RUNNING = "1s"
 REQUEUE_QUEUED = "5s"
 ENDED = ("Succeeded", "Failed", "Suspended")
 #: What Argo's agent (the sweep's ServiceAccount) needs: its WorkflowTaskSet (Argo's quick-start agent role).
-AGENT_RULES: list[dict[str, Any]] = [
+AGENT_RULES: list[dict[str, object]] = [
     {"apiGroups": ["argoproj.io"], "resources": ["workflowtasksets"], "verbs": ["list", "watch"]},
     {"apiGroups": ["argoproj.io"], "resources": ["workflowtasksets/status"], "verbs": ["patch"]},
 ]
 #: What the plugin does with DIJobs: creates the trials, watches them.
-PLUGIN_RULES: list[dict[str, Any]] = [
+PLUGIN_RULES: list[dict[str, object]] = [
     {"apiGroups": [GROUP], "resources": [PLURAL], "verbs": ["create", "get", "list", "watch"]},
 ]
 
@@ -95,7 +96,7 @@ class SummaryRequest:
     goal: str
 
     @classmethod
-    def parse(cls, body: Mapping[str, Any]) -> SummaryRequest | None:
+    def parse(cls, body: Mapping[str, object]) -> SummaryRequest | None:
         spec = _spec(body)
         if not isinstance(spec, dict) or "summary" not in spec:
             return None
@@ -113,7 +114,7 @@ class TrialRequest:
     namespace: str
     workflow: str
     workflow_uid: str
-    manifest: dict[str, Any]
+    manifest: DIJobObject
     parallelism: int
     metric: str
     index: int
@@ -127,7 +128,7 @@ class TrialRequest:
         return str((self.manifest["metadata"].get("labels") or {}).get(LABEL_EXPERIMENT, ""))
 
     @classmethod
-    def parse(cls, body: Mapping[str, Any]) -> TrialRequest | None:
+    def parse(cls, body: Mapping[str, object]) -> TrialRequest | None:
         """The request's trial; None when the template is not this plugin's (another plugin's to answer) or is
         the summary's (:class:`SummaryRequest`)."""
         spec = _spec(body)
@@ -163,24 +164,29 @@ class TrialRequest:
             namespace=meta["namespace"],
             workflow=meta["name"],
             workflow_uid=meta["uid"],
-            manifest=manifest,
+            manifest=as_dijob(manifest),
             parallelism=parallelism,
             metric=str(spec.get("metric", "")),
             index=index,
         )
 
 
-def _owned_by(obj: Mapping[str, Any], uid: str) -> bool:
+def _phase(job: DIJobObject | None) -> str | None:
+    """The DIJob's ``status.phase``; None without a job or a phase."""
+    return (job.get("status") or {}).get("phase") if job is not None else None
+
+
+def _owned_by(obj: DIJobObject, uid: str) -> bool:
     return any(ref.get("uid") == uid for ref in obj.get("metadata", {}).get("ownerReferences") or [])
 
 
 def _node(
     phase: str, message: str, requeue: str | None = None, outputs: Mapping[str, str] | None = None
-) -> dict[str, Any]:
-    node: dict[str, Any] = {"phase": phase, "message": message}
+) -> dict[str, object]:
+    node: dict[str, object] = {"phase": phase, "message": message}
     if outputs is not None:
         node["outputs"] = {"parameters": [{"name": k, "value": v} for k, v in outputs.items()]}
-    reply: dict[str, Any] = {"node": node}
+    reply: dict[str, object] = {"node": node}
     if requeue is not None:
         reply["requeue"] = requeue
     return reply
@@ -195,12 +201,12 @@ class Trials:
     trial is created, so a restarted plugin does not create a trial it created before.
     """
 
-    def __init__(self, create: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, create: Callable[[DIJobObject], None]) -> None:
         self._create = create
         self._lock = threading.Lock()
         self._synced = False
         self._uid: str | None = None
-        self._jobs: dict[str, dict[str, Any]] = {}  # name -> the DIJob as the watch last saw it
+        self._jobs: dict[str, DIJobObject] = {}  # name -> the DIJob as the watch last saw it
         self._queued: dict[str, TrialRequest] = {}  # name -> request, waiting for a slot
         self._started: set[str] = set()  # created here (the watch may not have seen them yet)
         self._deleted: set[str] = set()  # created here, then deleted (by hand): ended, Failed
@@ -213,38 +219,39 @@ class Trials:
             self._synced = True
             self._fill()
 
-    def seen(self, obj: Mapping[str, Any]) -> None:
+    def seen(self, obj: Mapping[str, object]) -> None:
         with self._lock:
-            self._jobs[obj["metadata"]["name"]] = dict(obj)
-            if (obj.get("status") or {}).get("phase") in ENDED:
+            job = as_dijob(dict(obj))
+            self._jobs[job["metadata"]["name"]] = job
+            if _phase(job) in ENDED:
                 self._fill()
 
-    def gone(self, obj: Mapping[str, Any]) -> None:
+    def gone(self, obj: Mapping[str, object]) -> None:
         with self._lock:
-            name = obj["metadata"]["name"]
+            name = as_dijob(obj)["metadata"]["name"]
             if self._jobs.pop(name, None) is not None and name in self._started:
                 self._deleted.add(name)
             self._fill()
 
-    def owned(self, uid: str) -> list[dict[str, Any]] | None:
+    def owned(self, uid: str) -> list[DIJobObject] | None:
         """The DIJobs Workflow ``uid`` owns, as the watch last saw them; None before its first listing."""
         with self._lock:
             if not self._synced:
                 return None
-            return [dict(j) for j in self._jobs.values() if _owned_by(j, uid)]
+            return [as_dijob(dict(j)) for j in self._jobs.values() if _owned_by(j, uid)]
 
     def live(self) -> int:
         """Trials created and not ended (this Workflow's)."""
         with self._lock:
             return self._live()
 
-    def _ours(self, name: str) -> dict[str, Any] | None:
+    def _ours(self, name: str) -> DIJobObject | None:
         job = self._jobs.get(name)
         return job if job is not None and self._uid is not None and _owned_by(job, self._uid) else None
 
     def _live(self) -> int:
         names = (self._started - self._deleted) | {n for n in self._jobs if self._ours(n) is not None}
-        return sum(1 for n in names if ((self._ours(n) or {}).get("status") or {}).get("phase") not in ENDED)
+        return sum(1 for n in names if _phase(self._ours(n)) not in ENDED)
 
     def _fill(self) -> None:
         if not self._synced:
@@ -268,7 +275,7 @@ class Trials:
             self._started.add(name)
             free -= 1
 
-    def execute(self, request: TrialRequest) -> dict[str, Any]:
+    def execute(self, request: TrialRequest) -> dict[str, object]:
         """The reply to Argo's agent about ``request``'s trial (and, if a slot is free, its DIJob created)."""
         with self._lock:
             self._uid = self._uid or request.workflow_uid
@@ -294,18 +301,19 @@ class Trials:
                 return _node("Failed", f"DIJob {name} was deleted before it ended", outputs={"phase": "Deleted"})
             return self._report(name, job, request.metric)
 
-    def _report(self, name: str, job: Mapping[str, Any] | None, metric: str) -> dict[str, Any]:
-        status = (job or {}).get("status") or {}
+    def _report(self, name: str, job: DIJobObject | None, metric: str) -> dict[str, object]:
+        status: DIJobStatus = (job.get("status") or {}) if job is not None else {}
         phase = status.get("phase") or ""
         if job is None or phase not in ENDED:  # one message while it runs (each change writes the Workflow)
             return _node("Running", f"DIJob {name} is running", REQUEUE_RUNNING)
         value = (status.get("profilings") or {}).get(metric) if metric else None
         outputs = {"phase": phase, **({metric: "" if value is None else str(value)} if metric else {})}
-        message = status.get("message") or f"DIJob {name} {phase}"
+        raw: Mapping[str, object] = status  # "message" is no status field: always the default (kept as it was)
+        message = raw.get("message") or f"DIJob {name} {phase}"
         return _node("Succeeded" if phase == "Succeeded" else "Failed", str(message)[:500], outputs=outputs)
 
 
-def service_account_token(namespace: str, account: str) -> dict[str, Any]:
+def service_account_token(namespace: str, account: str) -> dict[str, object]:
     """The token Secret Argo mounts in its agent pod for ``account`` (``<account>.service-account-token``:
     the agent pod does not automount one); Kubernetes' token controller fills it."""
     return {
@@ -321,7 +329,7 @@ def service_account_token(namespace: str, account: str) -> dict[str, Any]:
     }
 
 
-def _sidecar(image: str) -> dict[str, Any]:
+def _sidecar(image: str) -> dict[str, object]:
     return {
         "name": PLUGIN_NAME,
         "image": image,
@@ -339,14 +347,14 @@ def _sidecar(image: str) -> dict[str, Any]:
     }
 
 
-def plugin_manifests(namespace: str, image: str, sweep_account: str | None = None) -> list[dict[str, Any]]:
+def plugin_manifests(namespace: str, image: str, sweep_account: str | None = None) -> list[dict[str, object]]:
     """What a namespace needs for ``Runner.PLUGIN`` sweeps: the plugin's ConfigMap (Argo adds its sidecar, in
     ``image``, dihera's, to every agent pod of the namespace), its ServiceAccount with its token and a Role to
     create and watch DIJobs; with ``sweep_account``, the sweep's ServiceAccount's token and Argo's agent Role."""
     account = f"{PLUGIN_NAME}-executor-plugin"
     labels = dict(MANAGED_BY)
     meta = {"namespace": namespace, "labels": labels}
-    docs: list[dict[str, Any]] = [
+    docs: list[dict[str, object]] = [
         {
             "apiVersion": "v1",
             "kind": "ConfigMap",
@@ -370,7 +378,7 @@ def plugin_manifests(namespace: str, image: str, sweep_account: str | None = Non
     return docs
 
 
-def _role(namespace: str, name: str, account: str, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _role(namespace: str, name: str, account: str, rules: list[dict[str, object]]) -> list[dict[str, object]]:
     meta = {"name": name, "namespace": namespace, "labels": dict(MANAGED_BY)}
     return [
         {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta, "rules": rules},

@@ -16,7 +16,6 @@ import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from dihera.sweeps.space import Value
 
@@ -149,7 +148,7 @@ def markdown_table(results: Sequence[TrialResult], metric: str, goal: Goal) -> s
     return "\n".join(lines) + "\n"
 
 
-def best_values(results: Sequence[TrialResult], metric: str, goal: Goal) -> dict[str, Any]:
+def best_values(results: Sequence[TrialResult], metric: str, goal: Goal) -> dict[str, object]:
     """The summary's ``best`` output: the best configuration's values, its mean ``metric`` over its seeds, the
     95 % interval's half width and how many seeds reported; empty when none reported."""
     top = best(by_configuration(results), goal)

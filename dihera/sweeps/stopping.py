@@ -26,8 +26,8 @@ from __future__ import annotations
 import statistics
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from dihera.shapes.dijob import as_dijob
 from dihera.sweeps.results import Goal
 
 __all__ = [
@@ -240,14 +240,15 @@ def stop_decisions(
 
 
 def trials_to_stop(
-    jobs: Mapping[str, Mapping[str, Any]], metric: str, rule: StoppingRule, goal: Goal
+    jobs: Mapping[str, Mapping[str, object]], metric: str, rule: StoppingRule, goal: Goal
 ) -> dict[str, StopDecision]:
     """Of a sweep's trial DIJobs (by name), those to stop now: each live trial not stopped yet, compared with
     every other trial's ``status.profilings.<metric>History``."""
     histories: dict[str, History] = {}
     running = []
     ended = set()
-    for name, job in jobs.items():
+    for name, raw in jobs.items():
+        job = as_dijob(raw)
         status = job.get("status") or {}
         histories[name] = parse_history((status.get("profilings") or {}).get(f"{metric}History"))
         stopped = ANNOTATION_STOPPED in ((job.get("metadata") or {}).get("annotations") or {})

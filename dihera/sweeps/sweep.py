@@ -22,10 +22,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Any
 
 from dihera.constants import LABEL_EXPERIMENT, LABEL_GOAL, LABEL_METRIC, LABEL_QUEUE_NAME, LABEL_TRIAL_POD
 from dihera.model import DIJob
+from dihera.shapes.dijob import DIJobObject
+from dihera.shapes.json_types import JsonObject, JsonValue
 from dihera.sweeps.results import Goal
 from dihera.sweeps.space import Dimension, Grid, Search, SweepSpaceError, Trial, Value, plan_trials
 from dihera.sweeps.stopping import ANNOTATION_STOPPED, StoppingRule
@@ -127,7 +128,7 @@ class Sweep:
     queue: str | None = None
     service_account: str | None = None
     node_selector: Mapping[str, str] | None = None
-    tolerations: Sequence[Mapping[str, Any]] = ()
+    tolerations: Sequence[Mapping[str, object]] = ()
     early_stopping: StoppingRule | None = None
     artifacts: bool = False
     runner: Runner = Runner.RESOURCE
@@ -169,7 +170,7 @@ class Sweep:
         width = max(2, len(str(len(self.trials) - 1)))
         return f"{self.name}-t{index:0{width}d}"
 
-    def trial_manifest(self, trial: Trial) -> dict[str, Any]:
+    def trial_manifest(self, trial: Trial) -> DIJobObject:
         """The DIJob of ``trial``: ``job`` with the trial's name, labels, annotations and environment."""
         texts = {name: value_text(v) for name, v in trial.values.items()}
         config = str(trial.index // len(self.seeds))
@@ -177,7 +178,7 @@ class Sweep:
 
     def _manifest(
         self, job_name: str, index: str, texts: Mapping[str, str], seed: str, config: str, pod: str | None = None
-    ) -> dict[str, Any]:
+    ) -> DIJobObject:
         """``job`` for one trial; the arguments may be Argo placeholders (the Workflow's one trial template).
         ``pod``: the creating pod's name (labelled :data:`LABEL_TRIAL_POD`; only the Workflow knows it)."""
         manifest = copy.deepcopy(self.job.to_manifest())
@@ -196,20 +197,16 @@ class Sweep:
             ANNOTATION_CONFIGURATION: config,
         }
         manifest["spec"].pop("suspend", None)  # a trial starts at once (a suspended trial counts as stopped)
-        env = [
-            *({"name": f"{ENV_PARAM_PREFIX}{name.upper()}", "value": text} for name, text in texts.items()),
-            {"name": ENV_SEED, "value": seed},
-            {"name": ENV_TRIAL, "value": index},
-        ]
-        ours = {e["name"] for e in env}
+        env: list[JsonValue] = [{"name": f"{ENV_PARAM_PREFIX}{name.upper()}", "value": t} for name, t in texts.items()]
+        env += [{"name": ENV_SEED, "value": seed}, {"name": ENV_TRIAL, "value": index}]
+        ours = {f"{ENV_PARAM_PREFIX}{name.upper()}" for name in texts} | {ENV_SEED, ENV_TRIAL}
         for task in manifest["spec"]["tasks"]:
-            spec = task["template"]["spec"]
-            for container in [*spec.get("initContainers", []), *spec["containers"]]:
-                given = [e for e in container.get("env", []) if e["name"] not in ours]
+            for container in _containers(task["template"]["spec"]):
+                given = [e for e in _list(container.get("env", [])) if not (isinstance(e, dict) and e["name"] in ours)]
                 container["env"] = [*given, *env]
         return manifest
 
-    def template_manifest(self, placeholders: Mapping[str, str]) -> dict[str, Any]:
+    def template_manifest(self, placeholders: Mapping[str, str]) -> DIJobObject:
         """The trial DIJob with Argo input placeholders: ``placeholders`` maps ``job``, ``trial``, ``seed``,
         ``configuration``, each parameter's name and, optionally, ``pod`` to the text Argo substitutes."""
         texts = {name: placeholders[name] for name in self.space}
@@ -221,3 +218,16 @@ class Sweep:
             placeholders["configuration"],
             placeholders.get("pod"),
         )
+
+
+def _list(value: JsonValue) -> list[JsonValue]:
+    """A JSON array (a pod spec's containers, a container's env); anything else is a malformed template."""
+    if not isinstance(value, list):
+        raise TypeError(f"expected a list, got {value!r}")
+    return value
+
+
+def _containers(pod_spec: JsonObject) -> list[JsonObject]:
+    """A pod spec's init containers and containers (the objects themselves, to edit in place)."""
+    found = [*_list(pod_spec.get("initContainers", [])), *_list(pod_spec["containers"])]
+    return [c for c in found if isinstance(c, dict)]

@@ -23,7 +23,6 @@ are :mod:`dihera.documents`'.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from dihera.artifacts import artifact_problems
 from dihera.env_limits import env_size_problems
@@ -42,13 +41,13 @@ from dihera.validation.structure import Defaulted, apply_defaults, arr, identity
 __all__ = ["DEFAULT_NAMESPACE", "MAX_HOSTNAME", "apply_defaults", "checkpoint_tasks", "load_job", "validate"]
 
 
-def _started(manifest: Mapping[str, Any]) -> bool:
+def _started(manifest: Mapping[str, object]) -> bool:
     """Whether the controller has taken the job up (``status.phase`` set)."""
     status = manifest.get("status")
     return isinstance(status, Mapping) and bool(status.get("phase"))
 
 
-def validate(manifest: Any) -> list[Problem]:
+def validate(manifest: object) -> list[Problem]:
     """Every problem of a DIJob manifest (a dict as read from YAML); empty when it is valid.
 
     The environment-size rule (:func:`~dihera.env_limits.env_size_problems`), the short-hostname
@@ -80,7 +79,7 @@ def validate(manifest: Any) -> list[Problem]:
     return sorted(set(problems))
 
 
-def load_job(manifest: Any, namespace: str | None = None, source: str = "DIJob") -> DIJob:
+def load_job(manifest: object, namespace: str | None = None, source: str = "DIJob") -> DIJob:
     """Validate ``manifest`` and return the typed job; raise :class:`InvalidJobError` listing every problem.
 
     ``namespace`` fills in ``metadata.namespace`` when the manifest has none (``default`` otherwise).
@@ -88,4 +87,4 @@ def load_job(manifest: Any, namespace: str | None = None, source: str = "DIJob")
     problems = validate(manifest)
     if problems:
         raise InvalidJobError(problems, source)
-    return typed_job(apply_defaults(manifest), namespace)
+    return typed_job(apply_defaults(obj(manifest)), namespace)  # valid: an object

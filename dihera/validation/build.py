@@ -7,7 +7,6 @@ field this reads is there and of its type.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from dihera.artifacts import parse_artifacts
 from dihera.model import (
@@ -24,6 +23,7 @@ from dihera.model import (
 )
 from dihera.podtemplate import without_nulls
 from dihera.render.providers import parse_env_provider
+from dihera.shapes.dijob import DIJobSpec, as_dijob
 from dihera.validation.lifecycle import checkpoint_tasks
 
 __all__ = ["DEFAULT_NAMESPACE", "typed_job"]
@@ -31,7 +31,7 @@ __all__ = ["DEFAULT_NAMESPACE", "typed_job"]
 DEFAULT_NAMESPACE = "default"
 
 
-def _checkpoint(spec: Mapping[str, Any]) -> Checkpoint | None:
+def _checkpoint(spec: DIJobSpec) -> Checkpoint | None:
     ckpt = spec.get("checkpoint")
     if ckpt is None:
         return None
@@ -45,16 +45,17 @@ def _checkpoint(spec: Mapping[str, Any]) -> Checkpoint | None:
     )
 
 
-def _success_policy(spec: Mapping[str, Any]) -> SuccessPolicy | None:
+def _success_policy(spec: DIJobSpec) -> SuccessPolicy | None:
     policy = spec.get("successPolicy")
     if policy is None:
         return None
     return SuccessPolicy(SuccessOperator(policy["operator"]), tuple(policy.get("targetTasks") or ()))
 
 
-def typed_job(m: Mapping[str, Any], namespace: str | None) -> DIJob:
+def typed_job(m: Mapping[str, object], namespace: str | None) -> DIJob:
     """The job ``m`` (valid, defaulted); ``namespace`` when its metadata has none, else ``default``."""
-    meta, spec = m.get("metadata") or {}, m["spec"]
+    job = as_dijob(m)  # valid: the shape the schema declares
+    meta, spec = job.get("metadata") or {}, job["spec"]
     return DIJob(
         name=meta["name"],
         namespace=meta.get("namespace") or namespace or DEFAULT_NAMESPACE,

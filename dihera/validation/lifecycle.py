@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from dihera.constants import ANNOTATION_FINISH_GRACE, ANNOTATION_PEER_WAIT_TIMEOUT, CHECKPOINT_VOLUME
 from dihera.errors import Problem, format_value
@@ -39,7 +38,7 @@ _SECONDS_ANNOTATIONS = {
 }
 
 
-def seconds_annotation_problems(manifest: Mapping[str, Any]) -> list[Problem]:
+def seconds_annotation_problems(manifest: Mapping[str, object]) -> list[Problem]:
     """The job's annotations that hold seconds must hold whole seconds."""
     annotations = obj(obj(manifest.get("metadata")).get("annotations"))
     problems = []
@@ -60,7 +59,7 @@ def cel_success_targets_exist(job: Defaulted) -> list[Problem]:
     targets = policy.get("targetTasks") if isinstance(policy, Mapping) else None
     if not isinstance(targets, list):
         return []
-    names = [t["name"] for t in job.tasks if isinstance(t.get("name"), str)]
+    names = [n for t in job.tasks if isinstance(n := t.get("name"), str)]
     return [
         Problem(
             f"spec.successPolicy.targetTasks[{i}]",
@@ -90,7 +89,7 @@ def cel_drop_replica_allows_scaling(job: Defaulted) -> list[Problem]:
     return problems
 
 
-def checkpoint_tasks(spec: Mapping[str, Any]) -> list[str]:
+def checkpoint_tasks(spec: Mapping[str, object]) -> list[str]:
     """The tasks mounting the checkpoint volume of a defaulted spec: ``checkpoint.tasks``, else the learner
     task, else every task."""
     ckpt = spec.get("checkpoint")
@@ -108,7 +107,7 @@ def cel_checkpoint_tasks_exist(job: Defaulted) -> list[Problem]:
     ckpt = job.spec.get("checkpoint")
     if not isinstance(ckpt, Mapping):
         return []
-    names = [t["name"] for t in job.tasks if isinstance(t.get("name"), str)]
+    names = [n for t in job.tasks if isinstance(n := t.get("name"), str)]
     valid = ", ".join(names) or "no task has a name"
     return [
         Problem(f"spec.checkpoint.tasks[{i}]", f"{format_value(n)} is not a task of the job; valid: {valid}")
@@ -142,7 +141,7 @@ def checkpoint_problems(job: Defaulted) -> list[Problem]:
     return problems
 
 
-def _checkpoint_name_problems(volumes: Any, where: str) -> list[Problem]:
+def _checkpoint_name_problems(volumes: list[object], where: str) -> list[Problem]:
     why = f"{CHECKPOINT_VOLUME!r} is the checkpoint volume's name (spec.checkpoint); choose another name"
     return [
         Problem(f"{where}[{j}].name", why)
@@ -151,7 +150,7 @@ def _checkpoint_name_problems(volumes: Any, where: str) -> list[Problem]:
     ]
 
 
-def _mount_path_problems(pod: Mapping[str, Any], where: str, path: Any) -> list[Problem]:
+def _mount_path_problems(pod: Mapping[str, object], where: str, path: object) -> list[Problem]:
     why = (
         f"{format_value(path)} is spec.checkpoint.mountPath, where the checkpoint volume is mounted; "
         "choose another path (or another spec.checkpoint.mountPath)"

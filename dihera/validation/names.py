@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
 
 from dihera.errors import Problem
 from dihera.naming import SHORT_TEMPLATE_SUFFIX
@@ -23,7 +22,7 @@ MAX_HOSTNAME = 63
 _DNS_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
-def job_name_problems(manifest: Mapping[str, Any]) -> list[Problem]:
+def job_name_problems(manifest: Mapping[str, object]) -> list[Problem]:
     """``metadata.name`` is given and a DNS label starting with a letter."""
     name = obj(manifest.get("metadata")).get("name")
     if not isinstance(name, str) or not name:
@@ -72,7 +71,7 @@ def short_hostname_problems(job: Defaulted) -> list[Problem]:
         return problems
     task_names = {t["name"] for t in tasks if isinstance(t.get("name"), str)}
     for i, t in enumerate(tasks):
-        other = t["name"].removeprefix(f"{name}-") if isinstance(t.get("name"), str) else None
+        other = n.removeprefix(f"{name}-") if isinstance(n := t.get("name"), str) else None
         if other is not None and other != t["name"] and other in task_names:
             problems.append(
                 Problem(
@@ -82,7 +81,7 @@ def short_hostname_problems(job: Defaulted) -> list[Problem]:
                     '(docs/rendering.md, "Names in the node lists"); choose another name',
                 )
             )
-        base = t["name"].removesuffix(SHORT_TEMPLATE_SUFFIX) if isinstance(t.get("name"), str) else None
+        base = n.removesuffix(SHORT_TEMPLATE_SUFFIX) if isinstance(n := t.get("name"), str) else None
         if base is not None and base != t["name"] and base in task_names:
             problems.append(
                 Problem(

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
 
 from dihera.constants import PEER_WAIT_CONTAINER
 from dihera.errors import Problem
@@ -21,7 +20,7 @@ from dihera.validation.structure import obj
 __all__ = ["reserved_container_problems", "template_problems", "volume_problems"]
 
 
-def template_problems(tasks: Any) -> list[Problem]:
+def template_problems(tasks: list[object]) -> list[Problem]:
     """Each task's pod template against core/v1 (:func:`~dihera.podtemplate.check_pod_template`)."""
     problems: list[Problem] = []
     for i, task in enumerate(tasks):
@@ -30,14 +29,14 @@ def template_problems(tasks: Any) -> list[Problem]:
     return problems
 
 
-def volume_problems(volumes: Any) -> list[Problem]:
+def volume_problems(volumes: list[object]) -> list[Problem]:
     """Each volume against core/v1, and volume names unique."""
     problems: list[Problem] = []
     named = [v for v in volumes if isinstance(v, Mapping) and isinstance(v.get("name"), str)]
     volume_names = Counter(v["name"] for v in named)
     for i, v in enumerate(volumes):
         problems += check_volume(v, f"spec.volumes[{i}]")
-        if any(v is n for n in named) and volume_names[v["name"]] > 1:
+        if isinstance(v, Mapping) and any(v is n for n in named) and volume_names[v["name"]] > 1:
             problems.append(
                 Problem(
                     f"spec.volumes[{i}].name",
@@ -47,7 +46,7 @@ def volume_problems(volumes: Any) -> list[Problem]:
     return problems
 
 
-def reserved_container_problems(tasks: Any) -> list[Problem]:
+def reserved_container_problems(tasks: object) -> list[Problem]:
     """No user container or init container may take the name of dihera's own init container."""
     problems = []
     for i, task in enumerate(tasks if isinstance(tasks, list) else []):

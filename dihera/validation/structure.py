@@ -44,13 +44,13 @@ _OBJECT_META = (
 )  # fmt: skip
 
 
-def obj(value: Any) -> Mapping[str, Any]:
+def obj(value: object) -> Mapping[str, object]:
     """``value`` when it is an object, else an empty one: the rules read a document the schema may have
     refused (a field of the wrong type is the schema's problem to report, never a crash of a rule)."""
     return value if isinstance(value, Mapping) else {}
 
 
-def arr(value: Any) -> list[Any]:
+def arr(value: object) -> list[object]:
     """``value`` when it is a list, else an empty one (see :func:`obj`)."""
     return value if isinstance(value, list) else []
 
@@ -61,10 +61,10 @@ class Defaulted:
     defaults applied (:func:`apply_defaults`), of types the schema may have refused."""
 
     name: str
-    spec: Mapping[str, Any]
+    spec: Mapping[str, object]
 
     @property
-    def tasks(self) -> list[Mapping[str, Any]]:
+    def tasks(self) -> list[Mapping[str, object]]:
         """The tasks that are objects; an index ``spec.tasks[i]`` a rule reports counts only these."""
         return [t for t in arr(self.spec.get("tasks")) if isinstance(t, Mapping)]
 
@@ -96,12 +96,12 @@ def _validator() -> Any:
     return cls(schema, format_checker=int_formats())
 
 
-def structure_problems(manifest: Mapping[str, Any]) -> list[Problem]:
+def structure_problems(manifest: Mapping[str, object]) -> list[Problem]:
     """``manifest`` against the DIJob's schema, strictly; every unknown field named with the nearest valid one."""
     return schema_problems(_validator(), manifest, "", "a DIJob")
 
 
-def _metadata_problems(meta: Any) -> list[Problem]:
+def _metadata_problems(meta: object) -> list[Problem]:
     """``metadata`` as the API server decodes it (strictly, as kubectl sends it): an object of ObjectMeta's
     fields, its labels and annotations maps of strings."""
     if meta is None:
@@ -120,7 +120,7 @@ def _metadata_problems(meta: Any) -> list[Problem]:
     return problems
 
 
-def identity_problems(manifest: Mapping[str, Any]) -> list[Problem]:
+def identity_problems(manifest: Mapping[str, object]) -> list[Problem]:
     """``metadata`` (:func:`_metadata_problems`), then ``apiVersion`` and ``kind``: present and the DIJob's."""
     problems = _metadata_problems(manifest.get("metadata"))
     for field, expected in (("apiVersion", API_VERSION), ("kind", KIND)):
@@ -151,11 +151,13 @@ def _defaults_schema() -> dict[str, Any]:
     return dijob_schema()
 
 
-def apply_defaults(manifest: Mapping[str, Any]) -> dict[str, Any]:
+def apply_defaults(manifest: Mapping[str, object]) -> dict[str, object]:
     """A copy of ``manifest`` with the schema's defaults applied, and unnamed tasks named after their type."""
-    out: dict[str, Any] = _fill(_defaults_schema(), copy.deepcopy(dict(manifest)))
+    out: dict[str, object] = _fill(_defaults_schema(), copy.deepcopy(dict(manifest)))
     for task in arr(obj(out.get("spec")).get("tasks")):
-        kind = task.get("type") if isinstance(task, dict) else None
-        if isinstance(kind, str) and "name" not in task and kind in {t.value for t in SINGLETON_TYPES}:
-            task["name"] = task["type"]
+        if not isinstance(task, dict) or "name" in task:
+            continue
+        kind = task.get("type")
+        if isinstance(kind, str) and kind in {t.value for t in SINGLETON_TYPES}:
+            task["name"] = kind
     return out

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
 
 from dihera.errors import Problem
 from dihera.model import TaskType
@@ -65,9 +64,9 @@ def cel_one_task_per_singleton_type(job: Defaulted) -> list[Problem]:
     ]
 
 
-def _total_replicas(tasks: list[Mapping[str, Any]]) -> int:
+def _total_replicas(tasks: list[Mapping[str, object]]) -> int:
     """The replicas of all tasks (a count of the wrong type is the schema's problem: not counted)."""
-    return sum(t.get("replicas", 1) for t in tasks if isinstance(t.get("replicas", 1), int))
+    return sum(n for t in tasks if isinstance(n := t.get("replicas", 1), int))
 
 
 def cel_min_not_above_max(job: Defaulted) -> list[Problem]:

@@ -4,14 +4,16 @@
 asks the phase policies (:mod:`~dihera.controller.decide.phase`), and writes the status fields. Nothing
 here reads the clock or the cluster; :mod:`dihera.controller.reconcile` does both and writes the result
 only when :attr:`StatusUpdate.changed`. Once a job is Succeeded or Failed its status is final: later
-observations (pods being cleaned up) do not rewrite it.
+observations (pods being cleaned up) do not rewrite it. The status is typed
+(:class:`~dihera.shapes.dijob.DIJobStatus`); what the other decide modules still hand as raw dicts (the
+view's status, the conditions, the dropped replicas) is taken as typed through :func:`~dihera.shapes.dijob.as_status`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import cast
 
 from dihera.constants import (
     EVENT_NORMAL,
@@ -37,6 +39,15 @@ from dihera.controller.decide.success import finish_grace_left
 from dihera.controller.decide.view import JobView
 from dihera.membership import Membership
 from dihera.patches import precondition
+from dihera.shapes.dijob import (
+    ArtifactOutput,
+    Condition,
+    DIJobStatus,
+    DroppedReplica,
+    StuckReplica,
+    as_dijob,
+    as_status,
+)
 
 __all__ = [
     "OWN_FIELDS",
@@ -83,7 +94,7 @@ _CONDITION_PROGRESS = frozenset({"message", "lastUpdateTime"})
 
 @dataclass(frozen=True)
 class StatusUpdate:
-    status: dict[str, Any]
+    status: DIJobStatus
     changed: bool
     events: tuple[Event, ...] = ()
     restarts_added: int = 0
@@ -109,24 +120,24 @@ def task_status(states: Sequence[ReplicaState]) -> dict[str, dict[str, int]]:
     return out
 
 
-def stuck_replicas(states: Sequence[ReplicaState]) -> list[dict[str, str]]:
+def stuck_replicas(states: Sequence[ReplicaState]) -> list[StuckReplica]:
     """``status.stuckReplicas``: every replica whose current pod is stuck, in rank order."""
-    out = []
+    out: list[StuckReplica] = []
     for s in states:
         if s.problem is not None:
-            entry = {"replica": s.name, "reason": s.problem[0], "message": s.problem[1]}
+            entry: StuckReplica = {"replica": s.name, "reason": s.problem[0], "message": s.problem[1]}
             if s.pod_name:
                 entry["pod"] = s.pod_name
             out.append(entry)
     return out
 
 
-def _describe_stuck(entry: Mapping[str, str]) -> str:
+def _describe_stuck(entry: StuckReplica) -> str:
     pod = f" (pod {entry['pod']})" if entry.get("pod") else ""
     return f"replica {entry['replica']}{pod} is {entry['reason']}: {entry['message']}"
 
 
-def _with_stuck(decision: PhaseDecision, stuck: Sequence[Mapping[str, str]]) -> PhaseDecision:
+def _with_stuck(decision: PhaseDecision, stuck: Sequence[StuckReplica]) -> PhaseDecision:
     """The phase message followed by why replicas are stuck."""
     if not stuck:
         return decision
@@ -134,7 +145,7 @@ def _with_stuck(decision: PhaseDecision, stuck: Sequence[Mapping[str, str]]) -> 
     return PhaseDecision(decision.phase, f"{decision.message}; {why}", decision.cause)
 
 
-def _with_dropped(decision: PhaseDecision, dropped: Sequence[Mapping[str, Any]]) -> PhaseDecision:
+def _with_dropped(decision: PhaseDecision, dropped: Sequence[DroppedReplica]) -> PhaseDecision:
     """A running job's phase message followed by the replicas it goes on without."""
     if not dropped or decision.phase in TERMINAL:
         return decision
@@ -146,7 +157,7 @@ def _with_dropped(decision: PhaseDecision, dropped: Sequence[Mapping[str, Any]])
     )
 
 
-def _stuck_events(old: Mapping[str, Any], stuck: Sequence[Mapping[str, str]]) -> list[Event]:
+def _stuck_events(old: DIJobStatus, stuck: Sequence[StuckReplica]) -> list[Event]:
     """One ReplicaStuck Warning per replica and reason not already in the old status."""
     seen = {(e.get("replica"), e.get("reason")) for e in old.get("stuckReplicas") or []}
     return [
@@ -165,48 +176,54 @@ def _membership_event(membership: Membership) -> Event:
     )
 
 
-def _events(f: Facts, decision: PhaseDecision, stuck: Sequence[Mapping[str, str]], refused: str | None) -> list[Event]:
+def _events(f: Facts, decision: PhaseDecision, stuck: Sequence[StuckReplica], refused: str | None) -> list[Event]:
     """The Events of a pass, in order: drops, stuck replicas, a refused scale, a new membership, restarts,
     the phase change. Every one but ScaleRefused follows a change of the status; the reconciler passes a
     refusal once."""
-    events = [*drop_events(f), *_stuck_events(f.view.status, stuck)]
+    old = as_status(f.view.status)
+    events = [*drop_events(f), *_stuck_events(old, stuck)]
     if refused:
         events.append(Event(EVENT_WARNING, EventReason.SCALE_REFUSED, refused))
     if f.membership_grew and f.live is not None:
         events.append(_membership_event(f.live))
     events += restart_events(f)
-    if decision.phase != f.view.phase or _new_warning(f.view.status, decision):
+    if decision.phase != f.view.phase or _new_warning(old, decision):
         warn = decision.phase in WARNING_PHASES or decision.cause in WARNING_CAUSES
         kind = EVENT_WARNING if warn else EVENT_NORMAL
         events.append(Event(kind, decision.cause or condition_reason(decision.phase), decision.message))
     return events
 
 
-def _current(status: Mapping[str, Any]) -> Mapping[str, Any]:
+def _current(status: DIJobStatus) -> Condition:
     """The True condition of ``status`` (the phase's), or {}."""
-    return next((c for c in status.get("conditions") or [] if c.get("status") == "True"), {})
+    return next((c for c in status.get("conditions") or [] if c.get("status") == "True"), Condition())
 
 
-def _new_warning(old: Mapping[str, Any], decision: PhaseDecision) -> bool:
+def _new_warning(old: DIJobStatus, decision: PhaseDecision) -> bool:
     """A Warning cause (:data:`WARNING_CAUSES`) whose message the phase's condition does not say yet."""
     return decision.cause in WARNING_CAUSES and _current(old).get("message") != decision.message
 
 
-def _decided(f: Facts) -> tuple[PhaseDecision, list[dict[str, str]]]:
+def _dropped(f: Facts) -> list[DroppedReplica]:
+    """``status.droppedReplicas`` after this pass (the failure policies' plan, raw dicts), typed."""
+    return [cast(DroppedReplica, dict(e)) for e in f.drops.dropped]
+
+
+def _decided(f: Facts) -> tuple[PhaseDecision, list[StuckReplica]]:
     """The phase, its message followed by the stuck and the dropped replicas, and the stuck replicas."""
     decision = decide_phase(f)
     stuck = stuck_replicas(f.kept) if decision.phase not in (Phase.SUCCEEDED, *HELD_PHASES) else []
-    return _with_dropped(_with_stuck(decision, stuck), f.drops.dropped), stuck
+    return _with_dropped(_with_stuck(decision, stuck), _dropped(f)), stuck
 
 
 def compute_status(view: JobView, hold: SuspendPlan, now: str, refused: str | None = None) -> StatusUpdate:
     """The new status of the job ``view`` shows; ``hold``: what spec.suspend / Kueue ask
     (:func:`~dihera.controller.decide.hold.plan_hold`); ``now``: an RFC 3339 timestamp
     (``2026-01-02T03:04:05Z``); ``refused``: why a hand edit of the replicas was refused (a Warning)."""
-    old = view.status
+    old = as_status(view.status)
     if view.finished:  # final, but for the artifacts stored after the end (dihera/controller/decide/outputs.py)
         stored = _artifacts(view)
-        status = {**old, "artifacts": stored} if stored else dict(old)
+        status: DIJobStatus = {**old, "artifacts": stored} if stored else {**old}
         return StatusUpdate(status, changed=status != old)
     f = facts(view, hold, now)
     decision, stuck = _decided(f)
@@ -228,7 +245,7 @@ def _wakeup(f: Facts) -> float | None:
     the next look at objects in conflict (a backoff: nothing queues the job when an unlabelled one goes)."""
     conflict = None
     if f.view.conflicts:
-        pending = _current(f.view.status)
+        pending = _current(as_status(f.view.status))
         conflict = retry_after(
             pending.get("lastTransitionTime") if pending.get("type") == Phase.PENDING else None, f.now
         )
@@ -236,17 +253,18 @@ def _wakeup(f: Facts) -> float | None:
     return min(due) if due else None
 
 
-def _status(f: Facts, decision: PhaseDecision, stuck: list[dict[str, str]]) -> dict[str, Any]:
+def _status(f: Facts, decision: PhaseDecision, stuck: list[StuckReplica]) -> DIJobStatus:
     """The status fields the controller owns, from the facts and the phase decided."""
-    old, now = f.view.status, f.now
+    old, now = as_status(f.view.status), f.now
     old_mg = old.get("membershipGeneration")
     new_mg = f.live.generation if f.live else old_mg
     # every committed membership change (scale-up or down, server or spec edit) is one reschedule
     changes = max(int(new_mg) - int(old_mg), 0) if old_mg is not None and new_mg is not None else 0
     conditions = old.get("conditions") or []
-    status: dict[str, Any] = {
+    written = set_phase_condition(conditions, decision.phase, decision.message, now, decision.cause)
+    status: DIJobStatus = {
         "phase": decision.phase.value,
-        "conditions": set_phase_condition(conditions, decision.phase, decision.message, now, decision.cause),
+        "conditions": [cast(Condition, c) for c in written],
         "replicas": len(f.kept),
         "readyReplicas": sum(1 for s in f.kept if s.ready),
         "taskStatus": task_status(f.kept),
@@ -259,30 +277,38 @@ def _status(f: Facts, decision: PhaseDecision, stuck: list[dict[str, str]]) -> d
     return status
 
 
-def _optional(f: Facts, decision: PhaseDecision, stuck: list[dict[str, str]], generation: Any) -> dict[str, Any]:
+def _optional(f: Facts, decision: PhaseDecision, stuck: list[StuckReplica], generation: int | None) -> DIJobStatus:
     """The status fields written only when they have a value."""
-    optional = {
-        "stuckReplicas": stuck or None,
-        "droppedReplicas": [dict(e) for e in f.drops.dropped] or None,
-        "profilings": f.view.status.get("profilings"),
-        "workflowName": f.workflow_name or None,
-        "membershipGeneration": generation,
-        "completionTimestamp": f.now if decision.phase in TERMINAL else None,
-        "progress": workflow_progress(f.view.ours),
-        "taskProgress": task_progress(f.kept) or None,
-        "artifacts": _artifacts(f.view) or None,
-    }
-    return {k: v for k, v in optional.items() if v is not None}
+    out: DIJobStatus = {}
+    if stuck:
+        out["stuckReplicas"] = stuck
+    if dropped := _dropped(f):
+        out["droppedReplicas"] = dropped
+    if (profilings := as_status(f.view.status).get("profilings")) is not None:
+        out["profilings"] = profilings
+    if f.workflow_name:
+        out["workflowName"] = f.workflow_name
+    if generation is not None:
+        out["membershipGeneration"] = generation
+    if decision.phase in TERMINAL:
+        out["completionTimestamp"] = f.now
+    if (progress := workflow_progress(f.view.ours)) is not None:
+        out["progress"] = progress
+    if task_progresses := task_progress(f.kept):
+        out["taskProgress"] = task_progresses
+    if artifacts := _artifacts(f.view):
+        out["artifacts"] = artifacts
+    return out
 
 
-def _artifacts(view: JobView) -> list[dict[str, str]]:
+def _artifacts(view: JobView) -> list[ArtifactOutput]:
     """``status.artifacts``: what the replicas of the job's own Workflow stored of ``spec.artifacts``."""
     if view.job is None or not view.job.artifacts:
         return []
-    return job_artifacts(view.ours, {a.name for a in view.job.artifacts})
+    return [cast(ArtifactOutput, a) for a in job_artifacts(view.ours, {a.name for a in view.job.artifacts})]
 
 
-def progress_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+def progress_only(old: Mapping[str, object], new: Mapping[str, object]) -> bool:
     """Whether ``new`` differs from ``old`` in progress only: :data:`PROGRESS_FIELDS`, and the message
     of a condition (with its ``lastUpdateTime``). False when the phase or anything else changed."""
     if not old or old.get("phase") != new.get("phase"):
@@ -290,31 +316,33 @@ def progress_only(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
     for key in old.keys() | new.keys():
         if key in PROGRESS_FIELDS or old.get(key) == new.get(key):
             continue
-        if key != "conditions" or not _same_conditions(old.get(key) or [], new.get(key) or []):
+        if key != "conditions" or not _same_conditions(old.get(key), new.get(key)):
             return False
     return True
 
 
-def _same_conditions(old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]) -> bool:
+def _same_conditions(old: object, new: object) -> bool:
     """The same conditions but for their messages (and when those were written)."""
 
-    def bare(conds: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        return [{k: v for k, v in c.items() if k not in _CONDITION_PROGRESS} for c in conds]
+    def bare(conds: object) -> list[dict[str, object]]:
+        if not isinstance(conds, Sequence):
+            return []
+        return [{k: v for k, v in c.items() if k not in _CONDITION_PROGRESS} for c in conds if isinstance(c, Mapping)]
 
     return bare(old) == bare(new)
 
 
-def same_object(body: Mapping[str, Any]) -> dict[str, Any] | None:
+def same_object(body: Mapping[str, object]) -> dict[str, object] | None:
     """The patch operation that makes the API server refuse the patch unless the DIJob is still the object
     ``body`` was read as (its uid): a DIJob deleted and created again under the name between a pass's read
     and its write gets nothing of the old one's status. A JSON patch ``test`` (answered 422, which
     :meth:`~dihera.kube.jobs.JobStore.patch_status` reports as a conflict): a uid set in the patch itself is
     no precondition on the status subresource, whose update keeps the stored metadata. None without a uid."""
-    uid = body["metadata"].get("uid")
+    uid = as_dijob(body)["metadata"].get("uid")
     return {"op": "test", "path": "/metadata/uid", "value": uid} if uid else None
 
 
-def status_patch(body: Mapping[str, Any], status: Mapping[str, Any]) -> list[dict[str, Any]]:
+def status_patch(body: Mapping[str, object], status: DIJobStatus) -> list[dict[str, object]]:
     """JSON patch writing the controller's fields of ``status`` over the DIJob ``body`` was read as.
 
     Only :data:`OWN_FIELDS` that changed are written (``add`` replaces a whole value; a field gone is
@@ -325,17 +353,18 @@ def status_patch(body: Mapping[str, Any], status: Mapping[str, Any]) -> list[dic
     precondition, so the di-server's profilings writes never make them fail; a watch cache behind the API
     server cannot make them undo a newer status either (docs/controller.md).
     """
-    old = body.get("status")
-    ops: list[dict[str, Any]] = []
+    read = as_dijob(body).get("status")
+    ops: list[dict[str, object]] = []
     if (same := same_object(body)) is not None:
         ops.append(same)
-    if old is None:
+    if read is None:
         ops.append(precondition(body))
         ops.append({"op": "add", "path": "/status", "value": {}})
-        old = {}
+    old: Mapping[str, object] = read or {}
+    new: Mapping[str, object] = status
     for name in OWN_FIELDS:
-        if name in status and status[name] != old.get(name):
-            ops.append({"op": "add", "path": f"/status/{name}", "value": status[name]})
-        elif name not in status and name in old:
+        if name in new and new[name] != old.get(name):
+            ops.append({"op": "add", "path": f"/status/{name}", "value": new[name]})
+        elif name not in new and name in old:
             ops.append({"op": "remove", "path": f"/status/{name}"})
     return ops

@@ -11,7 +11,6 @@ See docs/providers.md.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from dihera.errors import Problem
 from dihera.membership import Membership
@@ -36,7 +35,7 @@ __all__ = [
 PROVIDERS: Mapping[str, Provider] = {p.name: p for p in (torch.PROVIDER, tensorflow.PROVIDER, mxnet.PROVIDER)}
 
 
-def parse_env_provider(entry: Any) -> EnvProvider | None:
+def parse_env_provider(entry: object) -> EnvProvider | None:
     """The typed ``envProvider`` of a (validated, defaulted) task entry, or None."""
     if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
         return None  # the schema reports it
@@ -53,13 +52,13 @@ def _provider(task: Task) -> Provider | None:
     return PROVIDERS[task.env_provider.name] if task.env_provider is not None else None
 
 
-def provider_env(job: DIJob, task: Task, settings: RenderSettings) -> list[dict[str, Any]]:
+def provider_env(job: DIJob, task: Task, settings: RenderSettings) -> list[dict[str, object]]:
     """The variables ``task``'s provider adds to each of its containers ([] without one)."""
     provider = _provider(task)
     return provider.env(job, task, settings) if provider else []
 
 
-def provider_ports(task: Task) -> list[dict[str, Any]]:
+def provider_ports(task: Task) -> list[dict[str, object]]:
     """The container ports ``task``'s provider declares on its first container."""
     provider = _provider(task)
     return provider.ports(task) if provider else []
@@ -76,7 +75,7 @@ def membership_data(
     return data
 
 
-def provider_problems(tasks: Sequence[Any]) -> list[Problem]:
+def provider_problems(tasks: Sequence[object]) -> list[Problem]:
     """Every provider rule broken by a (defaulted) ``spec.tasks`` list; unknown names are the schema's."""
     by_provider: dict[str, list[ProviderTask]] = {}
     for i, t in enumerate(tasks):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from dihera.errors import Problem
 from dihera.membership import Membership
@@ -57,7 +56,7 @@ class ProviderTask:
     spec: EnvProvider
 
 
-Env = list[dict[str, Any]]
+Env = list[dict[str, object]]
 
 
 @dataclass(frozen=True)
@@ -81,12 +80,12 @@ class Provider:
             return spec.role
         return task_name if task_name in self.roles else None
 
-    def ports(self, task: Task) -> list[dict[str, Any]]:
+    def ports(self, task: Task) -> list[dict[str, object]]:
         assert task.env_provider is not None
         return [{"name": self.port_name, "containerPort": self.port(task.env_provider), "protocol": "TCP"}]
 
 
-def literal(name: str, value: str | int) -> dict[str, Any]:
+def literal(name: str, value: str | int) -> dict[str, object]:
     return {"name": name, "value": str(value)}
 
 
@@ -95,7 +94,7 @@ def data_key(*parts: str) -> str:
     return "_".join(p.upper().replace("-", "_") for p in parts)
 
 
-def config_ref(job: DIJob, name: str, key: str) -> dict[str, Any]:
+def config_ref(job: DIJob, name: str, key: str) -> dict[str, object]:
     """A variable read from the membership ConfigMap when the container starts."""
     return {"name": name, "valueFrom": {"configMapKeyRef": {"name": membership_configmap_name(job.name), "key": key}}}
 

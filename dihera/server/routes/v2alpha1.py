@@ -4,7 +4,7 @@
 """
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Body, Query, Response
 
@@ -117,7 +117,7 @@ _REPORT = (
 
 
 @router.post("/profilings", response_model=Envelope)
-def v2_profilings(call: Reporter, body: Annotated[dict[str, Any], Body(description=_REPORT)]) -> Envelope:
+def v2_profilings(call: Reporter, body: Annotated[dict[str, object], Body(description=_REPORT)]) -> Envelope:
     """Record profiling data: merged into the DIJob's ``status.profilings`` (a JSON merge patch). The caller
     may ``create`` ``dijobs/profilings`` in the namespace (the chart's ClusterRole ``<fullname>-reporter``); a
     pod's own token reports only into its own job. A report past a bound is refused with 400 naming each
