@@ -383,6 +383,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 def main() -> int:
+    global METRICS_PORT  # scrape() reads it; one controller per run, set from --metrics-port
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, default=50)
     parser.add_argument("--replicas", type=int, default=10)
@@ -398,9 +399,16 @@ def main() -> int:
         "--memory-only", action="store_true", help="only the RSS: idle, with M DIJobs, after deleting them"
     )
     parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=METRICS_PORT,
+        help=f"the controller's metrics port (default {METRICS_PORT}; another cluster's benchmark may hold it)",
+    )
+    parser.add_argument(
         "--controller-args", default="", help="more arguments for the controller, e.g. '--pod-batch-seconds 0.25'"
     )
     args = parser.parse_args()
+    METRICS_PORT = args.metrics_port
     kubeconfig = os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig")
     install_crd(kubeconfig)
     api = config.new_client_from_config(config_file=kubeconfig)
