@@ -11,12 +11,14 @@ How: a throwaway git worktree of each commit under ``~/.cache/dihera/bench-workt
 end), this checkout's ``bench/`` copied into it (``--scripts tree`` keeps the tree's own: by default both
 sides run the same measuring code, with what this checkout fixed in it), and each benchmark's own entry point
 run from that tree with this venv's python and ``PYTHONPATH=<tree>``: the script and the ``dihera
-controller`` / ``dihera server`` it starts import that tree's ``dihera``. Figures are read from what the
-scripts print; the peak RSS (VmHWM) of the ``dihera controller`` and ``dihera server`` processes is read from
-``/proc`` by this script while they run, the same way for both trees.
+controller`` / ``dihera server`` it starts import that tree's ``dihera`` (checked before the first run).
+Figures are read from what the scripts print (each run's whole output is kept in
+.devcluster/logs/bench-refactor/); the peak RSS (VmHWM) of the ``dihera controller`` and ``dihera server``
+processes is read from ``/proc`` by this script while they run, the same way for both trees.
 
-- ``controller``: ``bench_controller.py --rounds 1``: its ratio to Argo alone (controller / direct, the
-  N-jobs row), status-sync p99, RSS idle and with M DIJobs; needs $KUBECONFIG or .devcluster/kubeconfig;
+- ``controller``: ``bench_controller.py --rounds 1 --skip single,steady`` (about 2.5 min a run): its ratio to
+  Argo alone (controller / direct, the N-jobs row), status-sync p99, RSS idle and with M DIJobs; needs
+  $KUBECONFIG or .devcluster/kubeconfig;
 - ``server``: ``bench_server.py --rounds 0``: the di-server's CPU per ``GET replicas`` over HTTP and its
   req/s; the same cluster;
 - ``app``: ``bench_server_app.py``: the di-server app's CPU per request in one process (no cluster).
@@ -41,6 +43,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TREES = Path(os.environ.get("DIHERA_CACHE") or Path.home() / ".cache" / "dihera") / "bench-worktrees"
+LOGS = REPO / ".devcluster" / "logs" / "bench-refactor"  # each run's output: <round>-<benchmark>-<commit>.log
 NUMBER = r"([\d,]+(?:\.\d+)?)"
 
 __all__ = [
@@ -93,7 +96,10 @@ def controller_bench(jobs: int, memory_jobs: int, metrics_port: int) -> Bench:
     return Bench(
         "controller",
         "bench_controller.py",
-        ("--jobs", str(jobs), "--memory-jobs", str(memory_jobs), "--rounds", "1", "--metrics-port", str(metrics_port)),
+        (
+            *("--jobs", str(jobs), "--memory-jobs", str(memory_jobs), "--rounds", "1"),
+            *("--metrics-port", str(metrics_port), "--skip", "single,steady"),
+        ),
         (
             Figure("controller: ratio to Argo alone", _ROW + _X + _X + r"{n}\s", ""),
             Figure("controller: direct (Argo alone)", _ROW + r"{n}\s", "s"),
@@ -301,7 +307,7 @@ class Run:
     peaks: dict[str, float] = field(default_factory=dict)
 
 
-def run(bench: Bench, tree: Path, env: dict[str, str]) -> Run:
+def run(bench: Bench, tree: Path, env: dict[str, str], log: Path) -> Run:
     """Run ``bench`` from ``tree``; its stdout, its wall time, and the peak RSS of the processes it watches."""
     argv = [sys.executable, str(tree / "bench" / bench.script), *bench.args]
     started = time.monotonic()
@@ -325,6 +331,8 @@ def run(bench: Bench, tree: Path, env: dict[str, str]) -> Run:
         time.sleep(0.5)
     for t in readers:
         t.join()
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(f"$ {' '.join(argv)}\n{''.join(out)}\n--- stderr ---\n{''.join(err)}")
     if proc.returncode != 0:
         tail = "".join(err)[-3000:]
         raise RuntimeError(f"{bench.script} in {tree} exited {proc.returncode}; stderr's end:\n{tail}")
@@ -344,7 +352,7 @@ def arguments() -> argparse.Namespace:
         help="bench/ scripts from this checkout (the same for both) or each commit's own",
     )
     parser.add_argument("--jobs", type=int, default=20, help="bench_controller --jobs (of 10 replicas)")
-    parser.add_argument("--memory-jobs", type=int, default=100, help="bench_controller --memory-jobs")
+    parser.add_argument("--memory-jobs", type=int, default=60, help="bench_controller --memory-jobs")
     parser.add_argument("--metrics-port", type=int, default=31090, help="the benchmark controller's metrics port")
     parser.add_argument("--requests", type=int, default=2000, help="bench_server --requests")
     parser.add_argument("--app-requests", type=int, default=1000, help="bench_server_app --requests")
@@ -373,7 +381,8 @@ def measure(
     for rnd, key, label in schedule(args.rounds, list(trees), list(chosen)):
         bench, load = chosen[key], os.getloadavg()[0]
         loads.append(load)
-        done = run(bench, trees[label], {**env, "PYTHONPATH": str(trees[label])})
+        log = LOGS / f"{rnd + 1}-{key}-{shas[label]}.log"
+        done = run(bench, trees[label], {**env, "PYTHONPATH": str(trees[label])}, log)
         figures = parse(bench, done.output)
         figures.update({f"{role} peak RSS (VmHWM, {key} benchmark)": v for role, v in done.peaks.items()})
         for name, value in figures.items():
