@@ -16,7 +16,7 @@ Figures are read from what the scripts print (each run's whole output is kept in
 .devcluster/logs/bench-refactor/); the peak RSS (VmHWM) of the ``dihera controller`` and ``dihera server``
 processes is read from ``/proc`` by this script while they run, the same way for both trees.
 
-- ``controller``: ``bench_controller.py --rounds 1 --skip single,steady`` (about 2.5 min a run): its ratio to
+- ``controller``: ``bench_controller.py --rounds 1 --skip single,steady`` (2-3.5 min a run): its ratio to
   Argo alone (controller / direct, the N-jobs row), status-sync p99, RSS idle and with M DIJobs; needs
   $KUBECONFIG or .devcluster/kubeconfig;
 - ``server``: ``bench_server.py --rounds 0``: the di-server's CPU per ``GET replicas`` over HTTP and its
