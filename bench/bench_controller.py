@@ -20,7 +20,9 @@ Each timed run also says on stderr how many CPU seconds each process of the loca
 in it (bench/cpu.py): the controller's own share beside Argo's; and how many watch events the API
 server sent, by resource, to all watchers together (bench/watch_events.py): the difference between a
 controller run and its direct run is the controller's watch traffic. ``--controller-args`` passes
-flags to the controller (e.g. ``--pod-batch-seconds 1.0``) to compare settings.
+flags to the controller (e.g. ``--pod-batch-seconds 1.0``) to compare settings; ``--skip single,steady``
+leaves out the 1-job size and step 4 (bench/bench_refactor.py runs it six times); ``--metrics-port`` moves the
+controller's metrics off 18090 when another cluster's benchmark may hold it.
 
 Runs a controller of its own (standalone) on namespaces ``dihera-test-bench-*`` (the demo controller
 skips ``dihera-test-*``); the direct runs use ``dihera-test-direct-*``, which it does not watch, so the
