@@ -20,7 +20,9 @@ Each timed run also says on stderr how many CPU seconds each process of the loca
 in it (bench/cpu.py): the controller's own share beside Argo's; and how many watch events the API
 server sent, by resource, to all watchers together (bench/watch_events.py): the difference between a
 controller run and its direct run is the controller's watch traffic. ``--controller-args`` passes
-flags to the controller (e.g. ``--pod-batch-seconds 1.0``) to compare settings.
+flags to the controller (e.g. ``--pod-batch-seconds 1.0``) to compare settings; ``--skip single,steady``
+leaves out the 1-job size and step 4 (bench/bench_refactor.py runs it six times); ``--metrics-port`` moves the
+controller's metrics off 18090 when another cluster's benchmark may hold it.
 
 Runs a controller of its own (standalone) on namespaces ``dihera-test-bench-*`` (the demo controller
 skips ``dihera-test-*``); the direct runs use ``dihera-test-direct-*``, which it does not watch, so the
@@ -383,6 +385,7 @@ def pct(values: list[float], q: float) -> float:
 
 
 def main() -> int:
+    global METRICS_PORT  # scrape() reads it; one controller per run, set from --metrics-port
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--jobs", type=int, default=50)
     parser.add_argument("--replicas", type=int, default=10)
@@ -398,9 +401,24 @@ def main() -> int:
         "--memory-only", action="store_true", help="only the RSS: idle, with M DIJobs, after deleting them"
     )
     parser.add_argument(
+        "--metrics-port",
+        type=int,
+        default=METRICS_PORT,
+        help=f"the controller's metrics port (default {METRICS_PORT}; another cluster's benchmark may hold it)",
+    )
+    parser.add_argument(
         "--controller-args", default="", help="more arguments for the controller, e.g. '--pod-batch-seconds 0.25'"
     )
+    parser.add_argument(
+        "--skip",
+        default="",
+        help="comma-separated steps to leave out, for shorter runs: single (the 1-job size), steady (the API reads)",
+    )
     args = parser.parse_args()
+    skip = {s for s in args.skip.split(",") if s}
+    if skip - {"single", "steady"}:
+        parser.error(f"--skip: unknown step(s) {sorted(skip - {'single', 'steady'})}; valid: single, steady")
+    METRICS_PORT = args.metrics_port
     kubeconfig = os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig")
     install_crd(kubeconfig)
     api = config.new_client_from_config(config_file=kubeconfig)
@@ -433,7 +451,7 @@ def main() -> int:
         print("jobs x replicas  direct(s)  controller(s)  ratio  status-sync p50/p99 (ms)")
         writes = Writes()
         jobs_done = 0
-        for jobs in (1, n):
+        for jobs in (n,) if "single" in skip else (1, n):
             directs, controllers, lats = [], [], []
             for _ in range(args.rounds):
                 d = direct(api, jobs, args.replicas)
@@ -451,7 +469,8 @@ def main() -> int:
         for what, counts in (("creation to status Running", writes.running), ("namespace deleted", writes.teardown)):
             per_job = sum(counts.values()) / jobs_done
             print(f"API writes per job ({what}, {jobs_done} jobs): {per_job:.1f}  {counts}")
-        steady_state(api)
+        if "steady" not in skip:
+            steady_state(api)
         memory(api, proc.pid, args.memory_jobs)
     finally:
         proc.send_signal(signal.SIGTERM)
