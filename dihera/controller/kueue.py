@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from dihera.constants import ANNOTATION_WORKLOAD_SLICE, LABEL_JOB, Phase
 from dihera.controller.decide.hold import QueueState, queue_state, unqueueable
 from dihera.controller.metrics import Metrics
-from dihera.controller.shrink import Shrinker, waits_for_quota
+from dihera.controller.shrink import GROW_POLL, Shrinker, waits_for_quota
 from dihera.kube.jobs import StatusConflict
 from dihera.kube.workloads import KueueObjectMissing
 from dihera.model import DIJob
@@ -30,6 +30,7 @@ from dihera.queueing import (
     requeue_patch,
     workload_name,
 )
+from dihera.queueing.shrink import shrunk_from
 from dihera.queueing.slices import resize_ops
 
 __all__ = ["Queueing", "WorkloadAPI"]
@@ -122,6 +123,10 @@ class Queueing:
         if self._shrinker is None or queue_name(job.labels) is None:
             return False, None
         return self._shrinker.grow_back(job, body, extra)
+
+    def grow_back_poll(self, job: DIJob) -> float | None:
+        """Seconds before a shrunk job looks at its ClusterQueue again (None: it is not shrunk)."""
+        return GROW_POLL if self._shrinker is not None and shrunk_from(job.annotations) else None
 
     def _slices(self, job: DIJob, live: bool) -> list[dict[str, Any]]:
         if live or self._cached_of_job is None:

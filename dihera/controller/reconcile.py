@@ -238,6 +238,8 @@ class Reconciler:
         (docs/queueing.md, "Shrink before eviction"); the view of what the scaler made, and when to look again."""
         if self._queueing is None or view.job is None or view.queue is None:
             return view, None
+        if view.scaled:  # view.job is the spec before this pass's sync: look again next pass
+            return view, self._queueing.grow_back_poll(view.job)
         grown, retry = self._queueing.grow_back(view.job, view.body, extra)
         return (self._observe.after_scale(view, reads) if grown else view), retry
 

@@ -185,14 +185,15 @@ class Shrinker:
         return out
 
     def _shrink(self, shrinks: Sequence[Shrink], why: str) -> list[Shrink]:
-        """Give back one job's collectors (its annotation first, so a crash still grows it back); the
-        shrinks made."""
+        """Give back one job's collectors, then record what it grows back to; the shrinks made.
+
+        The annotation is written after the scale, whose spec write comes first: a pass of the job that
+        reads the annotation reads the shrunk spec with it (one object), so it never takes the spec's old
+        count for a grow back already done. A crash between the two leaves the job shrunk (no grow back)."""
         ns, name = shrinks[0].namespace, shrinks[0].name
         body = self._job_body(ns, name)
         if body is None:
             return []
-        annotations = (body.get("metadata") or {}).get("annotations") or {}
-        self._queues.annotate_job(ns, name, ANNOTATION_SHRUNK_FROM, shrunk_annotation(annotations, shrinks))
         done: list[Shrink] = []
         for s in shrinks:
             try:
@@ -207,6 +208,9 @@ class Shrinker:
                 f"instead of being evicted; they come back when the quota is free"
             )
             self._post(body, EVENT_NORMAL, EventReason.COLLECTORS_SHRUNK, message)
+        if done:
+            annotations = (body.get("metadata") or {}).get("annotations") or {}
+            self._queues.annotate_job(ns, name, ANNOTATION_SHRUNK_FROM, shrunk_annotation(annotations, done))
         return done
 
     def _settle(self, cq_name: str, needed: Mapping[str, Any]) -> bool:
