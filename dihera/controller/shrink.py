@@ -117,6 +117,9 @@ class Shrinker:
         self._queues, self._workloads, self._job_body = queues, workloads, job_body
         self._scaler, self._post = scaler, post
         self._settle_wait, self._sleep, self._clock = settle_wait, sleep, clock
+        #: waiting job → when collectors were last given back for it: a ClusterQueue status still behind then
+        #: must not make the next pass give back more (one shrink per job per two settle waits)
+        self._made_room: dict[str, float] = {}
 
     # -- making room for a waiting Workload
 
@@ -124,44 +127,52 @@ class Shrinker:
         """Give back collectors so ``workload`` (``job``'s, about to be created or waiting) fits in its
         ClusterQueue; True when some were given back. Nothing when it fits already or when giving back every
         collector above its minimum would not be enough (Kueue's preemption applies then)."""
-        spec = workload.get("spec") or {}
-        local = self._queues.local_queue(job.namespace, str(spec.get("queueName")))
-        cq_name = ((local or {}).get("spec") or {}).get("clusterQueue")
-        cq = self._queues.cluster_queue(str(cq_name)) if cq_name else None
-        if cq is None:
+        last = self._made_room.get(job.id)
+        if last is not None and self._clock() - last < 2 * self._settle_wait:
             return False
+        found = self._cluster_queue(job.namespace, workload)
+        if found is None:
+            return False
+        cq_name, cq = found
         needed, free = workload_requests(workload), cluster_queue_free(cq)
-        victims = self._victims(str(cq_name), job)
+        victims = self._victims(cq_name, job)
         plan = plan_shrink(needed, free, _priority(workload), victims)
+        lacked = describe_amounts(shortfall(needed, free))
         if not plan:
             if plan is None and victims:
                 log.info(
-                    "ClusterQueue %s lacks %s; collectors of lower priority cannot free it: Kueue decides",
-                    cq_name,
-                    describe_amounts(shortfall(needed, free)),
-                    extra=extra,
+                    "ClusterQueue %s lacks %s; collectors cannot free it: Kueue decides", cq_name, lacked, extra=extra
                 )
             return False
-        lacked = describe_amounts(shortfall(needed, free))
         why = f"Workload {_ref(workload)} (priority {_priority(workload)}) fits in ClusterQueue {cq_name}"
         why += f" (it lacked {lacked})"
         done: list[Shrink] = []
         for _, group in groupby(plan, key=lambda s: (s.namespace, s.name)):
             done.extend(self._shrink(list(group), why))
         if done:
-            given = ", ".join(f"{s.namespace}/{s.name} {s.task} {s.before} -> {s.after}" for s in done)
-            self._post(
-                _body_of(job), EVENT_NORMAL, EventReason.COLLECTORS_SHRUNK, f"made room without an eviction: {given}"
-            )
-            settled = self._settle(str(cq_name), needed)
-            log.info(
-                "gave back %s; ClusterQueue %s %s",
-                given,
-                cq_name,
-                "has the quota" if settled else "not settled yet",
-                extra=extra,
-            )
+            self._made_room_for(job, done, cq_name, needed, extra)
         return bool(done)
+
+    def _cluster_queue(self, namespace: str, workload: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        """The name and the object of the ClusterQueue the Workload's LocalQueue feeds (None: none)."""
+        local = self._queues.local_queue(namespace, str((workload.get("spec") or {}).get("queueName")))
+        cq_name = ((local or {}).get("spec") or {}).get("clusterQueue")
+        cq = self._queues.cluster_queue(str(cq_name)) if cq_name else None
+        return (str(cq_name), cq) if cq is not None else None
+
+    def _made_room_for(
+        self, job: DIJob, done: Sequence[Shrink], cq_name: str, needed: Mapping[str, Any], extra: Mapping[str, str]
+    ) -> None:
+        """Remember it, tell the waiting job, and wait for Kueue to show the quota free."""
+        now = self._clock()
+        self._made_room = {k: t for k, t in self._made_room.items() if now - t < 2 * self._settle_wait}
+        self._made_room[job.id] = now
+        given = ", ".join(f"{s.namespace}/{s.name} {s.task} {s.before} -> {s.after}" for s in done)
+        message = f"made room without an eviction: {given}"
+        self._post(_body_of(job), EVENT_NORMAL, EventReason.COLLECTORS_SHRUNK, message)
+        settled = self._settle(cq_name, needed)
+        how = "has the quota" if settled else f"does not show it free after {self._settle_wait:g}s"
+        log.info("gave back %s; ClusterQueue %s %s", given, cq_name, how, extra=extra)
 
     def _victims(self, cq_name: str, waiting: DIJob) -> list[Victim]:
         """The running, preemptible jobs whose Workload is admitted in ClusterQueue ``cq_name``."""

@@ -157,3 +157,20 @@ def test_a_job_that_was_not_shrunk_makes_no_request() -> None:
     cluster = Cluster(8, 8, [low], [])
     cluster.workloads = None  # type: ignore[assignment]  # would fail if read
     assert cluster.shrinker().grow_back(load_job(low), low, {}) == (False, None)
+
+
+def test_a_cluster_queue_status_still_behind_does_not_make_the_next_pass_give_back_more() -> None:
+    low = collector_job("low", 7)
+    cluster = Cluster(8, 8, [low], [admitted("low", 100)])
+    now = [0.0]
+    shrinker = Shrinker(
+        cluster, lambda: cluster.workloads, lambda ns, n: cluster.bodies.get(n), cluster, cluster.post,
+        settle_wait=1.0, sleep=lambda s: None, clock=lambda: now[0],
+    )  # fmt: skip
+    high, wl = high_workload(3)
+    assert shrinker.make_room(high, wl, {}) is True
+    cluster.reserved = 8  # Kueue's status behind: it still shows the quota taken
+    assert shrinker.make_room(high, wl, {}) is False
+    assert len(cluster.scaled) == 1
+    now[0] = 5.0  # two settle waits later the job is looked at again
+    assert shrinker.make_room(high, wl, {}) is True
