@@ -44,6 +44,7 @@ __all__ = [
     "shortfall",
     "shrunk_annotation",
     "shrunk_from",
+    "shrunk_note",
     "total_shrunk",
     "victim_of",
     "workload_requests",
@@ -316,3 +317,18 @@ def grown_annotation(annotations: Mapping[str, str] | None, live: Mapping[str, i
     count are left out; None when none is left (the annotation is removed)."""
     wanted = {t: n for t, n in shrunk_from(annotations).items() if live.get(t, 0) < n}
     return json.dumps(wanted, sort_keys=True, separators=(",", ":")) if wanted else None
+
+
+def shrunk_note(annotations: Mapping[str, str] | None, live: Mapping[str, int]) -> str | None:
+    """What the Running condition of a shrunk job adds to its message (None: not shrunk): ``collector 3 of
+    7: 4 replica(s) given back to a higher-priority Workload of its ClusterQueue; they come back when the
+    quota is free``."""
+    short = {t: (live.get(t, 0), n) for t, n in shrunk_from(annotations).items() if live.get(t, 0) < n}
+    if not short:
+        return None
+    counts = ", ".join(f"{t} {now} of {wanted}" for t, (now, wanted) in short.items())
+    given = sum(wanted - now for now, wanted in short.values())
+    return (
+        f"{counts}: {given} replica(s) given back to a higher-priority Workload of its ClusterQueue; "
+        "they come back when the quota is free"
+    )

@@ -326,6 +326,14 @@ def test_a_high_priority_job_is_admitted_by_shrinking_a_preemptible_low_one_whic
     assert not has_event(cluster, namespace, "low", "Evicted")()
     status = (jobs.get(namespace, "low") or {})["status"]
     assert status["phase"] == "Running" and status["restarts"] == 0
+    shrunk = poll(
+        lambda: (
+            (c := condition(jobs.get(namespace, "low") or {}, "Running")) and c["reason"] == "CollectorsShrunk" and c
+        ),
+        30,
+        "low's Running condition says it is shrunk",
+    )
+    assert "collector 3 of 7: 4 replica(s) given back" in shrunk["message"], shrunk
     poll(lambda: len(live_pods(cluster, namespace, "low")) == 4, 60, "low's 4 pods (learner + 3 collectors)")
     assert learner_uid(cluster, namespace, "low") == learner
 
@@ -339,3 +347,8 @@ def test_a_high_priority_job_is_admitted_by_shrinking_a_preemptible_low_one_whic
     body = jobs.get(namespace, "low") or {}
     assert "diengine/shrunk-from" not in (body["metadata"].get("annotations") or {})
     assert body["status"]["restarts"] == 0 and learner_uid(cluster, namespace, "low") == learner
+    poll(
+        lambda: (condition(jobs.get(namespace, "low") or {}, "Running") or {}).get("reason") == "JobRunning",
+        30,
+        "low's Running condition back to JobRunning",
+    )

@@ -7,11 +7,13 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from dihera.constants import ANNOTATION_SHRUNK_FROM
 from dihera.controller.shrink import Shrinker
 from dihera.queueing import build_workload
 from dihera.scaling import ScaleRequest
 from dihera.validation import load_job
 from tests.builders import job, task
+from tests.unit.jobviews import MEMBERSHIP, observe, running, status_after, workflow
 
 NS = "ns"
 
@@ -174,3 +176,19 @@ def test_a_cluster_queue_status_still_behind_does_not_make_the_next_pass_give_ba
     assert len(cluster.scaled) == 1
     now[0] = 5.0  # two settle waits later the job is looked at again
     assert shrinker.make_room(high, wl, {}) is True
+
+
+def test_the_running_condition_of_a_shrunk_job_has_the_reason_and_its_numbers() -> None:
+    counts = MEMBERSHIP.task_counts()
+    task_name = next(t for t in counts if t != "learner")
+    shrunk = ((ANNOTATION_SHRUNK_FROM, json.dumps({task_name: counts[task_name] + 4})),)
+    cond = _running_condition(observe(workflow(), running(), annotations=shrunk))
+    assert cond["reason"] == "CollectorsShrunk"
+    assert f"{task_name} {counts[task_name]} of {counts[task_name] + 4}: 4 replica(s) given back" in cond["message"]
+    assert _running_condition(observe(workflow(), running()))["reason"] == "JobRunning"
+
+
+def _running_condition(obs: Any) -> dict[str, Any]:
+    update = status_after(obs, {"phase": "Running"}, "2026-12-05T00:00:00Z")
+    assert update.phase == "Running"
+    return next(c for c in update.status["conditions"] if c["type"] == "Running")

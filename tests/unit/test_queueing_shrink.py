@@ -23,6 +23,7 @@ from dihera.queueing.shrink import (
     pod_requests,
     shrunk_annotation,
     shrunk_from,
+    shrunk_note,
     victim_of,
     workload_requests,
 )
@@ -186,3 +187,13 @@ def test_amounts_in_events() -> None:
     amounts: dict[str, Any] = {"memory": D(2**30), "cpu": D("1.500")}
     assert describe_amounts(amounts) == "cpu 1.5, memory 1073741824"
     assert describe_amounts({}) == "nothing"
+
+
+def test_the_running_condition_of_a_shrunk_job_says_so_with_its_numbers() -> None:
+    shrunk = {"diengine/shrunk-from": '{"collector":7}'}
+    assert shrunk_note(shrunk, {"learner": 1, "collector": 3}) == (
+        "collector 3 of 7: 4 replica(s) given back to a higher-priority Workload of its ClusterQueue; "
+        "they come back when the quota is free"
+    )
+    assert shrunk_note(shrunk, {"collector": 7}) is None
+    assert shrunk_note({}, {"collector": 3}) is None

@@ -37,6 +37,7 @@ from dihera.controller.decide.success import finish_grace_left
 from dihera.controller.decide.view import JobView
 from dihera.membership import Membership
 from dihera.patches import precondition
+from dihera.queueing.shrink import shrunk_note
 
 __all__ = [
     "OWN_FIELDS",
@@ -244,9 +245,10 @@ def _status(f: Facts, decision: PhaseDecision, stuck: list[dict[str, str]]) -> d
     # every committed membership change (scale-up or down, server or spec edit) is one reschedule
     changes = max(int(new_mg) - int(old_mg), 0) if old_mg is not None and new_mg is not None else 0
     conditions = old.get("conditions") or []
+    message, cause = _condition_text(f, decision)
     status: dict[str, Any] = {
         "phase": decision.phase.value,
-        "conditions": set_phase_condition(conditions, decision.phase, decision.message, now, decision.cause),
+        "conditions": set_phase_condition(conditions, decision.phase, message, now, cause),
         "replicas": len(f.kept),
         "readyReplicas": sum(1 for s in f.kept if s.ready),
         "taskStatus": task_status(f.kept),
@@ -257,6 +259,18 @@ def _status(f: Facts, decision: PhaseDecision, stuck: list[dict[str, str]]) -> d
     }
     status.update(_optional(f, decision, stuck, new_mg))
     return status
+
+
+def _condition_text(f: Facts, decision: PhaseDecision) -> tuple[str, str | None]:
+    """The phase condition's message and cause: a Running job whose collectors were given back to a
+    higher-priority Workload says so with its numbers (docs/queueing.md, "Shrink before eviction")."""
+    job = f.view.job
+    if decision.phase is not Phase.RUNNING or job is None:
+        return decision.message, decision.cause
+    note = shrunk_note(job.annotations, {t.name: t.replicas for t in job.tasks})
+    if note is None:
+        return decision.message, decision.cause
+    return f"{decision.message}; shrunk before eviction: {note}", EventReason.COLLECTORS_SHRUNK.value
 
 
 def _optional(f: Facts, decision: PhaseDecision, stuck: list[dict[str, str]], generation: Any) -> dict[str, Any]:
