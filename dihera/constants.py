@@ -121,6 +121,13 @@ class EventReason(StrEnum):
     #: An object under one of the job's names (its Service, membership ConfigMap or Workflow) that the DIJob
     #: does not own: left untouched, the job Pending until the name is free (a Warning; the condition's reason).
     OBJECT_CONFLICT = "ObjectConflict"
+    #: Collectors given back so a higher-priority Workload waiting in the job's ClusterQueue fits without an
+    #: eviction (docs/queueing.md, "Shrink before eviction"); on the shrunk job and on the one it made room for.
+    COLLECTORS_SHRUNK = "CollectorsShrunk"
+    #: A shrunk job took collectors back once its ClusterQueue had the quota again.
+    COLLECTORS_GROWN_BACK = "CollectorsGrownBack"
+    #: Giving collectors back failed (a scale refused or conflicting): Kueue's preemption applies.
+    SHRINK_FAILED = "ShrinkFailed"
 
 
 #: A phase decided for one of these causes posts a Warning Event, and posts it again when its message
@@ -224,6 +231,9 @@ KUEUE_VERSION = "v1beta2"
 KUEUE_API_VERSION = f"{KUEUE_GROUP}/{KUEUE_VERSION}"
 #: On a scale-up's slice Workload: the membership generation the added replicas were asked at.
 ANNOTATION_WORKLOAD_SLICE = "diengine/workload-slice"
+#: On a DIJob whose collectors were given back to a higher-priority Workload: JSON ``{task: replicas}``, the
+#: counts it grows back to once its ClusterQueue has the quota (docs/queueing.md, "Shrink before eviction").
+ANNOTATION_SHRUNK_FROM = "diengine/shrunk-from"
 
 # -- who writes (managedFields, Event source) -------------------------------------------------------
 FIELD_MANAGER_CONTROLLER = "dihera-controller"

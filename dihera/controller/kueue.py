@@ -15,6 +15,7 @@ from typing import Protocol
 from dihera.constants import ANNOTATION_WORKLOAD_SLICE, LABEL_JOB, Phase
 from dihera.controller.decide.hold import QueueState, queue_state, unqueueable
 from dihera.controller.metrics import Metrics
+from dihera.controller.shrink import GROW_POLL, Shrinker, waits_for_quota
 from dihera.kube.jobs import StatusConflict
 from dihera.kube.workloads import KueueObjectMissing
 from dihera.model import DIJob
@@ -30,6 +31,7 @@ from dihera.queueing import (
     requeue_patch,
     workload_name,
 )
+from dihera.queueing.shrink import shrunk_from
 from dihera.queueing.slices import resize_ops
 
 __all__ = ["Queueing", "WorkloadAPI"]
@@ -72,13 +74,17 @@ class Queueing:
         clock: Callable[[], str],
         cached: Callable[[str, str], dict[str, object] | None] | None = None,
         cached_of_job: Callable[[str, str], list[dict[str, object]]] | None = None,
+        shrinker: Shrinker | None = None,
     ) -> None:
+        """``shrinker``: collectors of lower-priority jobs are given back before a job's Workload waits for
+        quota (None: Kueue preempts as it would)."""
         self.settings = settings
         self._api = workloads
         self._metrics = metrics
         self._clock = clock
         self._cached = cached
         self._cached_of_job = cached_of_job
+        self._shrinker = shrinker
 
     def _read(self, namespace: str, name: str, live: bool) -> dict[str, object] | None:
         found = None if live or self._cached is None else self._cached(namespace, name)
@@ -97,7 +103,10 @@ class Queueing:
             except KueueObjectMissing as err:
                 log.warning("cannot queue the job: %s", err, extra=extra)
                 return unqueueable(queue, str(err), RETRY_SECONDS)
-            workload, created = self._api.create(build_workload(job, queue, klass, value))
+            wanted = build_workload(job, queue, klass, value)
+            if self._shrinker is not None:  # before Kueue sees it: it must find the quota free, not preempt
+                self._shrinker.make_room(job, wanted, extra)
+            workload, created = self._api.create(wanted)
             if created:
                 self._metrics.wrote("create", "Workload")
                 log.info(
@@ -107,7 +116,20 @@ class Queueing:
                     klass,
                     extra=extra,
                 )
+        elif self._shrinker is not None and waits_for_quota(workload):
+            self._shrinker.make_room(job, workload, extra)
         return queue_state(queue, workload, self._slices(job, live))
+
+    def grow_back(self, job: DIJob, body: Mapping[str, object], extra: Mapping[str, str]) -> tuple[bool, float | None]:
+        """A job that gave collectors back takes them back when its ClusterQueue has the quota: ``(grown,
+        seconds before it looks again)``; ``(False, None)`` for any other job (no request)."""
+        if self._shrinker is None or queue_name(job.labels) is None:
+            return False, None
+        return self._shrinker.grow_back(job, body, extra)
+
+    def grow_back_poll(self, job: DIJob) -> float | None:
+        """Seconds before a shrunk job looks at its ClusterQueue again (None: it is not shrunk)."""
+        return GROW_POLL if self._shrinker is not None and shrunk_from(job.annotations) else None
 
     def _slices(self, job: DIJob, live: bool) -> list[dict[str, object]]:
         if live or self._cached_of_job is None:

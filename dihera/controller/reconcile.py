@@ -166,9 +166,10 @@ class Reconciler:
         view = self._converge(view, plan, reads, extra)
         view = self._undo_outside(view, extra)
         view, refused = self._sync_replicas(view, plan, reads, extra)
+        view, grow = self._grow_back(view, reads, extra)
         retry = view.queue.retry if view.queue is not None else None
         due = self._decide_and_apply(view, plan.hold, refused, extra)
-        return min((w for w in (due, retry) if w is not None), default=None)
+        return min((w for w in (due, retry, grow) if w is not None), default=None)
 
     def _forget(self, key: str) -> None:
         self._metrics.job_phase(key, None)
@@ -234,6 +235,16 @@ class Reconciler:
         elif edit.action is EditAction.REFUSE:
             refused = edit.message
         return view, self._first_report(view.key, refused)
+
+    def _grow_back(self, view: JobView, reads: Reads, extra: Mapping[str, str]) -> tuple[JobView, float | None]:
+        """A job that gave collectors back to a higher-priority Workload takes them back once the quota is free
+        (docs/queueing.md, "Shrink before eviction"); the view of what the scaler made, and when to look again."""
+        if self._queueing is None or view.job is None or view.queue is None:
+            return view, None
+        if view.scaled:  # view.job is the spec before this pass's sync: look again next pass
+            return view, self._queueing.grow_back_poll(view.job)
+        grown, retry = self._queueing.grow_back(view.job, view.body, extra)
+        return (self._observe.after_scale(view, reads) if grown else view), retry
 
     def _decide_and_apply(
         self, view: JobView, hold: SuspendPlan, refused: str | None, extra: Mapping[str, str]

@@ -18,13 +18,14 @@ import socket
 import threading
 from collections.abc import Callable
 
-from dihera.constants import FIELD_MANAGER_CONTROLLER
+from dihera.constants import FIELD_MANAGER_CONTROLLER, LABEL_MANAGED_BY
 from dihera.controller.apply import Applier
 from dihera.controller.endpoints import Endpoints, Readiness
 from dihera.controller.kueue import Queueing
 from dihera.controller.metrics import Metrics
 from dihera.controller.reconcile import Reconciler, utc_now
 from dihera.controller.settings import ControllerSettings
+from dihera.controller.shrink import Shrinker, all_workloads
 from dihera.controller.triggers import Triggers
 from dihera.controller.workqueue import WorkQueue
 from dihera.kube import api_client
@@ -32,6 +33,7 @@ from dihera.kube.events import EventRecorder
 from dihera.kube.jobs import JobStore
 from dihera.kube.lease import LeaderElector
 from dihera.kube.objects import ObjectStore
+from dihera.kube.queues import QueueStore
 from dihera.kube.scale_executor import JobScaler
 from dihera.kube.watch import Scopes, Store, Watches
 from dihera.kube.workloads import QuotaGate, WorkloadStore
@@ -70,7 +72,7 @@ class Controller:
             applier,
             metrics,
             cache=self.store,
-            queueing=self._queueing(settings, WorkloadStore(api), metrics),
+            queueing=self._queueing(settings, WorkloadStore(api), QueueStore(api), metrics, scaler),
             job_objects_ready=self.watches.ready,
             progress_batch=settings.progress_batch_seconds,
         )
@@ -78,10 +80,24 @@ class Controller:
         self.triggers = Triggers(self.store, self.queue, settings.pod_batch_seconds, self.watches.release_if_idle)
         self.watches.bind(self.triggers.on_event, self.triggers.on_listed, self.triggers.on_ready)
 
-    def _queueing(self, settings: ControllerSettings, workloads: WorkloadStore, metrics: Metrics) -> Queueing | None:
+    def _queueing(
+        self,
+        settings: ControllerSettings,
+        workloads: WorkloadStore,
+        queues: QueueStore,
+        metrics: Metrics,
+        scaler: JobScaler,
+    ) -> Queueing | None:
         if settings.kueue is None:
             return None
         store = self.store
+        shrinker = Shrinker(
+            queues,
+            all_workloads(store.namespaces, lambda ns: store.labelled("Workload", ns, LABEL_MANAGED_BY, "dihera")),
+            lambda ns, n: store.get("DIJob", ns, n),
+            scaler,
+            self.events.post,
+        )
         return Queueing(
             settings.kueue,
             workloads,
@@ -89,6 +105,7 @@ class Controller:
             utc_now,
             lambda ns, n: store.get("Workload", ns, n),
             lambda ns, job: store.of_job("Workload", ns, job),
+            shrinker,
         )
 
     def healthy(self) -> bool:

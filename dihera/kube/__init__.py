@@ -8,7 +8,8 @@
   Workflow, pods); ``events``: Events about a DIJob; ``apply``: a job's companion objects (server-side apply)
 - ``scale_executor``: scaling's API calls (``ScaleStore``) and ``JobScaler``, the use case of
   :mod:`dihera.scaling.executor` wired to them
-- ``workloads``: Kueue's Workloads, ResourceFlavors and priority classes
+- ``workloads``: Kueue's Workloads, ResourceFlavors and priority classes; ``queues``: Kueue's LocalQueues and
+  ClusterQueues, and the annotation of a shrunk job
 - ``auth``: TokenReview and SubjectAccessReview; ``key_annotations``: Idempotency-Keys kept on the DIJob;
   ``profilings``: a job's ``status.profilings``
 - ``snapshot``: a job as one read saw it (plain data)

@@ -6,7 +6,8 @@ controller creates no replica until Kueue admits it (docs/queueing.md). The API 
 (:mod:`dihera.controller.decide.hold`).
 
 - ``settings``: how dihera uses Kueue; ``workload``: a job's Workload and what its status means;
-  ``slices``: scaling a queued job under its quota
+  ``slices``: scaling a queued job under its quota; ``shrink``: the collectors given back so a higher-priority
+  Workload fits without an eviction, and taken back after
 """
 
 from __future__ import annotations

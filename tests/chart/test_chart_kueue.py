@@ -33,6 +33,8 @@ def test_with_kueue_the_components_get_exactly_what_they_use() -> None:
         ("kueue.x-k8s.io", "workloads/status", "patch"),
         ("kueue.x-k8s.io", "resourceflavors", "get"),
         ("kueue.x-k8s.io", "workloadpriorityclasses", "get"),
+        ("kueue.x-k8s.io", "localqueues", "get"),
+        ("kueue.x-k8s.io", "clusterqueues", "get"),
     }
     server = kueue_grants(one(objs, "ClusterRole", "dihera-server"))
     assert server == {("kueue.x-k8s.io", "workloads", v) for v in ("get", "list", "create", "delete")} | {

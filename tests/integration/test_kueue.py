@@ -5,12 +5,14 @@ The issue's "Done when" (docs/queueing.md): with a ClusterQueue quota of 6 pods'
 job runs, a second waits with zero pods until the first finishes, a 10-replica job never starts and says
 why, an unlabelled job runs beside them; a high-priority job preempts a preemptible low one (stopped,
 requeued, resumed with the same ranks) and cannot preempt a ``preemptible: false`` one; a scale-up beyond
-the quota is refused with Kueue's reason, within it proceeds.
+the quota is refused with Kueue's reason, within it proceeds; a high-priority job is admitted by shrinking a
+preemptible low one's collectors instead of evicting it, which grows back when the high one ends.
 """
 
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -271,3 +273,82 @@ def test_a_scale_up_beyond_the_quota_is_refused_with_kueues_reason_within_it_pro
     up = http.put(url, json={"replicas": 5})  # and the quota it held can be asked for again
     assert up.status_code == 200, up.text
     poll(lambda: len(live_pods(cluster, namespace, "elastic")) == 6, 60, "6 pods again")
+
+
+#: The bound stated in docs/queueing.md ("Shrink before eviction") for a high-priority job to be admitted by
+#: shrinking a low one on kwok nodes: from its creation to its Workload Admitted.
+SHRINK_ADMIT_BOUND = 30.0
+
+
+def learner_uid(api: client.ApiClient, namespace: str, name: str) -> str | None:
+    pods = [p for p in live_pods(api, namespace, name) if p["metadata"]["labels"]["diengine/task-name"] == "learner"]
+    return pods[0]["metadata"]["uid"] if len(pods) == 1 else None
+
+
+def collectors(jobs: JobStore, namespace: str, name: str) -> int:
+    body = jobs.get(namespace, name) or {}
+    return int(next(t["replicas"] for t in body["spec"]["tasks"] if t["type"] == "collector"))
+
+
+def test_a_high_priority_job_is_admitted_by_shrinking_a_preemptible_low_one_which_grows_back_after(
+    setup: Callable[..., Setup], cluster: client.ApiClient, namespace: str, poll: Poll
+) -> None:
+    """The issue's kwok case: the low job holds the whole quota (a learner and 7 collectors: 6 above their
+    minimum of 1); the high one needs 4 CPUs. The controller gives back 4 collectors before it creates the high
+    job's Workload, so Kueue admits it from free quota: no eviction, the low learner keeps its pod, 0 restarts.
+    When the high job ends, the low one takes its 7 collectors back."""
+    lq = setup(cpu="8").queues.local_queue
+    jobs = JobStore(cluster)
+    low = queued("low", namespace, lq, qtask("learner", 1), qtask("collector", 7), priority="low", preemptible=True)
+    jobs.create(low)
+    poll(phase(jobs, namespace, "low", "Running"), 120, "low Running (8 of 8 CPUs)")
+    poll(lambda: len(live_pods(cluster, namespace, "low")) == 8, 60, "low's 8 pods")
+    learner = learner_uid(cluster, namespace, "low")
+    assert learner is not None
+
+    started = time.monotonic()
+    high = queued(
+        "high", namespace, lq, qtask("learner", 1, "20"), qtask("collector", 3, "20"), priority="high", preemptible=True
+    )
+    jobs.create(high)
+    poll(lambda: is_true(get_workload(cluster, namespace, "dijob-high"), "Admitted"), 90, "high admitted")
+    admitted_after = time.monotonic() - started
+    print(f"high admitted {admitted_after:.1f}s after its creation (bound {SHRINK_ADMIT_BOUND:.0f}s)")
+    assert admitted_after <= SHRINK_ADMIT_BOUND
+    poll(phase(jobs, namespace, "high", "Running"), 60, "high Running")
+
+    # low was shrunk, not evicted: 3 collectors (4 given back, exactly what high lacked), the same learner pod
+    assert collectors(jobs, namespace, "low") == 3
+    assert has_event(cluster, namespace, "low", "CollectorsShrunk", "gave back 4 collector", "7 -> 3")()
+    low_wl = get_workload(cluster, namespace, "dijob-low")
+    assert is_true(low_wl, "Admitted") and not is_true(low_wl, "Evicted")
+    assert condition(low_wl or {}, "Requeued") is None
+    assert not has_event(cluster, namespace, "low", "Evicted")()
+    status = (jobs.get(namespace, "low") or {})["status"]
+    assert status["phase"] == "Running" and status["restarts"] == 0
+    shrunk = poll(
+        lambda: (
+            (c := condition(jobs.get(namespace, "low") or {}, "Running")) and c["reason"] == "CollectorsShrunk" and c
+        ),
+        30,
+        "low's Running condition says it is shrunk",
+    )
+    assert "collector 3 of 7: 4 replica(s) given back" in shrunk["message"], shrunk
+    poll(lambda: len(live_pods(cluster, namespace, "low")) == 4, 60, "low's 4 pods (learner + 3 collectors)")
+    assert learner_uid(cluster, namespace, "low") == learner
+
+    # the high job ends: its quota is released and low takes its collectors back
+    poll(phase(jobs, namespace, "high", "Succeeded"), 120, "high Succeeded")
+    ended = time.monotonic()
+    poll(lambda: collectors(jobs, namespace, "low") == 7, 60, "low grown back to 7 collectors")
+    print(f"low grown back {time.monotonic() - ended:.1f}s after high Succeeded")
+    poll(lambda: len(live_pods(cluster, namespace, "low")) == 8, 60, "low's 8 pods again")
+    assert has_event(cluster, namespace, "low", "CollectorsGrownBack", "3 -> 7 of 7")()
+    body = jobs.get(namespace, "low") or {}
+    assert "diengine/shrunk-from" not in (body["metadata"].get("annotations") or {})
+    assert body["status"]["restarts"] == 0 and learner_uid(cluster, namespace, "low") == learner
+    poll(
+        lambda: (condition(jobs.get(namespace, "low") or {}, "Running") or {}).get("reason") == "JobRunning",
+        30,
+        "low's Running condition back to JobRunning",
+    )

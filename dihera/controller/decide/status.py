@@ -39,6 +39,7 @@ from dihera.controller.decide.success import finish_grace_left
 from dihera.controller.decide.view import JobView
 from dihera.membership import Membership
 from dihera.patches import precondition
+from dihera.queueing.shrink import shrunk_note
 from dihera.shapes.dijob import (
     ArtifactOutput,
     Condition,
@@ -261,7 +262,8 @@ def _status(f: Facts, decision: PhaseDecision, stuck: list[StuckReplica]) -> DIJ
     # every committed membership change (scale-up or down, server or spec edit) is one reschedule
     changes = max(int(new_mg) - int(old_mg), 0) if old_mg is not None and new_mg is not None else 0
     conditions = old.get("conditions") or []
-    written = set_phase_condition(conditions, decision.phase, decision.message, now, decision.cause)
+    message, cause = _condition_text(f, decision)
+    written = set_phase_condition(conditions, decision.phase, message, now, cause)
     status: DIJobStatus = {
         "phase": decision.phase.value,
         "conditions": [cast(Condition, c) for c in written],
@@ -275,6 +277,18 @@ def _status(f: Facts, decision: PhaseDecision, stuck: list[StuckReplica]) -> DIJ
     }
     status.update(_optional(f, decision, stuck, new_mg))
     return status
+
+
+def _condition_text(f: Facts, decision: PhaseDecision) -> tuple[str, str | None]:
+    """The phase condition's message and cause: a Running job whose collectors were given back to a
+    higher-priority Workload says so with its numbers (docs/queueing.md, "Shrink before eviction")."""
+    job = f.view.job
+    if decision.phase is not Phase.RUNNING or job is None:
+        return decision.message, decision.cause
+    note = shrunk_note(job.annotations, {t.name: t.replicas for t in job.tasks})
+    if note is None:
+        return decision.message, decision.cause
+    return f"{decision.message}; shrunk before eviction: {note}", EventReason.COLLECTORS_SHRUNK.value
 
 
 def _optional(f: Facts, decision: PhaseDecision, stuck: list[StuckReplica], generation: int | None) -> DIJobStatus:

@@ -185,7 +185,9 @@ class Store:
                 return None
             return max(same_name.values(), key=_age)
 
-    def labelled(self, kind: Literal["DIJob"], namespace: str, label: str, value: str) -> list[dict[str, Any]]:
+    def labelled(
+        self, kind: Literal["DIJob", "Workload"], namespace: str, label: str, value: str
+    ) -> list[dict[str, Any]]:
         """The ``kind`` objects of the namespace whose label ``label`` is ``value``, in name order (a scan of
         the namespace's objects of that kind: for rare look-ups, such as a followed link)."""
         with self._lock:

@@ -12,6 +12,7 @@ dihera.controller.leaseRules: the Lease of leader election, by a Role in the rel
 # The DIJobs it reconciles: watched (dihera/kube/watch/watches.py: Watches), read live when the watch
 # may be behind (dihera/kube/jobs.py: JobStore.get), stamped by a synced hand edit and scaled down by
 # failurePolicy DropReplica (dihera/kube/scale_executor.py: ScaleStore.get_job, ScaleStore.patch_job),
+# annotated with the collectors a shrunk job grows back to (dihera/kube/queues.py: QueueStore.annotate_job),
 # suspended for an Argo SUSPEND (dihera/kube/jobs.py: JobStore.suspend), deleted by ttlSecondsAfterFinished
 # (dihera/kube/jobs.py: JobStore.delete); their status written once a pass (dihera/kube/jobs.py:
 # JobStore.patch_status).
@@ -80,6 +81,11 @@ dihera.controller.leaseRules: the Lease of leader election, by a Role in the rel
 - apiGroups: [kueue.x-k8s.io]
   resources: [workloads/status]
   verbs: [patch]
+# Shrink before eviction: the ClusterQueue a queued job's LocalQueue feeds (dihera/kube/queues.py:
+# QueueStore.local_queue).
+- apiGroups: [kueue.x-k8s.io]
+  resources: [localqueues]
+  verbs: [get]
 {{- end }}
 {{- end }}
 
@@ -89,6 +95,11 @@ dihera.controller.leaseRules: the Lease of leader election, by a Role in the rel
 # (dihera/kube/workloads.py: WorkloadStore.resource_flavor, WorkloadStore.priority_value).
 - apiGroups: [kueue.x-k8s.io]
   resources: [resourceflavors, workloadpriorityclasses]
+  verbs: [get]
+# Shrink before eviction: a ClusterQueue's quota and what is reserved of it (dihera/kube/queues.py:
+# QueueStore.cluster_queue).
+- apiGroups: [kueue.x-k8s.io]
+  resources: [clusterqueues]
   verbs: [get]
 {{- end }}
 {{- end }}
