@@ -11,7 +11,7 @@ spec.maxReplicas, and a collector task with an envProvider must allow scaling (a
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from dihera.errors import Problem, format_value
 from dihera.model import TaskType
@@ -33,7 +33,7 @@ def _autoscaled(job: Defaulted) -> Iterator[tuple[int, Mapping[str, Any], Mappin
             yield i, t, t["autoscaling"]
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
