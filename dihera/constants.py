@@ -124,7 +124,6 @@ class EventReason(StrEnum):
     #: does not own: left untouched, the job Pending until the name is free (a Warning; the condition's reason).
     OBJECT_CONFLICT = "ObjectConflict"
 
-
     #: spec.trainingPolicy ended the job (docs/autoscaling.md): a metric reached its target → Succeeded;
     TRAINING_TARGET_REACHED = "TrainingTargetReached"
     #: the best evaluation return stopped improving → Succeeded;

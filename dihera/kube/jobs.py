@@ -160,7 +160,8 @@ class JobStore:
 
 
 def _message(status: Mapping[str, Any]) -> str:
+    """The phase's condition's message (other conditions, collector autoscaling's, may be True too)."""
     for cond in status.get("conditions") or []:
-        if cond.get("status") == "True":
+        if cond.get("status") == "True" and cond.get("type") == status.get("phase"):
             return str(cond.get("message") or cond.get("reason") or "")
     return ""
