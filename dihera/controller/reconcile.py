@@ -174,7 +174,8 @@ class Reconciler:
         view, autoscaled = self._autoscale(view, reads, extra)
         retry = view.queue.retry if view.queue is not None else None
         due = self._decide_and_apply(view, plan.hold, refused, extra, autoscaled)
-        return min((w for w in (due, retry) if w is not None), default=None)
+        recheck = autoscaled.recheck_after if autoscaled is not None else None
+        return min((w for w in (due, retry, recheck) if w is not None), default=None)
 
     def _forget(self, key: str) -> None:
         self._metrics.job_phase(key, None)

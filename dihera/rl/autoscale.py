@@ -30,6 +30,7 @@ A change of less than :data:`TOLERANCE` (10%, HPA's) is no change.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -100,6 +101,9 @@ class AutoscaleDecision:
     #: the count the stabilized figures recommend, before rate policies and bounds
     recommended: int | None = None
     samples: int = 0
+    #: seconds until the same figures are judged differently (a window covered, the figures stale): the
+    #: controller's next timed pass when no new report comes first (None: only new figures change it)
+    recheck_after: float | None = None
 
     @property
     def changed(self) -> bool:
@@ -248,6 +252,23 @@ def decide_collectors(
     if age > spec.stale_after_seconds:
         return _hold(current, AutoscaleReason.STALE_FIGURES, f"{current} collectors: the newest figures are "
                      f"{age:.0f} s old (staleAfterSeconds {spec.stale_after_seconds}); holding", read)  # fmt: skip
+    decision = _judge(read, spec, current, bounds, changes, now)
+    return dataclasses.replace(decision, recheck_after=_recheck(read, spec, now))
+
+
+def _recheck(read: _Read, spec: Autoscaling, now: float) -> float | None:
+    """Seconds until a window's coverage or the figures' staleness changes the verdict."""
+    first, newest = read.fresh[0].at, read.fresh[-1].at
+    windows = (spec.scale_up.stabilization_window_seconds, spec.scale_down.stabilization_window_seconds)
+    due = [first + w - now for w in windows] + [newest + spec.stale_after_seconds - now]
+    ahead = [d for d in due if d > 0]
+    return min(ahead) + 1.0 if ahead else None
+
+
+def _judge(
+    read: _Read, spec: Autoscaling, current: int, bounds: Bounds, changes: Sequence[ScaleChange], now: float
+) -> AutoscaleDecision:
+    """The decision on fresh figures: a stabilized change, or a hold saying why."""
     figures = f"{_figures(read.newest, spec)}; {len(read.fresh)} report(s) at {current} collectors"
     if read.up is not None and read.up > current:
         return _change(current, read.up, True, spec.scale_up, changes, bounds, now, figures, read)

@@ -73,6 +73,7 @@ def test_a_starving_learner_gets_collectors_once_the_up_window_is_covered() -> N
     s = series([(0.8, 4.0)] * 5, count=1)  # t = 0..20
     early = decide(s[:3], 1, now=12.0)
     assert early.desired == 1 and early.reason is AutoscaleReason.STABILIZING
+    assert early.recheck_after == 9.0  # the 20 s up-window is covered 8 s later (+1)
     d = decide(s, 1, now=21.0)
     assert (d.desired, d.reason, d.recommended) == (4, AutoscaleReason.COLLECTORS_ADDED, 4)
     assert "waited for data 80%" in d.message and "collectors 1 → 4" in d.message
@@ -107,7 +108,9 @@ def test_missing_and_stale_reports_hold_and_say_why() -> None:
     s = series([(0.9, 1.0)] * 6, count=2)
     stale = decide(s, 2, now=s[-1].at + 61)
     assert (stale.desired, stale.reason) == (2, AutoscaleReason.STALE_FIGURES)
-    assert "61 s old" in stale.message
+    assert "61 s old" in stale.message and stale.recheck_after is None
+    fresh = decide(s, 2, now=s[-1].at + 50)
+    assert fresh.recheck_after == 11.0  # stale 10 s later (+1): a timed pass notices it without a new report
     no_wait = series([(None, 0.1)] * 10, count=2)
     assert decide(no_wait, 2, now=50.0).desired == 2
 
