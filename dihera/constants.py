@@ -26,6 +26,7 @@ __all__ = [
     "ARGO_MAIN_CONTAINER",
     "CHECKPOINT_DIR_ENV",
     "CHECKPOINT_VOLUME",
+    "CONDITION_AUTOSCALING",
     "DEFAULT_FINISH_GRACE",
     "DEFAULT_IMAGE",
     "DEFAULT_PEER_WAIT_TIMEOUT",
@@ -61,6 +62,7 @@ __all__ = [
     "WARNING_CAUSES",
     "WARNING_PHASES",
     "WORKFLOW_ENTRYPOINT",
+    "AutoscaleReason",
     "EventReason",
     "Phase",
     "StuckReason",
@@ -129,6 +131,36 @@ class EventReason(StrEnum):
     #: Giving collectors back failed (a scale refused or conflicting): Kueue's preemption applies.
     SHRINK_FAILED = "ShrinkFailed"
 
+    #: spec.trainingPolicy ended the job (docs/autoscaling.md): a metric reached its target → Succeeded;
+    TRAINING_TARGET_REACHED = "TrainingTargetReached"
+    #: the best evaluation return stopped improving → Succeeded;
+    TRAINING_PLATEAUED = "TrainingPlateaued"
+    #: a replica reported a NaN or infinite figure (loss, return) → Failed.
+    NON_FINITE_METRIC = "NonFiniteMetric"
+
+
+class AutoscaleReason(StrEnum):
+    """Why collector autoscaling changed the count or held it (docs/autoscaling.md): the reason of its Events and
+    of the job's :data:`CONDITION_AUTOSCALING` condition."""
+
+    COLLECTORS_ADDED = "CollectorsAdded"
+    COLLECTORS_REMOVED = "CollectorsRemoved"
+    #: the figures are within the targets (or their recommendations disagree over the windows)
+    WITHIN_TARGET = "WithinTarget"
+    #: a change is recommended but its stabilization window is not yet covered by figures at the current count
+    STABILIZING = "Stabilizing"
+    #: a change is recommended but a bound or a disabled direction forbids it
+    SCALE_LIMITED = "ScaleLimited"
+    #: no figures in status.training at the current count yet
+    NO_FIGURES = "NoFigures"
+    #: the newest figures are older than autoscaling.staleAfterSeconds
+    STALE_FIGURES = "StaleFigures"
+    #: the scale path refused the change (Kueue quota, a limit of the job)
+    SCALE_REFUSED = "AutoscaleRefused"
+
+
+#: The condition collector autoscaling keeps (True while it acts on fresh figures), beside the phase's.
+CONDITION_AUTOSCALING = "CollectorsAutoscaled"
 
 #: A phase decided for one of these causes posts a Warning Event, and posts it again when its message
 #: changes while the phase stays (a job Pending since its first pass, then held by a conflict).

@@ -24,18 +24,26 @@ from dihera.shapes.json_types import JsonObject
 from dihera.shapes.meta import ObjectMeta
 
 __all__ = [
+    "DEFAULT_SCALE_DOWN",
+    "DEFAULT_SCALE_UP",
     "Artifact",
+    "Autoscaling",
     "Checkpoint",
     "CleanPodPolicy",
     "DIJob",
     "EnvProvider",
     "FailurePolicy",
+    "Plateau",
     "Priority",
     "ReclaimPolicy",
+    "ScalingPolicy",
+    "ScalingRules",
     "SuccessOperator",
     "SuccessPolicy",
     "Task",
     "TaskType",
+    "TrainingPolicy",
+    "TrainingTarget",
     "task_env_name",
 ]
 
@@ -167,6 +175,108 @@ class EnvProvider:
 
 
 @dataclass(frozen=True)
+class ScalingPolicy:
+    """One of ``autoscaling.behavior.scaleUp/scaleDown.policies``: at most ``value`` collectors (``Pods``) or
+    ``value`` percent of the count at the period's start (``Percent``) per ``period_seconds``."""
+
+    type: str
+    value: int
+    period_seconds: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "value": self.value, "periodSeconds": self.period_seconds}
+
+
+@dataclass(frozen=True)
+class ScalingRules:
+    """``autoscaling.behavior.scaleUp`` or ``scaleDown`` (HPA's vocabulary), defaults applied."""
+
+    stabilization_window_seconds: int
+    policies: tuple[ScalingPolicy, ...]
+    select_policy: str = "Max"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "stabilizationWindowSeconds": self.stabilization_window_seconds,
+            "selectPolicy": self.select_policy,
+            "policies": [p.to_dict() for p in self.policies],
+        }
+
+
+#: Collectors join a running job through a membership change: added fast (a starving learner wastes its GPU),
+#: removed slowly (a removed collector's samples in flight are lost, and a brief lull must not shrink the job).
+DEFAULT_SCALE_UP = ScalingRules(30, (ScalingPolicy("Percent", 100, 30), ScalingPolicy("Pods", 2, 30)))
+DEFAULT_SCALE_DOWN = ScalingRules(120, (ScalingPolicy("Pods", 1, 60),))
+
+
+@dataclass(frozen=True)
+class Autoscaling:
+    """``spec.tasks[].autoscaling`` of a collector task (docs/autoscaling.md), defaults applied."""
+
+    max_replicas: int
+    min_replicas: int = 1
+    target_data_wait_fraction: float = 0.2
+    #: None: collectors are never removed for a low replay ratio.
+    target_replay_ratio: float | None = None
+    stale_after_seconds: int = 60
+    scale_up: ScalingRules = DEFAULT_SCALE_UP
+    scale_down: ScalingRules = DEFAULT_SCALE_DOWN
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "minReplicas": self.min_replicas,
+            "maxReplicas": self.max_replicas,
+            "targetDataWaitFraction": self.target_data_wait_fraction,
+        }
+        if self.target_replay_ratio is not None:
+            out["targetReplayRatio"] = self.target_replay_ratio
+        out["staleAfterSeconds"] = self.stale_after_seconds
+        out["behavior"] = {"scaleUp": self.scale_up.to_dict(), "scaleDown": self.scale_down.to_dict()}
+        return out
+
+
+@dataclass(frozen=True)
+class TrainingTarget:
+    """``trainingPolicy.target``: the job Succeeds once ``metric`` >= ``value``."""
+
+    metric: str
+    value: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"metric": self.metric, "value": self.value}
+
+
+@dataclass(frozen=True)
+class Plateau:
+    """``trainingPolicy.plateau``: the job Succeeds when the best evaluation return has not improved by more
+    than ``min_delta`` over the last ``evaluations`` evaluations."""
+
+    evaluations: int
+    min_delta: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"evaluations": self.evaluations, "minDelta": self.min_delta}
+
+
+@dataclass(frozen=True)
+class TrainingPolicy:
+    """``spec.trainingPolicy``: when the training's figures end the job (docs/autoscaling.md)."""
+
+    target: TrainingTarget | None = None
+    plateau: Plateau | None = None
+    fail_on_non_finite: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.target is not None:
+            out["target"] = self.target.to_dict()
+        if self.plateau is not None:
+            out["plateau"] = self.plateau.to_dict()
+        out["failOnNonFinite"] = self.fail_on_non_finite
+        return out
+
+
+@dataclass(frozen=True)
 class Task:
     """One DI-engine component: a role, a pod template and a replica count."""
 
@@ -176,6 +286,8 @@ class Task:
     template: Mapping[str, Any]
     env_provider: EnvProvider | None = None
     failure_policy: FailurePolicy = FailurePolicy.FAIL_JOB
+    #: ``autoscaling`` (collector tasks only): None, the count changes only when asked.
+    autoscaling: Autoscaling | None = None
 
     def to_dict(self) -> TaskSpec:
         out: TaskSpec = {
@@ -188,6 +300,8 @@ class Task:
             out["failurePolicy"] = self.failure_policy.value
         if self.env_provider is not None:
             out["envProvider"] = self.env_provider.to_dict()
+        if self.autoscaling is not None:
+            out["autoscaling"] = self.autoscaling.to_dict()
         return out
 
 
@@ -219,6 +333,8 @@ class DIJob:
     checkpoint: Checkpoint | None = None
     #: ``spec.artifacts``: what the replicas leave in Argo's artifact repository.
     artifacts: tuple[Artifact, ...] = ()
+    #: ``spec.trainingPolicy``: None, the job's figures never end it.
+    training_policy: TrainingPolicy | None = None
 
     @property
     def id(self) -> str:
@@ -259,6 +375,8 @@ class DIJob:
             out["checkpoint"] = self.checkpoint.to_dict()
         if self.artifacts:
             out["artifacts"] = [a.to_dict() for a in self.artifacts]
+        if self.training_policy is not None:
+            out["trainingPolicy"] = self.training_policy.to_dict()
         return out
 
     def to_manifest(self) -> DIJobObject:

@@ -23,6 +23,7 @@ from typing import Any, Protocol
 
 from dihera.constants import EVENT_WARNING, TERMINAL_PHASES, EventReason
 from dihera.controller.decide.cleanup import plan_cleanup
+from dihera.controller.decide.conditions import phase_condition
 from dihera.controller.decide.hold import SuspendAction
 from dihera.controller.decide.outside import OutsidePlan
 from dihera.controller.decide.ownership import Conflict, conflict
@@ -90,10 +91,7 @@ class Scaler(Protocol):
 
 def phase_message(status: Mapping[str, Any]) -> str:
     """The message of the status' True condition (the phase's)."""
-    for cond in status.get("conditions") or []:
-        if cond.get("status") == "True":
-            return str(cond.get("message") or "")
-    return ""
+    return str(phase_condition(status).get("message") or "")
 
 
 class Applier:

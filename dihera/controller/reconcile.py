@@ -10,8 +10,10 @@
    running job's replicas with its spec (:mod:`~dihera.controller.decide.converge` and
    :mod:`~dihera.controller.decide.outside` decide; :mod:`~dihera.controller.apply` writes; the view is
    observed again after each write);
-5. **decide** the status, its Events and what must follow it (:func:`~dihera.controller.decide.status.compute_status`);
-6. **apply**: one status write if it changed, the Events, then the writes the status records
+5. **autoscale** a Running job's collectors from its RL figures, through the scaler
+   (:mod:`~dihera.controller.autoscaler`; its decision goes into the status write);
+6. **decide** the status, its Events and what must follow it (:func:`~dihera.controller.decide.status.compute_status`);
+7. **apply**: one status write if it changed, the Events, then the writes the status records
    (:meth:`~dihera.controller.apply.Applier.after_status`).
 
 Creation is idempotent: names are deterministic and "already exists" reads the object back, so a
@@ -31,6 +33,8 @@ from collections.abc import Callable, Mapping
 
 from dihera.constants import TERMINAL_PHASES
 from dihera.controller.apply import Applier, phase_message
+from dihera.controller.autoscaler import Autoscaler
+from dihera.controller.decide.autoscaling import with_autoscaling
 from dihera.controller.decide.converge import ConvergePlan, plan_converge, plan_edit
 from dihera.controller.decide.deadline import ttl_left
 from dihera.controller.decide.hold import SuspendPlan
@@ -46,6 +50,7 @@ from dihera.kube.watch import Store
 from dihera.membership import plan_membership
 from dihera.objects import metadata, owned_by
 from dihera.queueing import with_placements
+from dihera.rl.autoscale import AutoscaleDecision
 from dihera.scaling import EditAction
 from dihera.shapes.configmap import as_configmap
 from dihera.shapes.pod import Pod
@@ -84,13 +89,15 @@ class Reconciler:
         job_objects_ready: Callable[[str, str], bool] | None = None,
         progress_batch: float = 0.0,
         monotonic: Callable[[], float] = time.monotonic,
+        autoscaler: Autoscaler | None = None,
     ) -> None:
         """``cache``: read from the watches (None: every read goes to the API server); ``queueing``: Kueue's
         side of jobs labelled ``kueue.x-k8s.io/queue-name`` (None: the label is ignored);
         ``job_objects_ready(namespace, job)``: whether the cache holds the namespace's pods, Workflows and
         ConfigMaps (starting their watches, which queue the job again when they are in); a pass from the
         cache waits for it. ``progress_batch``: the seconds a status write that only reports progress
-        waits after the job's last one (0: none); ``monotonic`` measures them."""
+        waits after the job's last one (0: none); ``monotonic`` measures them. ``autoscaler``: sizes the
+        collectors of jobs with ``autoscaling`` (None: their counts change only when asked)."""
         self._apply = applier
         self._metrics = metrics
         self._clock = clock
@@ -98,6 +105,7 @@ class Reconciler:
         self._job_objects_ready = job_objects_ready
         self._progress_batch = progress_batch
         self._monotonic = monotonic
+        self._autoscaler = autoscaler
         live: Reads = LiveReads(applier.jobs, applier.objects)
         self._live = live
         self._reads: Reads = CachedReads(cache) if cache is not None else live
@@ -167,14 +175,18 @@ class Reconciler:
         view = self._undo_outside(view, extra)
         view, refused = self._sync_replicas(view, plan, reads, extra)
         view, grow = self._grow_back(view, reads, extra)
+        view, autoscaled = self._autoscale(view, reads, extra, shrunk=grow is not None)
         retry = view.queue.retry if view.queue is not None else None
-        due = self._decide_and_apply(view, plan.hold, refused, extra)
-        return min((w for w in (due, retry, grow) if w is not None), default=None)
+        due = self._decide_and_apply(view, plan.hold, refused, extra, autoscaled)
+        recheck = autoscaled.recheck_after if autoscaled is not None else None
+        return min((w for w in (due, retry, grow, recheck) if w is not None), default=None)
 
     def _forget(self, key: str) -> None:
         self._metrics.job_phase(key, None)
         self._refused.pop(key, None)
         self._written_at.pop(key, None)
+        if self._autoscaler is not None:
+            self._autoscaler.forget(key)
 
     def _record_pending(self, view: JobView, extra: Mapping[str, str]) -> JobView:
         """Write the Pending status (condition, JobPending event) of a job that has no status yet.
@@ -246,12 +258,34 @@ class Reconciler:
         grown, retry = self._queueing.grow_back(view.job, view.body, extra)
         return (self._observe.after_scale(view, reads) if grown else view), retry
 
+    def _autoscale(
+        self, view: JobView, reads: Reads, extra: Mapping[str, str], shrunk: bool = False
+    ) -> tuple[JobView, AutoscaleDecision | None]:
+        """Size a Running job's autoscaled collectors (:mod:`~dihera.controller.autoscaler`); the view of
+        what a change made, and the decision to record in the status. Not while the job has collectors given
+        back to a higher-priority Workload (``shrunk``): that quota is not the job's to grow into."""
+        if self._autoscaler is None or shrunk:
+            return view, None
+        decision = self._autoscaler.step(view, extra)
+        if decision is not None and decision.changed:
+            view = self._observe.after_scale(view, reads)
+        return view, decision
+
     def _decide_and_apply(
-        self, view: JobView, hold: SuspendPlan, refused: str | None, extra: Mapping[str, str]
+        self,
+        view: JobView,
+        hold: SuspendPlan,
+        refused: str | None,
+        extra: Mapping[str, str],
+        autoscaled: AutoscaleDecision | None = None,
     ) -> float | None:
-        """Decide the status from the view, write it (or leave a progress-only change to a later pass),
-        then the writes it records; the seconds until the job's next timed pass."""
-        update = compute_status(view, hold, self._clock(), refused)
+        """Decide the status from the view (and collector autoscaling's decision), write it (or leave a
+        progress-only change to a later pass), then the writes it records; the seconds until the job's next
+        timed pass."""
+        now = self._clock()
+        update = compute_status(view, hold, now, refused)
+        if update.phase not in TERMINAL_PHASES:
+            update = with_autoscaling(update, autoscaled, now)
         if view.cached and update.phase in TERMINAL_PHASES:
             raise ConfirmLive(f"phase {update.phase} decided from the watch cache")
         progress_wait = self._progress_wait(view, update)

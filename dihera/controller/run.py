@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 from dihera.constants import FIELD_MANAGER_CONTROLLER, LABEL_MANAGED_BY
 from dihera.controller.apply import Applier
+from dihera.controller.autoscaler import Autoscaler
 from dihera.controller.endpoints import Endpoints, Readiness
 from dihera.controller.kueue import Queueing
 from dihera.controller.metrics import Metrics
@@ -75,6 +76,7 @@ class Controller:
             queueing=self._queueing(settings, WorkloadStore(api), QueueStore(api), metrics, scaler),
             job_objects_ready=self.watches.ready,
             progress_batch=settings.progress_batch_seconds,
+            autoscaler=Autoscaler(scaler),
         )
         self.queue = WorkQueue(self.reconciler.reconcile, settings.retry_delays, settings.workers)
         self.triggers = Triggers(self.store, self.queue, settings.pod_batch_seconds, self.watches.release_if_idle)

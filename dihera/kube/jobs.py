@@ -166,8 +166,9 @@ def _mapping(value: object) -> Mapping[str, object]:
 
 
 def _message(status: Mapping[str, object]) -> str:
+    """The phase's condition's message (other conditions, collector autoscaling's, may be True too)."""
     conditions = status.get("conditions")
     for cond in map(_mapping, conditions if isinstance(conditions, list) else []):
-        if cond.get("status") == "True":
+        if cond.get("status") == "True" and cond.get("type") == status.get("phase"):
             return str(cond.get("message") or cond.get("reason") or "")
     return ""

@@ -61,6 +61,8 @@ class TaskSpec(TypedDict, total=False):
     replicas: int
     failurePolicy: str
     envProvider: EnvProviderSpec
+    #: a collector task's autoscaling (docs/autoscaling.md; read through :class:`dihera.model.Autoscaling`)
+    autoscaling: JsonObject
     template: PodTemplate
 
 
@@ -108,6 +110,8 @@ class DIJobSpec(TypedDict, total=False):
     volumes: list[JsonObject]
     checkpoint: CheckpointSpec
     artifacts: list[ArtifactSpec]
+    #: metric policies (docs/autoscaling.md; read through :class:`dihera.model.TrainingPolicy`)
+    trainingPolicy: JsonObject
     tasks: list[TaskSpec]
 
 

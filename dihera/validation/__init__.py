@@ -10,6 +10,7 @@ One module per concern:
 - ``tasks``: task names and types, replicas against min/maxReplicas
 - ``names``: the names a job makes and their sizes: the job's name, pod hostnames, short hostnames
 - ``lifecycle``: successPolicy, failurePolicy, the checkpoint, the annotations that hold seconds
+- ``autoscaling``: collector autoscaling and the training policy
 - ``pods``: pod templates and volumes against core/v1, the container name dihera takes
 - ``cel``: the CRD's CEL rules, each mapped to its Python twin (the ``cel_*`` functions of the modules above)
 - ``build``: the typed DIJob from a valid, defaulted one
@@ -31,6 +32,7 @@ from dihera.model import DIJob
 from dihera.node_ids import none_before_ditask_problems
 from dihera.render.providers import provider_problems
 from dihera.reserved import reserved_problems
+from dihera.validation.autoscaling import autoscaling_problems
 from dihera.validation.build import DEFAULT_NAMESPACE, typed_job
 from dihera.validation.cel import twin_problems
 from dihera.validation.lifecycle import checkpoint_problems, checkpoint_tasks, seconds_annotation_problems
@@ -74,7 +76,7 @@ def validate(manifest: object) -> list[Problem]:
         problems += reserved_problems(spec, checkpoint_tasks(spec))
     problems += checkpoint_problems(job) + provider_problems(arr(spec.get("tasks")))
     problems += seconds_annotation_problems(manifest) + reserved_container_problems(spec.get("tasks"))
-    problems += template_problems(arr(spec.get("tasks")))
+    problems += template_problems(arr(spec.get("tasks"))) + autoscaling_problems(job)
     problems += volume_problems(arr(spec.get("volumes"))) + artifact_problems(spec, checkpoint_tasks(spec))
     return sorted(set(problems))
 

@@ -7,19 +7,28 @@ field this reads is there and of its type.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 from dihera.artifacts import parse_artifacts
 from dihera.model import (
+    DEFAULT_SCALE_DOWN,
+    DEFAULT_SCALE_UP,
+    Autoscaling,
     Checkpoint,
     CleanPodPolicy,
     DIJob,
     FailurePolicy,
+    Plateau,
     Priority,
     ReclaimPolicy,
+    ScalingPolicy,
+    ScalingRules,
     SuccessOperator,
     SuccessPolicy,
     Task,
     TaskType,
+    TrainingPolicy,
+    TrainingTarget,
 )
 from dihera.podtemplate import without_nulls
 from dihera.render.providers import parse_env_provider
@@ -52,6 +61,47 @@ def _success_policy(spec: DIJobSpec) -> SuccessPolicy | None:
     return SuccessPolicy(SuccessOperator(policy["operator"]), tuple(policy.get("targetTasks") or ()))
 
 
+def _rules(given: Mapping[str, Any] | None, default: ScalingRules) -> ScalingRules:
+    if given is None:
+        return default
+    policies = given.get("policies")
+    return ScalingRules(
+        given.get("stabilizationWindowSeconds", default.stabilization_window_seconds),
+        tuple(ScalingPolicy(p["type"], p["value"], p["periodSeconds"]) for p in policies)
+        if policies
+        else default.policies,
+        given["selectPolicy"],
+    )
+
+
+def _autoscaling(task: Mapping[str, Any]) -> Autoscaling | None:
+    given = task.get("autoscaling")
+    if given is None:
+        return None
+    behavior = given.get("behavior") or {}
+    return Autoscaling(
+        max_replicas=given["maxReplicas"],
+        min_replicas=given["minReplicas"],
+        target_data_wait_fraction=float(given["targetDataWaitFraction"]),
+        target_replay_ratio=float(given["targetReplayRatio"]) if "targetReplayRatio" in given else None,
+        stale_after_seconds=given["staleAfterSeconds"],
+        scale_up=_rules(behavior.get("scaleUp"), DEFAULT_SCALE_UP),
+        scale_down=_rules(behavior.get("scaleDown"), DEFAULT_SCALE_DOWN),
+    )
+
+
+def _training_policy(spec: Mapping[str, Any]) -> TrainingPolicy | None:
+    policy = spec.get("trainingPolicy")
+    if policy is None:
+        return None
+    target, plateau = policy.get("target"), policy.get("plateau")
+    return TrainingPolicy(
+        target=TrainingTarget(target["metric"], float(target["value"])) if target is not None else None,
+        plateau=Plateau(plateau["evaluations"], float(plateau["minDelta"])) if plateau is not None else None,
+        fail_on_non_finite=policy["failOnNonFinite"],
+    )
+
+
 def typed_job(m: Mapping[str, object], namespace: str | None) -> DIJob:
     """The job ``m`` (valid, defaulted); ``namespace`` when its metadata has none, else ``default``."""
     job = as_dijob(m)  # valid: the shape the schema declares
@@ -67,6 +117,7 @@ def typed_job(m: Mapping[str, object], namespace: str | None) -> DIJob:
                 template=without_nulls(t["template"]),  # as validated: null is not set
                 env_provider=parse_env_provider(t.get("envProvider")),
                 failure_policy=FailurePolicy(t.get("failurePolicy") or FailurePolicy.FAIL_JOB),
+                autoscaling=_autoscaling(t),
             )
             for t in spec["tasks"]
         ),
@@ -87,4 +138,5 @@ def typed_job(m: Mapping[str, object], namespace: str | None) -> DIJob:
         suspend=bool(spec.get("suspend", False)),
         checkpoint=_checkpoint(spec),
         artifacts=parse_artifacts(spec),
+        training_policy=_training_policy(spec),
     )

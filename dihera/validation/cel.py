@@ -4,10 +4,11 @@ The CRD carries cross-field rules as CEL ``x-kubernetes-validations`` (``schemas
 server refuses a job breaking one with the rule's message only. Each rule has one Python twin that reports
 **every** offending field with its path, its value and what would be valid: a function named ``cel_*`` in the
 module of its concern (:mod:`dihera.validation.tasks`, :mod:`dihera.validation.names`,
-:mod:`dihera.validation.lifecycle`), listed in :data:`CEL_TWINS` against the rule's place in the schema and its
-message, verbatim. Two rules are checked by another module's function together with rules the CRD does not have:
-:data:`CEL_TWINS_ELSEWHERE` names them. tests/unit/test_validation_cel.py fails when a rule of the schema has no
-twin here, when a ``cel_*`` function is not listed, or when a rule's message or place changes.
+:mod:`dihera.validation.lifecycle`, :mod:`dihera.validation.autoscaling`), listed in :data:`CEL_TWINS` against
+the rule's place in the schema and its message, verbatim. Two rules are checked by another module's function
+together with rules the CRD does not have: :data:`CEL_TWINS_ELSEWHERE` names them. tests/unit/test_validation_cel.py
+fails when a rule of the schema has no twin here, when a ``cel_*`` function is not listed, or when a rule's message
+or place changes.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from dihera.artifacts import artifact_problems
 from dihera.errors import Problem
 from dihera.render.providers.base import role_problems
-from dihera.validation import lifecycle, names, tasks
+from dihera.validation import autoscaling, lifecycle, names, tasks
 from dihera.validation.structure import Defaulted
 
 __all__ = ["CEL_TWINS", "CEL_TWINS_ELSEWHERE", "CelTwin", "CelTwinElsewhere", "twin_problems"]
@@ -82,6 +83,26 @@ CEL_TWINS = (
         "failurePolicy DropReplica removes replicas from a running job: a task with an envProvider needs "
         "envProvider.allowScaling: true",
         lifecycle.cel_drop_replica_allows_scaling,
+    ),
+    CelTwin(
+        "spec.tasks[]",
+        "autoscaling sizes collector tasks only: a task with autoscaling must be of type collector",
+        autoscaling.cel_autoscaling_collector_only,
+    ),
+    CelTwin(
+        "spec.tasks[].autoscaling",
+        "autoscaling.minReplicas must not exceed autoscaling.maxReplicas",
+        autoscaling.cel_autoscaling_min_not_above_max,
+    ),
+    CelTwin(
+        "spec.tasks[].autoscaling",
+        "autoscaling.targetDataWaitFraction must be above 0 and below 1",
+        autoscaling.cel_autoscaling_data_wait_in_range,
+    ),
+    CelTwin(
+        "spec.tasks[].autoscaling",
+        "autoscaling.targetReplayRatio must be above 0",
+        autoscaling.cel_autoscaling_replay_ratio_above_zero,
     ),
 )
 

@@ -108,6 +108,14 @@ def test_settings_read_a_sweeps_trial() -> None:
         Settings.from_environ({"DIHERA_PARAM_LR": "-1", "DIHERA_SEED": "x"}, node_id=0)
 
 
+def test_settings_read_the_delays_that_slow_one_side() -> None:
+    settings = Settings.from_environ({"DIHERA_COLLECT_DELAY": "0.5", "DIHERA_TRAIN_DELAY": "0.25"}, node_id=2)
+    assert (settings.collect_delay, settings.train_delay) == (0.5, 0.25)
+    assert Settings.from_environ({}, node_id=2).collect_delay == 0.0
+    with pytest.raises(ValueError, match="DIHERA_TRAIN_DELAY='-1': want a number >= 0"):
+        Settings.from_environ({"DIHERA_TRAIN_DELAY": "-1"}, node_id=0)
+
+
 class _Profilings(http.server.BaseHTTPRequestHandler):
     received: list[tuple[str, str | None, dict[str, object]]] = []
     fail = False

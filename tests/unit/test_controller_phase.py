@@ -50,6 +50,7 @@ def test_the_table_lists_every_policy_once_in_the_documented_order() -> None:
         "backoff_exceeded",
         "retries_exhausted",
         "workflow_failed",
+        "training_ended",
         "succeeded",
         "rescheduling",
         "replica_failed",

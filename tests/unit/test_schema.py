@@ -66,7 +66,10 @@ def test_crd_shape() -> None:
         r["rule"]
         for r in spec["x-kubernetes-validations"] + task["x-kubernetes-validations"] + root["x-kubernetes-validations"]
     ]
-    assert len(rules) == 12
+    assert len(rules) == 13
+    autoscaling = task["properties"]["autoscaling"]
+    assert len(autoscaling["x-kubernetes-validations"]) == 3
+    assert spec["properties"]["trainingPolicy"]["properties"]["failOnNonFinite"]["default"] is True
     assert any("artifacts" in r and "a.task" in r for r in rules)
     assert spec["properties"]["checkpoint"]["x-kubernetes-validations"][0]["rule"].startswith("isQuantity(self.size)")
     assert any("checkpoint.tasks" in r for r in rules)

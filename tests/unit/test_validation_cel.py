@@ -85,6 +85,17 @@ BREAKING: dict[str, dict[str, Any]] = {
     "cel_drop_replica_allows_scaling": job(
         _task("none", "w", failurePolicy="DropReplica", envProvider={"name": "torch"})
     ),
+    "cel_autoscaling_collector_only": job(_task("learner", "learner", autoscaling={"maxReplicas": 2})),
+    "cel_autoscaling_min_not_above_max": job(
+        task("learner"), _task("collector", "collector", autoscaling={"minReplicas": 3, "maxReplicas": 2})
+    ),
+    "cel_autoscaling_data_wait_in_range": job(
+        task("learner"),
+        _task("collector", "collector", autoscaling={"maxReplicas": 2, "targetDataWaitFraction": 1}),
+    ),
+    "cel_autoscaling_replay_ratio_above_zero": job(
+        task("learner"), _task("collector", "collector", autoscaling={"maxReplicas": 2, "targetReplayRatio": 0})
+    ),
     "artifacts[].task": job(task("learner"), artifacts=[{"name": "out", "path": "/tmp/out", "task": "nope"}]),
     "envProvider.role": job(_task("none", "w", envProvider={"name": "tensorflow", "role": "scheduler"})),
 }

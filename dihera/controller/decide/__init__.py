@@ -9,6 +9,7 @@
 - ``status``: the new status, its Events and the drops to apply (``conditions``, ``progress``, ``outputs``:
   its parts)
 - ``converge``: what to create, release or sync before the status
+- ``autoscaling``: collector autoscaling's decision in the status (its condition, its Events)
 - ``outside``: what was done to the job's objects from outside dihera (the Argo UI's actions on its Workflow,
   its Service or membership ConfigMap deleted or edited), undone or repaired
 - ``ownership``: whether an object under one of the job's names is the job's; a conflict when it is not
@@ -21,6 +22,7 @@ One module per lifecycle concern, each with its phase policies:
 - ``hold``: spec.suspend and Kueue's admission (Suspended, Queued; stop, wait, resume)
 - ``failures``: backoffLimit, failurePolicy DropReplica, restarts
 - ``success``: successPolicy
+- ``training``: spec.trainingPolicy (the RL figures end the job: a target, a plateau, NaN)
 - ``deadline``: activeDeadlineSeconds and ttlSecondsAfterFinished
 - ``cleanup``: cleanPodPolicy once the job ended
 

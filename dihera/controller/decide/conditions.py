@@ -2,8 +2,9 @@
 
 A condition's ``lastTransitionTime`` changes only when its status flips; ``lastUpdateTime`` whenever it is
 rewritten (status or message; a new message brings its decision's reason). The True one, the phase's, is
-always the last: the newest condition a reader finds says what the phase says. Its ``reason`` is the
-decision's cause where one exists, as the Kubernetes Job's conditions say why (``DeadlineExceeded``,
+always the last: the newest condition a reader finds says what the phase says. Conditions that are not a
+phase's (collector autoscaling's ``CollectorsAutoscaled``, :func:`set_condition`) keep their own status. Its
+``reason`` is the decision's cause where one exists, as the Kubernetes Job's conditions say why (``DeadlineExceeded``,
 ``BackoffLimitExceeded``, ``WorkflowDeleted``, ``Evicted``...), else ``Job<Phase>`` (DI-orchestrator's).
 """
 
@@ -12,9 +13,36 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dihera.constants import condition_reason
+from dihera.constants import Phase, condition_reason
 
-__all__ = ["set_phase_condition"]
+__all__ = ["phase_condition", "set_condition", "set_phase_condition"]
+
+_PHASES = frozenset(p.value for p in Phase)
+
+
+def phase_condition(status: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The phase's True condition of ``status``, or {} (other conditions, collector autoscaling's, may be True)."""
+    conditions = status.get("conditions") or []
+    return next((c for c in conditions if c.get("status") == "True" and c.get("type") in _PHASES), {})
+
+
+def set_condition(
+    conditions: Sequence[Mapping[str, Any]], type_: str, status: str, reason: str, message: str, now: str
+) -> list[dict[str, Any]]:
+    """``conditions`` with a condition that is not a phase's (``CollectorsAutoscaled``) set: in its place, or
+    before the phase's (which stays last); ``lastTransitionTime`` kept unless its status flips."""
+    out = [dict(c) for c in conditions]
+    new = {"type": type_, "status": status, "reason": reason, "message": message}
+    for cond in out:
+        if cond.get("type") == type_:
+            if cond.get("status") != status:
+                cond["lastTransitionTime"] = now
+            if any(cond.get(k) != v for k, v in new.items()):
+                cond.update(new, lastUpdateTime=now)
+            return out
+    new.update(lastUpdateTime=now, lastTransitionTime=now)
+    at = len(out) - 1 if out and out[-1].get("type") in _PHASES else len(out)
+    return [*out[:at], new, *out[at:]]
 
 
 def set_phase_condition(
@@ -30,7 +58,7 @@ def set_phase_condition(
         if cond.get("type") == phase:
             current = cond
         else:
-            if cond.get("status") == "True":
+            if cond.get("status") == "True" and cond.get("type") in _PHASES:
                 cond.update(status="False", lastTransitionTime=now, lastUpdateTime=now)
             others.append(cond)
     if current is None:

@@ -20,6 +20,8 @@ them in order and the first that answers wins:
 10. backoff_exceeded       restarts of FailJob tasks > backoffLimit → Failed (``failures``)
 11. retries_exhausted      a replica's current attempt failed with no retry left → Failed (``failures``)
 12. workflow_failed        Workflow Failed / Error → Failed
+12a. training_ended        spec.trainingPolicy: a NaN/inf figure → Failed; a target reached or a plateau of
+                           status.training → Succeeded (``training``)
 13. succeeded              Workflow Succeeded, or the successPolicy is met (default: every replica
                            Succeeded) → Succeeded (``success``)
 14. rescheduling           membership changed (until every replica is up again) → Rescheduling
@@ -53,6 +55,7 @@ from dihera.controller.decide.outside import workflow_shut_down
 from dihera.controller.decide.ownership import describe
 from dihera.controller.decide.records import Facts
 from dihera.controller.decide.success import succeeded
+from dihera.controller.decide.training import training_ended
 from dihera.objects import FAILED_NODE_PHASES
 
 __all__ = ["POLICIES", "Policy", "decide_phase"]
@@ -151,6 +154,7 @@ POLICIES: tuple[Policy, ...] = (
     backoff_exceeded,
     retries_exhausted,
     workflow_failed,
+    training_ended,
     succeeded,
     rescheduling,
     replica_failed,

@@ -25,7 +25,7 @@ from dihera.constants import (
     Phase,
     condition_reason,
 )
-from dihera.controller.decide.conditions import set_phase_condition
+from dihera.controller.decide.conditions import phase_condition, set_phase_condition
 from dihera.controller.decide.decision import Event, PhaseDecision
 from dihera.controller.decide.facts import Facts, facts
 from dihera.controller.decide.failures import drop_events, restart_events
@@ -197,7 +197,7 @@ def _events(f: Facts, decision: PhaseDecision, stuck: Sequence[StuckReplica], re
 
 def _current(status: DIJobStatus) -> Condition:
     """The True condition of ``status`` (the phase's), or {}."""
-    return next((c for c in status.get("conditions") or [] if c.get("status") == "True"), Condition())
+    return cast(Condition, phase_condition(status))
 
 
 def _new_warning(old: DIJobStatus, decision: PhaseDecision) -> bool:

@@ -38,7 +38,7 @@ from .checkpoint import checkpointer, resumable_logger
 from .gate import incarnation_id
 from .link import LearnerBeacon, collector_gate, kick
 from .metrics import CheckpointReporter, MetricsReporter, http_sender, profilings_url
-from .middleware import collector_model_report, collector_report, evaluator_report, learner_progress
+from .middleware import collector_model_report, collector_report, evaluator_report, learner_progress, pause
 from .report import emit
 from .roles import pick_role
 from .settings import Settings
@@ -104,12 +104,14 @@ def _pipeline(cfg: Any, settings: Settings, model: DQN, metrics: MetricsReporter
     task.use(eps_greedy_handler(cfg))
     task.use(StepCollector(cfg, policy.collect_mode, _envs(cfg.env.collector_env_num, cfg)))
     task.use(collector_report(PROGRESS_EVERY))
+    task.use(pause(task.role.COLLECTOR, settings.collect_delay))
     if settings.extra_params > 0:
         task.use(collector_model_report(model))
     task.use(data_pusher(cfg, buffer_))
     learner = OffPolicyLearner(cfg, policy.learn_mode, buffer_)
     task.use(ckpt.around(learner) if ckpt is not None else learner)
     task.use(learner_progress(PROGRESS_EVERY, settings.train_iter_budget))
+    task.use(pause(task.role.LEARNER, settings.train_delay))
     task.use(resumable_logger(online_logger(train_show_freq=10)))
     # DI-engine's own saver keeps the best-evaluated (evaluator) and the final policy (learner and evaluator) in
     # <exp_name>/ckpt, which spec.artifacts keeps; no periodic saves: it would keep every one of them in the

@@ -5,6 +5,7 @@ Each is a no-op on a process without the role it reports for, like DI-engine's o
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,18 @@ def learner_progress(every: int, budget: int) -> Middleware:
         next_mark = (ctx.train_iter // every + 1) * every
 
     return _report
+
+
+def pause(role: Any, seconds: float) -> Middleware:
+    """On a replica of `role`: sleep `seconds` each time the pipeline passes (a slowed collector or learner,
+    for autoscaling's tests and benchmark; 0: nothing)."""
+    if seconds <= 0 or not task.has_role(role):
+        return task.void()
+
+    def _pause(ctx: Any) -> None:
+        time.sleep(seconds)
+
+    return _pause
 
 
 def collector_report(every: int) -> Middleware:

@@ -38,6 +38,10 @@ class Settings:
     server_url: str | None = None
     server_ca: str | None = None
     job_id: str | None = None
+    #: seconds a collector sleeps after each collection step / the learner after each train step
+    #: (`DIHERA_COLLECT_DELAY`, `DIHERA_TRAIN_DELAY`): slow one side to make the other wait (autoscaling's tests)
+    collect_delay: float = 0.0
+    train_delay: float = 0.0
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str], node_id: int) -> Settings:
@@ -83,6 +87,8 @@ class Settings:
             server_url=environ.get("DI_SERVER_URL", "").strip() or None,
             server_ca=environ.get("DI_SERVER_CA", "").strip() or None,
             job_id=environ.get("DI_JOB_ID", "").strip() or None,
+            collect_delay=number("DIHERA_COLLECT_DELAY", 0.0, integer=False, minimum=0, exclusive=False),
+            train_delay=number("DIHERA_TRAIN_DELAY", 0.0, integer=False, minimum=0, exclusive=False),
         )
         if problems:
             raise ValueError("invalid environment: " + "; ".join(problems))
