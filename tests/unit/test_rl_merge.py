@@ -53,7 +53,8 @@ def test_a_stale_collector_no_longer_counts_and_a_lag_never_goes_negative() -> N
 
 
 def test_evaluations_keep_the_newest_and_the_best_and_a_point_each() -> None:
-    before: TrainingStatus = {"evaluation": {"value": 50.0, "iteration": 10, "best": 80.0, "bestIteration": 5, "count": 2}}
+    old = {"value": 50.0, "iteration": 10, "best": 80.0, "bestIteration": 5, "count": 2}
+    before: TrainingStatus = {"evaluation": old}  # type: ignore[typeddict-item]
     evals = [evaluation(20, 70.0), evaluation(30, 120.0)]
     status = merge_training(before, [learner(iteration=30), *evals], evals, NOW)
     assert status["evaluation"] == {"value": 120.0, "iteration": 30, "best": 120.0, "bestIteration": 30, "count": 4}

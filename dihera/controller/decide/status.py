@@ -53,7 +53,8 @@ __all__ = [
 ]
 
 TERMINAL = TERMINAL_PHASES
-#: The status fields the controller writes; every other one (``profilings``: the di-server's) is left alone.
+#: The status fields the controller writes; every other one (``profilings``, ``training``: the di-server's) is
+#: left alone.
 OWN_FIELDS = (
     "phase",
     "conditions",
@@ -265,6 +266,7 @@ def _optional(f: Facts, decision: PhaseDecision, stuck: list[dict[str, str]], ge
         "stuckReplicas": stuck or None,
         "droppedReplicas": [dict(e) for e in f.drops.dropped] or None,
         "profilings": f.view.status.get("profilings"),
+        "training": f.view.status.get("training"),  # the di-server's, carried: not a change of the controller's
         "workflowName": f.workflow_name or None,
         "membershipGeneration": generation,
         "completionTimestamp": f.now if decision.phase in TERMINAL else None,
