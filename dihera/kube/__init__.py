@@ -10,7 +10,8 @@
   :mod:`dihera.scaling.executor` wired to them
 - ``workloads``: Kueue's Workloads, ResourceFlavors and priority classes
 - ``auth``: TokenReview and SubjectAccessReview; ``key_annotations``: Idempotency-Keys kept on the DIJob;
-  ``profilings``: a job's ``status.profilings``
+  ``profilings``: a job's ``status.profilings``;
+  ``training``: a job's ``status.training`` (the di-server's write)
 - ``snapshot``: a job as one read saw it (plain data)
 - ``experiments``: a sweep's Workflow and its trials' DIJobs (``dihera experiment``)
 """

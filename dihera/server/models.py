@@ -83,6 +83,9 @@ class JobView(BaseModel):
         "time, onTerm), if any",
     )
     replicas: list[ReplicaOut]
+    training: dict[str, Any] | None = Field(
+        default=None, description="the RL figures the replicas reported (status.training), if any"
+    )
 
 
 class PodView(BaseModel):
@@ -149,7 +152,7 @@ class TrainingReport(BaseModel):
     (:data:`dihera.rl.merge.FIGURES`). NaN and infinities are accepted (Python's ``json`` writes them) and end
     up named in ``status.training.nonFinite``. The replica is the reporting pod when its own token is used."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)  # a boolean is no figure
     role: Literal["learner", "collector", "evaluator"]
     replica: str = Field(default="", max_length=253, description="who reports (ignored for a pod's own token)")
     iteration: float | None = Field(default=None, description="learner, evaluator: the learner's train iteration")
