@@ -17,7 +17,7 @@ from kubernetes.client.exceptions import ApiException
 from dihera.constants import FIELD_MANAGER_SERVER
 from dihera.schema import GROUP, PLURAL, VERSION
 
-__all__ = ["training_patch", "write_training"]
+__all__ = ["first_status_patch", "training_patch", "write_training"]
 
 
 def training_patch(uid: str, training: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -30,7 +30,8 @@ def training_patch(uid: str, training: Mapping[str, Any]) -> list[dict[str, Any]
 
 def write_training(api: client.ApiClient, namespace: str, name: str, uid: str, training: Mapping[str, Any]) -> bool:
     """Write ``training`` into the DIJob ``uid``'s status; False when that DIJob is gone (deleted, or created
-    again under its name). A job without a status yet (the controller writes it first) raises ApiException."""
+    again under its name). A job without a status yet gets one holding ``training`` only
+    (:func:`first_status_patch`); another refusal raises ApiException (the caller writes again later)."""
     custom = client.CustomObjectsApi(api)
     try:
         custom.patch_namespaced_custom_object_status(
@@ -50,5 +51,22 @@ def write_training(api: client.ApiClient, namespace: str, name: str, uid: str, t
             raise
         if body["metadata"].get("uid") != uid:
             return False
-        raise
+        if "status" in body:
+            raise
+        # no status yet (the controller writes it at its first pass): create it, if nothing changed since
+        custom.patch_namespaced_custom_object_status(
+            GROUP, VERSION, namespace, PLURAL, name, first_status_patch(body, training),
+            field_manager=FIELD_MANAGER_SERVER, _content_type="application/json-patch+json",
+        )  # fmt: skip
     return True
+
+
+def first_status_patch(body: Mapping[str, Any], training: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A status holding only ``training`` for the DIJob ``body`` that has none yet, under its uid and
+    resourceVersion (a status another writer created meanwhile refuses it: the next write replaces the field)."""
+    meta = body["metadata"]
+    return [
+        {"op": "test", "path": "/metadata/uid", "value": meta["uid"]},
+        {"op": "test", "path": "/metadata/resourceVersion", "value": meta["resourceVersion"]},
+        {"op": "add", "path": "/status", "value": {"training": dict(training)}},
+    ]

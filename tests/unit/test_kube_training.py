@@ -25,7 +25,7 @@ class Api:
     def get_namespaced_custom_object(self, *args: Any) -> dict[str, Any]:
         if self.uid is None:
             raise ApiException(status=404)
-        return {"metadata": {"uid": self.uid}}
+        return {"metadata": {"uid": self.uid, "resourceVersion": "7"}, "status": {"phase": "Running"}}
 
 
 def _use(monkeypatch: pytest.MonkeyPatch, api: Api) -> Api:
@@ -56,3 +56,29 @@ def test_another_refusal_is_raised(monkeypatch: pytest.MonkeyPatch) -> None:
     _use(monkeypatch, Api("u1", 500))
     with pytest.raises(ApiException):
         kube_training.write_training(None, "ns", "j", "u1", {})  # type: ignore[arg-type]
+
+
+class NoStatus(Api):
+    """A DIJob the controller has not written yet: no ``/status`` to add a field to (the API server: 422)."""
+
+    def __init__(self) -> None:
+        super().__init__("u1")
+
+    def patch_namespaced_custom_object_status(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        self.patches.append(args[-1])
+        if len(self.patches) == 1:
+            raise ApiException(status=422)
+        return {}
+
+    def get_namespaced_custom_object(self, *args: Any) -> dict[str, Any]:
+        return {"metadata": {"uid": "u1", "resourceVersion": "7"}}
+
+
+def test_a_job_without_a_status_gets_one_under_its_resource_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    api = _use(monkeypatch, NoStatus())
+    assert kube_training.write_training(None, "ns", "j", "u1", {"iteration": 1})  # type: ignore[arg-type]
+    assert api.patches[-1] == [
+        {"op": "test", "path": "/metadata/uid", "value": "u1"},
+        {"op": "test", "path": "/metadata/resourceVersion", "value": "7"},
+        {"op": "add", "path": "/status", "value": {"training": {"iteration": 1}}},
+    ]
