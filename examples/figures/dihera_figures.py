@@ -21,8 +21,8 @@ One file, the standard library and DI-engine only: the project's DI-engine image
 (the controller gives them to every replica; `DI_SERVER_CA`: the CA of an HTTPS di-server) and the pod's
 ServiceAccount token; without them it is a no-op and the program runs as before. Reports go from a thread
 of its own, the newest per role every `interval` seconds (an evaluation at once); the training loop only
-stores numbers. A failed report is logged once and the next one is tried: training never waits or fails
-for a report.
+stores numbers. A failed report is logged once on stdout (`dihera-figures-failed error=<type> detail=<why>`,
+e.g. an HTTP 403 naming the missing right) and the next one is tried: training never waits or fails for a report.
 """
 
 from __future__ import annotations
@@ -103,8 +103,8 @@ class Sender:
                 except Exception as err:  # any failure: logged once, training goes on
                     if not self._failed:
                         self._failed = True
-                        log.warning("dihera-figures: report to the di-server failed (%s: %s); training goes on",
-                                    type(err).__name__, str(err)[:200])  # fmt: skip
+                        detail = str(err)[:200].replace(" ", "_")  # one line on stdout, read by `make demo`
+                        print(f"dihera-figures-failed error={type(err).__name__} detail={detail}", flush=True)
             with self._lock:
                 for report in reports:
                     if self._waiting.get(report["role"]) is report:

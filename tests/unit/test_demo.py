@@ -118,3 +118,4 @@ def test_the_demo_prints_the_return_and_env_steps_per_second_as_they_change(
         "https://127.0.0.1:21081/ui/namespaces/dihera-demo/dijobs/cartpole-dqn/curve.svg"
     )
     assert SHOWN.match("dihera-metrics-failed error=HTTPError detail=HTTP_Error_403:_Forbidden")
+    assert SHOWN.match("dihera-figures-failed error=HTTPError detail=HTTP_Error_403:_Forbidden")

@@ -94,7 +94,7 @@ def test_a_middleware_reports_each_role_every_interval_and_each_evaluation_once(
     assert [r["role"] for r in sent[3:]] == ["learner", "collector"]
 
 
-def test_a_failing_or_slow_server_never_blocks_or_breaks_training() -> None:
+def test_a_failing_or_slow_server_never_blocks_or_breaks_training(capsys: pytest.CaptureFixture[str]) -> None:
     release = threading.Event()
 
     def stuck(body: Any) -> None:
@@ -110,6 +110,8 @@ def test_a_failing_or_slow_server_never_blocks_or_breaks_training() -> None:
     assert time.monotonic() - start < 1.0
     middleware(SimpleNamespace())  # a context without the figures: ignored
     release.set()
+    sender.flush()
+    assert capsys.readouterr().out.count("dihera-figures-failed error=OSError detail=connection_refused") == 1
 
 
 class _Reports(http.server.BaseHTTPRequestHandler):
