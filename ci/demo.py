@@ -75,7 +75,8 @@ REALNODE_VALUES = CHART / "ci" / "realnode-values.yaml"
 DIHERA = str(Path(sys.executable).parent / "dihera")
 #: The example's log lines the demo shows (examples/cartpole/cartpole_dqn/__init__.py: the contract).
 SHOWN = re.compile(
-    r"^dihera-(role|learner-up|learner-seen|learner-wait-timeout|eval|stop-value-reached|progress|metrics-failed|figures-failed) "
+    r"^dihera-(role|learner-up|learner-seen|learner-wait-timeout|eval|stop-value-reached|progress"
+    r"|metrics-failed|figures-failed) "
 )
 #: Seconds between two reads of the DIJob's status.training (the di-server writes it at most once a second).
 TRAINING_POLL = 2.0
