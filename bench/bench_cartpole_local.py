@@ -112,6 +112,8 @@ def start(cluster: Cluster, rank: int) -> Attempt:
         "DI_NODES": ",".join(cluster.addresses),
         "OMP_NUM_THREADS": "1",
         "PYTHONUNBUFFERED": "1",
+        # the example imports dihera_figures (the image has it on PYTHONPATH)
+        "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "examples" / "figures"),
     }
     suffix = "" if number == 1 else f".{number}"
     cwd = cluster.workdir / f"rank-{rank}{suffix}"  # a restarted pod gets a fresh emptyDir

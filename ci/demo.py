@@ -5,8 +5,9 @@ here from the Dockerfile (charts/dihera/ci/realnode-values.yaml), so the control
 as pods on the real node; the DI-engine image is built (first run only: a ~3 GB download) and imported
 into the node; then the cartpole DQN DIJob (workflows/cartpole-dqn.yaml: learner, evaluator, two
 collectors) trains on the real node until the evaluator reaches the stop value. The terminal shows the
-job's phase and replicas, the replicas joining the mesh and the evaluator's return as it rises (read
-from the pods' logs), then the final status and the di-server's view of the job.
+job's phase and replicas, the replicas joining the mesh (read from the pods' logs), the return and env
+steps/s as the job trains (status.training, read every 2 s: docs/training-figures.md), then the final
+status, the di-server's view of the job, and last the URL of its learning curve.
 
 On $KUBECONFIG's cluster: the chart is installed unless a release `dihera` already exists (set
 DEMO_HELM_ARGS, e.g. `--set image.repository=registry.example/dihera`, for your registry's image), and
@@ -73,7 +74,12 @@ CHART = REPO / "charts" / "dihera"
 REALNODE_VALUES = CHART / "ci" / "realnode-values.yaml"
 DIHERA = str(Path(sys.executable).parent / "dihera")
 #: The example's log lines the demo shows (examples/cartpole/cartpole_dqn/__init__.py: the contract).
-SHOWN = re.compile(r"^dihera-(role|learner-up|learner-seen|learner-wait-timeout|eval|stop-value-reached|progress) ")
+SHOWN = re.compile(
+    r"^dihera-(role|learner-up|learner-seen|learner-wait-timeout|eval|stop-value-reached|progress"
+    r"|metrics-failed|figures-failed) "
+)
+#: Seconds between two reads of the DIJob's status.training (the di-server writes it at most once a second).
+TRAINING_POLL = 2.0
 
 
 def say(msg: str) -> None:
@@ -349,6 +355,49 @@ def follow_logs(kubeconfig: str, namespace: str, job: str, container: str, done:
         done.wait(3)
 
 
+def training_line(training: dict[str, Any] | None) -> str | None:
+    """One terminal line of the job's RL figures (``status.training``): the return and env steps/s first;
+    None when nothing was reported yet."""
+    if not training:
+        return None
+    evaluation = training.get("evaluation") or {}
+    parts = []
+    if "value" in evaluation:
+        parts.append(f"return={evaluation['value']:.1f} (best {evaluation.get('best', evaluation['value']):.1f} "
+                     f"at iter {evaluation.get('bestIteration', '-')})")  # fmt: skip
+    if "envStepsPerSecond" in training:
+        parts.append(f"env_steps/s={training['envStepsPerSecond']:.1f}")
+    if "iteration" in training:
+        parts.append(f"iter={training['iteration']}")
+    if "dataWaitFraction" in training:
+        parts.append(f"data_wait={training['dataWaitFraction']:.2f}")
+    if training.get("nonFinite"):
+        parts.append("not finite: " + ",".join(training["nonFinite"]))
+    return "training: " + " ".join(parts) if parts else None
+
+
+def follow_training(kubeconfig: str, namespace: str, name: str, done: threading.Event) -> None:
+    """Print the job's RL figures (status.training, written by the di-server from the replicas' reports)
+    whenever they change, until ``done``."""
+    argv = ["kubectl", f"--kubeconfig={kubeconfig}", "-n", namespace, "get", "dijob", name, "-o",
+            "jsonpath={.status.training}"]  # fmt: skip
+    last = None
+    while not done.wait(TRAINING_POLL):
+        got = subprocess.run(argv, capture_output=True, text=True, check=False)
+        try:
+            line = training_line(json.loads(got.stdout)) if got.returncode == 0 and got.stdout.strip() else None
+        except ValueError:
+            continue
+        if line is not None and line != last:
+            last = line
+            say(line)
+
+
+def curve_url(url: str, namespace: str, name: str) -> str:
+    """The di-server's live learning curve of the job (SVG)."""
+    return f"{url}/ui/namespaces/{namespace}/dijobs/{name}/curve.svg"
+
+
 def ask_server(url: str, token: str, namespace: str, name: str, context: ssl.SSLContext | None) -> None:
     """Show the di-server's view of the job (an authenticated GET)."""
     request = urllib.request.Request(
@@ -449,6 +498,8 @@ def main() -> int:
         target=follow_logs, args=(kubeconfig, args.namespace, name, container, done), daemon=True
     )
     follower.start()
+    figures = threading.Thread(target=follow_training, args=(kubeconfig, args.namespace, name, done), daemon=True)
+    figures.start()
     try:
         code = run(
             DIHERA, "submit", "-", "--kubeconfig", kubeconfig, "-n", args.namespace,
@@ -475,6 +526,7 @@ def main() -> int:
     if ui:
         say(f"the job in the Argo UI: {ui}/{name}")
     say("stop: `make demo-stop` (port-forward, release) or `make cluster-down` (everything)")
+    say(f"the learning curve (return and env steps/s over iterations): {curve_url(url, args.namespace, name)}")
     return code
 
 

@@ -50,7 +50,7 @@ DING_BUILD = DockerfileBuild(
     DING_IMAGE,
     kind="di-engine",
     dockerfile="ci/images/di-engine/Dockerfile",
-    inputs=("ci/images/di-engine", "examples/cartpole/cartpole_dqn"),  # not the README: no rebuild for docs
+    inputs=("ci/images/di-engine", "examples/cartpole/cartpole_dqn", "examples/figures"),  # no README: docs only
     expect="about 6-8 minutes, ~3 GB of wheels downloaded into a wheelhouse kept for the next build",
 )
 

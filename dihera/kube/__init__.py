@@ -11,7 +11,8 @@
 - ``workloads``: Kueue's Workloads, ResourceFlavors and priority classes; ``queues``: Kueue's LocalQueues and
   ClusterQueues, and the annotation of a shrunk job
 - ``auth``: TokenReview and SubjectAccessReview; ``key_annotations``: Idempotency-Keys kept on the DIJob;
-  ``profilings``: a job's ``status.profilings``
+  ``profilings``: a job's ``status.profilings``;
+  ``training``: a job's ``status.training`` (the di-server's write)
 - ``snapshot``: a job as one read saw it (plain data)
 - ``experiments``: a sweep's Workflow and its trials' DIJobs (``dihera experiment``)
 """

@@ -3,6 +3,8 @@ the decisions made from them.
 
 - ``figures``: the shape of ``status.training`` (the learner's iteration and rate, env steps, policy lag,
   evaluation returns, the learner's data-wait fraction, a bounded learning curve)
+- ``merge``: the replicas' newest reports merged into ``status.training`` (sums, lag, best, the curve)
+- ``curve``: the learning curve as SVG (the di-server's view of a job)
 - ``autoscale``: how many collectors a job should run, from a recorded series of those figures (HPA's
   stabilization windows and rate policies, stated for collectors)
 - ``policies``: whether the figures end the job (``spec.trainingPolicy``: a target reached, a plateau, NaN)

@@ -28,6 +28,24 @@ PRINTER_COLUMNS: list[dict[str, object]] = [
         "description": "Replica restarts after failures",
     },
     {
+        "name": "Return",
+        "type": "number",
+        "jsonPath": ".status.training.evaluation.value",
+        "description": "The newest evaluation return (status.training.evaluation.value)",
+    },
+    {
+        "name": "Iter",
+        "type": "integer",
+        "jsonPath": ".status.training.iteration",
+        "description": "The learner's train iteration (status.training.iteration)",
+    },
+    {
+        "name": "Steps/s",
+        "type": "number",
+        "jsonPath": ".status.training.envStepsPerSecond",
+        "description": "Env steps per second, all collectors (status.training.envStepsPerSecond)",
+    },
+    {
         "name": "Reschedules",
         "type": "integer",
         "jsonPath": ".status.reschedules",

@@ -10,6 +10,7 @@ All Kubernetes access goes through the backend (``dihera.server.backend.KubeBack
 - ``backend``: the cluster as one small interface; ``views``: what the routes answer (pure); ``pages``: the
   views as HTML; ``answers``: reads' JSON reused per version; ``fastpath``: remembered reads before the
   framework; ``gate``: a request body's token checked before it is read, and its size bounded
+- ``training``: the replicas' RL reports, kept per job and written to ``status.training`` at most once a second
 - ``models``: the request and response bodies; ``errors``: how errors are answered; ``metrics``
 """
 

@@ -30,6 +30,7 @@ from dihera.server.fastpath import RememberedReads
 from dihera.server.gate import BodyGate
 from dihera.server.metrics import ObserveRequests, ServerMetrics
 from dihera.server.settings import ServerSettings
+from dihera.server.training import TrainingReports, training_of
 
 __all__ = ["ApiError", "create_app"]
 
@@ -54,7 +55,8 @@ def create_app(settings: ServerSettings, backend: Backend) -> FastAPI:
     metrics = ServerMetrics()
     cache = AuthCache(settings.auth_cache_seconds, settings.auth_denied_cache_seconds)
     access = Access(backend, cache, ReviewBudget(settings.token_reviews_per_second))
-    app.state.dihera = ServerContext(settings, backend, metrics, access, AnswerCache())
+    training = TrainingReports(lambda ns, name: training_of(backend.job(ns, name)), backend.write_training)
+    app.state.dihera = ServerContext(settings, backend, metrics, access, AnswerCache(), training)
     # the last added runs first: the request metrics, then the body gate (a body's token checked before it is
     # read, its size bounded), then the remembered reads, then FastAPI's routes
     app.add_middleware(RememberedReads, context=lambda: app.state.dihera)

@@ -11,6 +11,7 @@ from dihera.kube.key_annotations import AnnotationKeyStore
 from dihera.kube.profilings import write_profilings
 from dihera.kube.scale_executor import JobScaler
 from dihera.kube.snapshot import JobSnapshot
+from dihera.kube.training import write_training
 from dihera.kube.watch import Scopes, Store, Watches
 from dihera.kube.workloads import QuotaGate, WorkloadStore
 from dihera.naming import membership_configmap_name
@@ -50,6 +51,11 @@ class Backend(Protocol):
         """Merge a report (within bounds: :func:`dihera.profilings.report_problems`) into the DIJob's
         ``status.profilings``; :class:`~dihera.profilings.ProfilingsError` when the merged map would be past
         its bounds; False when the DIJob does not exist."""
+        ...
+
+    def write_training(self, namespace: str, name: str, uid: str, training: Mapping[str, object]) -> bool:
+        """Write ``status.training`` of the DIJob ``uid`` (:mod:`dihera.server.training` decides when); False
+        when that DIJob is gone."""
         ...
 
     def authenticate(self, token: str) -> Identity | None:
@@ -117,6 +123,9 @@ class KubeBackend:
 
     def record_profilings(self, namespace: str, name: str, data: Mapping[str, object]) -> bool:
         return write_profilings(self._api, namespace, name, data, self._store.get("DIJob", namespace, name))
+
+    def write_training(self, namespace: str, name: str, uid: str, training: Mapping[str, object]) -> bool:
+        return write_training(self._api, namespace, name, uid, training)
 
     def authenticate(self, token: str) -> Identity | None:
         return self._auth.authenticate(token)

@@ -29,6 +29,7 @@ from dihera.server.idempotency import KeyReused
 from dihera.server.metrics import ServerMetrics
 from dihera.server.models import ScaleOut
 from dihera.server.settings import ServerSettings
+from dihera.server.training import TrainingReports
 
 __all__ = [
     "EXPERIMENT_PATH",
@@ -79,6 +80,7 @@ class ServerContext:
     metrics: ServerMetrics
     access: Access
     answers: AnswerCache
+    training: TrainingReports
 
 
 async def _context(request: Request) -> ServerContext:

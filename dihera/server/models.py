@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -18,6 +18,7 @@ __all__ = [
     "ReplicasBody",
     "ScaleOut",
     "TaskOut",
+    "TrainingReport",
     "TrialOut",
 ]
 
@@ -82,6 +83,9 @@ class JobView(BaseModel):
         "time, onTerm), if any",
     )
     replicas: list[ReplicaOut]
+    training: dict[str, Any] | None = Field(
+        default=None, description="the RL figures the replicas reported (status.training), if any"
+    )
 
 
 class PodView(BaseModel):
@@ -141,3 +145,27 @@ class Envelope(BaseModel):
     code: int
     message: str
     data: Any = None
+
+
+class TrainingReport(BaseModel):
+    """One replica's RL figures (``POST .../training``): its role, and only that role's figures
+    (:data:`dihera.rl.merge.FIGURES`). NaN and infinities are accepted (Python's ``json`` writes them) and end
+    up named in ``status.training.nonFinite``. The replica is the reporting pod when its own token is used."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)  # a boolean is no figure
+    role: Literal["learner", "collector", "evaluator"]
+    replica: str = Field(default="", max_length=253, description="who reports (ignored for a pod's own token)")
+    iteration: float | None = Field(default=None, description="learner, evaluator: the learner's train iteration")
+    iterationsPerSecond: float | None = Field(default=None, description="learner: train iterations per second")
+    samplesPerSecond: float | None = Field(default=None, description="learner: samples consumed per second")
+    dataWaitFraction: float | None = Field(default=None, description="learner: share of wall time waiting for data")
+    loss: float | None = Field(default=None, description="learner: the last loss (only its finiteness is kept)")
+    envSteps: float | None = Field(default=None, description="collector: env steps it collected")
+    envStepsPerSecond: float | None = Field(default=None, description="collector: its env steps per second")
+    modelIteration: float | None = Field(default=None, description="collector: the model iteration it acts with")
+    return_: float | None = Field(default=None, alias="return", description="evaluator: the evaluation's mean return")
+
+    def figures(self) -> dict[str, float]:
+        """The figures given, by their wire names."""
+        dumped = self.model_dump(by_alias=True, exclude={"role", "replica"}, exclude_none=True)
+        return {str(k): float(v) for k, v in dumped.items()}

@@ -1,6 +1,7 @@
 """The read-only views as small HTML pages, for a browser following an Argo UI link (pure).
 
-Every value is escaped; the pages load nothing (no script, style sheet or image).
+Every value is escaped; the pages load nothing (no script, style sheet or image: a job's learning curve is
+inline SVG).
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import json
 from collections.abc import Iterable, Sequence
 from html import escape
 
+from dihera.rl.curve import learning_curve_svg
 from dihera.server.models import ExperimentView, JobView, PodView, ReplicaOut
 
 __all__ = ["experiment_page", "job_page", "pod_page"]
@@ -75,11 +77,32 @@ def job_page(view: JobView) -> str:
     return _page(
         f"DIJob {job.namespace}/{job.name}",
         _table(("", ""), facts)
+        + _training(view, f"{job.namespace}/{job.name}")
         + "<h2>Tasks</h2>"
         + _table(("task", "type", "replicas", "spec replicas", "progress"), tasks)
         + "<h2>Replicas</h2>"
         + _table(_REPLICA_HEAD, (_replica_row(r) for r in view.replicas)),
     )
+
+
+def _training(view: JobView, job: str) -> str:
+    """The RL figures and the learning curve, drawn inline (nothing loaded): when the replicas reported any."""
+    training = view.training
+    if not training:
+        return ""
+    evaluation = training.get("evaluation") or {}
+    lag = training.get("policyLag") or {}
+    facts = [
+        ("return (newest, best)", f"{evaluation.get('value', '-')}, {evaluation.get('best', '-')}"),
+        ("learner iteration", training.get("iteration")),
+        ("env steps/s", training.get("envStepsPerSecond")),
+        ("iterations/s", training.get("iterationsPerSecond")),
+        ("data-wait fraction", training.get("dataWaitFraction")),
+        ("policy lag (p50, max)", f"{lag.get('p50', '-')}, {lag.get('max', '-')}" if lag else None),
+        ("not finite", ", ".join(training.get("nonFinite") or []) or None),
+        ("curve", _Link(f"{view.job.name}/curve.svg", "SVG")),
+    ]
+    return "<h2>Training</h2>" + _table(("", ""), facts) + learning_curve_svg(training, job)
 
 
 def pod_page(view: PodView) -> str:

@@ -115,6 +115,7 @@ def job_view(job: JobSnapshot, domain: str) -> JobView:
         taskProgress=dict(status.get("taskProgress") or {}),
         checkpoint=_checkpoint(status),
         replicas=replica_rows(job, domain),
+        training=status.get("training"),
     )
 
 

@@ -744,6 +744,13 @@ def test_the_cartpole_sweep_example_learns_with_one_rate_and_stops_the_other(
             assert history[-1][0] - 120 <= ckpt["iteration"] <= history[-1][0] + 100, (ckpt, history[-3:])
             report.append(f"t0{i} reached {profile['evalReturn']:.0f} at iteration {history[-1][0]}, checkpoint "
                           f"{ckpt['iteration']}")  # fmt: skip
+            # the example's dihera_figures middleware reported every role's figures (docs/training-figures.md)
+            training = status.get("training") or {}
+            assert training.get("iteration", 0) > 0 and training.get("envStepsPerSecond", 0) > 0, training
+            assert "value" in (training.get("evaluation") or {}) and training.get("curve"), training
+            points = len(training["curve"])
+            report.append(f"t0{i} status.training: iteration {training['iteration']}, "
+                          f"{training['envStepsPerSecond']:.0f} env steps/s, {points} curve points")  # fmt: skip
         else:  # stopped from iteration 200 on, compared with the other trials there, long before its budget
             assert node["phase"] == "Failed" and "failure condition" in node["message"], node
             reason = annotations["diengine/stopped"]
@@ -769,10 +776,33 @@ def test_the_cartpole_sweep_example_learns_with_one_rate_and_stops_the_other(
     assert best["evalReturn"] == pytest.approx(sum(returns) / 2), (best, returns)
     rows = outputs["results-csv"].splitlines()
     assert len(rows) == 5 and [r.split(",")[5] for r in rows[1:]] == ["Succeeded"] * 2 + ["Stopped"] * 2, rows
+    svg = _learning_curve(real_release, cluster, kubeconfig, namespace, "cartpole-lr-t00", poll, tmp_path)
+    assert 'data-series="return"' in svg and 'data-series="env steps/s"' in svg, svg[:2000]
     # the example stores its plot (every trial's return over iterations) in the object store
     files = f"{Cluster(Settings.from_environ()).argo_ui_url()}/artifact-files/{namespace}/workflows/cartpole-lr"
     _expect_plot(urllib.request.urlopen(f"{files}/{summary['id']}/outputs/plot", timeout=30).read().decode(), by_name)
     print(f"\n[cartpole sweep] {wf['status']['startedAt']} .. {wf['status']['finishedAt']}: " + "; ".join(report))
+
+
+def _learning_curve(
+    release: Release, cluster: client.ApiClient, kubeconfig: Path, namespace: str, job: str, poll: Poll, tmp: Path
+) -> str:
+    """The chart's di-server's learning curve of ``job`` (``/ui/.../curve.svg``), read with a token that may get
+    DIJobs, through a port-forward: asserted to answer SVG."""
+    token = sa_token(cluster, namespace, "curve-reader", ["get"])
+    trust = ssl.create_default_context(cafile=str(published_ca(cluster, release, token, tmp / "curve-ca.crt")))
+    port = free_port()
+    forward = supervised_forward(str(kubeconfig), release.namespace, f"{release.name}-server", port, tmp / "fw.log")
+    try:
+        poll(lambda: ready(f"https://127.0.0.1:{port}", trust), 60, "the di-server through the port-forward")
+        request = urllib.request.Request(f"https://127.0.0.1:{port}/ui/namespaces/{namespace}/dijobs/{job}/curve.svg",
+                                         headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+        with urllib.request.urlopen(request, timeout=30, context=trust) as answer:
+            assert answer.headers["Content-Type"] == "image/svg+xml", answer.headers
+            return str(answer.read().decode())
+    finally:
+        os.killpg(forward.pid, signal.SIGTERM)
+        forward.wait(10)
 
 
 EXAMPLE_PIPELINE = Path(__file__).resolve().parents[2] / "workflows" / "python" / "cartpole_pipeline.py"

@@ -47,6 +47,7 @@ class FakeBackend:
         self.jobs: dict[tuple[str, str], dict[str, Any]] = {}
         self.scale_calls = 0
         self.profilings: dict[tuple[str, str], Mapping[str, Any]] = {}
+        self.training_writes: list[tuple[str, str, dict[str, Any]]] = []
         #: What each SubjectAccessReview asked: (username, verb, namespace, name, subresource).
         self.reviews: list[tuple[str, str, str, str, str]] = []
         self.lock = threading.Lock()
@@ -112,6 +113,15 @@ class FakeBackend:
             return False
         status = entry["body"].setdefault("status", {})
         status["profilings"] = bounded_merge(status.get("profilings"), data)
+        return True
+
+    def write_training(self, namespace: str, name: str, uid: str, training: Mapping[str, Any]) -> bool:
+        """As the real backend: ``status.training`` replaced whole, on the DIJob with that uid only."""
+        self.training_writes.append((namespace, name, dict(training)))
+        entry = self.jobs.get((namespace, name))
+        if entry is None or entry["body"]["metadata"].get("uid", "") != uid:
+            return False
+        entry["body"].setdefault("status", {})["training"] = dict(training)
         return True
 
     def authenticate(self, token: str) -> Identity | None:

@@ -344,6 +344,7 @@ from ding.framework.middleware import ContextExchanger, ModelExchanger
 from ding.framework.parallel import Parallel
 assert Task._wrap_event_name(task, "dihera_learner") == "task.dihera_learner"
 assert callable(ContextExchanger.fetch) and callable(ModelExchanger._send_model)
+assert callable(ContextExchanger.merge)  # where the learner waits for data (dihera_figures times it)
 assert callable(Parallel.emit)
 import cartpole_dqn.main  # every import of the example resolves
 from cartpole_dqn.settings import Settings
@@ -355,7 +356,8 @@ print("ok")
 
 @pytest.mark.skipif(not _has(DING_PYTHON, "ding"), reason="no DI-engine: set DIHERA_DING_PYTHON")
 def test_the_di_engine_internals_the_beacon_and_the_kick_use_exist() -> None:
-    env = {**os.environ, "PYTHONPATH": str(EXAMPLE), "OMP_NUM_THREADS": "1"}
+    path = os.pathsep.join((str(EXAMPLE), str(EXAMPLE.parent / "figures")))  # the image's PYTHONPATH too
+    env = {**os.environ, "PYTHONPATH": path, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(
         [str(DING_PYTHON), "-c", _DING_CHECK], env=env, capture_output=True, text=True, check=False, timeout=300
     )

@@ -314,6 +314,16 @@ def test_unchanged_observation_writes_nothing() -> None:
     assert not second.changed and second.events == ()
 
 
+def test_the_di_servers_training_figures_are_no_change_of_the_controllers() -> None:
+    """A status.training written by the di-server (once a second) neither makes a write nor is dropped: a write
+    per write would loop (each bumps the DIJob, which queues a pass)."""
+    first = status_after(observe(workflow(), running()), {}, T1)
+    figures = {"iteration": 12, "curve": [{"iteration": 12, "envStepsPerSecond": 3.0}]}
+    second = status_after(observe(workflow(), running()), {**first.status, "training": figures}, T2)
+    assert not second.changed and second.status["training"] == figures
+    assert status_patch(_body({**first.status, "training": figures}), second.status) == []
+
+
 def test_more_pods_in_the_same_phase_is_progress_only() -> None:
     # Pending counts the pods created in its message; Starting does not
     pending = status_after(observe(workflow(), running(("learner", 0), ("collector", 1))), {}, T1).status

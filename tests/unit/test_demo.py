@@ -3,17 +3,22 @@ image without the local node's placement on $KUBECONFIG's cluster."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from ci.demo import EVALUATED, SHOWN, evaluation_workflow, prepare_job, shown  # noqa: E402
+from ci import demo  # noqa: E402
+from ci.demo import EVALUATED, SHOWN, curve_url, evaluation_workflow, prepare_job, shown, training_line  # noqa: E402
 from ci.devcluster import realnode  # noqa: E402
 from dihera.validation import load_job, validate  # noqa: E402
 
@@ -74,3 +79,43 @@ def test_the_evaluation_step_takes_the_stored_key_and_runs_where_the_job_ran() -
     line = "dihera-evaluated file=/tmp/policy episodes=3 mean=200.000 min=200.000 params=1690322"
     found = EVALUATED.search(f"noise\n{line}\n")
     assert found is not None and found.group(3) == "200.000" and found.group(5) == "1690322"
+
+
+def test_the_demo_prints_the_return_and_env_steps_per_second_as_they_change(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """status.training, read as the job trains: a line per change (none while nothing is reported), the
+    return and env steps/s first; the demo ends with the learning curve's URL."""
+    reads = [
+        {},
+        {"iteration": 40, "envStepsPerSecond": 180.25},
+        {"iteration": 40, "envStepsPerSecond": 180.25},
+        {"iteration": 300, "envStepsPerSecond": 402.0, "dataWaitFraction": 0.125,
+         "evaluation": {"value": 57.3, "best": 57.3, "bestIteration": 300}},
+        {"iteration": 900, "envStepsPerSecond": 410.0,
+         "evaluation": {"value": 196.0, "best": 196.0, "bestIteration": 900}},
+    ]  # fmt: skip
+    done = threading.Event()
+
+    def kubectl(argv: list[str], **_: Any) -> subprocess.CompletedProcess[str]:
+        assert argv[-4:] == ["dijob", "cartpole-dqn", "-o", "jsonpath={.status.training}"]
+        body = reads.pop(0) if reads else None
+        if not reads:
+            done.set()
+        return subprocess.CompletedProcess(argv, 0, json.dumps(body) if body else "", "")
+
+    monkeypatch.setattr(demo, "TRAINING_POLL", 0.0)
+    monkeypatch.setattr(demo.subprocess, "run", kubectl)
+    demo.follow_training("kubeconfig", "dihera-demo", "cartpole-dqn", done)
+    assert capsys.readouterr().err.splitlines() == [
+        "==> training: env_steps/s=180.2 iter=40",
+        "==> training: return=57.3 (best 57.3 at iter 300) env_steps/s=402.0 iter=300 data_wait=0.12",
+        "==> training: return=196.0 (best 196.0 at iter 900) env_steps/s=410.0 iter=900",
+    ]
+    assert training_line({"nonFinite": ["loss"]}) == "training: not finite: loss"
+    assert training_line(None) is None
+    assert curve_url("https://127.0.0.1:21081", "dihera-demo", "cartpole-dqn") == (
+        "https://127.0.0.1:21081/ui/namespaces/dihera-demo/dijobs/cartpole-dqn/curve.svg"
+    )
+    assert SHOWN.match("dihera-metrics-failed error=HTTPError detail=HTTP_Error_403:_Forbidden")
+    assert SHOWN.match("dihera-figures-failed error=HTTPError detail=HTTP_Error_403:_Forbidden")

@@ -244,7 +244,7 @@ def test_a_pods_own_token_reports_only_into_its_own_job(backend: FakeBackend) ->
     assert other.status_code == 403
     assert other.json()["message"] == (
         f"pod team-a/{POD_NAME} is not a replica of DIJob team-a/serial: a pod's token reports only into its own "
-        "job's status.profilings (DI_JOB_ID)"
+        "job's status (DI_JOB_ID)"
     )
     assert "profilings" not in backend.jobs[("team-a", "serial")]["body"]["status"]
     # a pod of the same name that is not the token's (another uid: the pod was replaced) is not it either

@@ -65,7 +65,8 @@ __all__ = [
 ]
 
 TERMINAL = TERMINAL_PHASES
-#: The status fields the controller writes; every other one (``profilings``: the di-server's) is left alone.
+#: The status fields the controller writes; every other one (``profilings``, ``training``: the di-server's) is
+#: left alone.
 OWN_FIELDS = (
     "phase",
     "conditions",
@@ -300,6 +301,8 @@ def _optional(f: Facts, decision: PhaseDecision, stuck: list[StuckReplica], gene
         out["droppedReplicas"] = dropped
     if (profilings := as_status(f.view.status).get("profilings")) is not None:
         out["profilings"] = profilings
+    if (training := as_status(f.view.status).get("training")) is not None:
+        out["training"] = training  # the di-server's, carried: not a change of the controller's
     if f.workflow_name:
         out["workflowName"] = f.workflow_name
     if generation is not None:

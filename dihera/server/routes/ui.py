@@ -13,6 +13,7 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse, RedirectResponse
 
 from dihera.constants import LABEL_EXPERIMENT, LABEL_JOB
+from dihera.rl.curve import learning_curve_svg
 from dihera.server import pages, views
 from dihera.server.answers import to_json
 from dihera.server.dependencies import (
@@ -33,6 +34,7 @@ from dihera.sweeps.sweep import METRIC_NAME
 
 __all__ = ["experiments", "router", "trials", "workflows"]
 
+SVG = "image/svg+xml"
 router = APIRouter(
     prefix="/ui/namespaces/{namespace}/dijobs/{name}", tags=["views"], responses=ERRORS, dependencies=V1_PATH
 )
@@ -49,6 +51,16 @@ async def job_view(call: Viewer, request: Request) -> Response:
     if _wants_html(request):
         return HTMLResponse(pages.job_page(view))
     return Response(to_json(view), media_type=JSON)
+
+
+@router.get("/curve.svg", response_class=Response, responses={200: {"content": {SVG: {}}}})
+async def curve_view(call: Viewer) -> Response:
+    """The job's live learning curve (return and env steps/s over iterations, from ``status.training``) as SVG:
+    the job view shows it, the Argo UI links to it, ``make demo`` prints its URL."""
+    job = cached(call)
+    training = (job.body.get("status") or {}).get("training")
+    svg = learning_curve_svg(training, str(call.ref))
+    return Response(svg, media_type=SVG, headers={"Cache-Control": "no-store"})
 
 
 @router.get("/pods/{pod}", response_model=PodView)

@@ -21,6 +21,7 @@ from dihera.profilings import (
     ProfilingsError,
     report_problems,
 )
+from dihera.rl.merge import FIGURES
 from dihera.scaling import Action, ScaleRequest
 from dihera.server import views
 from dihera.server.answers import to_json
@@ -38,7 +39,8 @@ from dihera.server.dependencies import (
     scale,
 )
 from dihera.server.errors import V2, V2_ERRORS, ApiError
-from dihera.server.models import Envelope, ReplicasBody
+from dihera.server.models import Envelope, ReplicasBody, TrainingReport
+from dihera.server.training import TooManyReplicas
 from dihera.sweeps.sweep import METRIC_NAME
 
 __all__ = ["router"]
@@ -90,22 +92,22 @@ def v2_remove(call: Writer, body: ReplicasBody, task: TaskQuery = None, key: Ide
     return _scale_collectors(call, ScaleRequest.remove, body, task, key)
 
 
-def _from_its_own_pod(call: JobCall, job: JobSnapshot) -> None:
+def _from_its_own_pod(call: JobCall, job: JobSnapshot) -> str | None:
     """A pod's own token (bound to the pod: its TokenReview names it) reports only into the DIJob the pod is a
     replica of (the job's cached pods), so one job's code cannot write another's metrics, e.g. a sweep trial
     its rivals'. Other tokens (a person's, a TokenRequest without a pod) are judged by their right alone."""
     extra = call.identity.extra if call.identity is not None else {}
     names, uids = extra.get(TOKEN_EXTRA_POD_NAME) or (), extra.get(TOKEN_EXTRA_POD_UID) or ()
     if not names:
-        return
+        return None
     for pod in job.pods:
         meta = pod.get("metadata") or {}
         if meta.get("name") == names[0] and (not uids or meta.get("uid") == uids[0]):
-            return
+            return str(names[0])
     raise ApiError(
         403,
         f"pod {call.ref.namespace}/{names[0]} is not a replica of DIJob {call.ref}: a pod's token reports only "
-        "into its own job's status.profilings (DI_JOB_ID)",
+        "into its own job's status (DI_JOB_ID)",
     )
 
 
@@ -135,3 +137,27 @@ def v2_profilings(call: Reporter, body: Annotated[dict[str, object], Body(descri
     if not recorded:
         raise ApiError(404, f"DIJob {call.ref} not found")
     return Envelope(success=True, code=0, message="recorded", data=None)
+
+
+@router.post("/training", response_model=Envelope, status_code=202)
+def v2_training(call: Reporter, body: TrainingReport) -> Envelope:
+    """Report one replica's RL figures (docs/training-figures.md): kept as the replica's newest, merged with the
+    other replicas' into the DIJob's ``status.training`` at most once a second (202: accepted, written within
+    about a second). The same right as a profilings report (``create`` on ``dijobs/profilings``); a pod's own
+    token reports only into its own job, as the pod (``replica`` is then ignored). A figure of another role is
+    refused (400, naming it); a report past the replicas bound is refused (429: retry when replicas went
+    silent)."""
+    job = cached(call)
+    pod = _from_its_own_pod(call, job)
+    figures = body.figures()
+    foreign = sorted(set(figures) - set(FIGURES[body.role]))
+    if foreign:
+        raise ApiError(400, f"body: {', '.join(foreign)} not figures of a {body.role} (its figures: "
+                       f"{', '.join(FIGURES[body.role])})")  # fmt: skip
+    replica = pod or body.replica or (call.identity.username if call.identity is not None else "") or body.role
+    uid = str(job.body["metadata"].get("uid") or "")
+    try:
+        call.ctx.training.add(call.ref.namespace, call.ref.name, uid, body.role, replica, figures)
+    except TooManyReplicas as err:
+        raise ApiError(429, str(err)) from err
+    return Envelope(success=True, code=0, message="accepted", data=None)

@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 import gym
+from dihera_figures import dihera_figures
 from ding.config import compile_config, save_config
 from ding.data import DequeBuffer
 from ding.envs import BaseEnvManagerV2, DingEnvWrapper
@@ -117,6 +118,8 @@ def _pipeline(cfg: Any, settings: Settings, model: DQN, metrics: MetricsReporter
     # <exp_name>/ckpt, which spec.artifacts keeps; no periodic saves: it would keep every one of them in the
     # working directory, and the learner's periodic checkpoints are the checkpointer's (two, in the volume).
     task.use(CkptSaver(policy, cfg.exp_name))
+    # RL figures into the DIJob's status.training (examples/figures/dihera_figures.py; a no-op without a di-server)
+    task.use(dihera_figures())
     # Last: runs after StepCollector and before the backward pass in which ContextExchanger sends.
     task.use(collector_gate(settings.learner_fresh, settings.learner_wait))
     return context_exchanger, model_exchanger

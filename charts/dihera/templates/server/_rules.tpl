@@ -12,7 +12,8 @@ its callers with TokenReviews and SubjectAccessReviews).
 # Jobs: watched (dihera/kube/watch/watches.py: Watches), read and scaled, spec.tasks[].replicas and the
 # stamp (dihera/kube/scale_executor.py: ScaleStore.get_job, ScaleStore.patch_job), their Idempotency-Keys
 # kept (dihera/kube/key_annotations.py: AnnotationKeyStore.run), their profilings recorded
-# (dihera/kube/profilings.py: write_profilings).
+# (dihera/kube/profilings.py: write_profilings) and their RL figures written (dihera/kube/training.py:
+# write_training; a 422 read back by uid: get).
 - apiGroups: [diengine.opendilab.org]
   resources: [dijobs]
   verbs: [get, list, watch, patch]
