@@ -9,14 +9,26 @@ di-server (issue 56 item 1), which autoscaling reads.
 from __future__ import annotations
 
 import copy
+import time
 from typing import Any
 
+import pytest
 from kubernetes import client
 
+from dihera.kube.jobs import JobStore
 from tests.integration.jobs import dijob_events
 from tests.integration.realjobs import on_real_node
 
-__all__ = ["FAST_BEHAVIOR", "autoscaled_cartpole", "collector_count", "scale_events"]
+__all__ = [
+    "FAST_BEHAVIOR",
+    "FIGURES_BOUND",
+    "STOP",
+    "TARGET_WAIT",
+    "Watch",
+    "autoscaled_cartpole",
+    "collector_count",
+    "scale_events",
+]
 
 #: Windows and periods short enough for a CartPole run of a minute or two.
 FAST_BEHAVIOR = {
@@ -70,3 +82,37 @@ def collector_count(body: dict[str, Any]) -> int:
 def scale_events(cluster: client.ApiClient, namespace: str, name: str) -> list[tuple[str, str]]:
     """The job's autoscaling Events (reason, message), CollectorsAdded and CollectorsRemoved."""
     return [(r, m) for r, m in dijob_events(cluster, namespace, name) if r in ("CollectorsAdded", "CollectorsRemoved")]
+
+
+TARGET_WAIT = 0.3
+STOP = {"target": {"metric": "evaluationReturn", "value": 195}}
+#: seconds without status.training after the job is Running before the test says the figures are missing
+FIGURES_BOUND = 120
+
+
+class Watch:
+    """What the test sees each second: the most collectors, the data-wait fractions after the last change."""
+
+    def __init__(self, cluster: client.ApiClient, namespace: str, name: str) -> None:
+        self.jobs, self.namespace, self.name = JobStore(cluster), namespace, name
+        self.most = 0
+        self.least = 10**6
+        self.waits_after_change: list[float] = []
+        self.running_since: float | None = None
+        self.figures_seen = False
+
+    def tick(self, status: dict[str, Any]) -> None:
+        body = self.jobs.get(self.namespace, self.name) or {}
+        count = collector_count(body) if body else 0
+        if count > self.most:
+            self.waits_after_change.clear()
+        self.most, self.least = max(self.most, count), min(self.least, count)
+        training = status.get("training") or {}
+        if "dataWaitFraction" in training:
+            self.figures_seen = True
+            self.waits_after_change.append(float(training["dataWaitFraction"]))
+        if status.get("phase") == "Running" and self.running_since is None:
+            self.running_since = time.monotonic()
+        if not self.figures_seen and self.running_since and time.monotonic() - self.running_since > FIGURES_BOUND:
+            pytest.fail(f"no status.training.dataWaitFraction {FIGURES_BOUND} s after Running: the replicas' "
+                        "figures are not reported (issue 56 item 1); autoscaling has nothing to read")  # fmt: skip
