@@ -84,18 +84,10 @@ from tests.integration.argo_ui import (
     screenshot,
     wait_for,
 )
-from tests.integration.autoscaled import (
-    FAST_BEHAVIOR,
-    STOP,
-    TARGET_WAIT,
-    Watch,
-    autoscaled_cartpole,
-    scale_events,
-)
 from tests.integration.conftest import Poll
 from tests.integration.controllers import DIHERA, free_port
 from tests.integration.jobs import manifest, phase_is
-from tests.integration.realjobs import ON_REAL_NODE, follow
+from tests.integration.realjobs import ON_REAL_NODE
 from tests.integration.releases import DIJOB_CRD, TIMEOUT, Release, read_crd, restore_crds
 from tests.integration.servers import (
     REPORT_RULE,
@@ -920,57 +912,3 @@ def _sweep_state(cluster: client.ApiClient, namespace: str, wf: dict[str, Any]) 
 
 def _seconds(start: str, end: str) -> float:
     return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
-
-
-AUTOSCALED_ACCOUNT = "autoscaled"
-
-
-def _as(doc: dict[str, Any], account: str) -> dict[str, Any]:
-    for task in doc["spec"]["tasks"]:
-        task["template"]["spec"]["serviceAccountName"] = account
-    return doc
-
-
-def test_slow_collectors_are_added_to_and_a_slow_learner_s_removed(
-    real_release: Release, jobs_namespace: str, cluster: client.ApiClient, ding_image: str
-) -> None:
-    """Collector autoscaling through the chart's controller, from the figures the example's replicas report
-    through the chart's di-server (issue 56, "Done when"): the example with 1 collector and autoscaling up to 4,
-    its collectors slowed (``DIHERA_COLLECT_DELAY``) so the learner starves: collectors are added, the learner's
-    data-wait fraction falls below its target, and the job reaches its stop value (by DI-engine's evaluator or
-    ``trainingPolicy``'s target). Then a short job with a slowed learner (``DIHERA_TRAIN_DELAY``) starting at 3
-    collectors: they are removed to the minimum, and ``trainingPolicy``'s iteration target ends it. Every change
-    has an Event with its figures."""
-    namespace = jobs_namespace
-    _account(cluster, namespace, AUTOSCALED_ACCOUNT)
-    jobs = JobStore(cluster)
-    auto = {"minReplicas": 1, "maxReplicas": 4, "targetDataWaitFraction": TARGET_WAIT, "behavior": FAST_BEHAVIOR}
-    starving = autoscaled_cartpole(
-        namespace, ding_image, cluster, collectors=1, autoscaling=auto, collect_delay=0.3, training_policy=STOP,
-        name="starving",
-    )  # fmt: skip
-    starving = _as(starving, AUTOSCALED_ACCOUNT)
-    jobs.create(starving)
-    watch = Watch(cluster, namespace, "starving")
-    run = follow(cluster, namespace, "starving", timeout=420, on_tick=watch.tick)
-    added = [m for r, m in scale_events(cluster, namespace, "starving") if r == "CollectorsAdded"]
-    assert run.status["phase"] == "Succeeded", (run.phases, run.status.get("conditions"))
-    assert watch.most > 1 and added, (watch.most, added)
-    assert all("waited for data" in m and "target 30%" in m for m in added), added
-    assert watch.waits_after_change and min(watch.waits_after_change) < TARGET_WAIT, watch.waits_after_change
-    assert run.status["restarts"] == 0, run.status
-
-    saturated = {**auto, "targetReplayRatio": 4.0}
-    slow_learner = autoscaled_cartpole(
-        namespace, ding_image, cluster, collectors=3, autoscaling=saturated, train_delay=0.5,
-        training_policy={"target": {"metric": "iteration", "value": 150}}, name="saturated",
-    )  # fmt: skip
-    slow_learner = _as(slow_learner, AUTOSCALED_ACCOUNT)
-    jobs.create(slow_learner)
-    watch = Watch(cluster, namespace, "saturated")
-    run = follow(cluster, namespace, "saturated", timeout=240, on_tick=watch.tick)
-    removed = [m for r, m in scale_events(cluster, namespace, "saturated") if r == "CollectorsRemoved"]
-    assert watch.least == 1 and removed, (watch.least, removed)
-    assert all("the learner is saturated" in m and "replay ratio" in m for m in removed), removed
-    assert run.status["phase"] == "Succeeded", (run.phases, run.status.get("conditions"))
-    assert run.status["conditions"][-1]["reason"] in ("TrainingTargetReached", "JobSucceeded"), run.status
