@@ -29,8 +29,8 @@ from dihera.controller.decide.view import JobView
 from dihera.errors import ScaleError
 from dihera.model import Autoscaling, Task
 from dihera.rl.autoscale import AutoscaleDecision, Sample, ScaleChange, collector_bounds, decide_collectors
-from dihera.rl.figures import TrainingStatus
 from dihera.scaling import ScaleRequest
+from dihera.shapes.training import TrainingStatus
 
 __all__ = ["MAX_SAMPLES", "Autoscaler", "reported_at"]
 

@@ -1,7 +1,7 @@
 """Collector autoscaling's decision (pure): from a recorded series of ``status.training`` samples, the task's
 ``autoscaling`` and the collectors' count, how many collectors the job should run, with its numbers and reason.
 
-The signals (``status.training``, :mod:`dihera.rl.figures`):
+The signals (``status.training``, :mod:`dihera.shapes.training`):
 
 - the learner's **data-wait fraction** ``w`` (share of its wall time spent waiting for data). Above the target
   ``W`` it starves: collectors are the bottleneck. If the learner's compute per iteration is fixed and the data
@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 from dihera.constants import AutoscaleReason
 from dihera.model import Autoscaling, DIJob, ScalingRules
-from dihera.rl.figures import TrainingStatus
+from dihera.shapes.training import TrainingStatus
 
 __all__ = [
     "TOLERANCE",

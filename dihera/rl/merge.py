@@ -2,7 +2,7 @@
 
 The di-server keeps each replica's newest report (:class:`Report`) and, at most once a second per job,
 folds them with the status written before (which carries what must survive a di-server restart: the best
-return, the evaluation count, the curve) into a new :class:`~dihera.rl.figures.TrainingStatus`:
+return, the evaluation count, the curve) into a new :class:`~dihera.shapes.training.TrainingStatus`:
 
 - the learner's figures from the learner that is furthest along (the newest iteration);
 - env steps and env steps/s summed over the collectors, each collector's newest report counted once;
@@ -26,7 +26,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from dihera.rl.figures import CurvePoint, Evaluation, PolicyLag, ReportedAt, TrainingStatus
+from dihera.shapes.training import CurvePoint, Evaluation, PolicyLag, ReportedAt, TrainingStatus
 
 __all__ = [
     "FIGURES",

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from dihera.constants import EventReason
 from dihera.model import Plateau, TrainingPolicy, TrainingTarget
-from dihera.rl.figures import CurvePoint, TrainingStatus
+from dihera.shapes.training import CurvePoint, TrainingStatus
 
 __all__ = ["TrainingVerdict", "evaluations_without_improvement", "judge_training", "metric_value"]
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from dihera.kube.snapshot import JobSnapshot
-from dihera.rl.figures import TrainingStatus
 from dihera.rl.merge import STALE_SECONDS, Report, merge_training
+from dihera.shapes.training import TrainingStatus
 
 __all__ = [
     "MAX_EVALUATIONS",

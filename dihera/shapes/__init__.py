@@ -11,5 +11,6 @@ decision reads but the cache drops is a type error, not a silent ``None`` (index
 - ``dijob``: the DIJob, its spec (tasks) and its status (conditions, replicas, progress, outputs)
 - ``workload``: the Kueue Workload (podSets; conditions, admission, reclaimable pods; ``Workload``: what the
   watch cache keeps of it)
+- ``training``: ``status.training``, the RL figures the replicas report (``TrainingStatus``)
 - ``json_types``: free JSON without ``Any`` (a pod template's inside, Hera's output)
 """

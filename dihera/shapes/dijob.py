@@ -6,7 +6,7 @@ the renderer's input and the status the controller computes (:func:`~dihera.cont
 compute_status`) are these types, so a field read under a wrong name is a type error. Every field the
 schema does not require is optional (``total=False``): a new field is one line here. A task's pod template
 is core/v1 (too large to declare): its ``metadata`` and ``spec`` stay free JSON (:data:`JsonObject`).
-``status.training``'s shape is :class:`dihera.rl.figures.TrainingStatus`.
+``status.training``'s shape is :class:`dihera.shapes.training.TrainingStatus`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypedDict, cast
 
-from dihera.rl.figures import TrainingStatus
 from dihera.shapes.json_types import JsonObject
 from dihera.shapes.meta import ObjectMeta
+from dihera.shapes.training import TrainingStatus
 
 __all__ = [
     "ArtifactOutput",

@@ -18,7 +18,7 @@ from dihera.rl.autoscale import (
     decide_collectors,
     recommend,
 )
-from dihera.rl.figures import TrainingStatus
+from dihera.shapes.training import TrainingStatus
 from dihera.validation import load_job
 from tests.builders import job, task
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import math
 
-from dihera.rl.figures import TrainingStatus
 from dihera.rl.merge import MAX_CURVE, STALE_SECONDS, Report, merge_training
+from dihera.shapes.training import TrainingStatus
 
 NOW = 1000.0
 

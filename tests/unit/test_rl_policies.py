@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 from dihera.constants import EventReason
 from dihera.model import Plateau, TrainingPolicy, TrainingTarget
-from dihera.rl.figures import CurvePoint, TrainingStatus
 from dihera.rl.policies import evaluations_without_improvement, judge_training, metric_value
+from dihera.shapes.training import CurvePoint, TrainingStatus
 
 STOP = TrainingPolicy(target=TrainingTarget("evaluationReturn", 195.0))
 PLATEAU = TrainingPolicy(plateau=Plateau(3, min_delta=1.0))

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from dihera.rl.figures import TrainingStatus
 from dihera.server import ServerSettings, create_app
 from dihera.server.training import MAX_EVALUATIONS, MAX_REPLICAS, TooManyReplicas, TrainingReports
+from dihera.shapes.training import TrainingStatus
 from tests.unit.fake_backend import ADMIN, POD, POD_NAME, POD_UID, REPORTER, VIEWER, FakeBackend
 
 URL = "/v2alpha1/job/team-a.dqn/training"

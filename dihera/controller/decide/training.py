@@ -16,8 +16,8 @@ from typing import cast
 from dihera.constants import Phase
 from dihera.controller.decide.decision import PhaseDecision
 from dihera.controller.decide.records import Facts
-from dihera.rl.figures import TrainingStatus
 from dihera.rl.policies import judge_training
+from dihera.shapes.training import TrainingStatus
 
 __all__ = ["training_ended"]
 

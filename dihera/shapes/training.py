@@ -1,7 +1,7 @@
 """The shape of a DIJob's ``status.training``: the RL figures its replicas report, merged (pure types).
 
 Written by the di-server from the replicas' reports (at most once a second per job); read by the
-controller's autoscaling and metric policies, ``kubectl get dijob``'s columns, the Argo UI and the
+controller's autoscaling and metric policies, ``kubectl get dijob``'s columns and the di-server's
 learning curve. Every field is optional: a stock DI-engine program reports nothing and keeps working.
 """
 
