@@ -29,6 +29,7 @@ from dihera.constants import (
     ANNOTATION_GENERATION,
     ANNOTATION_REPLICAS,
     ANNOTATION_TASK_REPLICAS,
+    ANNOTATION_TRAINING_SUMMARY,
     ANNOTATION_WORKFLOW_DESCRIPTION,
     LABEL_EXPERIMENT,
     LABEL_GOAL,
@@ -36,6 +37,7 @@ from dihera.constants import (
     LABEL_METRIC,
     LABEL_TRIALS,
 )
+from dihera.shapes.training import TrainingStatus
 
 __all__ = [
     "EXPERIMENT_VIEW_PATH",
@@ -51,6 +53,7 @@ __all__ = [
     "helm_values",
     "links",
     "task_summary",
+    "training_summary",
     "ui_annotations",
 ]
 
@@ -81,25 +84,57 @@ def task_summary(tasks: Sequence[tuple[str, str, int]]) -> str:
     return ", ".join(f"{name} {count}" for name, _, count in tasks)
 
 
-def describe(job_id: str, tasks: Sequence[tuple[str, str, int]], generation: int) -> str:
-    """The Workflow's description: one sentence the list row can show alone, then the task table."""
+def describe(job_id: str, tasks: Sequence[tuple[str, str, int]], generation: int, training: str | None = None) -> str:
+    """The Workflow's description: one sentence the list row can show alone, the RL figures' sentence
+    (:func:`training_summary`) when the job reported any, then the task table."""
     rows = "\n".join(f"| {name} | {type_} | {count} |" for name, type_, count in tasks)
     total = sum(count for _, _, count in tasks)
+    figures = f"{training}\n\n" if training else ""
     return (
-        f"{total} replicas: {task_summary(tasks)} (membership generation {generation}).\n\n"
+        f"{total} replicas: {task_summary(tasks)} (membership generation {generation}).\n\n{figures}"
         f"| task | type | replicas |\n|---|---|---|\n{rows}\n\n"
         f"DI-engine job `{job_id}`.\n"
     )
 
 
-def ui_annotations(job_id: str, tasks: Sequence[tuple[str, str, int]], generation: int) -> dict[str, str]:
-    """The Workflow's annotations that follow its membership: description and the columns' values.
-    ``tasks``: (name, type, live replicas) in the job's order."""
+def training_summary(training: TrainingStatus) -> str | None:
+    """The RL figures of ``status.training`` as one sentence (None: nothing reported yet), e.g. ``Training:
+    iteration 900, return 197 (best 197 at iteration 900), 450 env steps/s, data wait 10%, policy lag 2.``
+
+    Rounded as a reader reads them, so that a job whose figures barely move keeps the same sentence (the
+    controller rewrites the Workflow's description only when the sentence changes)."""
+    parts: list[str] = []
+    if (iteration := training.get("iteration")) is not None:
+        parts.append(f"iteration {iteration}")
+    evaluation = training.get("evaluation") or {}
+    if (value := evaluation.get("value")) is not None:
+        best, at = evaluation.get("best"), evaluation.get("bestIteration")
+        tail = f" (best {best:.4g} at iteration {at})" if best is not None and at is not None else ""
+        parts.append(f"return {value:.4g}{tail}")
+    if (steps := training.get("envStepsPerSecond")) is not None:
+        parts.append(f"{steps:.3g} env steps/s")
+    if (wait := training.get("dataWaitFraction")) is not None:
+        parts.append(f"data wait {wait:.0%}")
+    if (lag := (training.get("policyLag") or {}).get("p50")) is not None:
+        parts.append(f"policy lag {lag:g}")
+    if nonfinite := training.get("nonFinite"):
+        parts.append("non-finite: " + ", ".join(nonfinite))
+    return f"Training: {', '.join(parts)}." if parts else None
+
+
+def ui_annotations(
+    job_id: str, tasks: Sequence[tuple[str, str, int]], generation: int, training: str | None = None
+) -> dict[str, str]:
+    """The Workflow's annotations that follow its membership and its RL figures: description and the columns'
+    values. ``tasks``: (name, type, live replicas) in the job's order; ``training``: :func:`training_summary`'s
+    sentence, kept in its own annotation too, so a rewrite for a new membership keeps the figures."""
+    figures = {ANNOTATION_TRAINING_SUMMARY: training} if training else {}
     return {
-        ANNOTATION_WORKFLOW_DESCRIPTION: describe(job_id, tasks, generation),
+        ANNOTATION_WORKFLOW_DESCRIPTION: describe(job_id, tasks, generation, training),
         ANNOTATION_REPLICAS: str(sum(count for _, _, count in tasks)),
         ANNOTATION_TASK_REPLICAS: task_summary(tasks),
         ANNOTATION_GENERATION: str(generation),
+        **figures,
     }
 
 

@@ -19,6 +19,7 @@ __all__ = [
     "ANNOTATION_REPLICAS",
     "ANNOTATION_TASK_RANK",
     "ANNOTATION_TASK_REPLICAS",
+    "ANNOTATION_TRAINING_SUMMARY",
     "ANNOTATION_WORKFLOW_DESCRIPTION",
     "ANNOTATION_WORKFLOW_TITLE",
     "ANNOTATION_WORKLOAD_SLICE",
@@ -35,6 +36,7 @@ __all__ = [
     "EVENT_WARNING",
     "FIELD_MANAGER_CONTROLLER",
     "FIELD_MANAGER_SERVER",
+    "FIGURES_SHOWN_EVERY",
     "HEADER_IDEMPOTENCY_KEY",
     "KUEUE_API_VERSION",
     "KUEUE_GROUP",
@@ -159,6 +161,10 @@ class AutoscaleReason(StrEnum):
     SCALE_REFUSED = "AutoscaleRefused"
 
 
+#: Seconds between two writes of a job's RL figures to its Workflow's annotations (the Argo UI's description,
+#: dihera.controller.decide.figures): each write wakes Argo's controller, so they come at most this often.
+FIGURES_SHOWN_EVERY = 15.0
+
 #: The condition collector autoscaling keeps (True while it acts on fresh figures), beside the phase's.
 CONDITION_AUTOSCALING = "CollectorsAutoscaled"
 
@@ -229,6 +235,9 @@ ANNOTATION_TASK_REPLICAS = "diengine/task-replicas"
 #: Argo UI's title and description of a Workflow.
 ANNOTATION_WORKFLOW_TITLE = "workflows.argoproj.io/title"
 ANNOTATION_WORKFLOW_DESCRIPTION = "workflows.argoproj.io/description"
+#: On the Workflow: the sentence of the job's RL figures its description shows (dihera.argo_ui.training_summary),
+#: kept apart so that a rewrite of the description for a new membership keeps it.
+ANNOTATION_TRAINING_SUMMARY = "diengine/training-summary"
 #: The Workflow's DAG template (and entrypoint) that holds one task per replica.
 WORKFLOW_ENTRYPOINT = "dijob"
 #: Argo's annotation on a pod: the Workflow node it runs (``<workflow>.<dag task>(<attempt>)``).

@@ -371,6 +371,21 @@ class Applier:
         self._metrics.wrote("delete", "Pod", len(ready))
         log.info("deleted %d pod(s) of retired replicas: %s", len(ready), ", ".join(ready), extra=extra)
 
+    def show_figures(self, workflow: Workflow, annotations: Mapping[str, str], extra: Mapping[str, str]) -> bool:
+        """Write the annotations that show the job's RL figures in the Argo UI (:mod:`~dihera.controller.decide.
+        figures`), if the Workflow is still the version the decision read; whether it was written."""
+        meta = metadata(workflow)
+        written = self.objects.annotate_workflow(
+            meta["namespace"], meta["name"], annotations, meta.get("resourceVersion", "")
+        )
+        if written is None:
+            log.debug("the Workflow changed before its figures were shown; the next pass shows them", extra=extra)
+            return False
+        self._metrics.wrote("patch", "Workflow")
+        if self._cache is not None:
+            self._cache.replace("Workflow", workflow, written)
+        return True
+
     def delete_workflow(self, job: DIJob, workflow: Workflow, extra: Mapping[str, str]) -> None:
         """A held job: delete its Workflow (its pods go with it); the ConfigMap and the Service stay."""
         meta = metadata(workflow)

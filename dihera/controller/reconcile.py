@@ -31,12 +31,13 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 
-from dihera.constants import TERMINAL_PHASES
+from dihera.constants import FIGURES_SHOWN_EVERY, TERMINAL_PHASES
 from dihera.controller.apply import Applier, phase_message
 from dihera.controller.autoscaler import Autoscaler
 from dihera.controller.decide.autoscaling import with_autoscaling
 from dihera.controller.decide.converge import ConvergePlan, plan_converge, plan_edit
 from dihera.controller.decide.deadline import ttl_left
+from dihera.controller.decide.figures import figures_annotations
 from dihera.controller.decide.hold import SuspendPlan
 from dihera.controller.decide.outside import plan_outside
 from dihera.controller.decide.status import StatusUpdate, compute_status, progress_only
@@ -77,7 +78,8 @@ def utc_now() -> str:
 
 class Reconciler:
     """Reconciles DIJobs by name; keeps no per-job state besides when each job's status was last written
-    (progress batching) and the scale refusal last reported (one Event per refusal)."""
+    (progress batching), when its figures were last shown in the Argo UI and the scale refusal last reported
+    (one Event per refusal)."""
 
     def __init__(
         self,
@@ -114,6 +116,8 @@ class Reconciler:
         self._written_at: dict[str, float] = {}
         #: job → the permanent scale refusal last reported (one ScaleRefused Event per refusal, no retry)
         self._refused: dict[str, str] = {}
+        #: job → when its RL figures were last written to its Workflow (``monotonic``, FIGURES_SHOWN_EVERY)
+        self._shown_at: dict[str, float] = {}
 
     def reconcile(self, namespace: str, name: str) -> float | None:
         """One pass; a status write that lost a race with another writer re-reads and recomputes (bounded).
@@ -179,12 +183,14 @@ class Reconciler:
         retry = view.queue.retry if view.queue is not None else None
         due = self._decide_and_apply(view, plan.hold, refused, extra, autoscaled)
         recheck = autoscaled.recheck_after if autoscaled is not None else None
-        return min((w for w in (due, retry, grow, recheck) if w is not None), default=None)
+        shown = self._show_figures(view, extra)
+        return min((w for w in (due, retry, grow, recheck, shown) if w is not None), default=None)
 
     def _forget(self, key: str) -> None:
         self._metrics.job_phase(key, None)
         self._refused.pop(key, None)
         self._written_at.pop(key, None)
+        self._shown_at.pop(key, None)
         if self._autoscaler is not None:
             self._autoscaler.forget(key)
 
@@ -302,6 +308,20 @@ class Reconciler:
         self._apply.after_status(view, update, hold.action, live, extra)
         due = [w for w in (update.wakeup, progress_wait) if w is not None]
         return min(due) if due else None
+
+    def _show_figures(self, view: JobView, extra: Mapping[str, str]) -> float | None:
+        """Show the job's RL figures in the Argo UI (:mod:`~dihera.controller.decide.figures`), at most once
+        per :data:`~dihera.constants.FIGURES_SHOWN_EVERY` seconds per job; the seconds until it may again."""
+        annotations = figures_annotations(view)
+        if annotations is None or view.workflow is None:
+            return None
+        wait = self._shown_at.get(view.key, -FIGURES_SHOWN_EVERY) + FIGURES_SHOWN_EVERY - self._monotonic()
+        if wait > 0:
+            return wait
+        if self._apply.show_figures(view.workflow, annotations, extra):
+            self._shown_at[view.key] = self._monotonic()
+            return None
+        return 1.0  # the Workflow changed under the decision: decide again from the newer version
 
     # -- steps' helpers
 

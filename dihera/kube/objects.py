@@ -210,6 +210,23 @@ class ObjectStore:
             return None
         return _as_dict(patched)
 
+    def annotate_workflow(
+        self, namespace: str, name: str, annotations: Mapping[str, str], resource_version: str
+    ) -> dict[str, object] | None:
+        """Set ``annotations`` on a Workflow if it is still at ``resource_version`` (a merge patch carrying it:
+        the API server answers 409 when another writer came first); the Workflow as patched, or None when it
+        is gone or changed since (the caller decides again from the newer version)."""
+        patch = {"metadata": {"resourceVersion": resource_version, "annotations": dict(annotations)}}
+        try:
+            patched = self._custom.patch_namespaced_custom_object(
+                WORKFLOW_GROUP, WORKFLOW_VERSION, namespace, WORKFLOW_PLURAL, name, patch
+            )
+        except ApiException as err:
+            if _missing(err) or err.status == 409:
+                return None
+            raise
+        return _as_dict(patched)
+
     def delete_workflow(self, namespace: str, name: str, uid: str | None = None) -> bool:
         """Delete a Workflow (its pods follow through ownerReferences); False when it was already gone.
 

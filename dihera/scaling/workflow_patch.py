@@ -17,6 +17,7 @@ from dihera.argo_ui import ui_annotations
 from dihera.constants import (
     ANNOTATION_GENERATION,
     ANNOTATION_REPLICAS,
+    ANNOTATION_TRAINING_SUMMARY,
     LABEL_TASK_NAME,
     LABEL_TASK_TYPE,
 )
@@ -172,4 +173,6 @@ def _ui_annotations(membership: Membership, workflow: Mapping[str, Any]) -> dict
         if LABEL_TASK_TYPE in (labels := (t.get("metadata") or {}).get("labels") or {})
         and labels.get(LABEL_TASK_NAME) == t["name"]  # a task's <task>-short template is not another task
     ]
-    return ui_annotations(f"{meta.get('namespace')}/{meta.get('name')}", tasks, membership.generation)
+    training = (meta.get("annotations") or {}).get(ANNOTATION_TRAINING_SUMMARY)
+    job_id = f"{meta.get('namespace')}/{meta.get('name')}"
+    return ui_annotations(job_id, tasks, membership.generation, training if isinstance(training, str) else None)

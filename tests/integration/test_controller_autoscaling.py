@@ -47,6 +47,15 @@ def _autoscaled_status(jobs: JobStore, namespace: str) -> dict[str, Any] | None:
     return dict(status) if flags == ["True"] else None
 
 
+def _shown(cluster: client.ApiClient, namespace: str, *parts: str) -> str | None:
+    """The job's Workflow's description (the Argo UI's), once it shows every one of ``parts``."""
+    workflow = client.CustomObjectsApi(cluster).get_namespaced_custom_object(
+        "argoproj.io", "v1alpha1", namespace, "workflows", NAME
+    )
+    description = str(workflow["metadata"].get("annotations", {}).get("workflows.argoproj.io/description", ""))
+    return description if all(part in description for part in parts) else None
+
+
 def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -110,6 +119,12 @@ def test_collectors_follow_the_learner_s_appetite_and_the_target_ends_the_job(
         added = poll(lambda: _events(cluster, namespace, "CollectorsAdded"), 30, "a CollectorsAdded Event")
         assert "collectors 1 → 3" in added[0] and "waited for data 80%" in added[0], added
         assert "autoscaling.maxReplicas is 3" in added[0], added
+        # the Argo UI shows the figures: a sentence after the membership's in the Workflow's description
+        shown = poll(
+            lambda: _shown(cluster, namespace, "collector 3 (", "data wait 80%"), 30, "the figures in the Argo UI"
+        )
+        assert shown.startswith("4 replicas: learner 1, collector 3 (membership generation 2).\n\n"), shown
+        assert "\n\nTraining: iteration 100, data wait 80%.\n\n" in shown, shown
 
         # saturated, 3x the samples it consumes: ceil(3 * 0.3 / 1) = 1 collector
         reports.figures = {"iteration": 400, "dataWaitFraction": 0.02, "replayRatio": 0.3}
@@ -120,6 +135,11 @@ def test_collectors_follow_the_learner_s_appetite_and_the_target_ends_the_job(
         # again; then autoscaling acts on fresh figures again: True
         status = poll(lambda: _autoscaled_status(jobs, namespace), 30, "CollectorsAutoscaled True again")
         assert status["restarts"] == 0, status
+        # a scale's rewrite of the description kept the figures; newer ones replace them (at most every 15 s)
+        shown = poll(
+            lambda: _shown(cluster, namespace, "collector 1 (", "iteration 400"), 40, "the newer figures in the Argo UI"
+        )
+        assert shown.startswith("2 replicas: learner 1, collector 1 (membership generation 3).\n\n"), shown
 
         # the evaluation return reaches the target: Succeeded, TrainingTargetReached
         evaluation = {"value": 197.0, "iteration": 900, "best": 197.0, "bestIteration": 900}

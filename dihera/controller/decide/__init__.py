@@ -10,6 +10,7 @@
   its parts)
 - ``converge``: what to create, release or sync before the status
 - ``autoscaling``: collector autoscaling's decision in the status (its condition, its Events)
+- ``figures``: the RL figures shown in the Argo UI (the Workflow's description, written at most every 15 s)
 - ``outside``: what was done to the job's objects from outside dihera (the Argo UI's actions on its Workflow,
   its Service or membership ConfigMap deleted or edited), undone or repaired
 - ``ownership``: whether an object under one of the job's names is the job's; a conflict when it is not
