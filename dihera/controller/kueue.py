@@ -13,7 +13,6 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from dihera.constants import ANNOTATION_WORKLOAD_SLICE, LABEL_JOB, Phase
-from dihera.controller.decide.hold import QueueState, queue_state, unqueueable
 from dihera.controller.metrics import Metrics
 from dihera.controller.shrink import GROW_POLL, Shrinker, waits_for_quota
 from dihera.kube.jobs import StatusConflict
@@ -23,12 +22,15 @@ from dihera.objects import metadata
 from dihera.queueing import (
     KueueSettings,
     Placement,
+    QueueState,
     WorkloadView,
     build_workload,
     finish_patch,
     placements,
     queue_name,
+    queue_state,
     requeue_patch,
+    unqueueable,
     workload_name,
 )
 from dihera.queueing.shrink import shrunk_from

@@ -1,6 +1,6 @@
 """Who is calling and may they: TokenReview and SubjectAccessReview, one API call each.
 
-The di-server remembers the answers for a short time (:mod:`dihera.server.authcache`).
+The di-server remembers the answers for a short time (:mod:`dihera.server.access`).
 """
 
 from __future__ import annotations

@@ -10,6 +10,10 @@ with a *slice* Workload of the same shape (``dijob-<job>-g<generation>``; docs/q
 The status writes the job side owes Kueue are JSON patches built here: releasing the quota of an
 evicted Workload once its replicas are stopped (what Kueue's own job reconciler does: QuotaReserved
 False, admission removed, Requeued True after a preemption) and ``Finished`` when the job ended.
+
+What the answer means for the job is read here too (:func:`queue_state`): admitted, or held and why (waiting,
+or evicted: the job's Workload or one of its slices), as a :class:`QueueState` the controller's view carries
+and :mod:`dihera.controller.decide.hold` decides from.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from dihera.constants import KUEUE_API_VERSION, KUEUE_GROUP, LABEL_JOB, LABEL_QUEUE_NAME, MANAGED_BY
+from dihera.constants import KUEUE_API_VERSION, KUEUE_GROUP, LABEL_JOB, LABEL_QUEUE_NAME, MANAGED_BY, EventReason
 from dihera.model import DIJob
 from dihera.objects import owner_reference
 from dihera.patches import precondition
@@ -30,13 +34,16 @@ from dihera.shapes.workload import PodSet, PodSetTemplate, WorkloadCondition, Wo
 
 __all__ = [
     "Placement",
+    "QueueState",
     "WorkloadView",
     "build_workload",
     "finish_patch",
     "placements",
     "queue_name",
+    "queue_state",
     "requeue_patch",
     "slice_name",
+    "unqueueable",
     "view_workload",
     "with_placements",
     "workload_name",
@@ -329,3 +336,53 @@ def finish_patch(workload: Mapping[str, object], succeeded: bool, message: str, 
     if "status" not in workload:
         return [precondition(workload), {"op": "add", "path": "/status", "value": {"conditions": conditions}}]
     return [precondition(workload), {"op": "add", "path": "/status/conditions", "value": conditions}]
+
+
+@dataclass(frozen=True)
+class QueueState:
+    """A queued job's Workload as one pass saw it. ``hold``: why the job may not run (None: admitted);
+    ``cause``: the Event reason of that (Evicted); ``retry``: seconds before the pass must run again."""
+
+    workload: Mapping[str, Any] | None
+    view: WorkloadView | None
+    hold: str | None
+    cause: str | None = None
+    retry: float | None = None
+    #: The job's scale-up slices (docs/queueing.md, "Scaling under quota"), oldest first.
+    slices: tuple[Mapping[str, Any], ...] = ()
+    #: ``(reason, message)`` of a slice Kueue evicted (the whole job is stopped and requeued then).
+    slice_evicted: tuple[str, str] | None = None
+
+    @property
+    def requeue_due(self) -> bool:
+        """Evicted (the job's Workload or a slice) and still holding quota: release it once nothing runs."""
+        if self.view is None:
+            return False
+        return self.view.requeue_due or (self.slice_evicted is not None and self.view.reserved)
+
+
+# -- what Kueue's answer means for the job: admitted, or held and why
+
+
+def _hold_message(queue: str, view: WorkloadView, slice_evicted: tuple[str, str] | None) -> tuple[str, str | None]:
+    evicted = view.evicted or slice_evicted
+    if evicted is not None:
+        reason, message = evicted
+        return f"evicted by Kueue ({reason}: {message}); queued again in LocalQueue {queue}", EventReason.EVICTED
+    why = f": {view.waiting}" if view.waiting else ""
+    return f"waiting for Kueue to admit Workload {view.name} in LocalQueue {queue}{why}", None
+
+
+def queue_state(queue: str, workload: Mapping[str, Any], slices: Sequence[Mapping[str, Any]]) -> QueueState:
+    """The state of a job queued in LocalQueue ``queue``: its Workload and its slices (oldest first)."""
+    view = view_workload(workload)
+    slice_evicted = next((v.evicted for v in map(view_workload, slices) if v.evicted is not None), None)
+    if view.admitted and slice_evicted is None:
+        return QueueState(workload, view, None, slices=tuple(slices))
+    hold, cause = _hold_message(queue, view, slice_evicted)
+    return QueueState(workload, view, hold, cause, slices=tuple(slices), slice_evicted=slice_evicted)
+
+
+def unqueueable(queue: str, why: str, retry: float) -> QueueState:
+    """A job whose Workload cannot be created (a missing priority class): held, tried again in ``retry`` s."""
+    return QueueState(None, None, f"cannot queue the job in LocalQueue {queue}: {why}", retry=retry)

@@ -6,7 +6,7 @@ All Kubernetes access goes through the backend (``dihera.server.backend.KubeBack
 
 - ``app``: the FastAPI app; ``routes``: one router per API; ``run``: serving it; ``settings``
 - ``dependencies``: what every job route depends on: who calls and may they, the job, scaling (with
-  ``idempotency``); ``access`` and ``authcache``: the reviews, remembered briefly
+  ``idempotency``); ``access``: the reviews, remembered briefly
 - ``backend``: the cluster as one small interface; ``views``: what the routes answer (pure); ``pages``: the
   views as HTML; ``answers``: reads' JSON reused per version; ``fastpath``: remembered reads before the
   framework; ``gate``: a request body's token checked before it is read, and its size bounded

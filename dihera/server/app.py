@@ -2,7 +2,7 @@
 
 Every job route authenticates the caller's bearer token (TokenReview, 401), then asks whether that
 identity may ``get`` (reads) or ``patch`` (writes) DIJobs in the job's namespace, taken from the
-path only (SubjectAccessReview, 403); both answers are remembered briefly (:mod:`dihera.server.authcache`). Reads
+path only (SubjectAccessReview, 403); both answers are remembered briefly (:mod:`dihera.server.access`). Reads
 come from the backend's watch-backed cache. The read-only ``/ui`` views (where the Argo UI's links land)
 answer a caller without a token only when ``ServerSettings.anonymous_views`` is on. A request with a body
 is refused (401, 413) before a byte of it is read unless its token is valid and its size within the bound
@@ -20,9 +20,8 @@ from fastapi import FastAPI
 from fastapi.telemetry import TelemetryConfig
 
 from dihera.server import routes
-from dihera.server.access import Access
+from dihera.server.access import Access, AuthCache, ReviewBudget
 from dihera.server.answers import AnswerCache
-from dihera.server.authcache import AuthCache, ReviewBudget
 from dihera.server.backend import Backend
 from dihera.server.dependencies import ServerContext
 from dihera.server.errors import ApiError, install_error_handlers

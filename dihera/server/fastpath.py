@@ -6,7 +6,7 @@ addresses (``/v2alpha1/job/{job_id}/replicas``) is sent as is when both of these
 - the answer, computed from exactly the cached objects the job has now
   (:class:`~dihera.server.answers.AnswerCache`);
 - the caller's token review and its ``get`` right on that DIJob, both positive
-  (:class:`~dihera.server.authcache.AuthCache`), or auth is off.
+  (:class:`~dihera.server.access.AuthCache`), or auth is off.
 
 Anything else goes through FastAPI unchanged, which checks, computes and remembers: a first request, a
 job that changed, an unknown, rejected or refused token, a path FastAPI would refuse, any query string.

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from dihera.constants import Phase
-from dihera.controller.decide.facts import facts
 from dihera.controller.decide.hold import SuspendPlan
 from dihera.controller.decide.outside import plan_outside, workflow_shut_down
+from dihera.controller.decide.phase import facts
 from dihera.controller.decide.view import JobView
 from dihera.model import SuccessOperator, SuccessPolicy
 from dihera.render import RenderSettings

@@ -9,8 +9,7 @@ import pytest
 
 from dihera.constants import EventReason, Phase
 from dihera.controller.decide import phase
-from dihera.controller.decide.facts import Facts, facts
-from dihera.controller.decide.phase import POLICIES, decide_phase, running_or_starting
+from dihera.controller.decide.phase import POLICIES, Facts, decide_phase, facts, running_or_starting
 from dihera.membership import Membership, Replica
 from tests.builders import pod_node
 from tests.unit.jobviews import (

@@ -2,10 +2,10 @@
 :class:`~dihera.controller.decide.view.JobView`:
 
 - ``view``: what one pass observed of a job (with Kueue's answer and the conflicts found under its names)
-- ``facts``: what is worked out of the view once per pass (replica states, drops, restarts, deadline)
 - ``records``: the records the policies share: the facts, the hold's plan, the drops' plan
 - ``decision``: what decisions answer (a phase with its message and cause; an Event)
-- ``phase``: the ordered table of phase policies
+- ``phase``: the ordered table of phase policies, and the facts they read, worked out of the view once per
+  pass (replica states, drops, restarts, deadline)
 - ``status``: the new status, its Events and the drops to apply (``conditions``, ``progress``, ``outputs``:
   its parts)
 - ``converge``: what to create, release or sync before the status

@@ -18,8 +18,8 @@ comes back with its rank, index, hostname and FQDN (docs/controller.md, "Suspend
 | false        | otherwise                                         | NONE    | as the other policies say |
 
 Kueue holds a queued job the same way (docs/queueing.md): while its Workload is not admitted (never
-yet, or evicted) ``plan_suspend`` gets ``hold`` (Kueue's word, :func:`queue_state` reads it from the
-Workload and its scale-up slices as :mod:`dihera.controller.kueue` observed them) and the job is
+yet, or evicted) ``plan_suspend`` gets ``hold`` (Kueue's word, :func:`dihera.queueing.workload.queue_state`
+reads it from the Workload and its scale-up slices as :mod:`dihera.controller.kueue` observed them) and the job is
 ``Queued`` instead of ``Suspended``, with the same actions: nothing created, or the running Workflow
 deleted, and the Workflow created again from the membership once Kueue admits it again.
 ``spec.suspend`` wins over it.
@@ -32,17 +32,17 @@ failure: the status' restarts keep their count, the new run's attempts start at 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from dihera.constants import EventReason, Phase
+from dihera.constants import Phase
 from dihera.controller.decide.decision import PhaseDecision
 from dihera.controller.decide.records import Facts, SuspendAction, SuspendPlan
-from dihera.controller.decide.view import JobView, QueueState
+from dihera.controller.decide.view import JobView
 from dihera.membership import Membership
 from dihera.model import DIJob
 from dihera.objects import deleting
-from dihera.queueing import WorkloadView, view_workload
+from dihera.queueing import QueueState
 from dihera.shapes.workflow import Workflow
 
 __all__ = [
@@ -54,9 +54,7 @@ __all__ = [
     "leftover_counted",
     "plan_hold",
     "plan_suspend",
-    "queue_state",
     "resumed_job",
-    "unqueueable",
 ]
 
 
@@ -171,30 +169,3 @@ def resumed_job(job: DIJob, membership: Membership) -> DIJob:
     counts = membership.task_counts(t.name for t in job.tasks)
     tasks = tuple(dataclasses.replace(t, replicas=counts[t.name]) for t in job.tasks)
     return dataclasses.replace(job, tasks=tasks)
-
-
-# -- what Kueue's answer means
-
-
-def _hold_message(queue: str, view: WorkloadView, slice_evicted: tuple[str, str] | None) -> tuple[str, str | None]:
-    evicted = view.evicted or slice_evicted
-    if evicted is not None:
-        reason, message = evicted
-        return f"evicted by Kueue ({reason}: {message}); queued again in LocalQueue {queue}", EventReason.EVICTED
-    why = f": {view.waiting}" if view.waiting else ""
-    return f"waiting for Kueue to admit Workload {view.name} in LocalQueue {queue}{why}", None
-
-
-def queue_state(queue: str, workload: Mapping[str, Any], slices: Sequence[Mapping[str, Any]]) -> QueueState:
-    """The state of a job queued in LocalQueue ``queue``: its Workload and its slices (oldest first)."""
-    view = view_workload(workload)
-    slice_evicted = next((v.evicted for v in map(view_workload, slices) if v.evicted is not None), None)
-    if view.admitted and slice_evicted is None:
-        return QueueState(workload, view, None, slices=tuple(slices))
-    hold, cause = _hold_message(queue, view, slice_evicted)
-    return QueueState(workload, view, hold, cause, slices=tuple(slices), slice_evicted=slice_evicted)
-
-
-def unqueueable(queue: str, why: str, retry: float) -> QueueState:
-    """A job whose Workload cannot be created (a missing priority class): held, tried again in ``retry`` s."""
-    return QueueState(None, None, f"cannot queue the job in LocalQueue {queue}: {why}", retry=retry)

@@ -1,4 +1,4 @@
-"""Which phase a job is in, and why (pure): the ordered table of phase policies.
+"""Which phase a job is in, and why (pure): the ordered table of phase policies, and the facts they read.
 
 Each policy is one small function reading the pass's :class:`~dihera.controller.decide.records.Facts`,
 named after what it checks; a lifecycle feature's policies live in its own module. :data:`POLICIES` lists
@@ -32,6 +32,13 @@ them in order and the first that answers wins:
 
 Replicas dropped by ``failurePolicy: DropReplica`` are not among the facts' ``kept`` replicas: like
 replicas removed by a scale-down, they are no longer the job's.
+
+What the policies read is worked out once per pass here too (:func:`facts`): the replicas' states
+(:mod:`~dihera.controller.decide.replicas`), the failure policies' drops and restart counts
+(:mod:`~dihera.controller.decide.failures`), the start time and the deadline
+(:mod:`~dihera.controller.decide.deadline`). The record it fills, :class:`~dihera.controller.decide.records.Facts`,
+is defined a floor below the policies that read it (:mod:`~dihera.controller.decide.records`); this module
+sits above them.
 """
 
 from __future__ import annotations
@@ -39,26 +46,32 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dihera.constants import EventReason, Phase
-from dihera.controller.decide.deadline import deadline_exceeded
+from dihera.controller.decide.deadline import deadline_exceeded, seconds_left
 from dihera.controller.decide.decision import PhaseDecision
 from dihera.controller.decide.failures import (
     FAILURES_NAMED,
     backoff_exceeded,
     describe_failures,
     drop_bound_reached,
+    plan_drops,
     replica_failed,
+    restart_counts,
     retries_exhausted,
     retry_not_up,
 )
-from dihera.controller.decide.hold import held
+from dihera.controller.decide.hold import HELD_PHASES, held
 from dihera.controller.decide.outside import workflow_shut_down
 from dihera.controller.decide.ownership import describe
-from dihera.controller.decide.records import Facts
+from dihera.controller.decide.records import DropPlan, Facts, SuspendPlan
+from dihera.controller.decide.replicas import ReplicaState, replica_states
 from dihera.controller.decide.success import succeeded
 from dihera.controller.decide.training import training_ended
+from dihera.controller.decide.view import JobView
+from dihera.membership import Membership, plan_membership
 from dihera.objects import FAILED_NODE_PHASES
+from dihera.scaling.dag import live_replicas
 
-__all__ = ["POLICIES", "Policy", "decide_phase"]
+__all__ = ["POLICIES", "Facts", "Policy", "decide_phase", "facts"]
 
 Policy = Callable[[Facts], PhaseDecision | None]
 
@@ -170,3 +183,36 @@ def decide_phase(f: Facts) -> PhaseDecision:
         if decision is not None:
             return decision
     return running_or_starting(f)
+
+
+def _replicas(view: JobView, now: str) -> tuple[Membership | None, tuple[ReplicaState, ...], DropPlan, int, int]:
+    """``(live, states, drops, restarts, counted)``: the replicas and what the failure policies make of them."""
+    job = view.job
+    membership = view.membership or (plan_membership(job, None) if job is not None else None)
+    if job is None or membership is None:
+        return None, (), DropPlan(), int(view.status.get("restarts") or 0), 0
+    live = live_replicas(membership, view.ours)
+    states = replica_states(view.name, membership, view.ours, view.pods)
+    dropped = view.status.get("droppedReplicas") or ()
+    drops = plan_drops(states, job.drop_tasks, job.backoff_limit, job.min_replicas, dropped, live.generation, now)
+    restarts, counted = restart_counts(states, drops, job.drop_tasks, int(view.status.get("restarts") or 0))
+    return live, states, drops, restarts, counted
+
+
+def _clock(view: JobView, hold: SuspendPlan, now: str) -> tuple[str, float | None, int | None]:
+    """``(start, deadline_left, deadline_passed)``: a resume starts the clock again; a held job has no deadline."""
+    resumed = view.phase in HELD_PHASES and hold.message is None
+    start = now if resumed or not view.status.get("startTime") else str(view.status["startTime"])
+    deadline = None if hold.message or view.job is None else view.job.active_deadline_seconds
+    left = seconds_left(start, deadline, now)
+    if left is None:
+        return start, None, None
+    return (start, left, None) if left > 0 else (start, None, deadline)
+
+
+def facts(view: JobView, hold: SuspendPlan, now: str) -> Facts:
+    """Work out, once, what the policies read of ``view``."""
+    live, states, drops, restarts, counted = _replicas(view, now)
+    kept = tuple(s for s in states if s.name not in drops.names) if drops.names else states
+    start, left, passed = _clock(view, hold, now)
+    return Facts(view, hold, now, live, states, drops, kept, restarts, counted, start, left, passed)

@@ -1,11 +1,11 @@
 """What the phase policies read, and the plans the lifecycle modules make of a pass (pure data).
 
-:class:`Facts` is what :func:`~dihera.controller.decide.facts.facts` works out of the view once per pass;
+:class:`Facts` is what :func:`~dihera.controller.decide.phase.facts` works out of the view once per pass;
 every phase policy reads it. :class:`SuspendPlan` is what :mod:`~dihera.controller.decide.hold` plans of
 ``spec.suspend`` and Kueue, :class:`DropPlan` what :mod:`~dihera.controller.decide.failures` plans of the
 failed replicas; the facts carry both. They are defined here, one floor below the modules that build them
 and the policies that read them, so that no import inside ``decide/`` runs back up (the floors:
-``.importlinter``, docs/architecture.md); ``hold``, ``failures`` and ``facts`` export them as well.
+``.importlinter``, docs/architecture.md); ``hold``, ``failures`` and ``phase`` export them as well.
 """
 
 from __future__ import annotations

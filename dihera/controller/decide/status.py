@@ -1,6 +1,6 @@
 """The DIJob status from what one pass observed (pure): view + the hold + now → new status, Events, drops.
 
-:func:`compute_status` works the facts out of the view once (:mod:`~dihera.controller.decide.facts`),
+:func:`compute_status` works the facts out of the view once (:func:`~dihera.controller.decide.phase.facts`),
 asks the phase policies (:mod:`~dihera.controller.decide.phase`), and writes the status fields. Nothing
 here reads the clock or the cluster; :mod:`dihera.controller.reconcile` does both and writes the result
 only when :attr:`StatusUpdate.changed`. Once a job is Succeeded or Failed its status is final: later
@@ -27,12 +27,11 @@ from dihera.constants import (
 )
 from dihera.controller.decide.conditions import phase_condition, set_phase_condition
 from dihera.controller.decide.decision import Event, PhaseDecision
-from dihera.controller.decide.facts import Facts, facts
 from dihera.controller.decide.failures import drop_events, restart_events
 from dihera.controller.decide.hold import HELD_PHASES, SuspendPlan
 from dihera.controller.decide.outputs import job_artifacts
 from dihera.controller.decide.ownership import retry_after
-from dihera.controller.decide.phase import decide_phase
+from dihera.controller.decide.phase import Facts, decide_phase, facts
 from dihera.controller.decide.progress import task_progress, workflow_progress
 from dihera.controller.decide.replicas import ReplicaState
 from dihera.controller.decide.success import finish_grace_left

@@ -6,9 +6,10 @@
 the job's objects it observes again into a new view. Nothing here is copied into other records: a
 decision that needs a fact reads it here, or derives it from what is here.
 
-Two of its fields are records of their own, kept here with it (the view sits below every decision, so
-it names nothing above it): :class:`QueueState`, Kueue's answer (:mod:`~dihera.controller.decide.hold`
-works it out and decides from it), and :class:`Conflict`, an object under one of the job's names that the
+Two of its fields are records of their own: :class:`~dihera.queueing.workload.QueueState`, Kueue's answer
+(read where the Workload's status is read, :func:`dihera.queueing.workload.queue_state`;
+:mod:`~dihera.controller.decide.hold` decides from it), and :class:`Conflict`, kept here with the view (which
+sits below every decision, so it names nothing above it), an object under one of the job's names that the
 DIJob does not own (:mod:`~dihera.controller.decide.ownership` finds it).
 """
 
@@ -23,7 +24,7 @@ from typing import Any
 from dihera.constants import TERMINAL_PHASES
 from dihera.membership import Membership
 from dihera.model import DIJob
-from dihera.queueing import WorkloadView
+from dihera.queueing import QueueState
 from dihera.shapes.configmap import ConfigMap
 from dihera.shapes.pod import Pod
 from dihera.shapes.service import Service
@@ -118,29 +119,6 @@ class JobView:
     def ours(self) -> Workflow | None:
         """The Workflow if it is this job's (not a deleted DIJob's of the same name)."""
         return None if self.foreign else self.workflow
-
-
-@dataclass(frozen=True)
-class QueueState:
-    """A queued job's Workload as one pass saw it. ``hold``: why the job may not run (None: admitted);
-    ``cause``: the Event reason of that (Evicted); ``retry``: seconds before the pass must run again."""
-
-    workload: Mapping[str, Any] | None
-    view: WorkloadView | None
-    hold: str | None
-    cause: str | None = None
-    retry: float | None = None
-    #: The job's scale-up slices (docs/queueing.md, "Scaling under quota"), oldest first.
-    slices: tuple[Mapping[str, Any], ...] = ()
-    #: ``(reason, message)`` of a slice Kueue evicted (the whole job is stopped and requeued then).
-    slice_evicted: tuple[str, str] | None = None
-
-    @property
-    def requeue_due(self) -> bool:
-        """Evicted (the job's Workload or a slice) and still holding quota: release it once nothing runs."""
-        if self.view is None:
-            return False
-        return self.view.requeue_due or (self.slice_evicted is not None and self.view.reserved)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The kinds the watch layer lists and watches: where each lives in the API, the label selector it is
-watched with, and which job an object of it belongs to.
+watched with (the job an object belongs to is the store's index: :func:`dihera.kube.watch.store.job_of`).
 
 Every kind but the DIJob is watched with a server-side label selector, so the watches bring only the
 jobs' own objects: pods and Workflows labelled ``diengine/job``; membership ConfigMaps, headless Services
@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from kubernetes import client
 
 from dihera.constants import KUEUE_GROUP, KUEUE_VERSION, LABEL_JOB, MANAGED_BY
-from dihera.objects import metadata
 from dihera.schema import GROUP, PLURAL, VERSION
 
-__all__ = ["KINDS", "JobKey", "Kind", "job_of", "list_call", "managed_job_selector"]
+__all__ = ["KINDS", "JobKey", "Kind", "list_call", "managed_job_selector"]
 
 JobKey = tuple[str, str]  # (namespace, job name)
 
@@ -80,13 +79,3 @@ def list_call(api: client.ApiClient, kind: Kind, namespace: str | None) -> Calla
     return functools.partial(
         custom.list_namespaced_custom_object, kind.group, kind.version, namespace, kind.plural, label_selector=selector
     )
-
-
-def job_of(kind: str, obj: Mapping[str, object]) -> JobKey | None:
-    """The job an object belongs to: a DIJob is its own, the others name it in their ``diengine/job`` label."""
-    meta = metadata(obj)
-    namespace = meta.get("namespace", "")
-    if kind == "DIJob":
-        return (namespace, meta["name"]) if meta.get("name") else None
-    job = meta.get("labels", {}).get(LABEL_JOB)
-    return (namespace, job) if job else None

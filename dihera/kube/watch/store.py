@@ -3,7 +3,7 @@ server (no I/O here): the store of the watch layer (:mod:`dihera.kube.watch`).
 
 Every object a watch brings is put here (slimmed, :mod:`dihera.kube.watch.slim`) before anything is
 told about it, so a reader reads what the event brought. Objects are indexed by job: a DIJob by its
-name, every other kind by its ``diengine/job`` label (:meth:`Store.of_job`, :meth:`Store.pods`).
+name, every other kind by its ``diengine/job`` label (:func:`job_of`; :meth:`Store.of_job`, :meth:`Store.pods`).
 
 Objects are kept per uid: an object deleted and recreated under the same name is two entries until
 the old one's DELETED event drops it, and :meth:`Store.get` answers with the newest.
@@ -21,7 +21,8 @@ from collections import deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Literal, cast, overload
 
-from dihera.kube.watch.kinds import job_of
+from dihera.constants import LABEL_JOB
+from dihera.kube.watch.kinds import JobKey
 from dihera.kube.watch.slim import SLIMMERS
 from dihera.objects import metadata
 from dihera.shapes.configmap import ConfigMap
@@ -29,7 +30,7 @@ from dihera.shapes.pod import Pod
 from dihera.shapes.service import Service
 from dihera.shapes.workflow import Workflow
 
-__all__ = ["KINDS", "Store"]
+__all__ = ["KINDS", "Store", "job_of"]
 
 KINDS = tuple(SLIMMERS)
 #: How long after a write of ours the watch may take to deliver it: older versions delivered before it
@@ -59,6 +60,16 @@ def _age(obj: Mapping[str, object]) -> tuple[str, int]:
     """Order of two objects of one name: creation time, then resourceVersion (a tie-break only)."""
     version = _version(obj)
     return metadata(obj).get("creationTimestamp", ""), int(version) if version.isdigit() else 0
+
+
+def job_of(kind: str, obj: Mapping[str, object]) -> JobKey | None:
+    """The job an object belongs to: a DIJob is its own, the others name it in their ``diengine/job`` label."""
+    meta = metadata(obj)
+    namespace = meta.get("namespace", "")
+    if kind == "DIJob":
+        return (namespace, meta["name"]) if meta.get("name") else None
+    job = meta.get("labels", {}).get(LABEL_JOB)
+    return (namespace, job) if job else None
 
 
 def _job_of(kind: str, obj: Mapping[str, object]) -> str | None:

@@ -1,4 +1,5 @@
-"""The di-server's memory of TokenReview and SubjectAccessReview answers: TTLs, keys, bounds (clock injected)."""
+"""Who is calling and may they (dihera.server.access): the di-server's memory of TokenReview and
+SubjectAccessReview answers, TTLs, keys, bounds (clock injected), and the reviews behind it."""
 
 from __future__ import annotations
 
@@ -7,8 +8,7 @@ import asyncio
 import pytest
 
 from dihera.kube.auth import Identity
-from dihera.server.access import Access
-from dihera.server.authcache import AuthCache, ReviewBudget, TTLCache, decision_key, token_key
+from dihera.server.access import Access, AuthCache, ReviewBudget, TTLCache, decision_key, token_key
 from tests.unit.fake_backend import ADMIN, VIEWER, FakeBackend
 
 ALICE = Identity("alice", uid="u1", groups=("team-a",))
