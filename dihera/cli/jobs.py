@@ -147,7 +147,7 @@ def _cmd_crd(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``validate``, ``render`` and ``crd`` to the ``dihera`` command."""
     from dihera.cli.peers import add_peer_wait_flags
 

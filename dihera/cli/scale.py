@@ -19,9 +19,11 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import httpx
+
     from dihera.kube.jobs import JobStore
     from dihera.kube.objects import ObjectStore
     from dihera.kube.snapshot import JobSnapshot
@@ -51,7 +53,9 @@ def _request(args: argparse.Namespace) -> ScaleRequest:
     return ScaleRequest.remove(args.task, args.remove)
 
 
-def _call_server(args: argparse.Namespace, request: ScaleRequest, call: Callable[..., Any]) -> Any:
+def _call_server(
+    args: argparse.Namespace, request: ScaleRequest, call: Callable[..., httpx.Response]
+) -> httpx.Response:
     """The request on the di-server's route for it (``call``: :func:`dihera.cli.server_calls.send`, bound)."""
     namespace, name = args.job
     server = args.server.rstrip("/")
@@ -173,7 +177,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
             return 0
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``scale`` and ``status`` to the ``dihera`` command."""
     p = sub.add_parser("scale", help="change the replicas of a running DIJob")
     p.add_argument("job", type=_job_id, metavar="NAMESPACE/NAME")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping
-from typing import Any
 
 __all__ = ["register"]
 
@@ -51,7 +50,7 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``submit`` to the ``dihera`` command."""
     p = sub.add_parser(
         "submit", help="create a file's other objects (ConfigMaps...), then its DIJobs; optionally wait for a phase"
