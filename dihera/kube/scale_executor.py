@@ -23,6 +23,7 @@ from dihera.kube.jobs import JobStore
 from dihera.kube.objects import WORKFLOW_GROUP, WORKFLOW_PLURAL, WORKFLOW_VERSION, ObjectStore
 from dihera.kube.workloads import QuotaGate
 from dihera.model import DIJob
+from dihera.patches import PatchOp
 from dihera.render.settings import RenderSettings
 from dihera.scaling import ScaleRequest
 from dihera.scaling.executor import ScaleExecutor, ScaleResult
@@ -62,7 +63,7 @@ class ScaleStore:
     def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self._jobs.get(namespace, name)
 
-    def patch_job(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> None:
+    def patch_job(self, namespace: str, name: str, ops: Sequence[PatchOp]) -> None:
         with _write(f"DIJob {namespace}/{name}"):
             self._custom.patch_namespaced_custom_object(
                 GROUP,
@@ -91,7 +92,7 @@ class ScaleStore:
     def get_workflow(self, namespace: str, name: str) -> dict[str, Any] | None:
         return self._objects.get_workflow(namespace, name)
 
-    def patch_workflow(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    def patch_workflow(self, namespace: str, name: str, ops: Sequence[PatchOp]) -> dict[str, Any]:
         with _write(f"Workflow {namespace}/{name}"):
             written = self._custom.patch_namespaced_custom_object(
                 WORKFLOW_GROUP,

@@ -15,6 +15,7 @@ from collections.abc import Generator, Mapping, Sequence
 from typing import Any, Protocol
 
 from dihera.model import DIJob
+from dihera.patches import PatchOp
 
 __all__ = [
     "JobObjects",
@@ -42,7 +43,7 @@ class JobObjects(Protocol):
         """The DIJob as the API server has it now; None when there is none."""
         ...
 
-    def patch_job(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> None:
+    def patch_job(self, namespace: str, name: str, ops: Sequence[PatchOp]) -> None:
         """Apply the JSON patch ``ops`` (its first operation the resourceVersion precondition)."""
         ...
 
@@ -66,7 +67,7 @@ class WorkflowStore(Protocol):
         """The Workflow as the API server has it now; None when there is none."""
         ...
 
-    def patch_workflow(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    def patch_workflow(self, namespace: str, name: str, ops: Sequence[PatchOp]) -> dict[str, Any]:
         """Apply the JSON patch ``ops`` (its first operation the resourceVersion precondition); the Workflow
         as the write left it."""
         ...
