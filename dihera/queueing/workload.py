@@ -18,14 +18,14 @@ import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from dihera.constants import KUEUE_API_VERSION, KUEUE_GROUP, LABEL_JOB, LABEL_QUEUE_NAME, MANAGED_BY
 from dihera.model import DIJob
 from dihera.objects import owner_reference
 from dihera.patches import PatchOp, precondition
 from dihera.schema import API_VERSION, KIND
-from dihera.shapes.meta import ObjectMeta, OwnerReference
+from dihera.shapes.meta import ObjectMeta
 from dihera.shapes.workload import PodSet, PodSetTemplate, WorkloadCondition, WorkloadObject, as_workload
 
 __all__ = [
@@ -104,7 +104,7 @@ def build_workload(
         "name": name or workload_name(job.name),
         "namespace": job.namespace,
         "labels": {**MANAGED_BY, LABEL_JOB: job.name},
-        "ownerReferences": [cast(OwnerReference, owner)],  # objects.owner_reference: a raw dict
+        "ownerReferences": [owner],
     }
     if annotations:
         metadata["annotations"] = dict(annotations)
