@@ -30,6 +30,7 @@ from dihera.naming import membership_configmap_name, service_name, workflow_name
 from dihera.objects import metadata, owned_by
 from dihera.render.env import MEMBERSHIP_FILE
 from dihera.shapes.configmap import ConfigMap, as_configmap
+from dihera.shapes.dijob import DIJobObject, as_dijob
 from dihera.shapes.pod import Pod, as_pod
 from dihera.shapes.service import Service, as_service
 from dihera.shapes.workflow import Workflow, as_workflow
@@ -43,7 +44,7 @@ class CacheBehind(Exception):
 
 
 class JobReader(Protocol):
-    def get(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def get(self, namespace: str, name: str) -> DIJobObject | None: ...
 
 
 class ObjectReader(Protocol):
@@ -65,7 +66,7 @@ class Reads(Protocol):
     #: True when answers come from the watch cache (possibly behind the API server).
     cached: bool
 
-    def dijob(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def dijob(self, namespace: str, name: str) -> DIJobObject | None: ...
 
     def configmap(self, namespace: str, name: str) -> ConfigMap | None: ...
 
@@ -88,7 +89,7 @@ class LiveReads:
     def __init__(self, jobs: JobReader, objects: ObjectReader) -> None:
         self._jobs, self._objects = jobs, objects
 
-    def dijob(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def dijob(self, namespace: str, name: str) -> DIJobObject | None:
         return self._jobs.get(namespace, name)
 
     def configmap(self, namespace: str, name: str) -> ConfigMap | None:
@@ -118,8 +119,9 @@ class CachedReads:
     def __init__(self, cache: Store) -> None:
         self.cache = cache
 
-    def dijob(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self.cache.get("DIJob", namespace, name)
+    def dijob(self, namespace: str, name: str) -> DIJobObject | None:
+        found = self.cache.get("DIJob", namespace, name)
+        return None if found is None else as_dijob(found)
 
     def configmap(self, namespace: str, name: str) -> ConfigMap | None:
         return self.cache.get("ConfigMap", namespace, name)
