@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from dihera.constants import LABEL_JOB
 from dihera.controller.decide.hold import leftover_counted
@@ -189,7 +189,7 @@ class Observer:
         self._validated = validated
         self._queueing = queueing
 
-    def view(self, body: Mapping[str, Any], reads: Reads, extra: Mapping[str, str]) -> JobView:
+    def view(self, body: DIJobObject, reads: Reads, extra: Mapping[str, str]) -> JobView:
         """Everything of the job ``body`` (a DIJob as ``reads`` answered it) a pass decides from."""
         try:
             job = self._validated.load(body)
@@ -223,7 +223,7 @@ class Observer:
             view = dataclasses.replace(view, leftover_pods=len(runs))
         return view
 
-    def finished_view(self, body: Mapping[str, Any], reads: Reads) -> JobView:
+    def finished_view(self, body: DIJobObject, reads: Reads) -> JobView:
         """A finished job: its Workflow (if it is the job's own) and that Workflow's pods, for cleanPodPolicy
         (from the watch cache: a pod it has not delivered yet is deleted by the pass its event starts)."""
         try:

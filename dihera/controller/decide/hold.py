@@ -43,6 +43,7 @@ from dihera.membership import Membership
 from dihera.model import DIJob
 from dihera.objects import deleting
 from dihera.queueing import WorkloadView, view_workload
+from dihera.shapes.dijob import DIJobStatus
 from dihera.shapes.workflow import Workflow
 
 __all__ = [
@@ -70,7 +71,7 @@ def _running(workflow: Workflow | None, foreign: bool) -> bool:
 
 def plan_suspend(
     suspend: bool,
-    old: Mapping[str, Any],
+    old: DIJobStatus,
     workflow: Workflow | None,
     foreign: bool,
     replicas: int,

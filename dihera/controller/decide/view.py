@@ -25,6 +25,7 @@ from dihera.membership import Membership
 from dihera.model import DIJob
 from dihera.queueing import WorkloadView
 from dihera.shapes.configmap import ConfigMap
+from dihera.shapes.dijob import DIJobObject, DIJobStatus
 from dihera.shapes.pod import Pod
 from dihera.shapes.service import Service
 from dihera.shapes.workflow import Workflow
@@ -50,7 +51,7 @@ class JobView:
     this pass (the pods of replicas it retired may be gone already, though the cache still shows them).
     """
 
-    body: Mapping[str, Any]
+    body: DIJobObject
     job: DIJob | None
     invalid: str | None = None
     membership: Membership | None = None
@@ -92,9 +93,9 @@ class JobView:
         return f"{self.namespace}/{self.name}"
 
     @cached_property
-    def status(self) -> Mapping[str, Any]:
+    def status(self) -> DIJobStatus:
         """The status as read (the one this pass may replace)."""
-        return dict(self.body.get("status") or {})
+        return (self.body.get("status") or {}).copy()
 
     @property
     def phase(self) -> str | None:
