@@ -131,13 +131,15 @@ def _snapshot(jobs: JobStore, objects: ObjectStore, namespace: str, name: str) -
     from dihera.constants import LABEL_JOB
     from dihera.kube.snapshot import JobSnapshot
     from dihera.naming import membership_configmap_name
+    from dihera.shapes.configmap import as_configmap
+    from dihera.shapes.pod import as_pod
 
     body = jobs.get(namespace, name)
     if body is None:
         return None
     configmap = objects.get_configmap(namespace, membership_configmap_name(name))
     pods = objects.list_pods(namespace, f"{LABEL_JOB}={name}")
-    return JobSnapshot(body, configmap, tuple(pods))
+    return JobSnapshot(body, None if configmap is None else as_configmap(configmap), tuple(as_pod(p) for p in pods))
 
 
 def _render_status(job: JobSnapshot, domain: str) -> str:
