@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 __all__ = [
     "InvalidJobError",
@@ -21,7 +20,7 @@ __all__ = [
 ]
 
 
-def format_value(value: Any) -> str:
+def format_value(value: object) -> str:
     """Short, stable rendering of a bad value for messages."""
     text = repr(value)
     return text if len(text) <= 80 else text[:77] + "..."

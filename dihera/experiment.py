@@ -25,7 +25,6 @@ ex.pipeline_workflow(pipe) # the Hera Workflow; `dihera experiment render|submit
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from hera.workflows import Workflow
 
@@ -120,7 +119,7 @@ def dijob(
     *,
     namespace: str = "default",
     labels: Mapping[str, str] | None = None,
-    **spec: Any,
+    **spec: object,
 ) -> DIJob:
     """A validated :class:`DIJob`; ``spec`` takes the camelCase spec fields (``backoffLimit=0``,
     ``successPolicy={...}``, ``suspend=True``...).

@@ -46,13 +46,13 @@ class Record:
     expires: float
     claimed: float
     status: int | None = None
-    body: Any = None
+    body: object = None
 
     @property
     def done(self) -> bool:
         return self.status is not None
 
-    def answer(self, status: int, body: Any) -> Record:
+    def answer(self, status: int, body: object) -> Record:
         """Done with this answer, kept whole up to :data:`ANSWER_BYTES`; past it, a retry's 409 saying so."""
         size = len(json.dumps(body, separators=(",", ":")))
         if size <= ANSWER_BYTES:
@@ -60,7 +60,7 @@ class Record:
         return replace(self, status=409, body=_done_too_large(status, body, size))
 
 
-def _done_too_large(status: int, body: Any, size: int) -> str:
+def _done_too_large(status: int, body: object, size: int) -> str:
     """A retry's answer when the first answer was too large to keep: what was done, in one line."""
     done = ""
     if isinstance(body, Mapping):

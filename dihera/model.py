@@ -183,7 +183,7 @@ class ScalingPolicy:
     value: int
     period_seconds: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"type": self.type, "value": self.value, "periodSeconds": self.period_seconds}
 
 
@@ -195,7 +195,7 @@ class ScalingRules:
     policies: tuple[ScalingPolicy, ...]
     select_policy: str = "Max"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {
             "stabilizationWindowSeconds": self.stabilization_window_seconds,
             "selectPolicy": self.select_policy,
@@ -222,8 +222,8 @@ class Autoscaling:
     scale_up: ScalingRules = DEFAULT_SCALE_UP
     scale_down: ScalingRules = DEFAULT_SCALE_DOWN
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {
             "minReplicas": self.min_replicas,
             "maxReplicas": self.max_replicas,
             "targetDataWaitFraction": self.target_data_wait_fraction,
@@ -242,7 +242,7 @@ class TrainingTarget:
     metric: str
     value: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"metric": self.metric, "value": self.value}
 
 
@@ -254,7 +254,7 @@ class Plateau:
     evaluations: int
     min_delta: float = 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"evaluations": self.evaluations, "minDelta": self.min_delta}
 
 
@@ -266,8 +266,8 @@ class TrainingPolicy:
     plateau: Plateau | None = None
     fail_on_non_finite: bool = True
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {}
+    def to_dict(self) -> JsonObject:
+        out: JsonObject = {}
         if self.target is not None:
             out["target"] = self.target.to_dict()
         if self.plateau is not None:

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from enum import StrEnum
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import Generic, Literal, TypeVar, cast
 
-from dihera.shapes.meta import ObjectMeta
+from dihera.shapes.meta import ObjectMeta, OwnerReference
 from dihera.shapes.pod import Pod
 from dihera.shapes.workflow import Artifact, ArtifactLocation, Workflow
 
@@ -155,7 +155,7 @@ def slim_artifact(artifact: Artifact) -> Artifact:
     return out
 
 
-def owner_reference(api_version: str, kind: str, name: str, uid: str) -> dict[str, Any]:
+def owner_reference(api_version: str, kind: str, name: str, uid: str) -> OwnerReference:
     """The ownerReference making the owner the controller of an object: it is garbage-collected with the
     owner, and the owner's deletion in the foreground waits for it (``blockOwnerDeletion``)."""
     return {

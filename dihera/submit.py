@@ -8,13 +8,12 @@ status = submit(load_job(manifest), api=api_client(), wait="Succeeded", timeout=
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from kubernetes import client
 
 from dihera.kube.jobs import JobStore
 from dihera.model import DIJob
-from dihera.shapes.dijob import as_status
+from dihera.shapes.dijob import DIJobObject, as_status
 from dihera.validation import load_job
 
 __all__ = ["format_progress", "submit"]
@@ -39,7 +38,7 @@ def submit(
     wait: str | None = None,
     timeout: float = 600.0,
     progress: Callable[[Mapping[str, object]], None] | None = None,
-) -> dict[str, Any]:
+) -> DIJobObject | dict[str, object]:
     """Create the DIJob through the Kubernetes API; with ``wait``, block until that phase.
 
     A manifest is validated first (:class:`~dihera.errors.InvalidJobError` lists every problem).

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
 
 __all__ = ["register"]
 
@@ -26,7 +25,7 @@ def _cmd(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``argo-ui-config`` to the ``dihera`` command."""
     p = sub.add_parser("argo-ui-config", help="the Argo UI's columns and links for DIJobs (docs/argo-ui.md)")
     p.add_argument("--server-url", required=True, help="the di-server's URL as a browser reaches it")

@@ -7,7 +7,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from dihera.controller.settings import ControllerSettings
+    from dihera.controller.settings import ControllerSettings, LeaderElection
+    from dihera.queueing.settings import KueueSettings
     from dihera.render.settings import RenderSettings
 
 __all__ = ["add_kueue_flags", "kueue_settings", "register", "settings_from_args"]
@@ -98,7 +99,9 @@ def _namespaces(args: argparse.Namespace, environ: Mapping[str, str]) -> tuple[t
     return namespaces, all_namespaces
 
 
-def leader_election(args: argparse.Namespace, environ: Mapping[str, str], namespaces: tuple[str, ...]) -> Any:
+def leader_election(
+    args: argparse.Namespace, environ: Mapping[str, str], namespaces: tuple[str, ...]
+) -> LeaderElection | None:
     """The Lease the replicas share (:class:`~dihera.controller.settings.LeaderElection`), or None when
     ``DIHERA_LEASE_NAME`` is set empty (standalone). Its namespace: the flag, else the pod's own
     (``DIHERA_POD_NAMESPACE``), else the one namespace watched, else ``default``."""
@@ -119,7 +122,7 @@ def leader_election(args: argparse.Namespace, environ: Mapping[str, str], namesp
     )
 
 
-def kueue_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Any:
+def kueue_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> KueueSettings | None:
     """The Kueue settings (``--kueue`` or ``DIHERA_KUEUE=true``), else None."""
     from dihera.queueing import NONPREEMPTIBLE_CLASS, KueueSettings
     from dihera.queueing.settings import parse_priority_classes
@@ -138,7 +141,7 @@ def kueue_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Any:
     )
 
 
-def add_kueue_flags(p: Any) -> None:
+def add_kueue_flags(p: argparse.ArgumentParser) -> None:
     """The Kueue flags, shared by ``dihera controller`` and ``dihera server`` (docs/queueing.md)."""
     p.add_argument(
         "--kueue",
@@ -164,7 +167,7 @@ def add_kueue_flags(p: Any) -> None:
     )
 
 
-def add_leader_election_flags(p: Any) -> None:
+def add_leader_election_flags(p: argparse.ArgumentParser) -> None:
     """Leader election on a Lease, with kube-controller-manager's flag names."""
     p.add_argument("--standalone", action="store_true", help="no leader election (one instance; tests)")
     p.add_argument(
@@ -224,7 +227,7 @@ def _cmd_controller(args: argparse.Namespace) -> int:
     return run_service("controller", args, settings_from_args, run_controller)
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``controller`` to the ``dihera`` command."""
     from dihera.cli.peers import add_peer_wait_flags
 

@@ -66,7 +66,7 @@ def _cmd_convert(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``convert`` to the ``dihera`` command's subparsers."""
     p = sub.add_parser("convert", help="convert DI-orchestrator DIJobs (v1alpha1, 1.0) to today's v2alpha1")
     p.add_argument("file", metavar="FILE", help="YAML file ('-' for stdin)")

@@ -28,6 +28,8 @@ import yaml
 from dihera.sweeps.plugin import PLUGIN_PORT
 
 if TYPE_CHECKING:
+    from kubernetes import client
+
     from dihera.pipelines import Pipeline
     from dihera.sweeps import Sweep, TrialResult
     from dihera.sweeps.stopping import StoppingRule
@@ -98,7 +100,7 @@ def _progress(results: list[TrialResult], total: int, metric: str, goal: str) ->
     return f"trials {counts} of {total}; best: {so_far}"
 
 
-def _follow(api: Any, namespace: str, name: str, wait: bool, timeout: float) -> int:
+def _follow(api: client.ApiClient, namespace: str, name: str, wait: bool, timeout: float) -> int:
     from dihera.kube.experiments import read_workflow, trial_results
     from dihera.sweeps.sweep import LABEL_GOAL, LABEL_METRIC
     from dihera.sweeps.workflow import TRIALS
@@ -129,7 +131,7 @@ def _pipeline_line(namespace: str, name: str, status: dict[str, Any]) -> tuple[s
     return f"{namespace}/{name} {status.get('phase') or 'Pending'}: {steps}", nodes
 
 
-def _follow_pipeline(api: Any, namespace: str, name: str, timeout: float) -> int:
+def _follow_pipeline(api: client.ApiClient, namespace: str, name: str, timeout: float) -> int:
     """Print the pipeline's steps' phases every 5 s until the Workflow ends, then its steps' output parameters."""
     from dihera.kube.experiments import read_workflow
 
@@ -176,7 +178,7 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     return _follow(api, experiment.namespace, experiment.name, True, args.timeout) if args.wait else 0
 
 
-def _warn_without_plugin(api: Any, sweep: Sweep) -> None:
+def _warn_without_plugin(api: client.ApiClient, sweep: Sweep) -> None:
     """A podless sweep's trial nodes fail with Argo's "no plugin executed the template" when the namespace
     lacks dihera's plugin: say so, and what installs it."""
     from dihera.kube.experiments import plugin_installed
@@ -297,7 +299,7 @@ def _cmd_plugin_manifests(args: argparse.Namespace) -> int:
     return 0
 
 
-def _register_plugin_verbs(verbs: Any) -> None:
+def _register_plugin_verbs(verbs: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     plug = verbs.add_parser("trial-plugin", help="(a sidecar of Argo's agent pod) run a plugin sweep's trials")
     plug.add_argument("--port", type=int, default=PLUGIN_PORT, help=f"port on 127.0.0.1 (default {PLUGIN_PORT})")
     plug.add_argument("--token-file", default="/var/run/argo/token", help="the agent's token (default: Argo's)")
@@ -312,7 +314,7 @@ def _register_plugin_verbs(verbs: Any) -> None:
     manifests.set_defaults(func=_cmd_plugin_manifests)
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``experiment`` (render, submit, status, summarize) to the ``dihera`` command."""
     p = sub.add_parser("experiment", help="sweeps and pipelines defined in Python: render, submit, status; their steps")
     verbs = p.add_subparsers(dest="verb", required=True, metavar="VERB")

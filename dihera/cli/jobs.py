@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -127,7 +128,7 @@ def _cmd_render(args: argparse.Namespace) -> int:
         settings = RenderSettings(**{k: v for k, v in given.items() if v not in (None, "")})
         manifests = read_manifests(args.file)
         many = len(manifests.jobs) + len(manifests.others) > 1
-        objects: list[dict[str, Any]] = [d.body for d in manifests.others]
+        objects: list[Mapping[str, object]] = [d.body for d in manifests.others]
         for doc in manifests.jobs:
             job = load_job(_with_namespace(doc.body, args.namespace), source=job_label(args.file, doc, many))
             objects += render(job, settings).objects()
@@ -147,7 +148,7 @@ def _cmd_crd(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``validate``, ``render`` and ``crd`` to the ``dihera`` command."""
     from dihera.cli.peers import add_peer_wait_flags
 

@@ -18,7 +18,6 @@ import sys
 import tarfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any
 from urllib.parse import quote
 
 from dihera.shapes.dijob import ArtifactOutput, as_status
@@ -132,7 +131,7 @@ def _job_id(text: str) -> tuple[str, str]:
     return namespace, name
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``outputs`` to the ``dihera`` command."""
     p = sub.add_parser("outputs", help="the artifacts a DIJob's replicas stored; download them through argo server")
     p.add_argument("job", type=_job_id, metavar="NAMESPACE/NAME")

@@ -12,7 +12,6 @@ import argparse
 import os
 import sys
 import time
-from typing import Any
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_TIMED_OUT", "PROGRESS_EVERY", "add_peer_wait_flags", "register"]
 
@@ -97,7 +96,7 @@ def add_peer_wait_flags(p: argparse.ArgumentParser) -> None:
     )
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``wait-peers`` to the ``dihera`` command."""
     from dihera.constants import DEFAULT_PEER_WAIT_TIMEOUT
 

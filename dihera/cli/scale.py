@@ -19,9 +19,11 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import httpx
+
     from dihera.kube.jobs import JobStore
     from dihera.kube.objects import ObjectStore
     from dihera.kube.snapshot import JobSnapshot
@@ -51,7 +53,9 @@ def _request(args: argparse.Namespace) -> ScaleRequest:
     return ScaleRequest.remove(args.task, args.remove)
 
 
-def _call_server(args: argparse.Namespace, request: ScaleRequest, call: Callable[..., Any]) -> Any:
+def _call_server(
+    args: argparse.Namespace, request: ScaleRequest, call: Callable[..., httpx.Response]
+) -> httpx.Response:
     """The request on the di-server's route for it (``call``: :func:`dihera.cli.server_calls.send`, bound)."""
     namespace, name = args.job
     server = args.server.rstrip("/")
@@ -127,13 +131,15 @@ def _snapshot(jobs: JobStore, objects: ObjectStore, namespace: str, name: str) -
     from dihera.constants import LABEL_JOB
     from dihera.kube.snapshot import JobSnapshot
     from dihera.naming import membership_configmap_name
+    from dihera.shapes.configmap import as_configmap
+    from dihera.shapes.pod import as_pod
 
     body = jobs.get(namespace, name)
     if body is None:
         return None
     configmap = objects.get_configmap(namespace, membership_configmap_name(name))
     pods = objects.list_pods(namespace, f"{LABEL_JOB}={name}")
-    return JobSnapshot(body, configmap, tuple(pods))
+    return JobSnapshot(body, None if configmap is None else as_configmap(configmap), tuple(as_pod(p) for p in pods))
 
 
 def _render_status(job: JobSnapshot, domain: str) -> str:
@@ -173,7 +179,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
             return 0
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``scale`` and ``status`` to the ``dihera`` command."""
     p = sub.add_parser("scale", help="change the replicas of a running DIJob")
     p.add_argument("job", type=_job_id, metavar="NAMESPACE/NAME")

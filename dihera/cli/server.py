@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from dihera.server.settings import ServerSettings
@@ -115,7 +115,7 @@ def _cmd_server(args: argparse.Namespace) -> int:
     return run_service("server", args, settings_from_args, run)
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``server`` to the ``dihera`` command."""
     from dihera.cli.controller import add_kueue_flags
 

@@ -16,7 +16,6 @@ import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import httpx
 
@@ -77,7 +76,7 @@ def send(
     *,
     key: str,
     headers: Mapping[str, str],
-    json: Any = None,
+    json: object = None,
     params: Mapping[str, str] | None = None,
     retry: Retry = Retry(),
     say: Callable[[str], None] = lambda line: print(line, file=sys.stderr),

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping
-from typing import Any
 
 __all__ = ["register"]
 
@@ -20,6 +19,7 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     from dihera.kube.apply import apply_object
     from dihera.kube.errors import describe_api_error
     from dihera.kube.jobs import JobStore, WaitTimeout
+    from dihera.objects import metadata
     from dihera.submit import format_progress, submit
     from dihera.validation import DEFAULT_NAMESPACE, load_job
 
@@ -34,7 +34,7 @@ def _cmd_submit(args: argparse.Namespace) -> int:
             print(f"{apply_object(api, doc.body, args.namespace or jobs[0].namespace or DEFAULT_NAMESPACE)} applied")
         for job in jobs:
             created = submit(job, api=api, namespace=args.namespace)
-            meta = created["metadata"]
+            meta = metadata(created)
             print(f"dijob {meta['namespace']}/{meta['name']} created")
             if args.wait:
                 status = JobStore(api).wait_for_phase(meta["namespace"], meta["name"], args.wait, args.timeout, show)
@@ -51,7 +51,7 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: Any) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add ``submit`` to the ``dihera`` command."""
     p = sub.add_parser(
         "submit", help="create a file's other objects (ConfigMaps...), then its DIJobs; optionally wait for a phase"

@@ -15,9 +15,9 @@ import hmac
 import json
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
@@ -27,6 +27,12 @@ from dihera.kube.experiments import trial_result
 from dihera.shapes.dijob import DIJobObject, as_dijob
 from dihera.sweeps.plugin import PluginRequestError, SummaryRequest, TrialRefused, TrialRequest, Trials
 from dihera.sweeps.results import Goal, best_values, csv_table, markdown_table
+
+if TYPE_CHECKING:
+    from kubernetes import client
+
+    from dihera.kube.jobs import JobStore
+    from dihera.kube.watch.informer import Informer
 
 __all__ = ["TOKEN_FILE", "create_app", "run", "summary_reply"]
 
@@ -38,10 +44,10 @@ TOKEN_FILE = Path("/var/run/argo/token")  # the default of `--token-file`
 class _Watch:
     """The sweep's DIJobs, watched from the first request on (the request names namespace and sweep)."""
 
-    def __init__(self, api: Any, trials: Trials) -> None:
+    def __init__(self, api: client.ApiClient, trials: Trials) -> None:
         self._api, self._trials = api, trials
         self._lock = threading.Lock()
-        self._informer: Any = None
+        self._informer: Informer | None = None
 
     def start(self, namespace: str, experiment: str) -> None:
         from dihera.kube.watch.informer import Informer
@@ -93,7 +99,7 @@ def summary_reply(jobs: Sequence[DIJobObject] | None, request: SummaryRequest) -
     return {"node": {"phase": "Succeeded", "message": message, "outputs": {"parameters": parameters}}}
 
 
-def create_app(trials: Trials, start_watch: Any, token: str) -> FastAPI:
+def create_app(trials: Trials, start_watch: Callable[[str, str], None], token: str) -> FastAPI:
     """The FastAPI app: ``template.execute`` for trial and summary templates, ``{}`` for any other plugin's.
     ``start_watch(namespace, experiment)`` starts the watch of the sweep's DIJobs (once)."""
     app = FastAPI(title="dihera trial plugin", docs_url=None, redoc_url=None, openapi_url=None)
@@ -136,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _create(jobs: Any, manifest: DIJobObject) -> None:
+def _create(jobs: JobStore, manifest: DIJobObject) -> None:
     from kubernetes.client.exceptions import ApiException
 
     try:

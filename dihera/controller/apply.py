@@ -43,7 +43,9 @@ from dihera.render import RenderSettings, render
 from dihera.render.objects import membership_configmap, service
 from dihera.scaling import ScaleRequest, retired_pods
 from dihera.scaling.dag import membership_of_workflow, workflow_generation
+from dihera.scaling.executor import ScaleResult
 from dihera.shapes.configmap import as_configmap
+from dihera.shapes.dijob import DIJobObject, DIJobStatus, as_dijob
 from dihera.shapes.pod import Pod
 from dihera.shapes.service import as_service
 from dihera.shapes.workflow import Workflow
@@ -86,10 +88,10 @@ log = logging.getLogger("dihera.controller")
 class Scaler(Protocol):
     """What the reconciler needs of :class:`dihera.kube.scale_executor.JobScaler`."""
 
-    def scale(self, namespace: str, name: str, request: ScaleRequest, *, update_spec: bool = True) -> Any: ...
+    def scale(self, namespace: str, name: str, request: ScaleRequest, *, update_spec: bool = True) -> ScaleResult: ...
 
 
-def phase_message(status: Mapping[str, Any]) -> str:
+def phase_message(status: DIJobStatus) -> str:
     """The message of the status' True condition (the phase's)."""
     return str(phase_condition(status).get("message") or "")
 
@@ -280,12 +282,14 @@ class Applier:
 
     # -- the status write
 
-    def status(self, body: Mapping[str, Any], update: StatusUpdate, extra: Mapping[str, str]) -> dict[str, Any]:
+    def status(self, body: DIJobObject, update: StatusUpdate, extra: Mapping[str, str]) -> DIJobObject:
         """Write the status if it changed, then post its Events; returns the DIJob as written."""
         meta = body["metadata"]
-        written: dict[str, Any] = {**body, "status": dict(update.status)}
+        written: DIJobObject = {**body, "status": update.status.copy()}
         if update.changed:
-            written = self.jobs.patch_status(meta["namespace"], meta["name"], status_patch(body, update.status))
+            written = as_dijob(
+                self.jobs.patch_status(meta["namespace"], meta["name"], status_patch(body, update.status))
+            )
             self._metrics.wrote("patch", "DIJob/status")
             if self._cache is not None:  # the next pass reads this write, not the version it replaced
                 self._cache.replace("DIJob", body, written)

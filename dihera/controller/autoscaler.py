@@ -21,7 +21,6 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import cast
 
 from dihera.constants import AutoscaleReason, Phase
 from dihera.controller.apply import Scaler
@@ -97,7 +96,7 @@ class Autoscaler:
     def _record(self, series: _Series, view: JobView, count: int, spec: Autoscaling, now: float) -> None:
         training = view.status.get("training")
         if isinstance(training, Mapping):
-            figures = cast(TrainingStatus, training)
+            figures = training
             at = reported_at(figures)
             if at is not None and (not series.samples or at > series.samples[-1].at):
                 series.samples.append(Sample(at, figures, count))

@@ -172,7 +172,7 @@ class Queueing:
         self,
         job: DIJob,
         workload: Mapping[str, object],
-        ops_for: Callable[[Mapping[str, object]], list[dict[str, object]]],
+        ops_for: Callable[[Mapping[str, object]], Sequence[Mapping[str, object]]],
     ) -> bool:
         """Write ``ops_for(workload)`` to the Workload's status; a copy older than the API server's (the
         watch cache's, or Kueue wrote meanwhile) is read again and the patch recomputed once. True if written."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from dihera.constants import LABEL_JOB
 from dihera.controller.decide.hold import leftover_counted
@@ -30,6 +30,7 @@ from dihera.naming import membership_configmap_name, service_name, workflow_name
 from dihera.objects import metadata, owned_by
 from dihera.render.env import MEMBERSHIP_FILE
 from dihera.shapes.configmap import ConfigMap, as_configmap
+from dihera.shapes.dijob import DIJobObject, as_dijob
 from dihera.shapes.pod import Pod, as_pod
 from dihera.shapes.service import Service, as_service
 from dihera.shapes.workflow import Workflow, as_workflow
@@ -43,7 +44,7 @@ class CacheBehind(Exception):
 
 
 class JobReader(Protocol):
-    def get(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def get(self, namespace: str, name: str) -> DIJobObject | None: ...
 
 
 class ObjectReader(Protocol):
@@ -65,7 +66,7 @@ class Reads(Protocol):
     #: True when answers come from the watch cache (possibly behind the API server).
     cached: bool
 
-    def dijob(self, namespace: str, name: str) -> dict[str, Any] | None: ...
+    def dijob(self, namespace: str, name: str) -> DIJobObject | None: ...
 
     def configmap(self, namespace: str, name: str) -> ConfigMap | None: ...
 
@@ -88,7 +89,7 @@ class LiveReads:
     def __init__(self, jobs: JobReader, objects: ObjectReader) -> None:
         self._jobs, self._objects = jobs, objects
 
-    def dijob(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def dijob(self, namespace: str, name: str) -> DIJobObject | None:
         return self._jobs.get(namespace, name)
 
     def configmap(self, namespace: str, name: str) -> ConfigMap | None:
@@ -118,8 +119,9 @@ class CachedReads:
     def __init__(self, cache: Store) -> None:
         self.cache = cache
 
-    def dijob(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self.cache.get("DIJob", namespace, name)
+    def dijob(self, namespace: str, name: str) -> DIJobObject | None:
+        found = self.cache.get("DIJob", namespace, name)
+        return None if found is None else as_dijob(found)
 
     def configmap(self, namespace: str, name: str) -> ConfigMap | None:
         return self.cache.get("ConfigMap", namespace, name)
@@ -187,7 +189,7 @@ class Observer:
         self._validated = validated
         self._queueing = queueing
 
-    def view(self, body: Mapping[str, Any], reads: Reads, extra: Mapping[str, str]) -> JobView:
+    def view(self, body: DIJobObject, reads: Reads, extra: Mapping[str, str]) -> JobView:
         """Everything of the job ``body`` (a DIJob as ``reads`` answered it) a pass decides from."""
         try:
             job = self._validated.load(body)
@@ -221,7 +223,7 @@ class Observer:
             view = dataclasses.replace(view, leftover_pods=len(runs))
         return view
 
-    def finished_view(self, body: Mapping[str, Any], reads: Reads) -> JobView:
+    def finished_view(self, body: DIJobObject, reads: Reads) -> JobView:
         """A finished job: its Workflow (if it is the job's own) and that Workflow's pods, for cleanPodPolicy
         (from the watch cache: a pod it has not delivered yet is deleted by the pass its event starts)."""
         try:

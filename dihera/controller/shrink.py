@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from decimal import Decimal
 from itertools import groupby
 from typing import Any, Protocol
 
@@ -30,6 +31,7 @@ from dihera.constants import (
 )
 from dihera.errors import InvalidJobError, ScaleError
 from dihera.model import DIJob
+from dihera.objects import metadata
 from dihera.queueing import view_workload, workload_name
 from dihera.queueing.shrink import (
     Grow,
@@ -49,6 +51,8 @@ from dihera.queueing.shrink import (
 )
 from dihera.scaling import ScaleRequest
 from dihera.schema import API_VERSION, KIND
+from dihera.shapes.dijob import as_dijob
+from dihera.shapes.workload import as_workload
 from dihera.validation import load_job
 
 __all__ = ["GROW_POLL", "SETTLE_POLL", "SETTLE_WAIT", "QueueReads", "Shrinker", "all_workloads", "waits_for_quota"]
@@ -72,29 +76,29 @@ class QueueReads(Protocol):
 
 
 class Scaler(Protocol):
-    def scale(self, namespace: str, name: str, request: ScaleRequest, *, update_spec: bool = True) -> Any: ...
+    def scale(self, namespace: str, name: str, request: ScaleRequest, *, update_spec: bool = True) -> object: ...
 
 
-def _cluster_queue_of(workload: Mapping[str, Any]) -> str | None:
-    return ((workload.get("status") or {}).get("admission") or {}).get("clusterQueue")
+def _cluster_queue_of(workload: Mapping[str, object]) -> str | None:
+    return ((as_workload(workload).get("status") or {}).get("admission") or {}).get("clusterQueue")
 
 
-def _is_slice(workload: Mapping[str, Any]) -> bool:
-    return ANNOTATION_WORKLOAD_SLICE in ((workload.get("metadata") or {}).get("annotations") or {})
+def _is_slice(workload: Mapping[str, object]) -> bool:
+    return ANNOTATION_WORKLOAD_SLICE in ((as_workload(workload).get("metadata") or {}).get("annotations") or {})
 
 
-def waits_for_quota(workload: Mapping[str, Any]) -> bool:
+def waits_for_quota(workload: Mapping[str, object]) -> bool:
     """Waiting for quota: neither reserved nor admitted, not evicted, not finished."""
     view = view_workload(workload)
     return not view.admitted and not view.reserved and view.evicted is None and not view.finished
 
 
-def _priority(workload: Mapping[str, Any]) -> int:
-    return int((workload.get("spec") or {}).get("priority") or 0)
+def _priority(workload: Mapping[str, object]) -> int:
+    return int((as_workload(workload).get("spec") or {}).get("priority") or 0)
 
 
-def _ref(workload: Mapping[str, Any]) -> str:
-    meta = workload.get("metadata") or {}
+def _ref(workload: Mapping[str, object]) -> str:
+    meta = as_workload(workload).get("metadata") or {}
     return f"{meta.get('namespace')}/{meta.get('name')}"
 
 
@@ -106,10 +110,10 @@ class Shrinker:
     def __init__(
         self,
         queues: QueueReads,
-        workloads: Callable[[], list[dict[str, Any]]],
-        job_body: Callable[[str, str], dict[str, Any] | None],
+        workloads: Callable[[], Sequence[Mapping[str, object]]],
+        job_body: Callable[[str, str], Mapping[str, object] | None],
         scaler: Scaler,
-        post: Callable[[Mapping[str, Any], str, str, str], None],
+        post: Callable[[Mapping[str, object], str, str, str], None],
         settle_wait: float = SETTLE_WAIT,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
@@ -123,7 +127,7 @@ class Shrinker:
 
     # -- making room for a waiting Workload
 
-    def make_room(self, job: DIJob, workload: Mapping[str, Any], extra: Mapping[str, str]) -> bool:
+    def make_room(self, job: DIJob, workload: Mapping[str, object], extra: Mapping[str, str]) -> bool:
         """Give back collectors so ``workload`` (``job``'s, about to be created or waiting) fits in its
         ClusterQueue; True when some were given back. Nothing when it fits already or when giving back every
         collector above its minimum would not be enough (Kueue's preemption applies then)."""
@@ -153,15 +157,15 @@ class Shrinker:
             self._made_room_for(job, done, cq_name, needed, extra)
         return bool(done)
 
-    def _cluster_queue(self, namespace: str, workload: Mapping[str, Any]) -> tuple[str, dict[str, Any]] | None:
+    def _cluster_queue(self, namespace: str, workload: Mapping[str, object]) -> tuple[str, dict[str, Any]] | None:
         """The name and the object of the ClusterQueue the Workload's LocalQueue feeds (None: none)."""
-        local = self._queues.local_queue(namespace, str((workload.get("spec") or {}).get("queueName")))
+        local = self._queues.local_queue(namespace, str((as_workload(workload).get("spec") or {}).get("queueName")))
         cq_name = ((local or {}).get("spec") or {}).get("clusterQueue")
         cq = self._queues.cluster_queue(str(cq_name)) if cq_name else None
         return (str(cq_name), cq) if cq is not None else None
 
     def _made_room_for(
-        self, job: DIJob, done: Sequence[Shrink], cq_name: str, needed: Mapping[str, Any], extra: Mapping[str, str]
+        self, job: DIJob, done: Sequence[Shrink], cq_name: str, needed: Mapping[str, Decimal], extra: Mapping[str, str]
     ) -> None:
         """Remember it, tell the waiting job, and wait for Kueue to show the quota free."""
         now = self._clock()
@@ -178,14 +182,14 @@ class Shrinker:
         """The running, preemptible jobs whose Workload is admitted in ClusterQueue ``cq_name``."""
         out: list[Victim] = []
         for wl in self._workloads():
-            meta = wl.get("metadata") or {}
+            meta = metadata(wl)
             ns, name = meta.get("namespace"), (meta.get("labels") or {}).get(LABEL_JOB)
             if _is_slice(wl) or _cluster_queue_of(wl) != cq_name or not view_workload(wl).admitted:
                 continue
             if not ns or not name or (ns, name) == (waiting.namespace, waiting.name):
                 continue
             body = self._job_body(ns, name)
-            if body is None or (body.get("status") or {}).get("phase") != Phase.RUNNING:
+            if body is None or (as_dijob(body).get("status") or {}).get("phase") != Phase.RUNNING:
                 continue
             try:
                 job = load_job(body)
@@ -220,11 +224,11 @@ class Shrinker:
             )
             self._post(body, EVENT_NORMAL, EventReason.COLLECTORS_SHRUNK, message)
         if done:
-            annotations = (body.get("metadata") or {}).get("annotations") or {}
+            annotations = metadata(body).get("annotations") or {}
             self._queues.annotate_job(ns, name, ANNOTATION_SHRUNK_FROM, shrunk_annotation(annotations, done))
         return done
 
-    def _settle(self, cq_name: str, needed: Mapping[str, Any]) -> bool:
+    def _settle(self, cq_name: str, needed: Mapping[str, Decimal]) -> bool:
         """Wait (bounded) until the ClusterQueue's status shows ``needed`` free: Kueue has taken the given-back
         quota into account, and the Workload created next is admitted without a preemption."""
         deadline = self._clock() + self._settle_wait
@@ -238,7 +242,7 @@ class Shrinker:
 
     # -- growing back
 
-    def grow_back(self, job: DIJob, body: Mapping[str, Any], extra: Mapping[str, str]) -> tuple[bool, float | None]:
+    def grow_back(self, job: DIJob, body: Mapping[str, object], extra: Mapping[str, str]) -> tuple[bool, float | None]:
         """A shrunk, running job: take collectors back as far as its ClusterQueue's free quota holds.
         ``(grown, retry)``: whether it scaled, and the seconds before it looks again (None: not shrunk)."""
         wanted = shrunk_from(job.annotations)
@@ -261,10 +265,12 @@ class Shrinker:
             self._queues.annotate_job(job.namespace, job.name, ANNOTATION_SHRUNK_FROM, left)
         return grown, (GROW_POLL if left is not None else None)
 
-    def _admitted_in(self, job: DIJob, body: Mapping[str, Any]) -> tuple[dict[str, Any], str, dict[str, Any]] | None:
+    def _admitted_in(
+        self, job: DIJob, body: Mapping[str, object]
+    ) -> tuple[Mapping[str, object], str, dict[str, Any]] | None:
         """A running job's Workload, its ClusterQueue's name and the ClusterQueue (None: not running, or
         not admitted)."""
-        if (body.get("status") or {}).get("phase") != Phase.RUNNING:
+        if (as_dijob(body).get("status") or {}).get("phase") != Phase.RUNNING:
             return None
         own = next((w for w in self._workloads() if _ref(w) == f"{job.namespace}/{workload_name(job.name)}"), None)
         cq_name = _cluster_queue_of(own) if own is not None else None
@@ -273,7 +279,9 @@ class Shrinker:
         cq = self._queues.cluster_queue(cq_name)
         return (own, cq_name, cq) if cq is not None else None
 
-    def _grow(self, job: DIJob, body: Mapping[str, Any], g: Grow, why: str, of: int, extra: Mapping[str, str]) -> bool:
+    def _grow(
+        self, job: DIJob, body: Mapping[str, object], g: Grow, why: str, of: int, extra: Mapping[str, str]
+    ) -> bool:
         """One task's scale-up (Kueue must admit the added replicas: a refusal waits for the next look)."""
         try:
             self._scaler.scale(job.namespace, job.name, ScaleRequest.set_replicas(g.task, g.after))
@@ -290,7 +298,7 @@ class Shrinker:
         for wl in self._workloads():
             if _priority(wl) <= priority or not waits_for_quota(wl):
                 continue
-            key = (str((wl.get("metadata") or {}).get("namespace")), str((wl.get("spec") or {}).get("queueName")))
+            key = (str(metadata(wl).get("namespace")), str((as_workload(wl).get("spec") or {}).get("queueName")))
             if key not in queues:
                 local = self._queues.local_queue(*key)
                 queues[key] = ((local or {}).get("spec") or {}).get("clusterQueue")
@@ -299,14 +307,14 @@ class Shrinker:
         return False
 
 
-def _body_of(job: DIJob) -> dict[str, Any]:
+def _body_of(job: DIJob) -> dict[str, object]:
     """The fields of a DIJob an Event's ``involvedObject`` names."""
     meta = {"name": job.name, "namespace": job.namespace, "uid": job.uid}
     return {"apiVersion": API_VERSION, "kind": KIND, "metadata": meta}
 
 
 def all_workloads(
-    namespaces: Callable[[], Iterable[str]], labelled: Callable[[str], list[dict[str, Any]]]
-) -> Callable[[], list[dict[str, Any]]]:
+    namespaces: Callable[[], Iterable[str]], labelled: Callable[[str], Sequence[Mapping[str, object]]]
+) -> Callable[[], list[Mapping[str, object]]]:
     """Every Workload of dihera the watch cache holds, namespace by namespace."""
     return lambda: [w for ns in sorted(namespaces()) for w in labelled(ns)]

@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Mapping
-from typing import Any
+from collections.abc import Hashable
 
 from dihera.model import DIJob
+from dihera.shapes.dijob import DIJobObject
 from dihera.validation import load_job
 
 __all__ = ["KEPT", "ValidatedJobs"]
@@ -25,7 +25,7 @@ __all__ = ["KEPT", "ValidatedJobs"]
 KEPT = 64
 
 
-def _key(body: Mapping[str, Any]) -> Hashable | None:
+def _key(body: DIJobObject) -> Hashable | None:
     meta = body.get("metadata") or {}
     uid, generation = meta.get("uid"), meta.get("generation")
     if not uid or generation is None:
@@ -49,7 +49,7 @@ class ValidatedJobs:
         self._jobs: OrderedDict[Hashable, DIJob] = OrderedDict()
         self._lock = threading.Lock()
 
-    def load(self, body: Mapping[str, Any]) -> DIJob:
+    def load(self, body: DIJobObject) -> DIJob:
         """The job of ``body``; raises :class:`~dihera.errors.InvalidJobError` as ``load_job`` does."""
         key = _key(body)
         if key is not None:

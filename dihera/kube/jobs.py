@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import cast
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -12,6 +12,7 @@ from kubernetes.client.exceptions import ApiException
 from dihera.constants import FIELD_MANAGER_CONTROLLER, TERMINAL_PHASES
 from dihera.objects import metadata
 from dihera.schema import GROUP, PLURAL, VERSION
+from dihera.shapes.dijob import DIJobObject, as_dijob
 
 __all__ = ["TERMINAL_PHASES", "JobStore", "StatusConflict", "WaitTimeout"]
 
@@ -43,21 +44,21 @@ class JobStore:
     def __init__(self, api: client.ApiClient) -> None:
         self._custom = client.CustomObjectsApi(api)
 
-    # A DIJob as served: its readers (cli, submit) take it as dict[str, Any] until they read the DIJob's view.
-    def get(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def get(self, namespace: str, name: str) -> DIJobObject | None:
+        """The DIJob as served (its typed view), or None when there is none."""
         try:
             obj = self._custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name)
         except ApiException as err:
             if err.status == 404:
                 return None
             raise
-        return cast(dict[str, Any], obj)
+        return as_dijob(cast(dict[str, object], obj))
 
-    def create(self, manifest: Mapping[str, object]) -> dict[str, Any]:
+    def create(self, manifest: Mapping[str, object]) -> DIJobObject:
         """Create a DIJob; the API server's validation errors (CEL rules name the field) propagate as ApiException."""
         namespace = metadata(manifest).get("namespace") or "default"
         created = self._custom.create_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, dict(manifest))
-        return cast(dict[str, Any], created)
+        return as_dijob(cast(dict[str, object], created))
 
     def delete(self, namespace: str, name: str, uid: str | None = None) -> bool:
         """Delete a DIJob (gone already is fine); with ``uid``, only that object, and in the foreground.

@@ -28,7 +28,7 @@ from dihera.constants import ANNOTATION_IDEMPOTENCY, FIELD_MANAGER_SERVER
 from dihera.key_records import Answer, KeyBusy, KeyReused, Record, decode, encode, prune
 from dihera.kube.jobs import JobStore
 from dihera.objects import metadata
-from dihera.patches import pointer, precondition
+from dihera.patches import PatchOp, pointer, precondition
 from dihera.schema import GROUP, PLURAL, VERSION
 
 __all__ = ["AnnotationKeyStore"]
@@ -112,7 +112,7 @@ class AnnotationKeyStore:
     def _write(self, body: Mapping[str, object], records: dict[str, Record]) -> bool:
         """Replace the records if the DIJob is unchanged since ``body`` was read; False on a 409."""
         meta = metadata(body)
-        ops: list[dict[str, object]] = [precondition(body)]
+        ops: list[PatchOp] = [precondition(body)]
         if meta.get("annotations") is None:
             ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
         path = f"/metadata/annotations/{pointer(ANNOTATION_IDEMPOTENCY)}"
@@ -124,7 +124,7 @@ class AnnotationKeyStore:
                 meta["namespace"],
                 PLURAL,
                 meta["name"],
-                ops,
+                [dict(op) for op in ops],
                 field_manager=FIELD_MANAGER_SERVER,
                 _content_type=JSON_PATCH,
             )

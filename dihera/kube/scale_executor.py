@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, cast
+from typing import cast
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
@@ -23,12 +23,17 @@ from dihera.kube.jobs import JobStore
 from dihera.kube.objects import WORKFLOW_GROUP, WORKFLOW_PLURAL, WORKFLOW_VERSION, ObjectStore
 from dihera.kube.workloads import QuotaGate
 from dihera.model import DIJob
+from dihera.patches import PatchOp
 from dihera.render.settings import RenderSettings
 from dihera.scaling import ScaleRequest
 from dihera.scaling.executor import ScaleExecutor, ScaleResult
 from dihera.scaling.ports import QuotaReleaseFailed, WriteConflict
 from dihera.scaling.retire import RETIRE_WAIT
 from dihera.schema import GROUP, PLURAL, VERSION
+from dihera.shapes.configmap import ConfigMap, as_configmap
+from dihera.shapes.dijob import DIJobObject, as_dijob
+from dihera.shapes.pod import Pod, as_pod
+from dihera.shapes.workflow import Workflow, as_workflow
 
 __all__ = ["JobScaler", "ScaleResult", "ScaleStore", "scale_job"]
 
@@ -59,10 +64,11 @@ class ScaleStore:
         self._core = client.CoreV1Api(api)
         self._custom = client.CustomObjectsApi(api)
 
-    def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._jobs.get(namespace, name)
+    def get_job(self, namespace: str, name: str) -> DIJobObject | None:
+        found = self._jobs.get(namespace, name)
+        return None if found is None else as_dijob(found)
 
-    def patch_job(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> None:
+    def patch_job(self, namespace: str, name: str, ops: Sequence[PatchOp]) -> None:
         with _write(f"DIJob {namespace}/{name}"):
             self._custom.patch_namespaced_custom_object(
                 GROUP,
@@ -75,10 +81,11 @@ class ScaleStore:
                 _content_type=JSON_PATCH,
             )
 
-    def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._objects.get_configmap(namespace, name)
+    def get_configmap(self, namespace: str, name: str) -> ConfigMap | None:
+        found = self._objects.get_configmap(namespace, name)
+        return None if found is None else as_configmap(found)
 
-    def replace_configmap(self, namespace: str, configmap: Mapping[str, Any]) -> None:
+    def replace_configmap(self, namespace: str, configmap: ConfigMap) -> None:
         name = configmap["metadata"]["name"]
         with _write(f"ConfigMap {namespace}/{name}"):
             self._core.replace_namespaced_config_map(
@@ -88,10 +95,11 @@ class ScaleStore:
                 field_manager=self._manager,
             )
 
-    def get_workflow(self, namespace: str, name: str) -> dict[str, Any] | None:
-        return self._objects.get_workflow(namespace, name)
+    def get_workflow(self, namespace: str, name: str) -> Workflow | None:
+        found = self._objects.get_workflow(namespace, name)
+        return None if found is None else as_workflow(found)
 
-    def patch_workflow(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    def patch_workflow(self, namespace: str, name: str, ops: Sequence[PatchOp]) -> Workflow:
         with _write(f"Workflow {namespace}/{name}"):
             written = self._custom.patch_namespaced_custom_object(
                 WORKFLOW_GROUP,
@@ -103,15 +111,15 @@ class ScaleStore:
                 field_manager=self._manager,
                 _content_type=JSON_PATCH,
             )
-        return cast(dict[str, Any], written)
+        return as_workflow(cast(dict[str, object], written))
 
     def watch_workflow(
         self, namespace: str, name: str, after: str, seconds: float
-    ) -> Generator[dict[str, Any], None, None]:
+    ) -> Generator[dict[str, object], None, None]:
         return self._objects.watch_workflow(namespace, name, after, seconds)
 
-    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
-        return self._objects.list_pods(namespace, selector)
+    def list_pods(self, namespace: str, selector: str) -> list[Pod]:
+        return [as_pod(pod) for pod in self._objects.list_pods(namespace, selector)]
 
     def delete_pods(self, namespace: str, names: Sequence[str], uids: Mapping[str, str] | None = None) -> None:
         self._objects.delete_pods(namespace, names, uids)

@@ -6,6 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dihera.shapes.configmap import ConfigMap
+from dihera.shapes.pod import Pod
+
 __all__ = ["JobSnapshot"]
 
 
@@ -15,5 +18,5 @@ class JobSnapshot:
     store (the di-server) or read from the API server (``dihera status``)."""
 
     body: Mapping[str, Any]
-    configmap: Mapping[str, Any] | None
-    pods: tuple[Mapping[str, Any], ...]
+    configmap: ConfigMap | None
+    pods: tuple[Pod, ...]

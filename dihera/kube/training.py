@@ -9,18 +9,19 @@ fields it owns, so neither write undoes the other; docs/training-figures.md).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import cast
 
 from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from dihera.constants import FIELD_MANAGER_SERVER
 from dihera.schema import GROUP, PLURAL, VERSION
+from dihera.shapes.dijob import DIJobObject, as_dijob
 
 __all__ = ["first_status_patch", "training_patch", "write_training"]
 
 
-def training_patch(uid: str, training: Mapping[str, Any]) -> list[dict[str, Any]]:
+def training_patch(uid: str, training: Mapping[str, object]) -> list[dict[str, object]]:
     """The JSON patch: the uid tested, then ``status.training`` replaced whole."""
     return [
         {"op": "test", "path": "/metadata/uid", "value": uid},
@@ -28,7 +29,7 @@ def training_patch(uid: str, training: Mapping[str, Any]) -> list[dict[str, Any]
     ]
 
 
-def write_training(api: client.ApiClient, namespace: str, name: str, uid: str, training: Mapping[str, Any]) -> bool:
+def write_training(api: client.ApiClient, namespace: str, name: str, uid: str, training: Mapping[str, object]) -> bool:
     """Write ``training`` into the DIJob ``uid``'s status; False when that DIJob is gone (deleted, or created
     again under its name). A job without a status yet gets one holding ``training`` only
     (:func:`first_status_patch`); another refusal raises ApiException (the caller writes again later)."""
@@ -44,7 +45,9 @@ def write_training(api: client.ApiClient, namespace: str, name: str, uid: str, t
         if err.status != 422:
             raise
         try:  # a failed test is a bare 422: read the uid to tell a new object from a missing status
-            body = cast(dict[str, Any], custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name))
+            body = as_dijob(
+                cast(dict[str, object], custom.get_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL, name))
+            )
         except ApiException as again:
             if again.status == 404:
                 return False
@@ -61,7 +64,7 @@ def write_training(api: client.ApiClient, namespace: str, name: str, uid: str, t
     return True
 
 
-def first_status_patch(body: Mapping[str, Any], training: Mapping[str, Any]) -> list[dict[str, Any]]:
+def first_status_patch(body: DIJobObject, training: Mapping[str, object]) -> list[dict[str, object]]:
     """A status holding only ``training`` for the DIJob ``body`` that has none yet, under its uid and
     resourceVersion (a status another writer created meanwhile refuses it: the next write replaces the field)."""
     meta = body["metadata"]

@@ -22,14 +22,14 @@ import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from dihera.constants import KUEUE_API_VERSION, KUEUE_GROUP, LABEL_JOB, LABEL_QUEUE_NAME, MANAGED_BY, EventReason
 from dihera.model import DIJob
 from dihera.objects import owner_reference
-from dihera.patches import precondition
+from dihera.patches import PatchOp, precondition
 from dihera.schema import API_VERSION, KIND
-from dihera.shapes.meta import ObjectMeta, OwnerReference
+from dihera.shapes.meta import ObjectMeta
 from dihera.shapes.workload import PodSet, PodSetTemplate, WorkloadCondition, WorkloadObject, as_workload
 
 __all__ = [
@@ -111,7 +111,7 @@ def build_workload(
         "name": name or workload_name(job.name),
         "namespace": job.namespace,
         "labels": {**MANAGED_BY, LABEL_JOB: job.name},
-        "ownerReferences": [cast(OwnerReference, owner)],  # objects.owner_reference: a raw dict
+        "ownerReferences": [owner],
     }
     if annotations:
         metadata["annotations"] = dict(annotations)
@@ -274,9 +274,7 @@ def _set_conditions(
     return out
 
 
-def requeue_patch(
-    workload: Mapping[str, object], now: str, evicted: tuple[str, str] | None = None
-) -> list[dict[str, object]]:
+def requeue_patch(workload: Mapping[str, object], now: str, evicted: tuple[str, str] | None = None) -> list[PatchOp]:
     """JSON patch of ``workloads/status`` releasing an evicted Workload's quota once its replicas are
     stopped, as Kueue's job reconciler does for its own integrations: QuotaReserved False (reason
     Pending, the eviction's message), Admitted False, ``admission`` and ``reclaimablePods`` removed, and
@@ -310,7 +308,7 @@ def requeue_patch(
         now,
         generation,
     )
-    ops: list[dict[str, object]] = [
+    ops: list[PatchOp] = [
         precondition(workload),
         {"op": "add", "path": "/status/conditions", "value": conditions},
     ]
@@ -318,7 +316,7 @@ def requeue_patch(
     return ops
 
 
-def finish_patch(workload: Mapping[str, object], succeeded: bool, message: str, now: str) -> list[dict[str, object]]:
+def finish_patch(workload: Mapping[str, object], succeeded: bool, message: str, now: str) -> list[PatchOp]:
     """JSON patch of ``workloads/status`` marking the Workload ``Finished`` (reason Succeeded or Failed), so
     Kueue releases its quota. [] when it is already finished."""
     if view_workload(workload).finished:

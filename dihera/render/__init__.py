@@ -19,7 +19,14 @@ from typing import Any
 from dihera.membership import Membership, plan_membership
 from dihera.model import DIJob
 from dihera.render.env import node_lists
-from dihera.render.objects import checkpoint_claim, membership_configmap, service
+from dihera.render.objects import (
+    ClaimObject,
+    ConfigMapObject,
+    ServiceObject,
+    checkpoint_claim,
+    membership_configmap,
+    service,
+)
 from dihera.render.settings import RenderSettings
 
 __all__ = ["RenderSettings", "RenderedJob", "node_lists", "render"]
@@ -30,13 +37,13 @@ class RenderedJob:
     """Everything a job needs, in creation order: membership ConfigMap, Service, checkpoint claim, Workflow."""
 
     membership: Membership
-    configmap: dict[str, Any]
-    service: dict[str, Any]
+    configmap: ConfigMapObject
+    service: ServiceObject
     workflow: dict[str, Any]
     #: The checkpoint volume's claim (``spec.checkpoint``), made before the Workflow whose pods mount it.
-    claim: dict[str, Any] | None = None
+    claim: ClaimObject | None = None
 
-    def objects(self) -> list[dict[str, Any]]:
+    def objects(self) -> list[ConfigMapObject | ServiceObject | ClaimObject | dict[str, Any]]:
         return [self.configmap, self.service, *([self.claim] if self.claim else []), self.workflow]
 
 

@@ -24,7 +24,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from dihera.errors import InvalidJobError, InvalidScale, NotStarted, ScaleConflict, ScaleNotFound
 from dihera.membership import Membership, Replica
@@ -47,6 +47,9 @@ from dihera.scaling.request import Action, ScaleRequest
 from dihera.scaling.retire import RETIRE_WAIT, delete_retired_pods
 from dihera.scaling.spec_patch import job_spec_patch, spec_is_current, stamp_patch
 from dihera.scaling.workflow_patch import workflow_patch
+from dihera.shapes.configmap import ConfigMap
+from dihera.shapes.dijob import DIJobObject
+from dihera.shapes.workflow import Workflow
 from dihera.validation import load_job
 
 __all__ = ["CONFLICT_PAUSE", "CONFLICT_PAUSE_CAP", "ScaleExecutor", "ScaleResult"]
@@ -206,7 +209,7 @@ class ScaleExecutor:
 
     # -- reads ------------------------------------------------------------------------------------
 
-    def _read(self, namespace: str, name: str) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    def _read(self, namespace: str, name: str) -> tuple[DIJobObject, ConfigMap, Workflow]:
         body = self._jobs.get_job(namespace, name)
         if body is None:
             raise ScaleNotFound(f"DIJob {namespace}/{name} not found")
@@ -238,7 +241,11 @@ class ScaleExecutor:
         if plan.changed:
             data = membership_configmap(plan.job, plan.membership, self._settings)["data"]
             meta = configmap["metadata"]
-            new = {**configmap, "data": data, "metadata": {**meta, "resourceVersion": meta["resourceVersion"]}}
+            new: ConfigMap = {
+                **configmap,
+                "data": data,
+                "metadata": {**meta, "resourceVersion": meta["resourceVersion"]},
+            }
             self._memberships.replace_configmap(namespace, new)
         return _Commit(current, plan.membership, plan.replicas, True)
 

@@ -12,9 +12,14 @@ object went away raises :class:`dihera.errors.ScaleNotFound` (404); any other fa
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from dihera.model import DIJob
+from dihera.patches import PatchOp
+from dihera.shapes.configmap import ConfigMap
+from dihera.shapes.dijob import DIJobObject
+from dihera.shapes.pod import Pod
+from dihera.shapes.workflow import Workflow
 
 __all__ = [
     "JobObjects",
@@ -38,11 +43,11 @@ class QuotaReleaseFailed(Exception):
 class JobObjects(Protocol):
     """The DIJob: read, and patched (``spec.tasks[].replicas`` and the stamp)."""
 
-    def get_job(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def get_job(self, namespace: str, name: str) -> DIJobObject | None:
         """The DIJob as the API server has it now; None when there is none."""
         ...
 
-    def patch_job(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> None:
+    def patch_job(self, namespace: str, name: str, ops: Sequence[PatchOp]) -> None:
         """Apply the JSON patch ``ops`` (its first operation the resourceVersion precondition)."""
         ...
 
@@ -50,11 +55,11 @@ class JobObjects(Protocol):
 class MembershipStore(Protocol):
     """The job's membership ConfigMap (``di-<job>``): the commitment of every scale."""
 
-    def get_configmap(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def get_configmap(self, namespace: str, name: str) -> ConfigMap | None:
         """The ConfigMap as the API server has it now; None when there is none."""
         ...
 
-    def replace_configmap(self, namespace: str, configmap: Mapping[str, Any]) -> None:
+    def replace_configmap(self, namespace: str, configmap: ConfigMap) -> None:
         """Replace the ConfigMap named in ``configmap``'s metadata, guarded by its ``resourceVersion``."""
         ...
 
@@ -62,11 +67,11 @@ class MembershipStore(Protocol):
 class WorkflowStore(Protocol):
     """The job's Argo Workflow: read, and its DAG converged to the membership."""
 
-    def get_workflow(self, namespace: str, name: str) -> dict[str, Any] | None:
+    def get_workflow(self, namespace: str, name: str) -> Workflow | None:
         """The Workflow as the API server has it now; None when there is none."""
         ...
 
-    def patch_workflow(self, namespace: str, name: str, ops: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    def patch_workflow(self, namespace: str, name: str, ops: Sequence[PatchOp]) -> Workflow:
         """Apply the JSON patch ``ops`` (its first operation the resourceVersion precondition); the Workflow
         as the write left it."""
         ...
@@ -75,13 +80,13 @@ class WorkflowStore(Protocol):
 class RetirementStore(Protocol):
     """What deleting retired replicas' pods needs: the job's pods, and a bounded watch of its Workflow."""
 
-    def list_pods(self, namespace: str, selector: str) -> list[dict[str, Any]]:
+    def list_pods(self, namespace: str, selector: str) -> list[Pod]:
         """The pods matching a label selector."""
         ...
 
     def watch_workflow(
         self, namespace: str, name: str, after: str, seconds: float
-    ) -> Generator[dict[str, Any], None, None]:
+    ) -> Generator[dict[str, object], None, None]:
         """The Workflow as each write after resourceVersion ``after`` leaves it, for up to ``seconds``; it ends
         when the time is up or the Workflow is deleted (closed by the caller when it stops reading)."""
         ...

@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import closing
-from typing import Any
 
 from dihera.constants import LABEL_JOB
 from dihera.naming import workflow_name
 from dihera.scaling.dag import retired_dag_tasks
 from dihera.scaling.ports import RetirementStore
 from dihera.scaling.retired_pods import RetiredPods, retired_pods
+from dihera.shapes.workflow import Workflow, as_workflow
 
 __all__ = ["RETIRE_WAIT", "RETIRE_WAIT_LOGGED", "delete_retired_pods"]
 
@@ -38,7 +38,7 @@ def delete_retired_pods(
     store: RetirementStore,
     namespace: str,
     name: str,
-    workflow: Mapping[str, Any],
+    workflow: Workflow,
     *,
     wait: float = RETIRE_WAIT,
     clock: Callable[[], float] = time.monotonic,
@@ -67,7 +67,7 @@ def delete_retired_pods(
             if newer is None:
                 break
             waiting = set(found.waiting)
-            found = retired_pods(name, newer, [p for p in pods if p["metadata"]["name"] in waiting])
+            found = retired_pods(name, as_workflow(newer), [p for p in pods if p["metadata"]["name"] in waiting])
     _report(namespace, name, found, deleted, waited)
     return sorted(deleted)
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from dihera.constants import LABEL_POD
 from dihera.objects import FULFILLED_NODE_PHASES, TERMINAL_POD_PHASES, metadata, owned_by
 from dihera.scaling.dag import retired_dag_tasks, workflow_nodes
+from dihera.shapes.pod import Pod
+from dihera.shapes.workflow import Workflow
 
 __all__ = ["RetiredPods", "retired_pods"]
 
@@ -33,7 +34,7 @@ class RetiredPods:
     uids: Mapping[str, str] = field(default_factory=dict, compare=False)
 
 
-def _fulfilled_dag_tasks(workflow: Mapping[str, Any]) -> frozenset[str]:
+def _fulfilled_dag_tasks(workflow: Workflow) -> frozenset[str]:
     """DAG task names whose node (``<workflow>.<task>``) Argo has finished."""
     prefix = f"{(workflow.get('metadata') or {}).get('name')}."
     return frozenset(
@@ -43,7 +44,7 @@ def _fulfilled_dag_tasks(workflow: Mapping[str, Any]) -> frozenset[str]:
     )
 
 
-def retired_pods(job_name: str, workflow: Mapping[str, Any], pods: Iterable[Mapping[str, Any]]) -> RetiredPods:
+def retired_pods(job_name: str, workflow: Workflow, pods: Iterable[Pod]) -> RetiredPods:
     """The job's pods still alive on a retired DAG task, split by whether Argo finished that task's node.
 
     A replica's hostname (label ``diengine/pod``) is ``<job>-<task>-<index>``, its DAG task ``<task>-<index>``.

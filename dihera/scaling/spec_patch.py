@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 from dihera.constants import ANNOTATION_GENERATION
 from dihera.membership import Membership
-from dihera.patches import pointer
+from dihera.patches import PatchOp, pointer
 from dihera.shapes.dijob import as_dijob
 
 __all__ = ["GENERATION_ANNOTATION", "job_spec_patch", "spec_generation", "spec_is_current", "stamp_patch"]
@@ -41,10 +41,10 @@ def spec_is_current(manifest: Mapping[str, object], membership: Membership) -> b
     return spec_generation(manifest) >= membership.generation
 
 
-def _stamp_ops(manifest: Mapping[str, object], generation: int) -> list[dict[str, object]]:
+def _stamp_ops(manifest: Mapping[str, object], generation: int) -> list[PatchOp]:
     if spec_generation(manifest) >= generation:
         return []  # the stamp never goes back
-    ops: list[dict[str, object]] = []
+    ops: list[PatchOp] = []
     if (as_dijob(manifest).get("metadata") or {}).get("annotations") is None:
         ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
     key = f"/metadata/annotations/{pointer(ANNOTATION_GENERATION)}"
@@ -54,7 +54,7 @@ def _stamp_ops(manifest: Mapping[str, object], generation: int) -> list[dict[str
 
 def job_spec_patch(
     manifest: Mapping[str, object], counts: Mapping[str, int], generation: int | None = None
-) -> list[dict[str, object]]:
+) -> list[PatchOp]:
     """JSON patch setting ``spec.tasks[i].replicas`` of a DIJob manifest to ``counts`` ([] if equal).
 
     With ``generation`` (the membership ``counts`` were read from) it also stamps the DIJob with it,
@@ -65,7 +65,7 @@ def job_spec_patch(
     """
     if generation is not None and spec_generation(manifest) >= generation:
         return []  # written for this membership or a newer one: what differs is a later hand edit
-    ops: list[dict[str, object]] = []
+    ops: list[PatchOp] = []
     for i, t in enumerate(as_dijob(manifest)["spec"]["tasks"]):
         name = t.get("name") or t.get("type")
         if name is not None and name in counts and t.get("replicas", 1) != counts[name]:
@@ -77,6 +77,6 @@ def job_spec_patch(
     return ops
 
 
-def stamp_patch(manifest: Mapping[str, object], generation: int) -> list[dict[str, object]]:
+def stamp_patch(manifest: Mapping[str, object], generation: int) -> list[PatchOp]:
     """JSON patch stamping a DIJob (metadata only) with ``generation`` ([] if its stamp is as new)."""
     return _stamp_ops(manifest, generation)

@@ -24,13 +24,13 @@ from dihera.constants import (
 from dihera.errors import RetiredReplica
 from dihera.membership import Membership, Replica
 from dihera.naming import dag_task_name, short_template_name
-from dihera.patches import pointer
+from dihera.patches import PatchOp, pointer
 from dihera.scaling.dag import RETIRED_TEMPLATE, DagSlots, read_dag
 
 __all__ = ["workflow_patch"]
 
 
-def workflow_patch(membership: Membership, workflow: Mapping[str, Any]) -> list[dict[str, Any]]:
+def workflow_patch(membership: Membership, workflow: Mapping[str, Any]) -> list[PatchOp]:
     """JSON patch converging the Workflow's DAG to ``membership`` ([] when it already matches).
 
     Retires live DAG tasks that left the membership, appends DAG tasks for new replicas, keeps
@@ -56,9 +56,9 @@ def _refuse_returning(wanted: Mapping[str, Replica], slots: DagSlots) -> None:
         raise RetiredReplica(f"replica(s) {', '.join(back)} were retired from the Workflow and cannot return")
 
 
-def _retire_ops(wanted: Mapping[str, Replica], slots: DagSlots) -> list[dict[str, Any]]:
+def _retire_ops(wanted: Mapping[str, Replica], slots: DagSlots) -> list[PatchOp]:
     """Live DAG tasks that left the membership run the retired template (added when missing)."""
-    ops: list[dict[str, Any]] = []
+    ops: list[PatchOp] = []
     retire = [n for n in slots.live if n not in wanted]
     if retire and RETIRED_TEMPLATE not in slots.templates:
         ops.append(
@@ -79,11 +79,11 @@ def _retire_ops(wanted: Mapping[str, Replica], slots: DagSlots) -> list[dict[str
 
 def _short_template_ops(
     new: Sequence[Replica], workflow: Mapping[str, Any], slots: DagSlots, total: str
-) -> list[dict[str, Any]]:
+) -> list[PatchOp]:
     """The ``<task>-short`` templates the new short-hostname replicas need and the Workflow lacks."""
     from dihera.render.workflow import short_variant  # Hera's models: loaded only when a scale needs them
 
-    ops: list[dict[str, Any]] = []
+    ops: list[PatchOp] = []
     for task in sorted({r.task for r in new if r.short}):
         if short_template_name(task) in slots.templates or task not in slots.templates:
             continue
@@ -95,7 +95,7 @@ def _short_template_ops(
     return ops
 
 
-def _new_task_ops(new: Sequence[Replica], workflow: Mapping[str, Any], slots: DagSlots) -> list[dict[str, Any]]:
+def _new_task_ops(new: Sequence[Replica], workflow: Mapping[str, Any], slots: DagSlots) -> list[PatchOp]:
     """A DAG task appended for each new replica."""
     from dihera.render.workflow import dag_task  # Hera's models: loaded only when a scale needs them
 
@@ -114,10 +114,10 @@ def _new_task_ops(new: Sequence[Replica], workflow: Mapping[str, Any], slots: Da
 
 def _replica_count_ops(
     membership: Membership, workflow: Mapping[str, Any], slots: DagSlots, total: str
-) -> list[dict[str, Any]]:
+) -> list[PatchOp]:
     """The replica templates' (and their ``-short`` variants') replica-count annotation set to ``total``."""
     tasks = {r.task for r in membership.replicas}
-    ops: list[dict[str, Any]] = []
+    ops: list[PatchOp] = []
     for name in sorted([*tasks, *(short_template_name(t) for t in tasks)]):
         pos = slots.templates.get(name)
         if pos is None:
@@ -129,13 +129,13 @@ def _replica_count_ops(
     return ops
 
 
-def _generation_ops(membership: Membership, workflow: Mapping[str, Any], changed: bool) -> list[dict[str, Any]]:
+def _generation_ops(membership: Membership, workflow: Mapping[str, Any], changed: bool) -> list[PatchOp]:
     """The Argo UI annotations (generation among them), when the patch changes anything or the
     Workflow's generation annotation is not the membership's."""
     meta_annotations = (workflow.get("metadata") or {}).get("annotations")
     if not changed and (meta_annotations or {}).get(ANNOTATION_GENERATION) == str(membership.generation):
         return []
-    ops: list[dict[str, Any]] = []
+    ops: list[PatchOp] = []
     if meta_annotations is None:
         ops.append({"op": "add", "path": "/metadata/annotations", "value": {}})
     ops += [

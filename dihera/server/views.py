@@ -13,6 +13,7 @@ from dihera.naming import dag_task_name, fqdn, hostname
 from dihera.render.env import MEMBERSHIP_FILE
 from dihera.scaling.executor import ScaleResult
 from dihera.server.models import ExperimentView, JobSummary, JobView, PodView, ReplicaOut, ScaleOut, TaskOut, TrialOut
+from dihera.shapes.pod import Pod
 from dihera.sweeps.results import Goal, best, by_configuration
 
 __all__ = [
@@ -33,9 +34,9 @@ def membership_of(job: JobSnapshot) -> Membership | None:
     return Membership.from_json(data[MEMBERSHIP_FILE]) if MEMBERSHIP_FILE in data else None
 
 
-def current_pods(pods: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+def current_pods(pods: Sequence[Pod]) -> dict[str, Pod]:
     """Each replica's newest pod by hostname (a retried replica has older, finished pods too); one pass."""
-    newest: dict[str, tuple[tuple[bool, str], Mapping[str, Any]]] = {}
+    newest: dict[str, tuple[tuple[bool, str], Pod]] = {}
     for p in pods:
         meta = p.get("metadata") or {}
         host = (meta.get("labels") or {}).get(LABEL_POD)
@@ -47,7 +48,7 @@ def current_pods(pods: Sequence[Mapping[str, Any]]) -> dict[str, Mapping[str, An
     return {host: p for host, (_, p) in newest.items()}
 
 
-def _row(job: JobSnapshot, r: Replica, domain: str, pods: Mapping[str, Mapping[str, Any]]) -> ReplicaOut:
+def _row(job: JobSnapshot, r: Replica, domain: str, pods: Mapping[str, Pod]) -> ReplicaOut:
     meta = job.body["metadata"]
     pod = pods.get(hostname(meta["name"], r.task, r.index))
     return ReplicaOut(

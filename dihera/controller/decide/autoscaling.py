@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import cast
 
 from dihera.constants import CONDITION_AUTOSCALING, EVENT_NORMAL, EVENT_WARNING, AutoscaleReason
 from dihera.controller.decide.conditions import set_condition
@@ -38,7 +38,7 @@ def with_autoscaling(update: StatusUpdate, decision: AutoscaleDecision | None, n
     if decision is None:
         return update
     old = update.status.get("conditions") or []
-    before: Mapping[str, Any] = next((c for c in old if c.get("type") == CONDITION_AUTOSCALING), {})
+    before: Mapping[str, object] = next((c for c in old if c.get("type") == CONDITION_AUTOSCALING), {})
     flag = "False" if decision.reason in _HELD else "True"
     conditions = set_condition(old, CONDITION_AUTOSCALING, flag, decision.reason.value, decision.message, now)
     status: DIJobStatus = {**update.status, "conditions": [cast(Condition, c) for c in conditions]}

@@ -10,14 +10,13 @@ its clock again (:class:`~dihera.controller.decide.records.Facts`' ``start``).
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
-from typing import Any
 
 from dihera.constants import EventReason, Phase
 from dihera.controller.decide.decision import PhaseDecision
 from dihera.controller.decide.records import Facts
 from dihera.model import DIJob
 from dihera.objects import PodPhase
+from dihera.shapes.dijob import DIJobStatus
 
 __all__ = ["deadline_exceeded", "next_wakeup", "parse_time", "seconds_left", "ttl_left"]
 
@@ -54,7 +53,7 @@ def deadline_exceeded(f: Facts) -> PhaseDecision | None:
     )
 
 
-def ttl_left(job: DIJob, status: Mapping[str, Any], now: str) -> float | None:
+def ttl_left(job: DIJob, status: DIJobStatus, now: str) -> float | None:
     """Seconds until a finished job is deleted (``ttlSecondsAfterFinished`` after ``completionTimestamp``;
     0 or less: due), or None when it has no TTL."""
     return seconds_left(status.get("completionTimestamp"), job.ttl_seconds_after_finished, now)

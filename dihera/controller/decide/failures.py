@@ -28,13 +28,13 @@ replica recorded as dropped is never counted as a live replica.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from collections.abc import Collection, Sequence
 
 from dihera.constants import EVENT_WARNING, EventReason, Phase, StuckReason
 from dihera.controller.decide.decision import Event, PhaseDecision
 from dihera.controller.decide.records import DropPlan, Facts
 from dihera.controller.decide.replicas import ReplicaState
+from dihera.shapes.dijob import DroppedReplica
 
 __all__ = [
     "FAILURES_NAMED",
@@ -97,7 +97,7 @@ def plan_drops(
     drop_tasks: Collection[str],
     backoff_limit: int,
     min_replicas: int | None,
-    old_dropped: Sequence[Mapping[str, Any]],
+    old_dropped: Sequence[DroppedReplica],
     generation: int | None,
     now: str,
 ) -> DropPlan:
@@ -109,7 +109,7 @@ def plan_drops(
     newer one, a replica of the same name is a new replica (an index reused after a resume). The
     first replica that cannot be dropped fails the job.
     """
-    dropped = [dict(e) for e in old_dropped]
+    dropped = [e.copy() for e in old_dropped]
     pending = {str(e.get("replica")) for e in dropped if generation is not None and e.get("generation") == generation}
     new, refused = _drop_in_order(states, pending, drop_tasks, backoff_limit, min_replicas, generation, now)
     pending |= {str(e["replica"]) for e in new}
@@ -125,11 +125,11 @@ def _drop_in_order(
     min_replicas: int | None,
     generation: int | None,
     now: str,
-) -> tuple[list[dict[str, Any]], str | None]:
+) -> tuple[list[DroppedReplica], str | None]:
     """The entries of the replicas dropped now (``pending``: dropped already), and why the first that
     could not be dropped fails the job (None: every exhausted replica was dropped)."""
     left = [s for s in states if s.name not in pending]
-    new: list[dict[str, Any]] = []
+    new: list[DroppedReplica] = []
     for s in [s for s in left if _exhausted(s, drop_tasks, backoff_limit)]:
         in_task = sum(1 for x in left if x.task == s.task)
         why = _bound(s.task, in_task - 1, len(left) - 1, min_replicas)
@@ -147,9 +147,9 @@ def _refusal(s: ReplicaState, backoff_limit: int, why: str) -> str:
     )
 
 
-def _drop_entry(s: ReplicaState, generation: int | None, now: str) -> dict[str, Any]:
+def _drop_entry(s: ReplicaState, generation: int | None, now: str) -> DroppedReplica:
     """``status.droppedReplicas[]`` of a replica dropped now (from the membership of ``generation``)."""
-    entry: dict[str, Any] = {
+    entry: DroppedReplica = {
         "replica": s.name,
         "rank": s.rank,
         "restarts": s.attempt,

@@ -14,13 +14,9 @@ Workflow's resourceVersion as precondition.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import cast
-
 from dihera.argo_ui import training_summary, ui_annotations
 from dihera.constants import ANNOTATION_GENERATION, ANNOTATION_TRAINING_SUMMARY
 from dihera.controller.decide.view import JobView
-from dihera.shapes.training import TrainingStatus
 
 __all__ = ["figures_annotations"]
 
@@ -30,9 +26,9 @@ def figures_annotations(view: JobView) -> dict[str, str] | None:
     None when there is nothing to change or it is not the time (no figures, no Workflow, a scale converging)."""
     job, membership, workflow = view.job, view.membership, view.workflow
     training = view.status.get("training")
-    if job is None or membership is None or workflow is None or view.foreign or not isinstance(training, Mapping):
+    if job is None or membership is None or workflow is None or view.foreign or training is None:
         return None
-    summary = training_summary(cast(TrainingStatus, training))
+    summary = training_summary(training)
     annotations = (workflow.get("metadata") or {}).get("annotations") or {}
     if summary is None or annotations.get(ANNOTATION_TRAINING_SUMMARY) == summary:
         return None

@@ -32,8 +32,6 @@ failure: the status' restarts keep their count, the new run's attempts start at 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any
 
 from dihera.constants import Phase
 from dihera.controller.decide.decision import PhaseDecision
@@ -43,6 +41,7 @@ from dihera.membership import Membership
 from dihera.model import DIJob
 from dihera.objects import deleting
 from dihera.queueing import QueueState
+from dihera.shapes.dijob import DIJobStatus
 from dihera.shapes.workflow import Workflow
 
 __all__ = [
@@ -68,7 +67,7 @@ def _running(workflow: Workflow | None, foreign: bool) -> bool:
 
 def plan_suspend(
     suspend: bool,
-    old: Mapping[str, Any],
+    old: DIJobStatus,
     workflow: Workflow | None,
     foreign: bool,
     replicas: int,

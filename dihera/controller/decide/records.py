@@ -10,10 +10,8 @@ and the policies that read them, so that no import inside ``decide/`` runs back 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
 
 from dihera.constants import Phase
 from dihera.controller.decide.replicas import ReplicaState
@@ -21,6 +19,7 @@ from dihera.controller.decide.view import JobView
 from dihera.membership import Membership
 from dihera.model import SuccessPolicy
 from dihera.objects import metadata
+from dihera.shapes.dijob import DroppedReplica
 from dihera.shapes.workflow import WorkflowStatus
 
 __all__ = ["DropPlan", "Facts", "SuspendAction", "SuspendPlan"]
@@ -55,8 +54,8 @@ class DropPlan:
     ``refused``: why the job fails instead (a drop would cross the bound), else None.
     """
 
-    dropped: tuple[Mapping[str, Any], ...] = ()
-    new: tuple[Mapping[str, Any], ...] = ()
+    dropped: tuple[DroppedReplica, ...] = ()
+    new: tuple[DroppedReplica, ...] = ()
     remove: tuple[str, ...] = ()
     refused: str | None = None
 

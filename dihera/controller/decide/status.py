@@ -37,7 +37,7 @@ from dihera.controller.decide.replicas import ReplicaState
 from dihera.controller.decide.success import finish_grace_left
 from dihera.controller.decide.view import JobView
 from dihera.membership import Membership
-from dihera.patches import precondition
+from dihera.patches import PatchOp, precondition
 from dihera.queueing.shrink import shrunk_note
 from dihera.shapes.dijob import (
     ArtifactOutput,
@@ -348,7 +348,7 @@ def _same_conditions(old: object, new: object) -> bool:
     return bare(old) == bare(new)
 
 
-def same_object(body: Mapping[str, object]) -> dict[str, object] | None:
+def same_object(body: Mapping[str, object]) -> PatchOp | None:
     """The patch operation that makes the API server refuse the patch unless the DIJob is still the object
     ``body`` was read as (its uid): a DIJob deleted and created again under the name between a pass's read
     and its write gets nothing of the old one's status. A JSON patch ``test`` (answered 422, which
@@ -358,7 +358,7 @@ def same_object(body: Mapping[str, object]) -> dict[str, object] | None:
     return {"op": "test", "path": "/metadata/uid", "value": uid} if uid else None
 
 
-def status_patch(body: Mapping[str, object], status: DIJobStatus) -> list[dict[str, object]]:
+def status_patch(body: Mapping[str, object], status: DIJobStatus) -> list[PatchOp]:
     """JSON patch writing the controller's fields of ``status`` over the DIJob ``body`` was read as.
 
     Only :data:`OWN_FIELDS` that changed are written (``add`` replaces a whole value; a field gone is
@@ -370,7 +370,7 @@ def status_patch(body: Mapping[str, object], status: DIJobStatus) -> list[dict[s
     server cannot make them undo a newer status either (docs/controller.md).
     """
     read = as_dijob(body).get("status")
-    ops: list[dict[str, object]] = []
+    ops: list[PatchOp] = []
     if (same := same_object(body)) is not None:
         ops.append(same)
     if read is None:

@@ -11,13 +11,11 @@ stop. The replicas still running are then stopped as cleanPodPolicy says, as a s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import cast
 
 from dihera.constants import Phase
 from dihera.controller.decide.decision import PhaseDecision
 from dihera.controller.decide.records import Facts
 from dihera.rl.policies import judge_training
-from dihera.shapes.training import TrainingStatus
 
 __all__ = ["training_ended"]
 
@@ -29,7 +27,7 @@ def training_ended(f: Facts) -> PhaseDecision | None:
     training = f.view.status.get("training")
     if job is None or job.training_policy is None or not isinstance(training, Mapping):
         return None
-    verdict = judge_training(job.training_policy, cast(TrainingStatus, training))
+    verdict = judge_training(job.training_policy, training)
     if verdict is None:
         return None
     return PhaseDecision(Phase.SUCCEEDED if verdict.succeeded else Phase.FAILED, verdict.message, verdict.reason)

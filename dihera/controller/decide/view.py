@@ -16,16 +16,15 @@ DIJob does not own (:mod:`~dihera.controller.decide.ownership` finds it).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
 
 from dihera.constants import TERMINAL_PHASES
 from dihera.membership import Membership
 from dihera.model import DIJob
 from dihera.queueing import QueueState
 from dihera.shapes.configmap import ConfigMap
+from dihera.shapes.dijob import DIJobObject, DIJobStatus
 from dihera.shapes.pod import Pod
 from dihera.shapes.service import Service
 from dihera.shapes.workflow import Workflow
@@ -51,7 +50,7 @@ class JobView:
     this pass (the pods of replicas it retired may be gone already, though the cache still shows them).
     """
 
-    body: Mapping[str, Any]
+    body: DIJobObject
     job: DIJob | None
     invalid: str | None = None
     membership: Membership | None = None
@@ -93,9 +92,9 @@ class JobView:
         return f"{self.namespace}/{self.name}"
 
     @cached_property
-    def status(self) -> Mapping[str, Any]:
+    def status(self) -> DIJobStatus:
         """The status as read (the one this pass may replace)."""
-        return dict(self.body.get("status") or {})
+        return (self.body.get("status") or {}).copy()
 
     @property
     def phase(self) -> str | None:
