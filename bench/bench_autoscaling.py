@@ -1,21 +1,22 @@
 """Collector autoscaling vs fixed collector counts: time from apply to the stop value (figures, not asserted).
 
-    python bench/bench_autoscaling.py [--fixed 1,2,3,4] [--collect-delay 0.3] [--timeout 600]
+    python bench/bench_autoscaling.py [--fixed 1,2,3,4] [--collect-delay 0.6] [--train-delay 0.2] [--timeout 600]
 
-The example (workflows/cartpole-dqn.yaml) on the real node with its collectors slowed (``DIHERA_COLLECT_DELAY``:
-the learner starves with few of them), run once per configuration, one after the other on the same node:
+The example (workflows/cartpole-dqn.yaml) on the real node, slowed as the real-node autoscaling test slows it
+(``DIHERA_COLLECT_DELAY`` per collector batch, ``DIHERA_TRAIN_DELAY`` per learner step, both sleeps: with one
+collector the learner starves), run once per configuration, one after the other on the same node:
 
-1. autoscaling from 1 collector (``maxReplicas`` the largest fixed count; 10 s windows);
+1. autoscaling from 1 collector (``maxReplicas`` the largest fixed count; 10 s windows; data-wait target 0.3);
 2. each fixed count of ``--fixed``.
 
-For each: seconds from the create call to the stop value (the evaluator's ``dihera-stop-value-reached`` line) and
-to the DIJob Succeeded, and the most collectors it ran. Then the ratio of autoscaling's time to the best and to
-the worst fixed count's (issue 56's goal: at most 1.10 of the best). Autoscaling reads ``status.training``, which
-the replicas report through the di-server (issue 56 item 1): run where that path works (the chart's
-di-server, or the devcluster's with ``DI_SERVER_URL`` reachable from the pods).
+For each: seconds from the create call to the stop value (the evaluator's ``dihera-stop-value-reached`` line, or
+``trainingPolicy``'s return target 195) and to the DIJob Succeeded, and the most collectors it ran. Then the ratio
+of autoscaling's time to the best and to the worst fixed count's (issue 56's goal: at most 1.10 of the best).
 
-Needs $KUBECONFIG or .devcluster/kubeconfig with the local real node (make cluster-up); builds and imports the
-DI-engine image if needed. Runs its own controller on a namespace ``dihera-test-autobench-*``, deleted at the end.
+Autoscaling reads ``status.training``, which the replicas report through the di-server: the benchmark installs the
+chart (its controller and di-server as pods on the real node, as test_real_node_chart does) watching a namespace
+``dihera-test-autobench-*`` of its own, whose replicas run with the report right; all is removed at the end.
+Needs $KUBECONFIG or .devcluster/kubeconfig with the local real node and the images built (make cluster-up).
 CartPole's training time varies run to run (the reference measured 21-74 s from connected to the stop value):
 one run each is a figure, not a verdict; ``--repeat`` runs each configuration more times and takes the median.
 """
@@ -24,9 +25,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import statistics
-import subprocess
 import sys
 import time
 import uuid
@@ -38,15 +37,25 @@ from kubernetes import client, config
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from crd import install_crd  # noqa: E402
-
 from ci.devcluster import Cluster, Settings, realnode  # noqa: E402
 from ci.devcluster.dingimage import ensure_ding_image  # noqa: E402
+from ci.devcluster.images import package_version  # noqa: E402
 from dihera.kube.jobs import JobStore  # noqa: E402
-from tests.integration.autoscaled import FAST_BEHAVIOR, autoscaled_cartpole, collector_count  # noqa: E402
+from tests.chart.helm import CHART  # noqa: E402
+from tests.integration.autoscaled import (  # noqa: E402
+    FAST_BEHAVIOR,
+    TARGET_WAIT,
+    autoscaled_cartpole,
+    collector_count,
+)
 from tests.integration.realjobs import job_logs, own_lines  # noqa: E402
+from tests.integration.releases import DIJOB_CRD, TIMEOUT, Release, read_crd, restore_crds  # noqa: E402
+from tests.integration.servers import sa_token  # noqa: E402
 
-DIHERA = str(Path(sys.executable).with_name("dihera"))
+#: The chart's values for the real node (the images built here), as test_real_node_chart installs it.
+VALUES = CHART / "ci" / "realnode-values.yaml"
+#: The replicas' service account: the report right (their figures reach status.training through the di-server).
+ACCOUNT = "autobench"
 
 
 def run_one(api: client.ApiClient, ns: str, doc: dict[str, Any], timeout: float) -> dict[str, float]:
@@ -74,14 +83,20 @@ def run_one(api: client.ApiClient, ns: str, doc: dict[str, Any], timeout: float)
     return seen
 
 
-def configurations(fixed: list[int], delay: float, ns: str, image: str, api: client.ApiClient) -> dict[str, Any]:
+def configurations(
+    fixed: list[int], collect: float, train: float, ns: str, image: str, api: client.ApiClient
+) -> dict[str, Any]:
     stop = {"target": {"metric": "evaluationReturn", "value": 195}}
-    auto = {"minReplicas": 1, "maxReplicas": max(fixed), "targetDataWaitFraction": 0.2, "behavior": FAST_BEHAVIOR}
-    docs = {"autoscaling": autoscaled_cartpole(ns, image, api, collectors=1, autoscaling=auto, collect_delay=delay,
-                                               training_policy=stop, name="auto")}  # fmt: skip
+    auto = {"minReplicas": 1, "maxReplicas": max(fixed), "targetDataWaitFraction": TARGET_WAIT,
+            "behavior": FAST_BEHAVIOR}  # fmt: skip
+    delays = {"collect_delay": collect, "train_delay": train, "training_policy": stop}
+    docs = {"autoscaling": autoscaled_cartpole(ns, image, api, collectors=1, autoscaling=auto, name="auto", **delays)}
     for n in fixed:
-        docs[f"fixed {n}"] = autoscaled_cartpole(ns, image, api, collectors=n, autoscaling=None, collect_delay=delay,
-                                                 training_policy=stop, name=f"fixed-{n}")  # fmt: skip
+        docs[f"fixed {n}"] = autoscaled_cartpole(ns, image, api, collectors=n, autoscaling=None, name=f"fixed-{n}",
+                                                 **delays)  # fmt: skip
+    for doc in docs.values():
+        for task in doc["spec"]["tasks"]:
+            task["template"]["spec"]["serviceAccountName"] = ACCOUNT
     return docs
 
 
@@ -101,36 +116,43 @@ def report(results: dict[str, list[dict[str, float]]]) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--fixed", default="1,2,3,4", help="the fixed collector counts to compare with")
-    parser.add_argument("--collect-delay", type=float, default=0.3, help="DIHERA_COLLECT_DELAY of the collectors")
+    parser.add_argument("--collect-delay", type=float, default=0.6, help="DIHERA_COLLECT_DELAY of the collectors")
+    parser.add_argument("--train-delay", type=float, default=0.2, help="DIHERA_TRAIN_DELAY of the learner")
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--timeout", type=float, default=600.0)
     args = parser.parse_args()
     fixed = [int(n) for n in args.fixed.split(",")]
     settings = Settings.from_environ()
     dev = Cluster(settings)
-    kubeconfig = os.environ.get("KUBECONFIG") or str(dev.kubeconfig)
+    kubeconfig = Path(os.environ.get("KUBECONFIG") or str(dev.kubeconfig))
     socket = realnode.node_files(dev.state).containerd_socket
     image = ensure_ding_image(settings, socket, realnode.CONTAINERD_NAMESPACE, print).image.name
-    install_crd(kubeconfig)
-    api = config.new_client_from_config(config_file=kubeconfig)
+    api = config.new_client_from_config(config_file=str(kubeconfig))
     core = client.CoreV1Api(api)
     ns = f"dihera-test-autobench-{uuid.uuid4().hex[:6]}"
     core.create_namespace({"metadata": {"name": ns}})
-    log = open(dev.state.root / "logs" / "bench-autoscaling.log", "ab")  # noqa: SIM115
-    argv = [DIHERA, "controller", "--kubeconfig", kubeconfig, "-n", ns, "--standalone", "--health-port", "0"]
-    proc = subprocess.Popen([*argv, "--metrics-port", "0"], stdout=log, stderr=log)
+    release = Release.new("dihera-autobench", kubeconfig)
+    before = read_crd(api, DIJOB_CRD)
     try:
-        time.sleep(3)  # the namespace's default service account; the controller's watch
-        print(f"CartPole DQN to the stop value, collectors slowed {args.collect_delay} s per step ({ns}):")
+        time.sleep(3)  # the namespace's default service account
+        sa_token(api, ns, ACCOUNT, ["get"], report=True)  # the replicas report their figures with it
+        release.restricted_namespace(api)
+        release.must(
+            "install", release.name, str(CHART), "-f", str(VALUES), "--set", f"image.tag={package_version(settings)}",
+            "--set", f"watchNamespaces={{{ns}}}", "--create-namespace", "--take-ownership", "--wait",
+            "--timeout", TIMEOUT,
+        )  # fmt: skip
+        print(f"CartPole DQN to the stop value, collectors slowed {args.collect_delay} s per batch, the learner "
+              f"{args.train_delay} s per step; the chart's controller and di-server ({ns}):")  # fmt: skip
         results: dict[str, list[dict[str, float]]] = {}
         for _ in range(args.repeat):
-            for key, doc in configurations(fixed, args.collect_delay, ns, image, api).items():
+            for key, doc in configurations(fixed, args.collect_delay, args.train_delay, ns, image, api).items():
                 results.setdefault(key, []).append(run_one(api, ns, doc, args.timeout))
                 time.sleep(5)  # the last job's pods go before the next starts
         report(results)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=30)
+        release.remove(api)
+        restore_crds(api, {DIJOB_CRD: before})
         core.delete_namespace(ns)
     return 0
 

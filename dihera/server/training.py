@@ -8,10 +8,10 @@ the status written before (read from the watch cache: a di-server restart keeps 
 curve), applied only to the DIJob the reports were checked against (its uid).
 
 Memory: only a report that passed the token, the right and the pod checks is kept, only for a DIJob the
-cache holds, at most :data:`MAX_REPLICAS` replicas and :data:`MAX_EVALUATIONS` evaluations waiting per
-job; a job deleted (or created again under its name) is forgotten at its next write; a replica silent for
-:data:`~dihera.rl.merge.STALE_SECONDS` is dropped. With several di-server replicas each keeps and writes the
-reports it received (docs/training-figures.md).
+cache holds, at most :data:`MAX_REPLICAS` replicas' reports (one per replica and role) and
+:data:`MAX_EVALUATIONS` evaluations waiting per job; a job deleted (or created again under its name) is
+forgotten at its next write; a replica silent for :data:`~dihera.rl.merge.STALE_SECONDS` is dropped. With
+several di-server replicas each keeps and writes the reports it received (docs/training-figures.md).
 """
 
 from __future__ import annotations
@@ -58,7 +58,9 @@ class TooManyReplicas(Exception):
 @dataclass
 class _Job:
     uid: str
-    latest: dict[str, Report] = field(default_factory=dict)
+    #: each (replica, role)'s newest report: one process may hold several roles (DI-engine's serial pipeline, a
+    #: stock main run in one process, ``--parallel-workers``), each reporting its own figures
+    latest: dict[tuple[str, str], Report] = field(default_factory=dict)
     evaluations: list[Report] = field(default_factory=list)
     dirty: bool = False
     written: float = float("-inf")  # monotonic
@@ -89,20 +91,21 @@ class TrainingReports:
         self.writes = 0
 
     def add(self, namespace: str, name: str, uid: str, role: str, replica: str, figures: Mapping[str, float]) -> None:
-        """Keep ``replica``'s newest report for the DIJob ``uid``; :class:`TooManyReplicas` past the bound."""
+        """Keep ``replica``'s newest report of ``role`` for the DIJob ``uid``; :class:`TooManyReplicas` past the
+        bound."""
         now = self._wall()
         report = Report(role, replica, dict(figures), now, _rfc3339(now))
         with self._lock:
             job = self._jobs.get((namespace, name))
             if job is None or job.uid != uid:
                 job = self._jobs[(namespace, name)] = _Job(uid)
-            if replica not in job.latest and len(job.latest) >= MAX_REPLICAS:
+            if (replica, role) not in job.latest and len(job.latest) >= MAX_REPLICAS:
                 self._prune(job, now)
                 if len(job.latest) >= MAX_REPLICAS:
                     raise TooManyReplicas(
                         f"{len(job.latest)} replicas of this job report already ({MAX_REPLICAS} at most)"
                     )
-            job.latest[replica] = report
+            job.latest[(replica, role)] = report
             if role == "evaluator":
                 job.evaluations = [*job.evaluations, report][-MAX_EVALUATIONS:]
             job.dirty = True

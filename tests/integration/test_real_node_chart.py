@@ -52,6 +52,7 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -84,10 +85,18 @@ from tests.integration.argo_ui import (
     screenshot,
     wait_for,
 )
+from tests.integration.autoscaled import (
+    FAST_BEHAVIOR,
+    STOP,
+    TARGET_WAIT,
+    Watch,
+    autoscaled_cartpole,
+    scale_events,
+)
 from tests.integration.conftest import Poll
 from tests.integration.controllers import DIHERA, free_port
 from tests.integration.jobs import manifest, phase_is
-from tests.integration.realjobs import ON_REAL_NODE
+from tests.integration.realjobs import ON_REAL_NODE, follow, on_real_node
 from tests.integration.releases import DIJOB_CRD, TIMEOUT, Release, read_crd, restore_crds
 from tests.integration.servers import (
     REPORT_RULE,
@@ -912,3 +921,111 @@ def _sweep_state(cluster: client.ApiClient, namespace: str, wf: dict[str, Any]) 
 
 def _seconds(start: str, end: str) -> float:
     return (datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds()
+
+
+AUTOSCALED_ACCOUNT = "autoscaled"
+
+
+def _as(doc: dict[str, Any], account: str) -> dict[str, Any]:
+    for task in doc["spec"]["tasks"]:
+        task["template"]["spec"]["serviceAccountName"] = account
+    return doc
+
+
+def test_slow_collectors_are_added_to_and_a_slow_learner_s_removed(
+    real_release: Release, jobs_namespace: str, cluster: client.ApiClient, ding_image: str
+) -> None:
+    """Collector autoscaling through the chart's controller, from the figures the example's replicas report
+    through the chart's di-server (issue 56, "Done when"): the example with 1 collector and autoscaling up to 4,
+    its collectors slowed (``DIHERA_COLLECT_DELAY``) so the learner starves: collectors are added, the learner's
+    data-wait fraction falls below its target, and the job reaches its stop value (by DI-engine's evaluator or
+    ``trainingPolicy``'s target). Then a short job with a slowed learner (``DIHERA_TRAIN_DELAY``) starting at 3
+    collectors: they are removed to the minimum, and ``trainingPolicy``'s iteration target ends it. Every change
+    has an Event with its figures. Beside the second job: DI-engine's stock DQN main plus the one line of
+    docs/training-figures.md, in one process, reporting every role's figures into its DIJob's status.
+
+    The delays are sleeps, so that the replicas' speeds, not the node's 2 cores, decide who waits: a learner's
+    step (5 updates of 64 samples) takes about 0.25 s with ``DIHERA_TRAIN_DELAY`` 0.2 (a bigger model's), and a
+    collector's batch about 0.65 s with ``DIHERA_COLLECT_DELAY`` 0.6: one collector leaves the learner waiting
+    about 60 % of its time, two or three feed it. Without the learner's delay its step is a few milliseconds of
+    CPU and no count of collectors the node can run feeds it (measured: 0.56 with 4 collectors at 0.3 s)."""
+    namespace = jobs_namespace
+    _account(cluster, namespace, AUTOSCALED_ACCOUNT)
+    jobs = JobStore(cluster)
+    auto = {"minReplicas": 1, "maxReplicas": 4, "targetDataWaitFraction": TARGET_WAIT, "behavior": FAST_BEHAVIOR}
+    starving = autoscaled_cartpole(
+        namespace, ding_image, cluster, collectors=1, autoscaling=auto, collect_delay=0.6, train_delay=0.2,
+        training_policy=STOP, name="starving",
+    )  # fmt: skip
+    # DI-engine's exchange paces each collector by the learner's steps (it waits for the learner's context): each
+    # adds n_sample 8 env steps per learner step of 5 x 64 samples, a replay ratio of 40 / collectors (measured
+    # 13.3 at 3). The target is the config's own ratio (update_per_collect x batch_size / n_sample = 40): at 3
+    # collectors samples pile up, a third of it, and autoscaling gives collectors back down to the minimum.
+    saturated = {**auto, "targetReplayRatio": 40.0}
+    slow_learner = autoscaled_cartpole(
+        namespace, ding_image, cluster, collectors=3, autoscaling=saturated, train_delay=0.5,
+        training_policy={"target": {"metric": "iteration", "value": 600}}, name="saturated",
+    )  # fmt: skip
+    # the three jobs at once (their delays are sleeps: the node's cores are not what they wait for)
+    for doc in (starving, slow_learner, _stock_plus_one_line(namespace, ding_image, cluster)):
+        jobs.create(_as(doc, AUTOSCALED_ACCOUNT))
+    watch, slow_watch = Watch(cluster, namespace, "starving"), Watch(cluster, namespace, "saturated")
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        stock = pool.submit(follow, cluster, namespace, "stock-figures", 300)
+        slow = pool.submit(follow, cluster, namespace, "saturated", 300, slow_watch.tick)
+        run = follow(cluster, namespace, "starving", timeout=420, on_tick=watch.tick)
+        stock_run, slow_run = stock.result(), slow.result()
+    added = [m for r, m in scale_events(cluster, namespace, "starving") if r == "CollectorsAdded"]
+    print(
+        f"\n[autoscaling] starving: {run.status.get('phase')} in {run.seconds:.0f} s, at most {watch.most} "
+        f"collectors, data wait after the last change {[round(w, 2) for w in watch.waits_after_change]}; {added}"
+    )
+    assert run.status["phase"] == "Succeeded", (run.phases, run.status.get("conditions"))
+    assert watch.most > 1 and added, (watch.most, added)
+    assert all("waited for data" in m and "target 30%" in m for m in added), added
+    assert watch.waits_after_change and min(watch.waits_after_change) < TARGET_WAIT, watch.waits_after_change
+    assert run.status["restarts"] == 0, run.status
+
+    run, watch = slow_run, slow_watch
+    removed = [m for r, m in scale_events(cluster, namespace, "saturated") if r == "CollectorsRemoved"]
+    autoscaled = [c for c in run.status.get("conditions", []) if c["type"] == "CollectorsAutoscaled"]
+    print(
+        f"[autoscaling] saturated: {run.status.get('phase')} in {run.seconds:.0f} s, at least {watch.least} "
+        f"collectors; {removed}; {autoscaled}; training {run.status.get('training', {}).get('replayRatio')}"
+    )
+    assert watch.least == 1 and removed, (watch.least, removed, autoscaled, run.status.get("training"))
+    assert all("the learner is saturated" in m and "replay ratio" in m for m in removed), removed
+    assert run.status["phase"] == "Succeeded", (run.phases, run.status.get("conditions"))
+    assert run.status["conditions"][-1]["reason"] in ("TrainingTargetReached", "JobSucceeded"), run.status
+    # the stock program reported every role's figures through the chart's di-server into its own DIJob's status
+    assert stock_run.status["phase"] == "Succeeded", (stock_run.phases, stock_run.status.get("conditions"))
+    training = stock_run.status.get("training") or {}
+    assert training.get("iteration", 0) > 0 and training.get("envSteps", 0) > 0, training
+    # the rates of the newest reports (the last learner report may come after its last step: a rate of 0)
+    assert training.get("envStepsPerSecond", 0) > 0 and "iterationsPerSecond" in training, training
+    # a return the API server read as a whole number comes back an int (CartPole's returns are step counts)
+    assert isinstance((training.get("evaluation") or {}).get("value"), (int, float)), training
+
+
+#: DI-engine's stock DQN main (ding/example/dqn.py, read from the image's DI-engine) plus the one line a user adds
+#: (``task.use(dihera_figures())``, the middleware on the image's PYTHONPATH), run in one process for argv[1] steps.
+STOCK_PLUS_ONE_LINE = """
+import inspect, sys
+import ding.example.dqn as stock
+source = inspect.getsource(stock)
+run = "        task.run()"
+assert source.count(run) == 1, "DI-engine's stock DQN main changed"
+source = source.replace(run, "        task.use(dihera_figures())\\n        task.run(max_step=%d)" % int(sys.argv[1]))
+namespace = {"__name__": "stock_dqn"}
+exec(compile("from dihera_figures import dihera_figures\\n" + source, "stock_dqn.py", "exec"), namespace)
+namespace["main"]()
+"""
+
+
+def _stock_plus_one_line(namespace: str, image: str, cluster: client.ApiClient) -> dict[str, Any]:
+    """workflows/serial.yaml's one replica running :data:`STOCK_PLUS_ONE_LINE` for 150 steps instead."""
+    doc = on_real_node("serial.yaml", namespace, image, cluster)
+    doc["metadata"]["name"] = "stock-figures"
+    container = doc["spec"]["tasks"][0]["template"]["spec"]["containers"][0]
+    container["command"], container["args"] = ["python", "-c", STOCK_PLUS_ONE_LINE], ["150"]
+    return doc

@@ -135,7 +135,7 @@ run = "        task.run()"
 assert source.count(run) == 1, "DI-engine's stock DQN main changed"
 # the one line, and a bounded run for the test (the stock main trains until CartPole's stop value)
 one_line = "        task.use(dihera_figures(interval=0.5))\\n"
-source = source.replace(run, one_line + "        task.run(max_step=int(sys.argv[1]))")
+source = source.replace(run, one_line + "        task.run(max_step=%d)" % int(sys.argv[1]))
 namespace = {"__name__": "stock_dqn"}
 exec(compile("from dihera_figures import dihera_figures\\n" + source, "stock_dqn.py", "exec"), namespace)
 namespace["main"]()

@@ -67,6 +67,21 @@ def test_twenty_reports_in_one_second_make_one_write() -> None:
     assert len(store.writes) == 2  # nothing new: nothing written
 
 
+def test_one_process_with_every_role_keeps_each_roles_figures() -> None:
+    # DI-engine's stock main in one process (or its serial pipeline): one pod reports as learner, collector and
+    # evaluator; each role's newest report counts (measured on the real node: one role's figures were lost)
+    store, clock = Store(), Clock()
+    reports = _reports(store, clock)
+    reports.add("ns", "j", "u1", "learner", "pod-0", {"iteration": 40.0, "iterationsPerSecond": 20.0})
+    reports.add("ns", "j", "u1", "collector", "pod-0", {"envSteps": 512.0, "envStepsPerSecond": 100.0})
+    reports.add("ns", "j", "u1", "evaluator", "pod-0", {"iteration": 40.0, "return": 9.5})
+    reports.flush()
+    written = store.writes[-1]
+    assert written["iteration"] == 40 and written["iterationsPerSecond"] == 20.0, written
+    assert written["envSteps"] == 512 and written["envStepsPerSecond"] == 100.0, written
+    assert written["evaluation"]["value"] == 9.5, written
+
+
 def test_the_status_written_before_carries_the_best_and_evaluations_are_counted_once() -> None:
     store, clock = Store(), Clock()
     store.training = {"evaluation": {"value": 10.0, "iteration": 1, "best": 90.0, "bestIteration": 1, "count": 3}}
