@@ -362,7 +362,8 @@ def arguments() -> argparse.Namespace:
     unknown = sorted(set(args.keys) - set(BENCHES))
     if unknown:
         parser.error(f"--only: unknown benchmark(s) {unknown}; valid: {', '.join(BENCHES)}")
-    args.kubeconfig = os.environ.get("KUBECONFIG") or str(REPO / ".devcluster" / "kubeconfig")
+    # absolute: each benchmark runs with its worktree as the working directory
+    args.kubeconfig = str(Path(os.environ.get("KUBECONFIG") or REPO / ".devcluster" / "kubeconfig").resolve())
     if set(args.keys) & {"controller", "server"} and not Path(args.kubeconfig).is_file():
         parser.error(f"no cluster: {args.kubeconfig} does not exist ($KUBECONFIG, or `python -m ci.devcluster up`)")
     return args
