@@ -78,19 +78,19 @@ def test_reports_reach_status_training_within_a_bound_and_a_burst_is_one_write_a
             for host in ("figures-collector-0", "figures-collector-1")
         }  # fmt: skip
         start = time.monotonic()
-        for i in range(20):  # 20 reports in one second, from two collectors
+        for i in range(20):  # 20 reports in about a second, from two collectors
             host = f"figures-collector-{i % 2}"
             body = {"role": "collector", "envSteps": 100 * (i + 1), "envStepsPerSecond": 50.0, "modelIteration": 38}
             assert collectors[host].post(url, json=body).status_code == 202
             time.sleep(max(0.0, start + (i + 1) * 0.045 - time.monotonic()))
-        burst = time.monotonic() - start
-        assert burst < 1.0, f"the burst took {burst:.2f} s"
+        burst = time.monotonic() - start  # about 0.9 s; longer on a loaded machine (the bound below follows it)
         time.sleep(2.5)
         stop.set()
         learner.post(url, json={"role": "learner", "iteration": 41})  # an event to end the watch's stream
         watcher.join(15)
-        during = [t for t, _ in writes if start <= t < start + 1.0]
-        assert len(during) <= 1, f"{len(during)} writes within the burst's second: {writes}"
+        during = [t for t, _ in writes if start <= t < start + burst]
+        allowed = int(burst) + 1  # one write a second: 1 for a burst under a second, 2 for one under two ...
+        assert len(during) <= allowed, f"{len(during)} writes for 20 reports in {burst:.2f} s: {writes}"
         gaps = [b[0] - a[0] for a, b in itertools.pairwise(writes)]
         assert all(gap >= 0.7 for gap in gaps), f"writes closer than a second (watch-time gaps {gaps})"
         training = _training(custom, namespace, name)
