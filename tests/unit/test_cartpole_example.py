@@ -165,6 +165,27 @@ def test_the_evaluator_reports_its_returns_to_the_di_server(tmp_path: Path, caps
         server.shutdown()
 
 
+def test_an_older_report_in_flight_never_lands_after_the_stop_values() -> None:
+    # measured in CI: the thread's report of iteration 565 (slow, the di-server under load) landed after the
+    # final one, and the status of a job that reached the stop value said 85
+    landed: list[int] = []
+    first_started = threading.Event()
+
+    def send(report: dict[str, object]) -> None:
+        if report["evalIteration"] == 565:
+            first_started.set()
+            time.sleep(0.3)  # slow: still in flight when the final evaluation comes
+        landed.append(int(report["evalIteration"]))  # type: ignore[call-overload]
+
+    reporter = MetricsReporter(send)
+    reporter.evaluated(85.0, 565)
+    assert first_started.wait(5)
+    reporter.evaluated(200.0, 605, final=True)
+    reporter.evaluated(190.0, 645)  # after the final: never sent
+    reporter.close()
+    assert landed == [565, 605], landed
+
+
 def test_the_learner_reports_its_newest_checkpoint_and_the_one_saved_on_sigterm_at_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
