@@ -5,8 +5,7 @@ folds them with the status written before (which carries what must survive a di-
 return, the evaluation count, the curve) into a new :class:`~dihera.shapes.training.TrainingStatus`:
 
 - the learner's figures from the learner that is furthest along (the newest iteration);
-- env steps and env steps/s summed over the collectors, each collector's newest report counted once (env
-  steps with those of the collectors whose pods ended, ``departed_steps``);
+- env steps and env steps/s summed over the collectors, each collector's newest report counted once;
 - policy lag per collector: the learner's iteration minus the model iteration the collector acts with
   (p50 and max over the collectors);
 - replay ratio: samples consumed per env step collected (``samplesPerSecond / envStepsPerSecond``);
@@ -90,12 +89,12 @@ def _learner_figures(learner: Report | None) -> TrainingStatus:
     return out
 
 
-def _collector_figures(collectors: Sequence[Report], iteration: int | None, departed: float) -> TrainingStatus:
+def _collector_figures(collectors: Sequence[Report], iteration: int | None) -> TrainingStatus:
     out: TrainingStatus = {}
     steps = [v for r in collectors if (v := _finite(r, "envSteps")) is not None]
     rates = [v for r in collectors if (v := _finite(r, "envStepsPerSecond")) is not None]
-    if steps or departed > 0:
-        out["envSteps"] = int(departed + sum(max(0.0, s) for s in steps))
+    if steps:
+        out["envSteps"] = int(sum(max(0.0, s) for s in steps))
     if rates:
         out["envStepsPerSecond"] = sum(max(0.0, r) for r in rates)
     models = [v for r in collectors if (v := _finite(r, "modelIteration")) is not None]
@@ -159,19 +158,16 @@ def merge_training(
     latest: Iterable[Report],
     evaluations: Sequence[Report],
     now: float,
-    departed_steps: float = 0.0,
 ) -> TrainingStatus:
     """``status.training`` from ``before`` (the status written last, or None), each replica's newest report
     in ``latest`` and the evaluator reports received since the last write, in order (``evaluations``), at
-    ``now`` (the di-server's clock, as the reports' ``at``); ``departed_steps``: the env steps of collectors
-    that left the job (counted in ``envSteps``, no longer in the rates)."""
+    ``now`` (the di-server's clock, as the reports' ``at``)."""
     before = before or {}
     fresh = [r for r in latest if now - r.at <= STALE_SECONDS]
     status = _learner_figures(_learner(fresh))
     if "iteration" not in status and "iteration" in before:
         status["iteration"] = before["iteration"]
-    collectors = [r for r in fresh if r.role == "collector"]
-    status.update(_collector_figures(collectors, status.get("iteration"), max(0.0, departed_steps)))
+    status.update(_collector_figures([r for r in fresh if r.role == "collector"], status.get("iteration")))
     samples, rate = status.get("samplesPerSecond"), status.get("envStepsPerSecond")
     if samples is not None and rate:
         status["replayRatio"] = samples / rate

@@ -10,24 +10,20 @@ curve), applied only to the DIJob the reports were checked against (its uid).
 Memory: only a report that passed the token, the right and the pod checks is kept, only for a DIJob the
 cache holds, at most :data:`MAX_REPLICAS` replicas' reports (one per replica and role) and
 :data:`MAX_EVALUATIONS` evaluations waiting per job; a job deleted (or created again under its name) is
-forgotten at its next write; a replica silent for :data:`~dihera.rl.merge.STALE_SECONDS` is dropped, and a
-pod's report as soon as the cache sees that pod ended or going (a collector removed by a scale-down stops
-counting in ``envStepsPerSecond`` at once, not a minute later). With several di-server replicas each keeps and
-writes the reports it received (docs/training-figures.md).
+forgotten at its next write; a replica silent for :data:`~dihera.rl.merge.STALE_SECONDS` is dropped. With
+several di-server replicas each keeps and writes the reports it received (docs/training-figures.md).
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Final, NamedTuple
+from typing import Final
 
 from dihera.kube.snapshot import JobSnapshot
-from dihera.objects import PodPhase, deleting, metadata, pod_phase
 from dihera.rl.merge import STALE_SECONDS, Report, merge_training
 from dihera.shapes.training import TrainingStatus
 
@@ -35,7 +31,6 @@ __all__ = [
     "MAX_EVALUATIONS",
     "MAX_REPLICAS",
     "WRITE_INTERVAL",
-    "CachedJob",
     "TooManyReplicas",
     "TrainingReports",
     "training_of",
@@ -50,19 +45,8 @@ MAX_EVALUATIONS: Final = 32
 #: Seconds between two writes of one job's ``status.training``.
 WRITE_INTERVAL: Final = 1.0
 
-
-class CachedJob(NamedTuple):
-    """A DIJob as the di-server's cache holds it, for a write of its figures."""
-
-    uid: str
-    training: TrainingStatus | None
-    #: the names of its pods still running (not ended, not being deleted): a report a pod sent counts while its
-    #: pod is one of them; None: not known (every report counts until it is stale)
-    live_pods: frozenset[str] | None = None
-
-
-#: ``(namespace, name)`` → the DIJob as cached, or None when it is gone.
-Cached = Callable[[str, str], "CachedJob | None"]
+#: ``(namespace, name)`` → the DIJob's uid and its ``status.training`` as cached, or None when it is gone.
+Cached = Callable[[str, str], "tuple[str, TrainingStatus | None] | None"]
 #: Write ``status.training`` of the DIJob with that uid; False when the DIJob is gone or is another one.
 Write = Callable[[str, str, str, TrainingStatus], bool]
 
@@ -77,10 +61,6 @@ class _Job:
     #: each (replica, role)'s newest report: one process may hold several roles (DI-engine's serial pipeline, a
     #: stock main run in one process, ``--parallel-workers``), each reporting its own figures
     latest: dict[tuple[str, str], Report] = field(default_factory=dict)
-    #: the replicas that are pods (a pod's own token sent the report): dropped once the pod is no longer live
-    pods: set[str] = field(default_factory=set)
-    #: env steps the collectors whose pods ended had collected (they stay in ``envSteps``)
-    departed: float = 0.0
     evaluations: list[Report] = field(default_factory=list)
     dirty: bool = False
     written: float = float("-inf")  # monotonic
@@ -110,18 +90,9 @@ class TrainingReports:
         self._thread: threading.Thread | None = None
         self.writes = 0
 
-    def add(
-        self,
-        namespace: str,
-        name: str,
-        uid: str,
-        role: str,
-        replica: str,
-        figures: Mapping[str, float],
-        pod: bool = False,
-    ) -> None:
-        """Keep ``replica``'s newest report of ``role`` for the DIJob ``uid`` (``pod``: ``replica`` is the name of
-        the pod that sent it, checked); :class:`TooManyReplicas` past the bound."""
+    def add(self, namespace: str, name: str, uid: str, role: str, replica: str, figures: Mapping[str, float]) -> None:
+        """Keep ``replica``'s newest report of ``role`` for the DIJob ``uid``; :class:`TooManyReplicas` past the
+        bound."""
         now = self._wall()
         report = Report(role, replica, dict(figures), now, _rfc3339(now))
         with self._lock:
@@ -135,8 +106,6 @@ class TrainingReports:
                         f"{len(job.latest)} replicas of this job report already ({MAX_REPLICAS} at most)"
                     )
             job.latest[(replica, role)] = report
-            if pod:
-                job.pods.add(replica)
             if role == "evaluator":
                 job.evaluations = [*job.evaluations, report][-MAX_EVALUATIONS:]
             job.dirty = True
@@ -163,8 +132,7 @@ class TrainingReports:
             if left > 0:
                 wait = min(wait, left)
                 continue
-            taken = _Job(job.uid, dict(job.latest), pods=set(job.pods), departed=job.departed,
-                         evaluations=job.evaluations)  # fmt: skip
+            taken = _Job(job.uid, dict(job.latest), job.evaluations)
             job.evaluations, job.dirty, job.written = [], False, now
             due.append((key, taken))
         return due, wait
@@ -179,13 +147,10 @@ class TrainingReports:
 
     def _flush_one(self, namespace: str, name: str, job: _Job) -> None:
         cached = self._cached(namespace, name)
-        if cached is None or cached.uid != job.uid:
+        if cached is None or cached[0] != job.uid:
             self._forget(namespace, name, job.uid)
             return
-        gone = set() if cached.live_pods is None else job.pods - cached.live_pods
-        departed = self._drop_pods(namespace, name, job, gone) if gone else job.departed
-        latest = [report for (replica, _), report in job.latest.items() if replica not in gone]
-        training = merge_training(cached.training, latest, job.evaluations, self._wall(), departed)
+        training = merge_training(cached[1], job.latest.values(), job.evaluations, self._wall())
         try:
             written = self._write(namespace, name, job.uid, training)
         except Exception:  # the API server refused or is away: the next report schedules a write again
@@ -202,22 +167,6 @@ class TrainingReports:
             if kept is not None and kept.uid == job.uid:
                 kept.evaluations = [*job.evaluations, *kept.evaluations][-MAX_EVALUATIONS:]
                 kept.dirty = True
-
-    def _drop_pods(self, namespace: str, name: str, job: _Job, gone: set[str]) -> float:
-        """Forget the reports of the pods ``gone``; the env steps of collectors gone so far (``job``'s, a copy
-        taken for this write, with theirs added)."""
-        steps = sum(
-            max(0.0, report.figures.get("envSteps", 0.0))
-            for (replica, role), report in job.latest.items()
-            if replica in gone and role == "collector" and math.isfinite(report.figures.get("envSteps", 0.0))
-        )
-        with self._lock:
-            kept = self._jobs.get((namespace, name))
-            if kept is not None and kept.uid == job.uid:
-                kept.latest = {key: report for key, report in kept.latest.items() if key[0] not in gone}
-                kept.pods -= gone
-                kept.departed += steps
-        return job.departed + steps
 
     def _forget(self, namespace: str, name: str, uid: str) -> None:
         with self._lock:
@@ -242,13 +191,9 @@ class TrainingReports:
             time.sleep(max(0.01, wait))
 
 
-def training_of(job: JobSnapshot | None) -> CachedJob | None:
-    """The uid, ``status.training`` and live pods of a cached DIJob (None: not cached)."""
+def training_of(job: JobSnapshot | None) -> tuple[str, TrainingStatus | None] | None:
+    """The uid and ``status.training`` of a cached DIJob (None: not cached)."""
     if job is None:
         return None
     training = (job.body.get("status") or {}).get("training")
-    ended = (PodPhase.SUCCEEDED, PodPhase.FAILED)
-    live = frozenset(
-        metadata(pod).get("name") or "" for pod in job.pods if not deleting(pod) and pod_phase(pod) not in ended
-    )
-    return CachedJob(str(job.body["metadata"].get("uid") or ""), training, live)
+    return str(job.body["metadata"].get("uid") or ""), training

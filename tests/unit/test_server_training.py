@@ -8,16 +8,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from dihera.kube.snapshot import JobSnapshot
 from dihera.server import ServerSettings, create_app
-from dihera.server.training import (
-    MAX_EVALUATIONS,
-    MAX_REPLICAS,
-    CachedJob,
-    TooManyReplicas,
-    TrainingReports,
-    training_of,
-)
+from dihera.server.training import MAX_EVALUATIONS, MAX_REPLICAS, TooManyReplicas, TrainingReports
 from dihera.shapes.training import TrainingStatus
 from tests.unit.fake_backend import ADMIN, POD, POD_NAME, POD_UID, REPORTER, VIEWER, FakeBackend
 
@@ -43,10 +35,9 @@ class Store:
         self.uid: str | None = uid
         self.training: TrainingStatus | None = None
         self.writes: list[TrainingStatus] = []
-        self.live_pods: frozenset[str] | None = None
 
-    def cached(self, namespace: str, name: str) -> CachedJob | None:
-        return None if self.uid is None else CachedJob(self.uid, self.training, self.live_pods)
+    def cached(self, namespace: str, name: str) -> tuple[str, TrainingStatus | None] | None:
+        return None if self.uid is None else (self.uid, self.training)
 
     def write(self, namespace: str, name: str, uid: str, training: TrainingStatus) -> bool:
         if uid != self.uid:
@@ -89,46 +80,6 @@ def test_one_process_with_every_role_keeps_each_roles_figures() -> None:
     assert written["iteration"] == 40 and written["iterationsPerSecond"] == 20.0, written
     assert written["envSteps"] == 512 and written["envStepsPerSecond"] == 100.0, written
     assert written["evaluation"]["value"] == 9.5, written
-
-
-def test_a_pods_report_stops_counting_once_its_pod_ended_and_another_replicas_does_not() -> None:
-    # a collector removed by a scale-down: its pod ends; its last report must not count in envStepsPerSecond
-    # (the replay ratio autoscaling reads) for the minute until it is stale (measured on the real node: 13.7
-    # instead of 20 at 2 collectors)
-    store, clock = Store(), Clock()
-    store.live_pods = frozenset({"c-0", "c-1", "c-2"})
-    reports = _reports(store, clock)
-    for pod in ("c-0", "c-1", "c-2"):
-        reports.add("ns", "j", "u1", "collector", pod, {"envStepsPerSecond": 10.0, "envSteps": 100.0}, pod=True)
-    reports.add("ns", "j", "u1", "collector", "outside", {"envStepsPerSecond": 5.0, "envSteps": 50.0})
-    reports.flush()
-    assert store.writes[-1]["envStepsPerSecond"] == 35.0
-    store.live_pods = frozenset({"c-0", "c-1"})  # c-2 ended ("outside" is no pod: it counts until stale)
-    clock.now += 1.0
-    reports.add("ns", "j", "u1", "collector", "c-0", {"envStepsPerSecond": 10.0, "envSteps": 200.0}, pod=True)
-    reports.flush()
-    # the env steps c-2 collected stay in the total: 200 + 100 + 50, and c-2's 100
-    assert store.writes[-1]["envStepsPerSecond"] == 25.0 and store.writes[-1]["envSteps"] == 450
-    clock.now += 1.0
-    store.live_pods = None  # not known: nothing more is dropped; c-2's report is gone, its steps counted once
-    reports.add("ns", "j", "u1", "collector", "c-1", {"envStepsPerSecond": 10.0, "envSteps": 200.0}, pod=True)
-    reports.flush()
-    assert store.writes[-1]["envStepsPerSecond"] == 25.0 and store.writes[-1]["envSteps"] == 550
-
-
-def test_the_live_pods_are_those_neither_ended_nor_being_deleted() -> None:
-    pods = (
-        {"metadata": {"name": "running"}, "status": {"phase": "Running"}},
-        {"metadata": {"name": "pending"}, "status": {"phase": "Pending"}},
-        {"metadata": {"name": "new"}},
-        {"metadata": {"name": "done"}, "status": {"phase": "Succeeded"}},
-        {"metadata": {"name": "failed"}, "status": {"phase": "Failed"}},
-        {"metadata": {"name": "going", "deletionTimestamp": "2026-12-06T00:00:00Z"}, "status": {"phase": "Running"}},
-    )
-    body = {"metadata": {"uid": "u1"}, "status": {"training": {"iteration": 3}}}
-    cached = training_of(JobSnapshot(body, None, pods))  # type: ignore[arg-type]
-    assert cached == CachedJob("u1", {"iteration": 3}, frozenset({"running", "pending", "new"}))
-    assert training_of(None) is None
 
 
 def test_the_status_written_before_carries_the_best_and_evaluations_are_counted_once() -> None:

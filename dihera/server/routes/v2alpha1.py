@@ -157,7 +157,7 @@ def v2_training(call: Reporter, body: TrainingReport) -> Envelope:
     replica = pod or body.replica or (call.identity.username if call.identity is not None else "") or body.role
     uid = str(job.body["metadata"].get("uid") or "")
     try:
-        call.ctx.training.add(call.ref.namespace, call.ref.name, uid, body.role, replica, figures, pod=pod is not None)
+        call.ctx.training.add(call.ref.namespace, call.ref.name, uid, body.role, replica, figures)
     except TooManyReplicas as err:
         raise ApiError(429, str(err)) from err
     return Envelope(success=True, code=0, message="accepted", data=None)
