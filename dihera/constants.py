@@ -151,7 +151,7 @@ class AutoscaleReason(StrEnum):
     WITHIN_TARGET = "WithinTarget"
     #: a change is recommended but its stabilization window is not yet covered by figures at the current count
     STABILIZING = "Stabilizing"
-    #: a change is recommended but a bound or a disabled direction forbids it
+    #: a change is recommended but a bound or a disabled direction forbids it, or one collector over-produces
     SCALE_LIMITED = "ScaleLimited"
     #: no figures in status.training at the current count yet
     NO_FIGURES = "NoFigures"

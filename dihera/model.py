@@ -122,6 +122,10 @@ class Checkpoint:
     mount_path: str = "/var/dihera/checkpoints"
     reclaim_policy: ReclaimPolicy = ReclaimPolicy.DELETE
 
+    def mounted_by(self, task: str) -> bool:
+        """Whether the pods of ``task`` mount the volume (and get ``DI_CHECKPOINT_DIR``)."""
+        return task in self.tasks
+
     def to_dict(self) -> CheckpointSpec:
         out: CheckpointSpec = {"size": self.size}
         if self.storage_class_name is not None:

@@ -1,5 +1,6 @@
 """The job's checkpoint volume (``spec.checkpoint``, docs/checkpoints.md) in the pods of the tasks that mount it
-(pure): the pod volume, the mounts and ``DI_CHECKPOINT_DIR``.
+(pure): the pod volume and the mounts (``DI_CHECKPOINT_DIR``, with every other variable, is
+:func:`dihera.render.env.di_env`'s).
 
 Its claim (:func:`dihera.render.objects.checkpoint_claim`) is one PersistentVolumeClaim per job,
 ``di-<job>-checkpoints``, owned by the DIJob (reclaimPolicy Delete) or by nobody (Retain), never by the
@@ -9,16 +10,15 @@ and the replicas made again mount the same one.
 
 from __future__ import annotations
 
-from dihera.constants import CHECKPOINT_DIR_ENV, CHECKPOINT_VOLUME
+from dihera.constants import CHECKPOINT_VOLUME
 from dihera.model import DIJob, Task
 from dihera.naming import checkpoint_claim_name
-from dihera.render.providers.base import INDEX
 
-__all__ = ["checkpoint_env", "checkpoint_mounts", "checkpoint_volumes"]
+__all__ = ["checkpoint_mounts", "checkpoint_volumes"]
 
 
 def _mounts(job: DIJob, task: Task) -> bool:
-    return job.checkpoint is not None and task.name in job.checkpoint.tasks
+    return job.checkpoint is not None and job.checkpoint.mounted_by(task.name)
 
 
 def checkpoint_volumes(job: DIJob, task: Task) -> list[dict[str, object]]:
@@ -34,11 +34,3 @@ def checkpoint_mounts(job: DIJob, task: Task) -> list[dict[str, object]]:
         return []
     assert job.checkpoint is not None
     return [{"name": CHECKPOINT_VOLUME, "mountPath": job.checkpoint.mount_path}]
-
-
-def checkpoint_env(job: DIJob, task: Task) -> list[dict[str, object]]:
-    """``DI_CHECKPOINT_DIR=<mountPath>/<task>-<index>``: the replica's own directory in the volume."""
-    if not _mounts(job, task):
-        return []
-    assert job.checkpoint is not None
-    return [{"name": CHECKPOINT_DIR_ENV, "value": f"{job.checkpoint.mount_path.rstrip('/')}/{task.name}-{INDEX}"}]

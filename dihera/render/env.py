@@ -14,12 +14,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from dihera.constants import VACANT_RANK_ADDRESS
+from dihera.constants import CHECKPOINT_DIR_ENV, VACANT_RANK_ADDRESS
 from dihera.env_limits import value_fits
 from dihera.membership import Membership, Replica
 from dihera.model import DIJob, Task, task_env_name
 from dihera.naming import Addressing, fqdn, member_address, membership_configmap_name
-from dihera.render.checkpoint import checkpoint_env
 from dihera.render.providers import membership_data, provider_env
 from dihera.render.providers.base import INDEX, RANK
 from dihera.render.settings import RenderSettings
@@ -54,6 +53,14 @@ def _from_membership(job: DIJob, name: str, key: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"configMapKeyRef": ref}}
 
 
+def _checkpoint_env(job: DIJob, task: Task) -> list[dict[str, Any]]:
+    """``DI_CHECKPOINT_DIR=<mountPath>/<task>-<index>``: the replica's own directory in the checkpoint volume,
+    in the tasks that mount it (``spec.checkpoint``, :mod:`dihera.render.checkpoint`)."""
+    if job.checkpoint is None or not job.checkpoint.mounted_by(task.name):
+        return []
+    return [{"name": CHECKPOINT_DIR_ENV, "value": f"{job.checkpoint.mount_path.rstrip('/')}/{task.name}-{INDEX}"}]
+
+
 def di_env(job: DIJob, task: Task, settings: RenderSettings, short: bool = False) -> list[dict[str, Any]]:
     """The variables dihera adds to every container of ``task`` (before the user's own); ``short``: in
     the template of the task's short-hostname replicas.
@@ -74,7 +81,7 @@ def di_env(job: DIJob, task: Task, settings: RenderSettings, short: bool = False
         _from_membership(job, GENERATION_KEY, GENERATION_KEY),
         {"name": "DI_MEMBERSHIP_FILE", "value": f"{settings.membership_dir}/{MEMBERSHIP_FILE}"},
         {"name": RESTART_KEY, "value": RETRIES if job.backoff_limit > 0 else "0"},
-        *checkpoint_env(job, task),
+        *_checkpoint_env(job, task),
         *provider_env(job, task, settings),
     ]
 

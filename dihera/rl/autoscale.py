@@ -9,7 +9,7 @@ The signals (``status.training``, :mod:`dihera.shapes.training`):
   ``c * (1 - W) / (1 - w)`` to bring the wait down to ``W`` (rounded up);
 - the **replay ratio** ``r`` (samples consumed per env step collected). With the learner saturated (``w <= W``)
   and ``r`` below the target ``R``, collectors produce more than the learner uses: ``ceil(c * r / R)`` give it
-  ``R`` (never below 1).
+  ``R`` (never below 1: at one collector such figures are a limit, ``ScaleLimited``, not "within target").
 
 A change of less than :data:`TOLERANCE` (10%, HPA's) is no change.
 
@@ -274,11 +274,31 @@ def _judge(
         return _change(current, read.up, True, spec.scale_up, changes, bounds, now, figures, read)
     if read.down is not None and read.down < current:
         return _change(current, read.down, False, spec.scale_down, changes, bounds, now, figures, read)
+    if current == 1 and _overproduces(read, spec, now):
+        return _hold(current, AutoscaleReason.SCALE_LIMITED, f"1 collector: {figures}; the learner uses fewer "
+                     "samples than one collector collects, and 1 is the fewest collectors a job runs; holding",
+                     read)  # fmt: skip
     if _wants_change(read, spec, current):
         windows = f"{spec.scale_up.stabilization_window_seconds}/{spec.scale_down.stabilization_window_seconds} s"
         return _hold(current, AutoscaleReason.STABILIZING, f"{current} collectors: {figures}; the figures do not "
                      f"yet agree over the stabilization window ({windows}); holding", read)  # fmt: skip
     return _hold(current, AutoscaleReason.WITHIN_TARGET, f"{current} collectors: {figures}; within target", read)
+
+
+def _overproduces(read: _Read, spec: Autoscaling, now: float) -> bool:
+    """Whether every figure over the scale-down window has the learner saturated and the replay ratio below its
+    target by more than :data:`TOLERANCE`: fewer collectors wanted, where ``recommend`` rounds up to one."""
+    target = spec.target_replay_ratio
+    held = _covering(read.fresh, spec.scale_down.stabilization_window_seconds, now)
+    if target is None or not held:
+        return False
+
+    def low(t: TrainingStatus) -> bool:
+        wait, ratio = _finite(t.get("dataWaitFraction")), _finite(t.get("replayRatio"))
+        saturated = wait is not None and wait <= spec.target_data_wait_fraction
+        return saturated and ratio is not None and ratio / target < 1 - TOLERANCE
+
+    return all(low(s.training) for s in held)
 
 
 def _wants_change(read: _Read, spec: Autoscaling, current: int) -> bool:

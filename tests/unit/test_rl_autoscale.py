@@ -86,6 +86,19 @@ def test_a_saturated_learner_loses_collectors_slowly() -> None:
     assert "limited to 3 by scaleDown's policies" in d.message
 
 
+def test_a_saturated_learner_at_one_collector_is_a_limit_not_within_target() -> None:
+    s = series([(0.05, 0.25)] * 10, count=1)  # t = 0..45: a quarter of what one collector collects is used
+    early = decide(s[:5], 1, now=20.0)  # the 40 s down-window not covered yet
+    assert (early.desired, early.reason) == (1, AutoscaleReason.WITHIN_TARGET)
+    d = decide(s, 1, now=45.0)
+    assert (d.desired, d.reason) == (1, AutoscaleReason.SCALE_LIMITED)
+    assert "replay ratio 0.25 (target 1)" in d.message and "1 is the fewest collectors" in d.message
+    mixed = series([(0.05, 0.25)] * 9 + [(0.05, 0.95)], count=1)  # the newest within tolerance
+    assert decide(mixed, 1, now=45.0).reason is AutoscaleReason.WITHIN_TARGET
+    starving = series([(0.5, 0.25)] * 10, count=1)  # the learner waits: not saturated, so not over-produced
+    assert decide(starving, 1, now=45.0).reason is not AutoscaleReason.SCALE_LIMITED
+
+
 def test_a_noisy_series_around_the_target_never_moves_the_count() -> None:
     noisy = [(0.7, 2.0), (0.1, 2.0), (0.05, 0.2), (0.6, 0.5), (0.15, 2.0)] * 4  # spikes both ways
     s = series(noisy, count=2)
