@@ -183,7 +183,16 @@ def cni_config(files: NodeFiles) -> str:
 
 
 def kubelet_config(files: NodeFiles, state: StateDir) -> str:
-    """KubeletConfiguration (JSON is YAML): cgroup v1 allowed, cgroupfs, webhook authn/authz, loose eviction."""
+    """KubeletConfiguration (JSON is YAML): cgroup v1 allowed, cgroupfs, webhook authn/authz, and no disk reclaim.
+
+    The node's images are imported into containerd and can never be pulled again (``dihera.local/...``), so the
+    kubelet must never delete one: image GC is off (``imageGCHighThresholdPercent`` 100), and so are the disk
+    eviction thresholds (``0%``: the kubelet ignores the signal). With them on (even at 1 %), a machine whose disk
+    ran low (a cold run wrote the 5.4 GiB DI-engine image beside the caches) had the eviction manager reclaim disk
+    by deleting the unused images, the sandbox image among them: every later pod failed "failed to get sandbox
+    image dihera.local/pause:1". containerd 1.6.20 (Debian 12's) knows no pinned images (``io.cri-containerd.pinned``
+    came in 1.6.2x), so pinning is no way out here.
+    """
     pki = state.pki
     config = {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
@@ -208,7 +217,7 @@ def kubelet_config(files: NodeFiles, state: StateDir) -> str:
         },
         "authorization": {"mode": "Webhook"},
         "registerWithTaints": [NODE_TAINT],
-        "evictionHard": {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"},
+        "evictionHard": {"memory.available": "100Mi", "nodefs.available": "0%", "imagefs.available": "0%"},
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
         "serializeImagePulls": False,

@@ -53,7 +53,7 @@ def _from_membership(job: DIJob, name: str, key: str) -> dict[str, Any]:
     return {"name": name, "valueFrom": {"configMapKeyRef": ref}}
 
 
-def _checkpoint_env(job: DIJob, task: Task) -> list[dict[str, Any]]:
+def _checkpoint_env(job: DIJob, task: Task) -> list[dict[str, object]]:
     """``DI_CHECKPOINT_DIR=<mountPath>/<task>-<index>``: the replica's own directory in the checkpoint volume,
     in the tasks that mount it (``spec.checkpoint``, :mod:`dihera.render.checkpoint`)."""
     if job.checkpoint is None or not job.checkpoint.mounted_by(task.name):

@@ -77,6 +77,18 @@ def test_node_is_ready_with_containerd(cluster: client.ApiClient) -> None:
     assert (realnode.NODE_TAINT["key"], "true", "NoSchedule") in taints
 
 
+def test_the_kubelet_never_deletes_an_image_it_cannot_pull_again(cluster: client.ApiClient) -> None:
+    """The running kubelet's own configuration (``/configz``, through the API server): image GC off and no disk
+    eviction, whose reclaim deletes unused images (ci/devcluster/realnode.py ``kubelet_config`` says why)."""
+    path = f"/api/v1/nodes/{realnode.NODE_NAME}/proxy/configz"
+    data, status, _ = cluster.call_api(path, "GET", response_type="object", auth_settings=["BearerToken"])
+    assert status == 200, (status, data)
+    config = data["kubeletconfig"]
+    assert config["imageGCHighThresholdPercent"] == 100, config
+    hard = config["evictionHard"]
+    assert (hard.get("nodefs.available"), hard.get("imagefs.available")) == ("0%", "0%"), hard
+
+
 def test_node_network_has_no_route_out() -> None:
     """Every route of the node's namespace stays inside it: the pod bridge and its own addresses."""
     routes = subprocess.run(
