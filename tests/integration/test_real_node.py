@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import ipaddress
+import json
 import subprocess
 import textwrap
 import time
@@ -80,10 +81,9 @@ def test_node_is_ready_with_containerd(cluster: client.ApiClient) -> None:
 def test_the_kubelet_never_deletes_an_image_it_cannot_pull_again(cluster: client.ApiClient) -> None:
     """The running kubelet's own configuration (``/configz``, through the API server): image GC off and no disk
     eviction, whose reclaim deletes unused images (ci/devcluster/realnode.py ``kubelet_config`` says why)."""
-    path = f"/api/v1/nodes/{realnode.NODE_NAME}/proxy/configz"
-    data, status, _ = cluster.call_api(path, "GET", response_type="object", auth_settings=["BearerToken"])
-    assert status == 200, (status, data)
-    config = data["kubeletconfig"]
+    core = client.CoreV1Api(cluster)
+    answer = core.connect_get_node_proxy_with_path(realnode.NODE_NAME, "configz", _preload_content=False)
+    config = json.loads(answer.data)["kubeletconfig"]
     assert config["imageGCHighThresholdPercent"] == 100, config
     hard = config["evictionHard"]
     assert (hard.get("nodefs.available"), hard.get("imagefs.available")) == ("0%", "0%"), hard
